@@ -1,0 +1,11 @@
+# Native dependencies: Debian packages (toolchains/setup.sh installs them).
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBGIT2 REQUIRED IMPORTED_TARGET libgit2)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+find_package(nlohmann_json 3.10 REQUIRED)
+add_library(gitlocks_dep_git2 INTERFACE)
+target_link_libraries(gitlocks_dep_git2 INTERFACE PkgConfig::LIBGIT2)
+add_library(gitlocks_dep_sodium INTERFACE)
+target_link_libraries(gitlocks_dep_sodium INTERFACE PkgConfig::SODIUM)
+add_library(gitlocks_dep_json INTERFACE)
+target_link_libraries(gitlocks_dep_json INTERFACE nlohmann_json::nlohmann_json)

@@ -1,0 +1,63 @@
+// gitlocks/plan.hpp — the planner: a pure function
+//   (source state, policy, context, body) -> successor state | named refusal.
+//
+// It never reads a clock. Time enters only through guard expressions over T
+// (the admission time); the planner derives their exact interval and the
+// host (or the notary) checks T against it. In *propose* mode the host also
+// passes its clock reading `now`: the planner then classifies conflicts with
+// leases that are still live at `now` as refusals and fills in what the body
+// must declare (reclaimed leases, the `after` bound, the generation and
+// expiry being renewed). In *replay* mode (no `now`) the body is taken as
+// recorded and every declaration is checked against the state. Both modes
+// run the same code, so replay reproduces a proposal bit for bit.
+//
+// Body (canonical JSON object):
+//   {"created_at":MS,"name":DISPLAY-NAME,"ops":[OP,...]}    transitions
+//   {"init":POLICY}                                        store creation
+// Ops (docs/FORMAT.md has every field):
+//   {"op":"claim","path":P,"mode":"exclusive"|"shared","expires_at":MS,
+//    "note":S?,"reclaims":[{"lease":ID,"generation":G,"expires_at":MS}]?,"after":MS?}
+//   {"op":"extend","path":P|"sem":N,"lease":ID,"generation":G,"prev_expires_at":MS,"expires_at":MS}
+//   {"op":"release","path":P|"sem":N,"lease":ID,"generation":G}
+//   {"op":"sweep","leases":[{"path":P|"sem":N,"lease":ID,"generation":G,"expires_at":MS}]}
+//   {"op":"sem-acquire","sem":N,"limit":L,"expires_at":MS,"note":S?,"reclaims":[...]?,"after":MS?}
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/expr.hpp"
+#include "gitlocks/store.hpp"
+
+namespace gitlocks {
+
+struct PlanContext {
+  std::string actor;     // hex public key of the signer
+  std::string instance;  // operation id: makes lease ids unique
+};
+
+struct PlanOutcome {
+  json body;             // the complete body (as proposed or as given)
+  std::string action;    // packet action: init, claim, reclaim, extend, ...
+  Oid result_state;      // successor state tree id
+  json guards;           // every guard expression of the transition
+  Interval interval;     // exact admission interval of T
+  std::size_t records_written = 0;  // record blobs in the successor
+  json leases;           // leases created or renewed: [{resource, lease, generation, expires_at}]
+};
+
+// source_state: the parent's state tree id, or "" to create a store (body
+// {"init":POLICY}). Objects of the successor are written to `store`.
+Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx,
+                         const json& body, std::optional<std::int64_t> now = std::nullopt);
+
+// The sweep op that removes every lease expired at `now` (nullopt when none).
+Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state,
+                                          std::int64_t now);
+
+// Deterministic lease id (24 hex digits).
+std::string lease_id(const std::string& instance, std::size_t op_index, const std::string& resource);
+
+}  // namespace gitlocks

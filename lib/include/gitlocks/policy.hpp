@@ -1,0 +1,50 @@
+// gitlocks/policy.hpp — the store policy (format gitlocks-policy-v1).
+//
+//   {"format":"gitlocks-policy-v1","store":HEX64,"owner":HEX64,
+//    "min_ttl_ms":1000,"max_ttl_ms":3600000,
+//    "families":[{"name":"db","policy":"exclusive"|"shared",
+//                 "members":["db/schema.sql","db/migrations/"]}]}
+//
+// The TTL bounds become seed 002's guard expressions (ttl_guards); unknown
+// fields and unknown formats are refused, never ignored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/path.hpp"
+
+namespace gitlocks {
+
+inline constexpr std::string_view kPolicyFormat = "gitlocks-policy-v1";
+inline constexpr std::int64_t kDefaultMinTtlMs = 1000;
+inline constexpr std::int64_t kDefaultMaxTtlMs = 3600000;
+
+struct Family {
+  std::string name;
+  bool exclusive = true;
+  std::vector<RepoPath> members;
+};
+
+struct Policy {
+  std::string store;
+  std::string owner;
+  std::int64_t min_ttl_ms = kDefaultMinTtlMs;
+  std::int64_t max_ttl_ms = kDefaultMaxTtlMs;
+  std::vector<Family> families;
+};
+
+// Validates and reads a policy document. Errors: unknown_format, bad_json,
+// bad_path, usage (0 < min_ttl <= max_ttl violated, duplicate family).
+Result<Policy> parse_policy(const json& doc);
+
+// A policy document with defaults for a new store.
+json default_policy(const std::string& store_id_hex, const std::string& owner_hex);
+
+// seed 002's TTL window over body path `prefix + ["expires_at"]`:
+// MIN_TTL <= expires_at - T <= MAX_TTL.
+json ttl_guards(const Policy& p, const json& prefix);
+
+}  // namespace gitlocks

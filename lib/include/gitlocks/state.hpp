@@ -1,0 +1,58 @@
+// gitlocks/state.hpp — the state tree of a store (format 1) and read access.
+//
+// Layout of the state tree (docs/FORMAT.md has the full description):
+//   format.json                {"format":"gitlocks-state-v1"}
+//   policy.json                the policy (canonical JSON)
+//   records/AA/BB/<H>.json     one record per resource, H = sha256 hex of the
+//                              resource key ("path:<p>", "sem:<n>",
+//                              "family:<n>"), AA/BB its first 4 hex digits.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/store.hpp"
+
+namespace gitlocks {
+
+inline constexpr std::string_view kStateFormat = "gitlocks-state-v1";
+inline constexpr std::string_view kStateRef = "refs/locks/state";
+
+// Resource keys.
+std::string path_resource(const std::string& path_key);
+std::string sem_resource(const std::string& name);
+std::string family_resource(const std::string& name);
+
+// Location of a record inside the state tree: {"records", AA, BB, H.json}.
+std::vector<std::string> record_location(const std::string& resource);
+
+// Read access to one state tree. Trees are cached for the reader's lifetime.
+class StateReader {
+ public:
+  StateReader(ObjectStore& store, Oid state_tree) : store_(store), root_(std::move(state_tree)) {}
+
+  const Oid& root() const { return root_; }
+  // Checks format.json; unknown formats are refused (unknown_format).
+  Status check_format();
+  Result<json> policy();
+  Result<std::string> policy_bytes();
+  // The record of a resource, or nullopt.
+  Result<std::optional<json>> record(const std::string& resource);
+  // Every record, in tree order. The callback may stop the walk by
+  // returning false.
+  Status for_each_record(const std::function<bool(const json& record)>& fn);
+  // Blob id at a path inside the state tree, or nullopt.
+  Result<std::optional<Oid>> lookup(const std::vector<std::string>& path);
+
+ private:
+  Result<const Tree*> tree(const Oid& id);
+  ObjectStore& store_;
+  Oid root_;
+  std::map<Oid, Tree> trees_;
+};
+
+}  // namespace gitlocks

@@ -1,0 +1,62 @@
+// gitlocks/store.hpp — the narrow storage interface of the core: Git objects
+// in, Git objects out. The core never sees libgit2 types; the libgit2
+// implementation (git_store.cpp) is shared by native and WASM builds.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gitlocks/result.hpp"
+
+namespace gitlocks {
+
+// A Git object id as 40 lowercase hex digits.
+using Oid = std::string;
+
+struct TreeEntry {
+  std::string name;
+  bool is_tree = false;  // else a regular blob (mode 100644)
+  Oid oid;
+};
+// Entries in any order; the store writes them in Git's order.
+using Tree = std::vector<TreeEntry>;
+
+struct Commit {
+  Oid tree;
+  std::vector<Oid> parents;
+  std::string message;
+  std::int64_t time_seconds = 0;  // committer time
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+  virtual Result<std::string> read_blob(const Oid& id) = 0;
+  virtual Result<Tree> read_tree(const Oid& id) = 0;
+  virtual Result<Commit> read_commit(const Oid& id) = 0;
+  virtual Result<Oid> write_blob(std::string_view data) = 0;
+  virtual Result<Oid> write_tree(const Tree& tree) = 0;
+  // Author and committer are "git-locks <git-locks@invalid>" at time_seconds,
+  // so a commit is a pure function of its inputs.
+  virtual Result<Oid> write_commit(const Commit& commit) = 0;
+  // The ref's target, or nullopt if it does not exist.
+  virtual Result<std::optional<Oid>> read_ref(std::string_view name) = 0;
+  // Number of objects written through this store (for tests and benchmarks).
+  virtual std::size_t objects_written() const = 0;
+};
+
+// Opens the repository at (or around) `path` with libgit2. Errors: store_read.
+Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path);
+
+// An in-memory object database (libgit2 mempack): for tests, vectors and the
+// browser. Refs live in a map. Errors: store_read.
+Result<std::unique_ptr<ObjectStore>> open_memory_store();
+
+// Sets a ref in a memory store (no-op error for a repository store: refs of
+// a real repository move only through git update-ref in tools/).
+Status memory_store_set_ref(ObjectStore& store, std::string_view name, const Oid& target);
+
+}  // namespace gitlocks

@@ -1,0 +1,155 @@
+#include "gitlocks/canon.hpp"
+
+#include <set>
+#include <vector>
+
+#include "utf8.h"
+
+namespace gitlocks {
+
+std::string_view errc_name(Errc c) {
+  switch (c) {
+    case Errc::held_path: return "held-path";
+    case Errc::full_semaphore: return "full-semaphore";
+    case Errc::family_policy: return "family-policy";
+    case Errc::stale_generation: return "stale-generation";
+    case Errc::not_holder: return "not-holder";
+    case Errc::guard_window: return "guard-window";
+    case Errc::empty_interval: return "empty-interval";
+    case Errc::limit_mismatch: return "limit-mismatch";
+    case Errc::stale_retries_exhausted: return "stale-retries-exhausted";
+    case Errc::usage: return "usage";
+    case Errc::bad_path: return "bad-path";
+    case Errc::bad_json: return "bad-json";
+    case Errc::non_canonical: return "non-canonical";
+    case Errc::bad_expression: return "bad-expression";
+    case Errc::unsupported_expression: return "unsupported-expression";
+    case Errc::arithmetic_overflow: return "arithmetic-overflow";
+    case Errc::unknown_format: return "unknown-format";
+    case Errc::store_read: return "store-read";
+    case Errc::store_write: return "store-write";
+    case Errc::bad_signature: return "bad-signature";
+    case Errc::invalid: return "invalid";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+Status check_value(const json& v, int depth) {
+  if (depth > kMaxDepth) return make_error(Errc::bad_json, "nesting deeper than 64 levels");
+  switch (v.type()) {
+    case json::value_t::number_float:
+      return make_error(Errc::bad_json, "floating-point numbers are not allowed");
+    case json::value_t::number_integer: {
+      auto i = v.get<std::int64_t>();
+      if (i > kMaxSafeInteger || i < -kMaxSafeInteger)
+        return make_error(Errc::bad_json, "integer outside [-(2^53-1), 2^53-1]");
+      return Ok{};
+    }
+    case json::value_t::number_unsigned:
+      if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSafeInteger))
+        return make_error(Errc::bad_json, "integer outside [-(2^53-1), 2^53-1]");
+      return Ok{};
+    case json::value_t::string:
+      if (!detail::utf8_valid(v.get_ref<const std::string&>()))
+        return make_error(Errc::bad_json, "string is not valid UTF-8");
+      return Ok{};
+    case json::value_t::array:
+      for (const auto& e : v) GITLOCKS_CHECK(check_value(e, depth + 1));
+      return Ok{};
+    case json::value_t::object:
+      for (const auto& [k, e] : v.items()) {
+        if (!detail::utf8_valid(k)) return make_error(Errc::bad_json, "key is not valid UTF-8");
+        GITLOCKS_CHECK(check_value(e, depth + 1));
+      }
+      return Ok{};
+    case json::value_t::binary:
+    case json::value_t::discarded:
+      return make_error(Errc::bad_json, "value outside the JSON data model");
+    default:
+      return Ok{};
+  }
+}
+
+}  // namespace
+
+Status canon_check(const json& value) { return check_value(value, 0); }
+
+Result<json> canon_parse(std::string_view text, CanonMode mode) {
+  // Raw bytes first: the lexer accepts some things we reject (e.g. it would
+  // report invalid UTF-8 only inside strings).
+  if (!detail::utf8_valid(text)) return make_error(Errc::bad_json, "input is not valid UTF-8");
+
+  std::vector<std::set<std::string>> keys;
+  bool duplicate = false;
+  bool too_deep = false;
+  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth > kMaxDepth) too_deep = true;
+    switch (event) {
+      case json::parse_event_t::object_start: keys.emplace_back(); break;
+      case json::parse_event_t::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case json::parse_event_t::key:
+        if (!keys.empty() && parsed.is_string() &&
+            !keys.back().insert(parsed.get<std::string>()).second)
+          duplicate = true;
+        break;
+      default: break;
+    }
+    return true;
+  };
+  json v = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
+  if (v.is_discarded()) return make_error(Errc::bad_json, "not valid JSON");
+  if (duplicate) return make_error(Errc::bad_json, "duplicate object key");
+  if (too_deep) return make_error(Errc::bad_json, "nesting deeper than 64 levels");
+  GITLOCKS_CHECK(canon_check(v));
+  if (mode == CanonMode::strict) {
+    auto s = v.dump();
+    if (s != text) return make_error(Errc::non_canonical, "input is not in canonical form");
+  }
+  return v;
+}
+
+Result<std::string> canon_dump(const json& value) {
+  GITLOCKS_CHECK(canon_check(value));
+  // canon_check guarantees valid UTF-8, so the serializer cannot fail.
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Result<std::string> get_string(const json& obj, std::string_view key) {
+  if (!obj.is_object()) return make_error(Errc::bad_json, "expected an object");
+  auto it = obj.find(key);
+  if (it == obj.end()) return make_error(Errc::bad_json, "missing field '" + std::string(key) + "'");
+  if (!it->is_string())
+    return make_error(Errc::bad_json, "field '" + std::string(key) + "' must be a string");
+  return it->get<std::string>();
+}
+
+Result<std::int64_t> get_int(const json& obj, std::string_view key) {
+  if (!obj.is_object()) return make_error(Errc::bad_json, "expected an object");
+  auto it = obj.find(key);
+  if (it == obj.end()) return make_error(Errc::bad_json, "missing field '" + std::string(key) + "'");
+  if (!it->is_number_integer())
+    return make_error(Errc::bad_json, "field '" + std::string(key) + "' must be an integer");
+  auto i = it->get<std::int64_t>();
+  if (i > kMaxSafeInteger || i < -kMaxSafeInteger)
+    return make_error(Errc::bad_json, "field '" + std::string(key) + "' is outside the safe integer range");
+  return i;
+}
+
+Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed,
+                  std::string_view what) {
+  if (!obj.is_object()) return make_error(Errc::bad_json, std::string(what) + " must be an object");
+  for (const auto& [k, v] : obj.items()) {
+    bool found = false;
+    for (auto a : allowed) found = found || (a == k);
+    if (!found) return make_error(Errc::bad_json, "unknown field '" + k + "' in " + std::string(what));
+  }
+  return Ok{};
+}
+
+}  // namespace gitlocks

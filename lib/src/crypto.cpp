@@ -1,0 +1,91 @@
+#include "gitlocks/crypto.hpp"
+
+#include <sodium.h>
+
+#include <string>
+#include <vector>
+
+namespace gitlocks {
+
+bool crypto_init() { return sodium_init() >= 0; }
+
+KeyPair keypair_from_seed(const std::array<std::uint8_t, kSeedBytes>& seed) {
+  static_assert(kPublicKeyBytes == crypto_sign_PUBLICKEYBYTES);
+  static_assert(kSecretKeyBytes == crypto_sign_SECRETKEYBYTES);
+  static_assert(kSeedBytes == crypto_sign_SEEDBYTES);
+  KeyPair kp;
+  crypto_sign_seed_keypair(kp.public_key.data(), kp.secret_key.data(), seed.data());
+  return kp;
+}
+
+namespace {
+std::string framed(std::string_view domain, std::string_view message) {
+  std::string m;
+  m.reserve(domain.size() + message.size());
+  m.append(domain);
+  m.append(message);
+  return m;
+}
+}  // namespace
+
+Signature sign_detached(std::string_view domain, std::string_view message, const KeyPair& key) {
+  static_assert(kSignatureBytes == crypto_sign_BYTES);
+  auto m = framed(domain, message);
+  Signature sig{};
+  crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char*>(m.data()),
+                       m.size(), key.secret_key.data());
+  return sig;
+}
+
+bool verify_detached(std::string_view domain, std::string_view message, const Signature& sig,
+                     const PublicKey& pk) {
+  auto m = framed(domain, message);
+  return crypto_sign_verify_detached(sig.data(), reinterpret_cast<const unsigned char*>(m.data()),
+                                     m.size(), pk.data()) == 0;
+}
+
+std::array<std::uint8_t, kSha256Bytes> sha256(std::string_view data) {
+  std::array<std::uint8_t, kSha256Bytes> out{};
+  crypto_hash_sha256(out.data(), reinterpret_cast<const unsigned char*>(data.data()), data.size());
+  return out;
+}
+
+std::string sha256_hex(std::string_view data) { return to_hex(sha256(data)); }
+
+std::string to_hex(const std::uint8_t* data, std::size_t n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string s(n * 2, '0');
+  for (std::size_t i = 0; i < n; ++i) {
+    s[2 * i] = digits[data[i] >> 4];
+    s[2 * i + 1] = digits[data[i] & 15];
+  }
+  return s;
+}
+
+namespace {
+template <std::size_t N>
+Result<std::array<std::uint8_t, N>> from_hex(std::string_view hex, const char* what) {
+  if (hex.size() != 2 * N)
+    return make_error(Errc::bad_json, std::string(what) + " must be " + std::to_string(2 * N) +
+                                          " lowercase hex digits");
+  std::array<std::uint8_t, N> out{};
+  for (std::size_t i = 0; i < 2 * N; ++i) {
+    char c = hex[i];
+    int v;
+    if (c >= '0' && c <= '9') v = c - '0';
+    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
+    else return make_error(Errc::bad_json, std::string(what) + " must be lowercase hex");
+    out[i / 2] = static_cast<std::uint8_t>(out[i / 2] << 4 | v);
+  }
+  return out;
+}
+}  // namespace
+
+Result<PublicKey> public_key_from_hex(std::string_view hex) {
+  return from_hex<kPublicKeyBytes>(hex, "public key");
+}
+Result<Signature> signature_from_hex(std::string_view hex) {
+  return from_hex<kSignatureBytes>(hex, "signature");
+}
+
+}  // namespace gitlocks

@@ -1,0 +1,232 @@
+// The libgit2 implementation of ObjectStore, for a repository on disk and for
+// an in-memory object database. Identical natively and in WASM.
+#include <git2.h>
+#include <git2/sys/commit.h>
+#include <git2/sys/mempack.h>
+#include <git2/sys/repository.h>
+
+#include <map>
+
+#include "gitlocks/store.hpp"
+
+namespace gitlocks {
+namespace {
+
+std::string last_git_error(const char* what) {
+  const git_error* e = git_error_last();
+  std::string m = what;
+  if (e && e->message) {
+    m += ": ";
+    m += e->message;
+  }
+  return m;
+}
+
+std::string oid_hex(const git_oid& oid) {
+  char buf[GIT_OID_HEXSZ + 1];
+  git_oid_tostr(buf, sizeof buf, &oid);
+  return buf;
+}
+
+Result<git_oid> parse_oid(const Oid& hex) {
+  git_oid oid;
+  if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstrn(&oid, hex.data(), hex.size()) != 0)
+    return make_error(Errc::store_read, "invalid object id '" + hex + "'");
+  return oid;
+}
+
+// libgit2's global state is reference counted; every store holds one ref.
+struct LibGit2 {
+  LibGit2() {
+    git_libgit2_init();
+#ifdef __EMSCRIPTEN__
+    git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+    for (int level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL,
+                      GIT_CONFIG_LEVEL_PROGRAMDATA})
+      git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, "");
+#endif
+  }
+  ~LibGit2() { git_libgit2_shutdown(); }
+  LibGit2(const LibGit2&) = delete;
+  LibGit2& operator=(const LibGit2&) = delete;
+};
+
+class GitStore final : public ObjectStore {
+ public:
+  GitStore(git_repository* repo, git_odb* odb, bool memory)
+      : repo_(repo), odb_(odb), memory_(memory) {}
+  ~GitStore() override {
+    git_odb_free(odb_);
+    git_repository_free(repo_);
+  }
+  GitStore(const GitStore&) = delete;
+  GitStore& operator=(const GitStore&) = delete;
+
+  Result<std::string> read_blob(const Oid& id) override {
+    GITLOCKS_TRY(oid, parse_oid(id));
+    git_odb_object* obj = nullptr;
+    if (git_odb_read(&obj, odb_, &oid) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot read blob " + id).c_str()));
+    if (git_odb_object_type(obj) != GIT_OBJECT_BLOB) {
+      git_odb_object_free(obj);
+      return make_error(Errc::store_read, "object " + id + " is not a blob");
+    }
+    std::string data(static_cast<const char*>(git_odb_object_data(obj)), git_odb_object_size(obj));
+    git_odb_object_free(obj);
+    return data;
+  }
+
+  Result<Tree> read_tree(const Oid& id) override {
+    GITLOCKS_TRY(oid, parse_oid(id));
+    git_tree* tree = nullptr;
+    if (git_tree_lookup(&tree, repo_, &oid) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot read tree " + id).c_str()));
+    Tree out;
+    size_t n = git_tree_entrycount(tree);
+    out.reserve(n);
+    for (size_t i = 0; i < n; ++i) {
+      const git_tree_entry* e = git_tree_entry_byindex(tree, i);
+      git_filemode_t mode = git_tree_entry_filemode(e);
+      if (mode != GIT_FILEMODE_TREE && mode != GIT_FILEMODE_BLOB) {
+        git_tree_free(tree);
+        return make_error(Errc::store_read, "tree " + id + " has an entry of unexpected mode");
+      }
+      out.push_back({git_tree_entry_name(e), mode == GIT_FILEMODE_TREE, oid_hex(*git_tree_entry_id(e))});
+    }
+    git_tree_free(tree);
+    return out;
+  }
+
+  Result<Commit> read_commit(const Oid& id) override {
+    GITLOCKS_TRY(oid, parse_oid(id));
+    git_commit* c = nullptr;
+    if (git_commit_lookup(&c, repo_, &oid) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
+    Commit out;
+    out.tree = oid_hex(*git_commit_tree_id(c));
+    for (unsigned i = 0; i < git_commit_parentcount(c); ++i)
+      out.parents.push_back(oid_hex(*git_commit_parent_id(c, i)));
+    const char* msg = git_commit_message_raw(c);
+    out.message = msg ? msg : "";
+    out.time_seconds = git_commit_time(c);
+    git_commit_free(c);
+    return out;
+  }
+
+  Result<Oid> write_blob(std::string_view data) override {
+    git_oid oid;
+    if (git_odb_write(&oid, odb_, data.data(), data.size(), GIT_OBJECT_BLOB) != 0)
+      return make_error(Errc::store_write, last_git_error("cannot write blob"));
+    ++written_;
+    return oid_hex(oid);
+  }
+
+  Result<Oid> write_tree(const Tree& tree) override {
+    git_treebuilder* b = nullptr;
+    if (git_treebuilder_new(&b, repo_, nullptr) != 0)
+      return make_error(Errc::store_write, last_git_error("cannot build tree"));
+    for (const auto& e : tree) {
+      auto oid = parse_oid(e.oid);
+      if (!oid.ok() ||
+          git_treebuilder_insert(nullptr, b, e.name.c_str(), &oid.value(),
+                                 e.is_tree ? GIT_FILEMODE_TREE : GIT_FILEMODE_BLOB) != 0) {
+        git_treebuilder_free(b);
+        return make_error(Errc::store_write, last_git_error(("cannot add tree entry " + e.name).c_str()));
+      }
+    }
+    git_oid oid;
+    int rc = git_treebuilder_write(&oid, b);
+    git_treebuilder_free(b);
+    if (rc != 0) return make_error(Errc::store_write, last_git_error("cannot write tree"));
+    ++written_;
+    return oid_hex(oid);
+  }
+
+  Result<Oid> write_commit(const Commit& commit) override {
+    GITLOCKS_TRY(tree, parse_oid(commit.tree));
+    std::vector<git_oid> parents;
+    for (const auto& p : commit.parents) {
+      GITLOCKS_TRY(po, parse_oid(p));
+      parents.push_back(po);
+    }
+    std::vector<const git_oid*> pp;
+    for (auto& p : parents) pp.push_back(&p);
+    git_signature* sig = nullptr;
+    if (git_signature_new(&sig, "git-locks", "git-locks@invalid", commit.time_seconds, 0) != 0)
+      return make_error(Errc::store_write, last_git_error("cannot make signature"));
+    git_oid oid;
+    int rc = git_commit_create_from_ids(&oid, repo_, nullptr, sig, sig, nullptr, commit.message.c_str(),
+                                        &tree, pp.size(), pp.empty() ? nullptr : pp.data());
+    git_signature_free(sig);
+    if (rc != 0) return make_error(Errc::store_write, last_git_error("cannot write commit"));
+    ++written_;
+    return oid_hex(oid);
+  }
+
+  Result<std::optional<Oid>> read_ref(std::string_view name) override {
+    if (memory_) {
+      auto it = refs_.find(std::string(name));
+      if (it == refs_.end()) return std::optional<Oid>{};
+      return std::optional<Oid>{it->second};
+    }
+    git_oid oid;
+    int rc = git_reference_name_to_id(&oid, repo_, std::string(name).c_str());
+    if (rc == GIT_ENOTFOUND) return std::optional<Oid>{};
+    if (rc != 0) return make_error(Errc::store_read, last_git_error(("cannot read ref " + std::string(name)).c_str()));
+    return std::optional<Oid>{oid_hex(oid)};
+  }
+
+  std::size_t objects_written() const override { return written_; }
+
+  Status set_ref(std::string_view name, const Oid& target) {
+    if (!memory_) return make_error(Errc::store_write, "refs of a repository move only through git");
+    refs_[std::string(name)] = target;
+    return Ok{};
+  }
+
+ private:
+  LibGit2 lib_;
+  git_repository* repo_;
+  git_odb* odb_;
+  bool memory_;
+  std::map<std::string, Oid> refs_;
+  std::size_t written_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path) {
+  LibGit2 lib;  // keeps libgit2 initialised while we open
+  git_repository* repo = nullptr;
+  if (git_repository_open_ext(&repo, path.c_str(), 0, nullptr) != 0)
+    return make_error(Errc::store_read, last_git_error(("cannot open repository at " + path).c_str()));
+  git_odb* odb = nullptr;
+  if (git_repository_odb(&odb, repo) != 0) {
+    git_repository_free(repo);
+    return make_error(Errc::store_read, last_git_error("cannot open object database"));
+  }
+  return std::unique_ptr<ObjectStore>(new GitStore(repo, odb, false));
+}
+
+Result<std::unique_ptr<ObjectStore>> open_memory_store() {
+  LibGit2 lib;
+  git_odb* odb = nullptr;
+  git_odb_backend* mempack = nullptr;
+  if (git_odb_new(&odb) != 0 || git_mempack_new(&mempack) != 0 ||
+      git_odb_add_backend(odb, mempack, 1000) != 0)
+    return make_error(Errc::store_read, last_git_error("cannot create in-memory object database"));
+  git_repository* repo = nullptr;
+  if (git_repository_wrap_odb(&repo, odb) != 0) {
+    git_odb_free(odb);
+    return make_error(Errc::store_read, last_git_error("cannot wrap object database"));
+  }
+  return std::unique_ptr<ObjectStore>(new GitStore(repo, odb, true));
+}
+
+Status memory_store_set_ref(ObjectStore& store, std::string_view name, const Oid& target) {
+  auto* g = dynamic_cast<GitStore*>(&store);
+  if (!g) return make_error(Errc::store_write, "not a memory store");
+  return g->set_ref(name, target);
+}
+
+}  // namespace gitlocks

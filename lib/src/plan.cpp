@@ -1,0 +1,639 @@
+#include "gitlocks/plan.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
+#include "records.h"
+#include "tree_edit.h"
+
+namespace gitlocks {
+
+std::string lease_id(const std::string& instance, std::size_t op_index, const std::string& resource) {
+  return sha256_hex(instance + "\n" + std::to_string(op_index) + "\n" + resource).substr(0, 24);
+}
+
+namespace {
+
+constexpr std::size_t kMaxOps = 10000;
+constexpr std::size_t kMaxNoteBytes = 1024;
+constexpr std::size_t kMaxNameBytes = 256;
+constexpr std::int64_t kMaxSemLimit = 1000000;
+
+// A live-or-dead lease (or marker) that stands in the way of an op. The op may
+// only be admitted after it expired: T > expires_at.
+struct Conflict {
+  std::int64_t expires_at;
+  Errc reason;
+  std::string what;
+};
+
+json body_path(std::size_t op, std::initializer_list<json> rest) {
+  json p = json::array({"ops", op});
+  for (const auto& r : rest) p.push_back(r);
+  return p;
+}
+
+json time_after(const json& path) {
+  return json{{"op", "gt"}, {"left", {{"from", "time"}}}, {"right", {{"from", "body"}, {"path", path}}}};
+}
+
+json time_not_after(const json& path) {
+  return json{{"op", "lte"}, {"left", {{"from", "time"}}}, {"right", {{"from", "body"}, {"path", path}}}};
+}
+
+Result<std::optional<std::string>> opt_string(const json& op, const char* key, std::size_t max_bytes) {
+  auto it = op.find(key);
+  if (it == op.end()) return std::optional<std::string>{};
+  if (!it->is_string()) return make_error(Errc::bad_json, std::string("'") + key + "' must be a string");
+  auto s = it->get<std::string>();
+  if (s.size() > max_bytes)
+    return make_error(Errc::usage, std::string("'") + key + "' longer than " + std::to_string(max_bytes) + " bytes");
+  return std::optional<std::string>{s};
+}
+
+Status check_name(const std::string& name, const char* what) {
+  if (name.empty() || name.size() > 255) return make_error(Errc::usage, std::string(what) + " name must be 1-255 bytes");
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f) return make_error(Errc::usage, std::string(what) + " name contains a control character");
+  return Ok{};
+}
+
+class Planner {
+ public:
+  Planner(ObjectStore& store, StateReader& reader, const Policy& policy, const PlanContext& ctx,
+          std::optional<std::int64_t> now)
+      : store_(store), reader_(reader), policy_(policy), ctx_(ctx), now_(now) {}
+
+  Status run(json& body, PlanOutcome& out) {
+    GITLOCKS_CHECK(check_keys(body, {"created_at", "name", "ops"}, "body"));
+    GITLOCKS_TRY(created, get_int(body, "created_at"));
+    if (created < 0) return make_error(Errc::usage, "created_at must not be negative");
+    created_at_ = created;
+    GITLOCKS_TRY(name, get_string(body, "name"));
+    if (name.size() > kMaxNameBytes) return make_error(Errc::usage, "holder name longer than 256 bytes");
+    name_ = name;
+    auto ops = body.find("ops");
+    if (ops == body.end() || !ops->is_array() || ops->empty())
+      return make_error(Errc::bad_json, "body needs a non-empty 'ops' array");
+    if (ops->size() > kMaxOps) return make_error(Errc::usage, "more than 10000 operations in one transition");
+    guards_ = json::array();
+    leases_ = json::array();
+    std::string action;
+    for (std::size_t i = 0; i < ops->size(); ++i) {
+      json& op = (*ops)[i];
+      if (!op.is_object()) return make_error(Errc::bad_json, "op " + std::to_string(i) + " must be an object");
+      GITLOCKS_TRY(kind, get_string(op, "op"));
+      Status st = Ok{};
+      std::string act = kind;
+      if (kind == "claim") {
+        st = claim(op, i);
+        if (st.ok() && op.contains("after")) act = "reclaim";
+      } else if (kind == "sem-acquire") {
+        st = sem_acquire(op, i);
+      } else if (kind == "extend") {
+        st = extend(op, i);
+      } else if (kind == "release" || kind == "sem-release") {
+        st = release(op, i, kind == "sem-release");
+      } else if (kind == "sweep") {
+        st = sweep(op, i);
+      } else {
+        return make_error(Errc::bad_json, "unknown op '" + kind + "'");
+      }
+      if (!st.ok()) {
+        Error e = st.error();
+        if (ops->size() > 1) e.message = "op " + std::to_string(i) + " (" + kind + "): " + e.message;
+        return e;
+      }
+      action = i == 0 ? act : "batch";
+    }
+    out.action = action;
+    out.guards = guards_;
+    out.leases = leases_;
+    return Ok{};
+  }
+
+  // Writes dirty records and returns the successor state tree.
+  Result<Oid> write(std::size_t& records_written) {
+    detail::TreeUpdates updates;
+    for (const auto& res : dirty_) {
+      const json& rec = cache_.at(res);
+      auto loc = record_location(res);
+      if (records::is_empty(rec)) {
+        updates[loc] = std::nullopt;
+        continue;
+      }
+      GITLOCKS_TRY(bytes, canon_dump(rec));
+      GITLOCKS_TRY(id, store_.write_blob(bytes));
+      updates[loc] = id;
+      ++records_written;
+    }
+    GITLOCKS_TRY(root, detail::tree_apply(store_, reader_.root(), updates));
+    if (!root) return make_error(Errc::store_write, "successor state is empty");
+    return *root;
+  }
+
+ private:
+  // The cached record of a resource; null json if it does not exist.
+  Result<json*> get(const std::string& res) {
+    auto it = cache_.find(res);
+    if (it != cache_.end()) return &it->second;
+    GITLOCKS_TRY(rec, reader_.record(res));
+    json v = nullptr;
+    if (rec) {
+      GITLOCKS_CHECK(records::validate(*rec, res));
+      v = std::move(*rec);
+    }
+    return &cache_.emplace(res, std::move(v)).first->second;
+  }
+
+  Result<json*> get_for_write(const std::string& res, const json& fresh) {
+    GITLOCKS_TRY(rec, get(res));
+    if (rec->is_null()) *rec = fresh;
+    dirty_.insert(res);
+    return rec;
+  }
+
+  std::vector<const Family*> families_of(const RepoPath& p) const {
+    std::vector<const Family*> out;
+    for (const auto& f : policy_.families)
+      for (const auto& m : f.members)
+        if (paths_overlap(m, p)) {
+          out.push_back(&f);
+          break;
+        }
+    return out;
+  }
+
+  static std::vector<std::string> ancestors(const RepoPath& p) {
+    std::vector<std::string> out;
+    std::string acc;
+    for (std::size_t i = 0; i + 1 < p.components.size(); ++i) {
+      if (i) acc += '/';
+      acc += p.components[i];
+      out.push_back(acc);
+    }
+    return out;
+  }
+
+  std::string holder_label(const json& lease) const {
+    std::string n = lease.value("name", "");
+    std::string k = lease.value("holder", "");
+    return (n.empty() ? std::string("holder") : n) + " (" + k.substr(0, 12) + ")";
+  }
+
+  // Checks what a body declares about conflicts (reclaims, after) or, when
+  // proposing, fills it in.
+  Status resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim) {
+    if (now_) {
+      for (const auto& c : conflicts)
+        if (c.expires_at >= *now_)
+          return make_error(c.reason, c.what + " until " + std::to_string(c.expires_at));
+      if (must_reclaim.empty()) op.erase("reclaims");
+      else op["reclaims"] = must_reclaim;
+      if (conflicts.empty()) {
+        op.erase("after");
+      } else {
+        std::int64_t after = 0;
+        for (const auto& c : conflicts) after = std::max(after, c.expires_at);
+        op["after"] = after;
+      }
+      return Ok{};
+    }
+    json declared = op.contains("reclaims") ? op["reclaims"] : json::array();
+    if (op.contains("reclaims") && (declared.empty() || !declared.is_array()))
+      return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
+    if (declared != must_reclaim)
+      return make_error(Errc::stale_generation, "declared reclaims do not match the leases in the state");
+    if (conflicts.empty()) {
+      if (op.contains("after")) return make_error(Errc::bad_json, "'after' declared without a conflict");
+      return Ok{};
+    }
+    auto after = get_int(op, "after");
+    if (!after.ok()) return make_error(conflicts.front().reason, conflicts.front().what + " (no 'after' declared)");
+    for (const auto& c : conflicts)
+      if (c.expires_at > *after)
+        return make_error(c.reason, c.what + " until " + std::to_string(c.expires_at));
+    return Ok{};
+  }
+
+  // Removes the marker and family entries of a lease being removed from
+  // path `p`.
+  Status forget_path_lease(const RepoPath& p, const json& lease) {
+    const std::string holder = lease["holder"].get<std::string>();
+    const bool excl = lease["mode"] == "exclusive";
+    for (const auto& a : ancestors(p)) {
+      GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
+      records::drop_marker(*rec, holder, excl);
+    }
+    for (const Family* f : families_of(p)) {
+      if (!f->exclusive) continue;
+      GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
+      records::drop_family_holder(*rec, holder);
+    }
+    return Ok{};
+  }
+
+  Status remember_path_lease(const RepoPath& p, bool excl, std::int64_t until) {
+    for (const auto& a : ancestors(p)) {
+      GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
+      records::bump_marker(*rec, ctx_.actor, excl, until);
+    }
+    for (const Family* f : families_of(p)) {
+      if (!f->exclusive) continue;
+      GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
+      records::bump_family_holder(*rec, ctx_.actor, until);
+    }
+    return Ok{};
+  }
+
+  Result<std::int64_t> expiry(const json& op) {
+    GITLOCKS_TRY(e, get_int(op, "expires_at"));
+    if (e < 0) return make_error(Errc::usage, "expires_at must not be negative");
+    return e;
+  }
+
+  Status claim(json& op, std::size_t i) {
+    GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
+    GITLOCKS_TRY(path_text, get_string(op, "path"));
+    GITLOCKS_TRY(p, parse_repo_path(path_text));
+    if (p.display() != path_text) return make_error(Errc::bad_path, "path is not normalised");
+    GITLOCKS_TRY(mode, get_string(op, "mode"));
+    if (mode != "exclusive" && mode != "shared")
+      return make_error(Errc::usage, "mode must be exclusive or shared");
+    const bool excl = mode == "exclusive";
+    GITLOCKS_TRY(expires_at, expiry(op));
+    GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+    const std::string key = p.key();
+    const std::string res = path_resource(key);
+    auto fams = families_of(p);
+    for (const Family* f : fams)
+      if (!f->exclusive && excl)
+        return make_error(Errc::family_policy, "family '" + f->name +
+                                                   "' is shared: its members may only be claimed in shared mode");
+
+    std::vector<Conflict> conflicts;
+    for (const auto& a : ancestors(p)) {
+      GITLOCKS_TRY(rec, get(path_resource(a)));
+      if (rec->is_null()) continue;
+      for (const auto& l : (*rec)["leases"])
+        if (l["holder"] != ctx_.actor && (excl || l["mode"] == "exclusive"))
+          conflicts.push_back({l["expires_at"].get<std::int64_t>(), Errc::held_path,
+                               "'" + a + "/' is held " + l["mode"].get<std::string>() + " by " + holder_label(l)});
+    }
+    json must_reclaim = json::array();
+    GITLOCKS_TRY(target, get(res));
+    if (!target->is_null()) {
+      for (const auto& l : (*target)["leases"]) {
+        bool own = l["holder"] == ctx_.actor;
+        if (!own && !excl && l["mode"] == "shared") continue;
+        conflicts.push_back({l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
+                             own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() +
+                                       "); extend it instead"
+                                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l)});
+        must_reclaim.push_back(
+            {{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
+      }
+      for (const auto& [h, m] : (*target)["below"].items()) {
+        if (h == ctx_.actor) continue;
+        if (m["x"].get<std::int64_t>() > 0)
+          conflicts.push_back({m["xu"].get<std::int64_t>(), Errc::held_path,
+                               "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12)});
+        if (excl && m["s"].get<std::int64_t>() > 0)
+          conflicts.push_back({m["su"].get<std::int64_t>(), Errc::held_path,
+                               "a path below '" + key + "/' is held shared by " + h.substr(0, 12)});
+      }
+    }
+    for (const Family* f : fams) {
+      if (!f->exclusive) continue;
+      GITLOCKS_TRY(rec, get(family_resource(f->name)));
+      if (rec->is_null()) continue;
+      for (const auto& [h, e] : (*rec)["holders"].items())
+        if (h != ctx_.actor)
+          conflicts.push_back({e["until"].get<std::int64_t>(), Errc::family_policy,
+                               "family '" + f->name + "' is held by " + h.substr(0, 12)});
+    }
+    GITLOCKS_CHECK(resolve(op, conflicts, must_reclaim));
+
+    // Effects: copy body values into the state; nothing depends on T.
+    GITLOCKS_TRY(rec, get_for_write(res, records::new_path(key)));
+    for (const auto& r : must_reclaim) {
+      auto& leases = (*rec)["leases"];
+      auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
+      json old = *it;
+      leases.erase(it);
+      GITLOCKS_CHECK(forget_path_lease(p, old));
+    }
+    std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
+    (*rec)["generation"] = gen;
+    json lease = {{"id", lease_id(ctx_.instance, i, res)}, {"holder", ctx_.actor}, {"name", name_},
+                  {"mode", mode}, {"generation", gen}, {"expires_at", expires_at},
+                  {"created_at", created_at_}, {"path", p.display()}};
+    if (note) lease["note"] = *note;
+    (*rec)["leases"].push_back(lease);
+    GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
+    leases_.push_back({{"resource", res}, {"lease", lease["id"]}, {"generation", gen}, {"expires_at", expires_at}});
+
+    for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
+    if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
+    return Ok{};
+  }
+
+  Status sem_acquire(json& op, std::size_t i) {
+    GITLOCKS_CHECK(check_keys(op, {"op", "sem", "limit", "expires_at", "note", "reclaims", "after"}, "sem-acquire op"));
+    GITLOCKS_TRY(name, get_string(op, "sem"));
+    GITLOCKS_CHECK(check_name(name, "semaphore"));
+    GITLOCKS_TRY(limit, get_int(op, "limit"));
+    if (limit < 1 || limit > kMaxSemLimit) return make_error(Errc::usage, "semaphore limit must be 1..1000000");
+    GITLOCKS_TRY(expires_at, expiry(op));
+    GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+    const std::string res = sem_resource(name);
+    GITLOCKS_TRY(existing, get(res));
+    json leases = existing->is_null() ? json::array() : (*existing)["leases"];
+
+    json reclaim = json::array();
+    std::vector<Conflict> conflicts;
+    if (now_) {
+      for (const auto& l : leases) {
+        bool own = l["holder"] == ctx_.actor;
+        std::int64_t e = l["expires_at"].get<std::int64_t>();
+        if (e < *now_) {
+          reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
+          conflicts.push_back({e, Errc::full_semaphore, "slot"});
+        } else if (own) {
+          return make_error(Errc::usage, "you already hold a slot of semaphore '" + name + "' (lease " +
+                                             l["id"].get<std::string>() + "); extend it instead");
+        }
+      }
+      GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
+    } else {
+      auto declared = op.find("reclaims");
+      if (declared != op.end()) {
+        if (!declared->is_array() || declared->empty())
+          return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
+        for (const auto& r : *declared) {
+          GITLOCKS_CHECK(check_keys(r, {"lease", "generation", "expires_at"}, "reclaim"));
+          auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
+          if (it == leases.end() || (*it)["generation"] != r["generation"] || (*it)["expires_at"] != r["expires_at"])
+            return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases");
+          conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot"});
+          reclaim.push_back(r);
+        }
+      }
+      GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
+    }
+    // Remaining leases after reclaim.
+    json remaining = json::array();
+    for (const auto& l : leases) {
+      bool reclaimed = std::any_of(reclaim.begin(), reclaim.end(), [&](const json& r) { return r["lease"] == l["id"]; });
+      if (reclaimed) continue;
+      if (l["holder"] == ctx_.actor)
+        return make_error(Errc::usage, "you already hold a slot of semaphore '" + name + "'; extend it instead");
+      remaining.push_back(l);
+    }
+    if (!remaining.empty() && (*existing)["limit"].get<std::int64_t>() != limit)
+      return make_error(Errc::limit_mismatch, "semaphore '" + name + "' has limit " +
+                                                  std::to_string((*existing)["limit"].get<std::int64_t>()) +
+                                                  " while held; every holder must agree on the limit");
+    if (static_cast<std::int64_t>(remaining.size()) >= limit)
+      return make_error(Errc::full_semaphore, "semaphore '" + name + "' is full (" +
+                                                  std::to_string(remaining.size()) + "/" + std::to_string(limit) + ")");
+
+    GITLOCKS_TRY(rec, get_for_write(res, records::new_sem(name, limit)));
+    (*rec)["leases"] = remaining;
+    (*rec)["limit"] = limit;
+    std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
+    (*rec)["generation"] = gen;
+    json lease = {{"id", lease_id(ctx_.instance, i, res)}, {"holder", ctx_.actor}, {"name", name_},
+                  {"generation", gen}, {"expires_at", expires_at}, {"created_at", created_at_}};
+    if (note) lease["note"] = *note;
+    (*rec)["leases"].push_back(lease);
+    leases_.push_back({{"resource", res}, {"lease", lease["id"]}, {"generation", gen}, {"expires_at", expires_at}});
+    for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
+    if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
+    return Ok{};
+  }
+
+  // Resolves "path" or "sem" of an op to a resource and (for paths) a RepoPath.
+  Status target_of(const json& op, bool sem_only, std::string& res, std::optional<RepoPath>& path) {
+    bool has_path = op.contains("path");
+    bool has_sem = op.contains("sem");
+    if (has_path == has_sem || (sem_only && !has_sem))
+      return make_error(Errc::bad_json, sem_only ? "op needs 'sem'" : "op needs exactly one of 'path' or 'sem'");
+    if (has_path) {
+      GITLOCKS_TRY(text, get_string(op, "path"));
+      GITLOCKS_TRY(p, parse_repo_path(text));
+      res = path_resource(p.key());
+      path = p;
+    } else {
+      GITLOCKS_TRY(name, get_string(op, "sem"));
+      GITLOCKS_CHECK(check_name(name, "semaphore"));
+      res = sem_resource(name);
+    }
+    return Ok{};
+  }
+
+  // Finds a lease by id for extend/release; applies holder and generation
+  // checks. In propose mode fills "generation" when absent.
+  Result<json*> own_lease(json& op, const std::string& res, const std::string& verb) {
+    GITLOCKS_TRY(id, get_string(op, "lease"));
+    if (now_ && !op.contains("generation")) {
+      // filled below once the lease is found
+    } else {
+      GITLOCKS_TRY(g, get_int(op, "generation"));
+      (void)g;
+    }
+    GITLOCKS_TRY(rec, get(res));
+    if (rec->is_null()) return make_error(Errc::not_holder, "no lease " + id + " on " + res);
+    auto& leases = (*rec)["leases"];
+    auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
+    if (it == leases.end()) {
+      bool stale = op.contains("generation") && op["generation"].is_number_integer() &&
+                   op["generation"].get<std::int64_t>() < (*rec)["generation"].get<std::int64_t>();
+      return make_error(stale ? Errc::stale_generation : Errc::not_holder,
+                        stale ? "lease " + id + " on " + res + " was superseded (generation now " +
+                                    std::to_string((*rec)["generation"].get<std::int64_t>()) + ")"
+                              : "no lease " + id + " on " + res);
+    }
+    if ((*it)["holder"] != ctx_.actor)
+      return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + holder_label(*it));
+    if (now_ && !op.contains("generation")) op["generation"] = (*it)["generation"];
+    if (op["generation"] != (*it)["generation"])
+      return make_error(Errc::stale_generation, "lease " + id + " has generation " +
+                                                    std::to_string((*it)["generation"].get<std::int64_t>()) +
+                                                    ", not " + op["generation"].dump());
+    return &*it;
+  }
+
+  Status extend(json& op, std::size_t i) {
+    GITLOCKS_CHECK(check_keys(op, {"op", "path", "sem", "lease", "generation", "prev_expires_at", "expires_at"}, "extend op"));
+    std::string res;
+    std::optional<RepoPath> p;
+    GITLOCKS_CHECK(target_of(op, false, res, p));
+    GITLOCKS_TRY(expires_at, expiry(op));
+    GITLOCKS_TRY(lease, own_lease(op, res, "extend"));
+    const std::int64_t current = (*lease)["expires_at"].get<std::int64_t>();
+    if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
+    GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
+    if (prev != current)
+      return make_error(Errc::stale_generation, "lease expiry changed since the request was made");
+    if (expires_at <= prev)
+      return make_error(Errc::guard_window, "a renewal must move the expiry later (" + std::to_string(expires_at) +
+                                                " <= " + std::to_string(prev) + ")");
+    if (now_ && *now_ > prev)
+      return make_error(Errc::guard_window, "lease " + (*lease)["id"].get<std::string>() + " expired at " +
+                                                std::to_string(prev) + "; claim it again instead");
+    GITLOCKS_TRY(rec, get_for_write(res, nullptr));
+    (void)rec;
+    (*lease)["expires_at"] = expires_at;
+    const std::int64_t gen = (*lease)["generation"].get<std::int64_t>();
+    const std::string id = (*lease)["id"].get<std::string>();
+    if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, (*lease)["mode"] == "exclusive", expires_at));
+    leases_.push_back({{"resource", res}, {"lease", id}, {"generation", gen}, {"expires_at", expires_at}});
+    guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"})));
+    for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
+    return Ok{};
+  }
+
+  Status remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until) {
+    for (const auto& a : ancestors(p)) {
+      GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
+      records::renew_marker(*rec, ctx_.actor, excl, until);
+    }
+    for (const Family* f : families_of(p)) {
+      if (!f->exclusive) continue;
+      GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
+      records::renew_family_holder(*rec, ctx_.actor, until);
+    }
+    return Ok{};
+  }
+
+  Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id) {
+    GITLOCKS_TRY(rec, get_for_write(res, nullptr));
+    auto& leases = (*rec)["leases"];
+    auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
+    json old = *it;
+    leases.erase(it);
+    if (p) GITLOCKS_CHECK(forget_path_lease(*p, old));
+    return Ok{};
+  }
+
+  Status release(json& op, std::size_t /*i*/, bool sem) {
+    GITLOCKS_CHECK(check_keys(op, {"op", sem ? "sem" : "path", "lease", "generation"}, sem ? "sem-release op" : "release op"));
+    std::string res;
+    std::optional<RepoPath> p;
+    GITLOCKS_CHECK(target_of(op, sem, res, p));
+    GITLOCKS_TRY(lease, own_lease(op, res, "release"));
+    std::string id = (*lease)["id"].get<std::string>();
+    return remove_lease(res, p, id);
+  }
+
+  Status sweep(json& op, std::size_t i) {
+    GITLOCKS_CHECK(check_keys(op, {"op", "leases"}, "sweep op"));
+    auto list = op.find("leases");
+    if (list == op.end() || !list->is_array() || list->empty())
+      return make_error(Errc::bad_json, "sweep needs a non-empty 'leases' array");
+    for (std::size_t j = 0; j < list->size(); ++j) {
+      json& s = (*list)[j];
+      GITLOCKS_CHECK(check_keys(s, {"path", "sem", "lease", "generation", "expires_at"}, "swept lease"));
+      std::string res;
+      std::optional<RepoPath> p;
+      GITLOCKS_CHECK(target_of(s, false, res, p));
+      GITLOCKS_TRY(id, get_string(s, "lease"));
+      GITLOCKS_TRY(gen, get_int(s, "generation"));
+      GITLOCKS_TRY(exp, get_int(s, "expires_at"));
+      GITLOCKS_TRY(rec, get(res));
+      bool found = false;
+      if (!rec->is_null())
+        for (const auto& l : (*rec)["leases"])
+          if (l["id"] == id && l["generation"] == gen && l["expires_at"] == exp) found = true;
+      if (!found) return make_error(Errc::stale_generation, "swept lease " + id + " is not in the state as declared");
+      if (now_ && exp >= *now_) return make_error(Errc::held_path, "lease " + id + " has not expired");
+      GITLOCKS_CHECK(remove_lease(res, p, id));
+      guards_.push_back(time_after(body_path(i, {"leases", j, "expires_at"})));
+    }
+    return Ok{};
+  }
+
+  ObjectStore& store_;
+  StateReader& reader_;
+  const Policy& policy_;
+  const PlanContext& ctx_;
+  std::optional<std::int64_t> now_;
+  std::int64_t created_at_ = 0;
+  std::string name_;
+  std::map<std::string, json> cache_;
+  std::set<std::string> dirty_;
+  json guards_;
+  json leases_;
+};
+
+Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const json& body) {
+  GITLOCKS_CHECK(check_keys(body, {"init"}, "init body"));
+  const json& doc = body["init"];
+  GITLOCKS_TRY(policy, parse_policy(doc));
+  if (policy.owner != ctx.actor) return make_error(Errc::usage, "the store's owner must sign its creation");
+  GITLOCKS_TRY(policy_bytes, canon_dump(doc));
+  GITLOCKS_TRY(format_bytes, canon_dump(json{{"format", kStateFormat}}));
+  GITLOCKS_TRY(policy_id, store.write_blob(policy_bytes));
+  GITLOCKS_TRY(format_id, store.write_blob(format_bytes));
+  GITLOCKS_TRY(root, store.write_tree({{"format.json", false, format_id}, {"policy.json", false, policy_id}}));
+  PlanOutcome out;
+  out.body = body;
+  out.action = "init";
+  out.result_state = root;
+  out.guards = json::array();
+  out.interval = kUniversalInterval;
+  out.leases = json::array();
+  return out;
+}
+
+}  // namespace
+
+Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,
+                         std::optional<std::int64_t> now) {
+  GITLOCKS_CHECK(canon_check(body));
+  if (!body.is_object()) return make_error(Errc::bad_json, "body must be an object");
+  if (source_state.empty()) return plan_init(store, ctx, body);
+  if (body.contains("init")) return make_error(Errc::usage, "the store already exists");
+  StateReader reader(store, source_state);
+  GITLOCKS_CHECK(reader.check_format());
+  GITLOCKS_TRY(policy_doc, reader.policy());
+  GITLOCKS_TRY(policy, parse_policy(policy_doc));
+  PlanOutcome out;
+  out.body = body;
+  Planner planner(store, reader, policy, ctx, now);
+  GITLOCKS_CHECK(planner.run(out.body, out));
+  GITLOCKS_TRY(interval, derive_interval(out.guards, out.body));
+  out.interval = interval;
+  GITLOCKS_TRY(root, planner.write(out.records_written));
+  out.result_state = root;
+  return out;
+}
+
+Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state, std::int64_t now) {
+  StateReader reader(store, source_state);
+  GITLOCKS_CHECK(reader.check_format());
+  json leases = json::array();
+  Status bad = Ok{};
+  GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
+    auto kind = rec.value("kind", "");
+    if (kind != "path" && kind != "sem") return true;
+    for (const auto& l : rec["leases"]) {
+      if (l["expires_at"].get<std::int64_t>() >= now) continue;
+      json s = {{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}};
+      if (kind == "path") s["path"] = l["path"];
+      else s["sem"] = rec["name"];
+      leases.push_back(s);
+    }
+    return true;
+  }));
+  if (leases.empty()) return std::optional<json>{};
+  return std::optional<json>{json{{"op", "sweep"}, {"leases", leases}}};
+}
+
+}  // namespace gitlocks

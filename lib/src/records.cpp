@@ -1,0 +1,172 @@
+#include "records.h"
+
+#include <algorithm>
+
+namespace gitlocks::records {
+
+json new_path(const std::string& key) {
+  return json{{"kind", "path"}, {"name", key}, {"generation", 0}, {"leases", json::array()}, {"below", json::object()}};
+}
+
+json new_sem(const std::string& name, std::int64_t limit) {
+  return json{{"kind", "sem"}, {"name", name}, {"limit", limit}, {"generation", 0}, {"leases", json::array()}};
+}
+
+json new_family(const std::string& name) {
+  return json{{"kind", "family"}, {"name", name}, {"holders", json::object()}};
+}
+
+bool is_empty(const json& rec) {
+  if (rec.is_null()) return true;
+  const std::string kind = rec["kind"].get<std::string>();
+  if (kind == "family") return rec["holders"].empty();
+  if (kind == "path") return rec["generation"] == 0 && rec["leases"].empty() && rec["below"].empty();
+  return rec["generation"] == 0 && rec["leases"].empty();
+}
+
+namespace {
+
+Status bad(const std::string& resource, const std::string& what) {
+  return make_error(Errc::store_read, "malformed record of " + resource + ": " + what);
+}
+
+bool is_int(const json& obj, const char* key, std::int64_t min = 0) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_number_integer() && it->get<std::int64_t>() >= min &&
+         it->get<std::int64_t>() <= kMaxSafeInteger;
+}
+
+bool is_str(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string();
+}
+
+bool is_hex(const std::string& s, std::size_t n) {
+  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+Status validate_lease(const json& l, const std::string& resource, bool path) {
+  if (!l.is_object()) return bad(resource, "lease is not an object");
+  for (const auto& [k, v] : l.items()) {
+    static const char* allowed[] = {"id", "holder", "name", "mode", "generation", "expires_at",
+                                    "created_at", "note", "path"};
+    if (std::none_of(std::begin(allowed), std::end(allowed), [&](const char* a) { return k == a; }))
+      return bad(resource, "unknown lease field '" + k + "'");
+  }
+  if (!is_str(l, "id") || !is_hex(l["id"].get<std::string>(), 24)) return bad(resource, "lease id");
+  if (!is_str(l, "holder") || !is_hex(l["holder"].get<std::string>(), 64)) return bad(resource, "lease holder");
+  if (!is_str(l, "name")) return bad(resource, "lease name");
+  if (!is_int(l, "generation", 1) || !is_int(l, "expires_at") || !is_int(l, "created_at"))
+    return bad(resource, "lease generation/expires_at/created_at");
+  if (l.contains("note") && !l["note"].is_string()) return bad(resource, "lease note");
+  if (path) {
+    if (!is_str(l, "mode") || (l["mode"] != "exclusive" && l["mode"] != "shared")) return bad(resource, "lease mode");
+    if (!is_str(l, "path")) return bad(resource, "lease path");
+  } else if (l.contains("mode") || l.contains("path")) {
+    return bad(resource, "semaphore lease with a path field");
+  }
+  return Ok{};
+}
+
+Status validate_leases(const json& rec, const std::string& resource, bool path) {
+  auto it = rec.find("leases");
+  if (it == rec.end() || !it->is_array()) return bad(resource, "leases");
+  std::int64_t last = 0;
+  for (const auto& l : *it) {
+    GITLOCKS_CHECK(validate_lease(l, resource, path));
+    std::int64_t g = l["generation"].get<std::int64_t>();
+    if (g <= last || g > rec["generation"].get<std::int64_t>())
+      return bad(resource, "lease generations out of order or above the record's");
+    last = g;
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Status validate(const json& rec, const std::string& resource) {
+  if (!rec.is_object() || !is_str(rec, "kind") || !is_str(rec, "name")) return bad(resource, "kind/name");
+  const std::string kind = rec["kind"].get<std::string>();
+  const std::string name = rec["name"].get<std::string>();
+  if (resource != kind + ":" + name) return bad(resource, "record names '" + kind + ":" + name + "'");
+  if (kind == "path") {
+    GITLOCKS_CHECK(check_keys(rec, {"kind", "name", "generation", "leases", "below"}, "path record"));
+    if (!is_int(rec, "generation")) return bad(resource, "generation");
+    GITLOCKS_CHECK(validate_leases(rec, resource, true));
+    auto below = rec.find("below");
+    if (below == rec.end() || !below->is_object()) return bad(resource, "below");
+    for (const auto& [h, m] : below->items()) {
+      if (!is_hex(h, 64) || !m.is_object() || m.size() != 4 || !is_int(m, "x") || !is_int(m, "xu") ||
+          !is_int(m, "s") || !is_int(m, "su"))
+        return bad(resource, "marker of " + h);
+    }
+    return Ok{};
+  }
+  if (kind == "sem") {
+    GITLOCKS_CHECK(check_keys(rec, {"kind", "name", "limit", "generation", "leases"}, "sem record"));
+    if (!is_int(rec, "generation") || !is_int(rec, "limit", 1)) return bad(resource, "generation/limit");
+    return validate_leases(rec, resource, false);
+  }
+  if (kind == "family") {
+    GITLOCKS_CHECK(check_keys(rec, {"kind", "name", "holders"}, "family record"));
+    auto holders = rec.find("holders");
+    if (holders == rec.end() || !holders->is_object()) return bad(resource, "holders");
+    for (const auto& [h, e] : holders->items())
+      if (!is_hex(h, 64) || !e.is_object() || e.size() != 2 || !is_int(e, "n", 1) || !is_int(e, "until"))
+        return bad(resource, "family holder " + h);
+    return Ok{};
+  }
+  return bad(resource, "unknown kind '" + kind + "'");
+}
+
+void bump_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until) {
+  json& m = rec["below"][holder];
+  if (m.is_null()) m = json{{"x", 0}, {"xu", 0}, {"s", 0}, {"su", 0}};
+  const char* n = exclusive ? "x" : "s";
+  const char* u = exclusive ? "xu" : "su";
+  m[n] = m[n].get<std::int64_t>() + 1;
+  m[u] = std::max(m[u].get<std::int64_t>(), until);
+}
+
+void renew_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until) {
+  auto it = rec["below"].find(holder);
+  if (it == rec["below"].end()) return;
+  const char* u = exclusive ? "xu" : "su";
+  (*it)[u] = std::max((*it)[u].get<std::int64_t>(), until);
+}
+
+void drop_marker(json& rec, const std::string& holder, bool exclusive) {
+  auto it = rec["below"].find(holder);
+  if (it == rec["below"].end()) return;
+  const char* n = exclusive ? "x" : "s";
+  const char* u = exclusive ? "xu" : "su";
+  std::int64_t left = std::max<std::int64_t>((*it)[n].get<std::int64_t>() - 1, 0);
+  (*it)[n] = left;
+  if (left == 0) (*it)[u] = 0;
+  if ((*it)["x"] == 0 && (*it)["s"] == 0) rec["below"].erase(it);
+}
+
+void bump_family_holder(json& rec, const std::string& holder, std::int64_t until) {
+  json& e = rec["holders"][holder];
+  if (e.is_null()) e = json{{"n", 0}, {"until", 0}};
+  e["n"] = e["n"].get<std::int64_t>() + 1;
+  e["until"] = std::max(e["until"].get<std::int64_t>(), until);
+}
+
+void renew_family_holder(json& rec, const std::string& holder, std::int64_t until) {
+  auto it = rec["holders"].find(holder);
+  if (it == rec["holders"].end()) return;
+  (*it)["until"] = std::max((*it)["until"].get<std::int64_t>(), until);
+}
+
+void drop_family_holder(json& rec, const std::string& holder) {
+  auto it = rec["holders"].find(holder);
+  if (it == rec["holders"].end()) return;
+  std::int64_t left = (*it)["n"].get<std::int64_t>() - 1;
+  if (left <= 0) rec["holders"].erase(it);
+  else (*it)["n"] = left;
+}
+
+}  // namespace gitlocks::records

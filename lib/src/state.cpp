@@ -1,0 +1,102 @@
+#include "gitlocks/state.hpp"
+
+#include "gitlocks/crypto.hpp"
+
+namespace gitlocks {
+
+std::string path_resource(const std::string& path_key) { return "path:" + path_key; }
+std::string sem_resource(const std::string& name) { return "sem:" + name; }
+std::string family_resource(const std::string& name) { return "family:" + name; }
+
+std::vector<std::string> record_location(const std::string& resource) {
+  std::string h = sha256_hex(resource);
+  return {"records", h.substr(0, 2), h.substr(2, 2), h + ".json"};
+}
+
+Result<const Tree*> StateReader::tree(const Oid& id) {
+  auto it = trees_.find(id);
+  if (it != trees_.end()) return &it->second;
+  GITLOCKS_TRY(t, store_.read_tree(id));
+  return &trees_.emplace(id, std::move(t)).first->second;
+}
+
+Result<std::optional<Oid>> StateReader::lookup(const std::vector<std::string>& path) {
+  Oid cur = root_;
+  for (std::size_t i = 0; i < path.size(); ++i) {
+    GITLOCKS_TRY(t, tree(cur));
+    const TreeEntry* found = nullptr;
+    for (const auto& e : *t)
+      if (e.name == path[i]) found = &e;
+    if (!found) return std::optional<Oid>{};
+    bool last = i + 1 == path.size();
+    if (found->is_tree == last)
+      return make_error(Errc::store_read, "unexpected entry type at '" + path[i] + "' in state tree");
+    cur = found->oid;
+  }
+  return std::optional<Oid>{cur};
+}
+
+Status StateReader::check_format() {
+  GITLOCKS_TRY(id, lookup({"format.json"}));
+  if (!id) return make_error(Errc::store_read, "state tree has no format.json");
+  GITLOCKS_TRY(bytes, store_.read_blob(*id));
+  auto v = canon_parse(bytes, CanonMode::strict);
+  if (!v.ok()) return make_error(Errc::store_read, "format.json: " + v.error().message);
+  auto f = get_string(*v, "format");
+  if (!f.ok() || *f != kStateFormat)
+    return make_error(Errc::unknown_format,
+                      "unknown store format " + (f.ok() ? "'" + *f + "'" : std::string("(none)")) +
+                          "; this git-locks understands " + std::string(kStateFormat));
+  return Ok{};
+}
+
+Result<std::string> StateReader::policy_bytes() {
+  GITLOCKS_TRY(id, lookup({"policy.json"}));
+  if (!id) return make_error(Errc::store_read, "state tree has no policy.json");
+  return store_.read_blob(*id);
+}
+
+Result<json> StateReader::policy() {
+  GITLOCKS_TRY(bytes, policy_bytes());
+  auto v = canon_parse(bytes, CanonMode::strict);
+  if (!v.ok()) return make_error(Errc::store_read, "policy.json: " + v.error().message);
+  return std::move(v).value();
+}
+
+Result<std::optional<json>> StateReader::record(const std::string& resource) {
+  GITLOCKS_TRY(id, lookup(record_location(resource)));
+  if (!id) return std::optional<json>{};
+  GITLOCKS_TRY(bytes, store_.read_blob(*id));
+  auto v = canon_parse(bytes, CanonMode::strict);
+  if (!v.ok()) return make_error(Errc::store_read, "record of " + resource + ": " + v.error().message);
+  return std::optional<json>{std::move(v).value()};
+}
+
+Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) {
+  GITLOCKS_TRY(top, tree(root_));
+  const TreeEntry* rec = nullptr;
+  for (const auto& e : *top)
+    if (e.name == "records" && e.is_tree) rec = &e;
+  if (!rec) return Ok{};
+  // Copy ids level by level: the cache may rehash while we walk.
+  GITLOCKS_TRY(l1, tree(rec->oid));
+  Tree level1 = *l1;
+  for (const auto& a : level1) {
+    GITLOCKS_TRY(l2p, tree(a.oid));
+    Tree level2 = *l2p;
+    for (const auto& b : level2) {
+      GITLOCKS_TRY(l3p, tree(b.oid));
+      Tree level3 = *l3p;
+      for (const auto& r : level3) {
+        GITLOCKS_TRY(bytes, store_.read_blob(r.oid));
+        auto v = canon_parse(bytes, CanonMode::strict);
+        if (!v.ok())
+          return make_error(Errc::store_read, "record " + r.name + ": " + v.error().message);
+        if (!fn(*v)) return Ok{};
+      }
+    }
+  }
+  return Ok{};
+}
+
+}  // namespace gitlocks

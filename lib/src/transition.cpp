@@ -1,0 +1,91 @@
+#include "gitlocks/transition.hpp"
+
+#include <algorithm>
+
+#include "gitlocks/state.hpp"
+
+namespace gitlocks {
+
+Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip) {
+  Snapshot s;
+  s.commit = tip;
+  if (!tip) return s;
+  auto tc = read_transition_commit(store, *tip);
+  if (!tc.ok()) return make_error(Errc::store_read, tc.error().message);
+  s.state = tc->state;
+  StateReader reader(store, s.state);
+  GITLOCKS_CHECK(reader.check_format());
+  GITLOCKS_TRY(bytes, reader.policy_bytes());
+  s.policy_hash = sha256_hex(bytes);
+  auto doc = canon_parse(tc->packet_stored, CanonMode::strict);
+  if (!doc.ok() || !doc->contains("packet") || !(*doc)["packet"].is_object())
+    return make_error(Errc::store_read, "tip packet of " + *tip + " is unreadable");
+  const json& p = (*doc)["packet"];
+  if (p.contains("store") && p["store"].is_string()) s.store_id = p["store"].get<std::string>();
+  if (p.contains("claimed_at_ms") && p["claimed_at_ms"].is_number_integer())
+    s.last_time = p["claimed_at_ms"].get<std::int64_t>();
+  return s;
+}
+
+Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
+                                  const std::string& command, const std::string& instance, const json& body,
+                                  std::int64_t now_ms) {
+  PlanContext ctx{to_hex(key.public_key), instance};
+  GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body, now_ms));
+  const std::int64_t t = std::max(now_ms, snap.last_time.value_or(0));
+  if (!outcome.interval.contains(t))
+    return make_error(Errc::guard_window, "admission time " + std::to_string(t) + " is outside the guard interval [" +
+                                              std::to_string(outcome.interval.lo) + ", " +
+                                              std::to_string(outcome.interval.hi) + "]");
+  PacketHeader h;
+  h.actor = ctx.actor;
+  h.command = command;
+  h.instance = instance;
+  h.source = snap.state;
+  if (snap.commit) {
+    h.store = snap.store_id;
+    h.policy_hash = snap.policy_hash;
+  } else {
+    const json& pol = outcome.body["init"];
+    h.store = pol["store"].get<std::string>();
+    GITLOCKS_TRY(pb, canon_dump(pol));
+    h.policy_hash = sha256_hex(pb);
+  }
+  Candidate c;
+  c.packet = make_packet(h, outcome, t);
+  GITLOCKS_TRY(stored, seal_packet(c.packet, key));
+  c.packet_stored = stored;
+  GITLOCKS_TRY(commit, write_transition_commit(store, snap.commit, outcome.result_state, stored,
+                                               describe_transition(c.packet), t / 1000));
+  c.commit = commit;
+  c.outcome = std::move(outcome);
+  c.admitted_at_ms = t;
+  return c;
+}
+
+std::string describe_transition(const json& packet) {
+  std::string action = packet.value("action", "?");
+  std::string out = "git-locks: " + action;
+  const json& body = packet["body"];
+  if (body.contains("ops") && body["ops"].is_array()) {
+    std::size_t shown = 0;
+    for (const auto& op : body["ops"]) {
+      if (!op.is_object()) continue;
+      std::string what;
+      if (op.contains("path") && op["path"].is_string()) what = op["path"].get<std::string>();
+      else if (op.contains("sem") && op["sem"].is_string()) what = "sem " + op["sem"].get<std::string>();
+      else if (op.contains("leases") && op["leases"].is_array()) what = std::to_string(op["leases"].size()) + " leases";
+      if (what.empty()) continue;
+      if (shown++ == 3) {
+        out += " ...";
+        break;
+      }
+      out += " " + what;
+    }
+  }
+  if (body.contains("name") && body["name"].is_string() && !body["name"].get<std::string>().empty())
+    out += " (" + body["name"].get<std::string>() + ")";
+  return out + "\n";
+}
+
+}  // namespace gitlocks

@@ -1,0 +1,88 @@
+// Test support: an in-memory store with named actors and a clock the test
+// sets, publishing candidates by moving the memory ref (no CAS needed here).
+#pragma once
+
+#include <array>
+#include <map>
+#include <string>
+
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/plan.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
+#include "gitlocks/store.hpp"
+#include "gitlocks/transition.hpp"
+
+namespace gitlocks::test {
+
+inline KeyPair actor_key(const std::string& name) {
+  std::array<std::uint8_t, kSeedBytes> seed{};
+  auto h = sha256("test-actor:" + name);
+  std::copy(h.begin(), h.end(), seed.begin());
+  return keypair_from_seed(seed);
+}
+
+inline std::string actor_hex(const std::string& name) { return to_hex(actor_key(name).public_key); }
+
+class Store {
+ public:
+  explicit Store(json policy_extra = json::object(), const std::string& owner = "owner") {
+    crypto_init();
+    store_ = std::move(open_memory_store().value());
+    json pol = default_policy(std::string(64, 'a'), actor_hex(owner));
+    for (auto& [k, v] : policy_extra.items()) pol[k] = v;
+    auto r = submit(owner, "init", json{{"init", pol}});
+    if (!r.ok()) throw std::runtime_error("init failed: " + r.error().message);
+  }
+
+  ObjectStore& objects() { return *store_; }
+  std::optional<Oid> tip() { return store_->read_ref(kStateRef).value(); }
+  Snapshot snapshot() { return read_snapshot(*store_, tip()).value(); }
+  Oid state() { return snapshot().state; }
+
+  // Builds and publishes one transition as `actor` at local time `now`.
+  Result<Candidate> submit(const std::string& actor, const std::string& command, json body) {
+    if (!body.contains("init")) {
+      if (!body.contains("created_at")) body["created_at"] = now;
+      if (!body.contains("name")) body["name"] = actor;
+    }
+    auto snap = read_snapshot(*store_, tip());
+    if (!snap.ok()) return snap.error();
+    std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
+    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now);
+    if (c.ok()) (void)memory_store_set_ref(*store_, kStateRef, c->commit);
+    return c;
+  }
+
+  Result<Candidate> op(const std::string& actor, json op) {
+    std::string cmd = op.value("op", "batch");
+    return submit(actor, cmd, json{{"ops", json::array({op})}});
+  }
+
+  Result<Candidate> claim(const std::string& actor, const std::string& path, std::int64_t ttl,
+                          const std::string& mode = "exclusive") {
+    return op(actor, {{"op", "claim"}, {"path", path}, {"mode", mode}, {"expires_at", now + ttl}});
+  }
+
+  std::optional<json> record(const std::string& resource) {
+    StateReader r(*store_, state());
+    return r.record(resource).value();
+  }
+
+  // The single lease of `actor` on a path resource.
+  json lease_of(const std::string& actor, const std::string& resource) {
+    auto rec = record(resource);
+    if (rec)
+      for (const auto& l : (*rec)["leases"])
+        if (l["holder"] == actor_hex(actor)) return l;
+    return nullptr;
+  }
+
+  std::int64_t now = 1'700'000'000'000;
+
+ private:
+  std::unique_ptr<ObjectStore> store_;
+  int counter_ = 0;
+};
+
+}  // namespace gitlocks::test

@@ -1,0 +1,259 @@
+// Planner behaviour on a real (in-memory libgit2) object store.
+#include <doctest/doctest.h>
+
+#include "fixture.h"
+
+using gitlocks::Errc;
+using gitlocks::json;
+using gitlocks::test::actor_hex;
+using gitlocks::test::Store;
+
+namespace {
+constexpr std::int64_t kTtl = 60'000;
+
+Errc code_of(const gitlocks::Result<gitlocks::Candidate>& r) {
+  REQUIRE_FALSE(r.ok());
+  return r.error().code;
+}
+}  // namespace
+
+TEST_CASE("claim: exclusive conflicts with exclusive and shared; shared + shared admitted") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", kTtl).ok());
+  CHECK(code_of(s.claim("bob", "src/a.c", kTtl)) == Errc::held_path);
+  CHECK(code_of(s.claim("bob", "src/a.c", kTtl, "shared")) == Errc::held_path);
+  REQUIRE(s.claim("alice", "doc/", kTtl, "shared").ok());
+  CHECK(s.claim("bob", "doc/", kTtl, "shared").ok());
+  CHECK(code_of(s.claim("carol", "doc/", kTtl)) == Errc::held_path);
+  CHECK(code_of(s.claim("carol", "doc/x.md", kTtl)) == Errc::held_path);
+  CHECK(s.claim("carol", "doc/x.md", kTtl, "shared").ok());
+}
+
+TEST_CASE("claim: a directory covers the paths below it and vice versa") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/", kTtl).ok());
+  CHECK(code_of(s.claim("bob", "src/deep/file.c", kTtl)) == Errc::held_path);
+  CHECK(s.claim("bob", "srcx/file.c", kTtl).ok());  // component-wise, not a string prefix
+  Store t;
+  REQUIRE(t.claim("alice", "src/deep/file.c", kTtl).ok());
+  CHECK(code_of(t.claim("bob", "src/", kTtl)) == Errc::held_path);
+  CHECK(code_of(t.claim("bob", "src/deep/", kTtl, "shared")) == Errc::held_path);
+  CHECK(t.claim("bob", "src/other.c", kTtl).ok());
+  CHECK(t.claim("alice", "src/deep/", kTtl).ok());  // the same holder never conflicts with itself
+}
+
+TEST_CASE("claim: the same holder claiming a live lease again is told to extend") {
+  Store s;
+  REQUIRE(s.claim("alice", "a", kTtl).ok());
+  CHECK(code_of(s.claim("alice", "a", kTtl)) == Errc::usage);
+}
+
+TEST_CASE("claim: bad paths are refused, never rewritten") {
+  Store s;
+  for (const char* p : {"", "/abs", "a//b", "./a", "a/../b", "a\\b", ".."}) {
+    INFO(p);
+    CHECK(code_of(s.claim("alice", p, kTtl)) == Errc::bad_path);
+  }
+}
+
+TEST_CASE("TTL window: both inclusive bounds admitted, the adjacent milliseconds refused") {
+  Store s;  // defaults: MIN_TTL 1000, MAX_TTL 3600000
+  CHECK(s.claim("a", "min", 1000).ok());
+  // TTL 999: the interval [e-3600000, e-1000] is not empty but ends at now-1.
+  CHECK(code_of(s.claim("a", "min-1", 999)) == Errc::guard_window);
+  CHECK(s.claim("a", "max", 3'600'000).ok());
+  CHECK(code_of(s.claim("a", "max+1", 3'600'001)) == Errc::guard_window);
+}
+
+TEST_CASE("the derived interval is exact and recorded in the packet") {
+  Store s;
+  auto c = s.claim("alice", "x", kTtl);
+  REQUIRE(c.ok());
+  const std::int64_t e = s.now + kTtl;
+  CHECK(c->outcome.interval.lo == e - 3'600'000);
+  CHECK(c->outcome.interval.hi == e - 1000);
+  CHECK(c->packet["interval"] == json::array({e - 3'600'000, e - 1000}));
+  CHECK(c->packet["claimed_at_ms"] == s.now);
+}
+
+TEST_CASE("reclaim: refused before and at expiry, admitted after with generation + 1") {
+  Store s;
+  REQUIRE(s.claim("alice", "f", 5000).ok());
+  const std::int64_t expiry = s.now + 5000;
+  s.now = expiry - 1;
+  CHECK(code_of(s.claim("bob", "f", kTtl)) == Errc::held_path);
+  s.now = expiry;
+  CHECK(code_of(s.claim("bob", "f", kTtl)) == Errc::held_path);
+  s.now = expiry + 1;
+  auto c = s.claim("bob", "f", kTtl);
+  REQUIRE(c.ok());
+  CHECK(c->outcome.action == "reclaim");
+  CHECK(c->outcome.interval.lo == expiry + 1);  // T > prev_expires_at
+  auto rec = s.record("path:f");
+  REQUIRE(rec);
+  CHECK((*rec)["generation"] == 2);
+  REQUIRE((*rec)["leases"].size() == 1);
+  CHECK((*rec)["leases"][0]["holder"] == actor_hex("bob"));
+  CHECK((*rec)["leases"][0]["generation"] == 2);
+}
+
+TEST_CASE("extend: renew before and at expiry; refused after it, when not increasing, by a non-holder") {
+  Store s;
+  REQUIRE(s.claim("alice", "f", 5000).ok());
+  json lease = s.lease_of("alice", "path:f");
+  const std::int64_t expiry = lease["expires_at"].get<std::int64_t>();
+  auto extend = [&](const std::string& who, std::int64_t new_expiry) {
+    return s.op(who, {{"op", "extend"}, {"path", "f"}, {"lease", lease["id"]}, {"expires_at", new_expiry}});
+  };
+  CHECK(code_of(extend("bob", expiry + 1000)) == Errc::not_holder);
+  CHECK(code_of(extend("alice", expiry)) == Errc::guard_window);  // non-increasing
+  s.now = expiry;  // at expiry: still renewable
+  auto c = extend("alice", expiry + 10'000);
+  REQUIRE(c.ok());
+  CHECK(c->outcome.interval.hi == expiry);  // T <= prev_expires_at
+  CHECK(s.lease_of("alice", "path:f")["expires_at"] == expiry + 10'000);
+  CHECK(s.lease_of("alice", "path:f")["generation"] == 1);  // extend keeps the generation
+  s.now = expiry + 10'001;  // after expiry
+  CHECK(code_of(extend("alice", expiry + 20'000)) == Errc::guard_window);
+}
+
+TEST_CASE("stale generation: an operation naming an old generation is refused") {
+  Store s;
+  REQUIRE(s.claim("alice", "f", 5000).ok());
+  json old = s.lease_of("alice", "path:f");
+  s.now += 5001;
+  REQUIRE(s.claim("bob", "f", kTtl).ok());  // reclaim: generation 2
+  auto r = s.op("alice", {{"op", "release"}, {"path", "f"}, {"lease", old["id"]}, {"generation", 1}});
+  CHECK(code_of(r) == Errc::stale_generation);
+  json cur = s.lease_of("bob", "path:f");
+  auto r2 = s.op("bob", {{"op", "release"}, {"path", "f"}, {"lease", cur["id"]}, {"generation", 1}});
+  CHECK(code_of(r2) == Errc::stale_generation);
+  CHECK(s.op("bob", {{"op", "release"}, {"path", "f"}, {"lease", cur["id"]}, {"generation", 2}}).ok());
+}
+
+TEST_CASE("release: only by the holder; generations keep increasing across release") {
+  Store s;
+  REQUIRE(s.claim("alice", "f", kTtl).ok());
+  json l = s.lease_of("alice", "path:f");
+  CHECK(code_of(s.op("bob", {{"op", "release"}, {"path", "f"}, {"lease", l["id"]}})) == Errc::not_holder);
+  REQUIRE(s.op("alice", {{"op", "release"}, {"path", "f"}, {"lease", l["id"]}}).ok());
+  auto rec = s.record("path:f");
+  REQUIRE(rec);
+  CHECK((*rec)["leases"].empty());
+  CHECK((*rec)["generation"] == 1);  // the record stays: generations never go back
+  REQUIRE(s.claim("bob", "f", kTtl).ok());
+  CHECK(s.lease_of("bob", "path:f")["generation"] == 2);
+}
+
+TEST_CASE("families: exclusive family blocks other holders on any member; shared family refuses exclusive") {
+  json fams = {{"families", json::array({
+                                {{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql", "db/migrations/"}}},
+                                {{"name", "docs"}, {"policy", "shared"}, {"members", {"docs/"}}},
+                            })}};
+  Store s(fams);
+  REQUIRE(s.claim("alice", "db/schema.sql", kTtl).ok());
+  CHECK(code_of(s.claim("bob", "db/migrations/001.sql", kTtl)) == Errc::family_policy);
+  CHECK(code_of(s.claim("bob", "db/migrations/001.sql", kTtl, "shared")) == Errc::family_policy);
+  CHECK(s.claim("alice", "db/migrations/001.sql", kTtl).ok());
+  CHECK(code_of(s.claim("bob", "docs/a.md", kTtl)) == Errc::family_policy);
+  CHECK(s.claim("bob", "docs/a.md", kTtl, "shared").ok());
+  // Releasing every member frees the family.
+  for (const char* p : {"db/schema.sql", "db/migrations/001.sql"}) {
+    json l = s.lease_of("alice", std::string("path:") + p);
+    REQUIRE(s.op("alice", {{"op", "release"}, {"path", p}, {"lease", l["id"]}}).ok());
+  }
+  CHECK_FALSE(s.record("family:db"));
+  CHECK(s.claim("bob", "db/migrations/002.sql", kTtl).ok());
+}
+
+TEST_CASE("semaphores: full, mismatched limit, reclaim of an expired slot") {
+  Store s;
+  auto acquire = [&](const std::string& who, std::int64_t limit, std::int64_t ttl = kTtl) {
+    return s.op(who, {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", limit}, {"expires_at", s.now + ttl}});
+  };
+  REQUIRE(acquire("a", 2).ok());
+  CHECK(code_of(acquire("b", 3)) == Errc::limit_mismatch);
+  REQUIRE(acquire("b", 2, 5000).ok());
+  CHECK(code_of(acquire("c", 2)) == Errc::full_semaphore);
+  CHECK(code_of(acquire("a", 2)) == Errc::usage);  // already holds a slot
+  s.now += 5001;                                    // b's slot expired
+  auto c = acquire("c", 2);
+  REQUIRE(c.ok());
+  auto rec = s.record("sem:ci");
+  REQUIRE(rec);
+  CHECK((*rec)["leases"].size() == 2);
+  CHECK((*rec)["generation"] == 3);
+}
+
+TEST_CASE("batch: all or nothing") {
+  Store s;
+  REQUIRE(s.claim("bob", "taken", kTtl).ok());
+  auto before = s.tip();
+  json body = {{"ops", json::array({{{"op", "claim"}, {"path", "free"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}},
+                                    {{"op", "claim"}, {"path", "taken"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}}})}};
+  auto r = s.submit("alice", "batch", body);
+  CHECK(code_of(r) == Errc::held_path);
+  CHECK(s.tip() == before);
+  CHECK_FALSE(s.record("path:free"));
+  body["ops"].erase(1);
+  body["ops"].push_back({{"op", "sem-acquire"}, {"sem", "s"}, {"limit", 1}, {"expires_at", s.now + kTtl}});
+  auto ok = s.submit("alice", "batch", body);
+  REQUIRE(ok.ok());
+  CHECK(ok->outcome.action == "batch");
+  CHECK(s.record("path:free"));
+  CHECK(s.record("sem:s"));
+}
+
+TEST_CASE("sweep removes only expired leases and records each guard") {
+  Store s;
+  REQUIRE(s.claim("alice", "old", 2000).ok());
+  REQUIRE(s.claim("bob", "new", kTtl).ok());
+  s.now += 2001;
+  auto sweep = gitlocks::propose_sweep(s.objects(), s.state(), s.now);
+  REQUIRE(sweep.ok());
+  REQUIRE(sweep->has_value());
+  CHECK((**sweep)["leases"].size() == 1);
+  auto c = s.op("carol", **sweep);
+  REQUIRE(c.ok());
+  CHECK(s.lease_of("alice", "path:old").is_null());
+  CHECK_FALSE(s.lease_of("bob", "path:new").is_null());
+}
+
+TEST_CASE("determinism: the same inputs give the same tree ids; replay reproduces the proposal") {
+  auto run = [] {
+    Store s;
+    REQUIRE(s.claim("alice", "src/a.c", kTtl).ok());
+    REQUIRE(s.claim("bob", "src/b.c", kTtl, "shared").ok());
+    return s.state();
+  };
+  CHECK(run() == run());
+  Store s;
+  auto src = s.state();
+  auto c = s.claim("alice", "src/deep/x", kTtl);
+  REQUIRE(c.ok());
+  gitlocks::PlanContext ctx{actor_hex("alice"), c->packet["instance"].get<std::string>()};
+  auto replay = gitlocks::plan(s.objects(), src, ctx, c->packet["body"]);
+  REQUIRE(replay.ok());
+  CHECK(replay->result_state == c->outcome.result_state);
+  CHECK(replay->interval == c->outcome.interval);
+}
+
+TEST_CASE("replay refuses a body whose declared reclaim does not match the state") {
+  Store s;
+  REQUIRE(s.claim("alice", "f", 2000).ok());
+  auto src = s.state();
+  s.now += 2001;
+  auto c = s.claim("bob", "f", kTtl);
+  REQUIRE(c.ok());
+  json body = c->packet["body"];
+  gitlocks::PlanContext ctx{actor_hex("bob"), c->packet["instance"].get<std::string>()};
+  json no_after = body;
+  no_after["ops"][0].erase("after");
+  CHECK(gitlocks::plan(s.objects(), src, ctx, no_after).error().code == Errc::held_path);
+  json early = body;
+  early["ops"][0]["after"] = body["ops"][0]["after"].get<std::int64_t>() - 1;
+  CHECK(gitlocks::plan(s.objects(), src, ctx, early).error().code == Errc::held_path);
+  json wrong_gen = body;
+  wrong_gen["ops"][0]["reclaims"][0]["generation"] = 7;
+  CHECK(gitlocks::plan(s.objects(), src, ctx, wrong_gen).error().code == Errc::stale_generation);
+}

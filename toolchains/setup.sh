@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One idempotent set-up for a fresh Debian bookworm machine (run as root, or
+# with sudo available): every build and test dependency of git-locks.
+#
+#   toolchains/setup.sh            native + WASM toolchains and WASM deps
+#   toolchains/setup.sh --native   native toolchain only (no Emscripten)
+#
+# Everything comes from Debian packages (binary and source) and npm; nothing
+# is downloaded from anywhere else. The WASM builds of libsodium and libgit2
+# are cached outside the tree (see toolchains/wasm-deps.sh), so a second run
+# takes seconds.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+want_wasm=1
+[ "${1:-}" = "--native" ] && want_wasm=0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+native_pkgs=(
+  build-essential cmake ninja-build git pkg-config clang
+  libgit2-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
+  libclang-rt-14-dev python3 ca-certificates
+)
+wasm_pkgs=(
+  emscripten node-acorn dpkg-dev autoconf automake libtool
+)
+
+missing=()
+pkgs=("${native_pkgs[@]}")
+[ "$want_wasm" = 1 ] && pkgs+=("${wasm_pkgs[@]}")
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "setup: Debian packages already installed"
+fi
+
+if [ "$want_wasm" = 1 ]; then
+  "$here/wasm-deps.sh"
+fi
+echo "setup: done"
