@@ -17,4 +17,4 @@ target_include_directories(gitlocks_dep_json SYSTEM INTERFACE "${GITLOCKS_WASM_P
 # One place for Emscripten link flags of every executable we build.
 set(GITLOCKS_WASM_LINK_FLAGS
     -sWASM_ASYNC_COMPILATION=0 -sALLOW_MEMORY_GROWTH=1 -sENVIRONMENT=node
-    -sNODERAWFS=1 -sEXIT_RUNTIME=1 -sSTACK_SIZE=1048576)
+    -sNODERAWFS=1 -sEXIT_RUNTIME=1 -sTOTAL_STACK=1048576)

@@ -49,9 +49,10 @@ bool is_hex(const std::string& s, std::size_t n) {
 
 Status validate_lease(const json& l, const std::string& resource, bool path) {
   if (!l.is_object()) return bad(resource, "lease is not an object");
-  for (const auto& [k, v] : l.items()) {
-    static const char* allowed[] = {"id", "holder", "name", "mode", "generation", "expires_at",
-                                    "created_at", "note", "path"};
+  static const char* allowed[] = {"id", "holder", "name", "mode", "generation", "expires_at",
+                                  "created_at", "note", "path"};
+  for (const auto& item : l.items()) {
+    const std::string& k = item.key();
     if (std::none_of(std::begin(allowed), std::end(allowed), [&](const char* a) { return k == a; }))
       return bad(resource, "unknown lease field '" + k + "'");
   }
