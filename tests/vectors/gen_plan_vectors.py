@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Writes tests/vectors/plan/*.json: planner scenarios with hand-derived
+expectations.
+
+Semantics (ok/refusal code, action, generations) are written by hand below.
+Intervals are computed here from SPEC §4's default guards by an independent
+Python model of the TTL window (MIN 1000, MAX 3600000): a claim with
+expiry e admits [e - MAX, e - MIN]; a reclaim adds T > after; an extend adds
+T <= prev. The successor state tree ids ("state") are golden values: the
+first native run printed them (GITLOCKS_VECTORS_PRINT=1) and they were
+merged with --merge; the WASM build must reproduce them byte for byte.
+
+Usage: gen_plan_vectors.py [--merge PRINTED.jsonl]
+"""
+import json, os, sys
+
+MIN, MAX = 1000, 3600000
+NOW = 1700000000000
+TTL = 60000
+
+def claim(path, ttl=TTL, mode="exclusive", now=NOW, **kw):
+    op = {"op": "claim", "path": path, "mode": mode, "expires_at": now + ttl}
+    op.update(kw)
+    return op
+
+def ttl_iv(e, lo_extra=None, hi_extra=None):
+    lo, hi = max(e - MAX, 0), e - MIN
+    if lo_extra is not None: lo = max(lo, lo_extra)
+    if hi_extra is not None: hi = min(hi, hi_extra)
+    return [lo, hi]
+
+def step(actor, ops, now=NOW, **expect):
+    return {"actor": actor, "now": now, "ops": ops, "expect": expect}
+
+def ok(actor, ops, now=NOW, **exp):
+    exp["ok"] = True
+    return step(actor, ops, now, **exp)
+
+def err(actor, ops, code, now=NOW):
+    return step(actor, ops, now, error=code)
+
+cases = []
+def case(name, steps, policy=None):
+    c = {"name": name, "steps": steps}
+    if policy: c["policy"] = policy
+    cases.append(c)
+
+E = NOW + TTL
+# -- path claims
+case("claim a free path exclusively", [ok("alice", [claim("src/a.c")], action="claim", interval=ttl_iv(E), generations={"path:src/a.c": 1})])
+case("claim a free path shared", [ok("alice", [claim("src/a.c", mode="shared")], action="claim", interval=ttl_iv(E))])
+case("exclusive vs exclusive on one path", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("bob", [claim("f")], "held-path")])
+case("shared request vs exclusive holder", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("bob", [claim("f", mode="shared")], "held-path")])
+case("exclusive request vs shared holder", [ok("alice", [claim("f", mode="shared")], action="claim", interval=ttl_iv(E)), err("bob", [claim("f")], "held-path")])
+case("shared plus shared are admitted", [ok("alice", [claim("f", mode="shared")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("f", mode="shared")], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
+case("directory claim covers a file below it", [ok("alice", [claim("src/")], action="claim", interval=ttl_iv(E)), err("bob", [claim("src/x/y.c")], "held-path")])
+case("file claim blocks a directory above it", [ok("alice", [claim("src/x/y.c")], action="claim", interval=ttl_iv(E)), err("bob", [claim("src/")], "held-path")])
+case("file claim blocks a shared directory claim above it", [ok("alice", [claim("src/x/y.c")], action="claim", interval=ttl_iv(E)), err("bob", [claim("src/x/", mode="shared")], "held-path")])
+case("shared directory and shared file below coexist", [ok("alice", [claim("src/x/y.c", mode="shared")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("src/", mode="shared")], action="claim", interval=ttl_iv(E))])
+case("components, not string prefixes: srcx vs src/", [ok("alice", [claim("src/")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("srcx/a")], action="claim", interval=ttl_iv(E))])
+case("same holder never conflicts with itself", [ok("alice", [claim("src/a.c")], action="claim", interval=ttl_iv(E)), ok("alice", [claim("src/")], action="claim", interval=ttl_iv(E))])
+case("same holder claiming its live lease again is a usage error", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("alice", [claim("f")], "usage")])
+case("deep directory conflict five levels down", [ok("alice", [claim("a/b/c/d/e/f.txt")], action="claim", interval=ttl_iv(E)), err("bob", [claim("a/b/")], "held-path"), ok("bob", [claim("a/c/")], action="claim", interval=ttl_iv(E))])
+# -- TTL window boundaries
+case("TTL at MIN_TTL is admitted", [ok("alice", [claim("f", ttl=MIN)], action="claim", interval=ttl_iv(NOW + MIN))])
+case("TTL one ms below MIN_TTL is refused", [err("alice", [claim("f", ttl=MIN - 1)], "guard-window")])
+case("TTL at MAX_TTL is admitted", [ok("alice", [claim("f", ttl=MAX)], action="claim", interval=ttl_iv(NOW + MAX))])
+case("TTL one ms above MAX_TTL is refused", [err("alice", [claim("f", ttl=MAX + 1)], "guard-window")])
+case("zero TTL is refused", [err("alice", [claim("f", ttl=0)], "guard-window")])
+case("expiry below MIN_TTL from time zero has an empty interval", [err("alice", [{"op": "claim", "path": "f", "mode": "exclusive", "expires_at": 500}], "empty-interval")])
+case("policy TTL bounds are used", [ok("alice", [claim("f", ttl=10)], action="claim", interval=[NOW + 10 - 20, NOW + 10 - 5]), err("bob", [claim("g", ttl=21)], "guard-window")], policy={"min_ttl_ms": 5, "max_ttl_ms": 20})
+# -- reclaim
+S = 5000
+ES = NOW + S
+case("reclaim before expiry is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("bob", [claim("f", now=ES - 1)], "held-path", now=ES - 1)])
+case("reclaim at expiry is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("bob", [claim("f", now=ES)], "held-path", now=ES)])
+case("reclaim one ms after expiry gets generation + 1", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("bob", [claim("f", now=ES + 1)], now=ES + 1, action="reclaim", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1), generations={"path:f": 2})])
+case("own expired lease is reclaimed", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("alice", [claim("f", now=ES + 1)], now=ES + 1, action="reclaim", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1), generations={"path:f": 2})])
+case("directory claim over an expired lease below", [ok("alice", [claim("d/x", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("bob", [claim("d/", now=ES + 1)], now=ES + 1, action="reclaim", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1))])
+# -- extend
+def extend(path, lease_ref, new_exp):
+    return {"op": "extend", "path": path, "lease": lease_ref, "expires_at": new_exp}
+case("extend before expiry", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("alice", [extend("f", "$0.0", ES + TTL)], now=ES - 10, action="extend", interval=ttl_iv(ES + TTL, hi_extra=ES), generations={"path:f": 1})])
+case("extend at expiry", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("alice", [extend("f", "$0.0", ES + TTL)], now=ES, action="extend", interval=ttl_iv(ES + TTL, hi_extra=ES))])
+case("extend after expiry is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("alice", [extend("f", "$0.0", ES + TTL)], "guard-window", now=ES + 1)])
+case("extend with a non-increasing expiry is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("alice", [extend("f", "$0.0", ES)], "guard-window")])
+case("extend by a non-holder is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("bob", [extend("f", "$0.0", ES + 10)], "not-holder")])
+case("extend naming an old generation is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("alice", [dict(extend("f", "$0.0", ES + 10), generation=7)], "stale-generation")])
+# -- release
+def release(path, lease_ref, **kw):
+    op = {"op": "release", "path": path, "lease": lease_ref}
+    op.update(kw)
+    return op
+case("release by the holder", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), ok("alice", [release("f", "$0.0")], action="release", interval=[0, 2**53 - 1], generations={"path:f": 1})])
+case("release by a non-holder is refused", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("bob", [release("f", "$0.0")], "not-holder")])
+case("release of a superseded lease is a stale generation", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("bob", [claim("f", now=ES + 1)], now=ES + 1, action="reclaim", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1)), err("alice", [release("f", "$0.0", generation=1)], "stale-generation", now=ES + 2)])
+case("generations increase across release", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), ok("alice", [release("f", "$0.0")], action="release", interval=[0, 2**53 - 1]), ok("bob", [claim("f")], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
+# -- families
+FAM = {"families": [{"name": "db", "policy": "exclusive", "members": ["db/schema.sql", "db/migrations/"]}, {"name": "docs", "policy": "shared", "members": ["docs/"]}]}
+case("exclusive family blocks another holder on another member", [ok("alice", [claim("db/schema.sql")], action="claim", interval=ttl_iv(E)), err("bob", [claim("db/migrations/001.sql", mode="shared")], "family-policy")], policy=FAM)
+case("exclusive family admits the same holder on every member", [ok("alice", [claim("db/schema.sql")], action="claim", interval=ttl_iv(E)), ok("alice", [claim("db/migrations/001.sql")], action="claim", interval=ttl_iv(E))], policy=FAM)
+case("shared family refuses an exclusive claim", [err("alice", [claim("docs/a.md")], "family-policy")], policy=FAM)
+case("shared family admits shared claims", [ok("alice", [claim("docs/a.md", mode="shared")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("docs/b.md", mode="shared")], action="claim", interval=ttl_iv(E))], policy=FAM)
+case("family is free again after release", [ok("alice", [claim("db/schema.sql")], action="claim", interval=ttl_iv(E)), ok("alice", [release("db/schema.sql", "$0.0")], action="release", interval=[0, 2**53 - 1]), ok("bob", [claim("db/migrations/7.sql")], action="claim", interval=ttl_iv(E))], policy=FAM)
+case("expired family holder is reclaimed after its expiry", [ok("alice", [claim("db/schema.sql", ttl=S)], action="claim", interval=ttl_iv(ES)), err("bob", [claim("db/migrations/7.sql", now=ES)], "family-policy", now=ES), ok("bob", [claim("db/migrations/7.sql", now=ES + 1)], now=ES + 1, action="reclaim", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1))], policy=FAM)
+# -- semaphores
+def acq(name, limit, ttl=TTL, now=NOW):
+    return {"op": "sem-acquire", "sem": name, "limit": limit, "expires_at": now + ttl}
+case("semaphore acquire", [ok("a", [acq("ci", 2)], action="sem-acquire", interval=ttl_iv(E), generations={"sem:ci": 1})])
+case("full semaphore is refused", [ok("a", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E)), err("b", [acq("ci", 1)], "full-semaphore")])
+case("mismatched semaphore limit is refused", [ok("a", [acq("ci", 2)], action="sem-acquire", interval=ttl_iv(E)), err("b", [acq("ci", 3)], "limit-mismatch")])
+case("expired semaphore slot is reclaimed", [ok("a", [acq("ci", 1, ttl=S)], action="sem-acquire", interval=ttl_iv(ES)), ok("b", [acq("ci", 1, now=ES + 1)], now=ES + 1, action="sem-acquire", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1), generations={"sem:ci": 2})])
+case("semaphore release frees a slot", [ok("a", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E)), ok("a", [{"op": "sem-release", "sem": "ci", "lease": "$0.0"}], action="sem-release", interval=[0, 2**53 - 1]), ok("b", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E), generations={"sem:ci": 2})])
+# -- batch and sweep
+case("batch of claim and acquire", [ok("alice", [claim("a"), claim("b", mode="shared"), acq("s", 3)], action="batch", interval=ttl_iv(E))])
+case("batch is all or nothing", [ok("bob", [claim("taken")], action="claim", interval=ttl_iv(E)), err("alice", [claim("free"), claim("taken")], "held-path"), ok("carol", [claim("free")], action="claim", interval=ttl_iv(E), generations={"path:free": 1})])
+case("sweep removes an expired lease", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("bob", [{"op": "sweep", "leases": [{"path": "f", "lease": "$0.0", "generation": 1, "expires_at": ES}]}], now=ES + 1, action="sweep", interval=[ES + 1, 2**53 - 1])])
+case("sweep of an unexpired lease is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("bob", [{"op": "sweep", "leases": [{"path": "f", "lease": "$0.0", "generation": 1, "expires_at": ES}]}], "held-path", now=ES)])
+# -- malformed input
+case("bad path is refused", [err("alice", [claim("a/../b")], "bad-path")])
+case("unknown op is refused", [err("alice", [{"op": "steal", "path": "f"}], "bad-json")])
+case("unknown field is refused", [err("alice", [dict(claim("f"), colour="red")], "bad-json")])
+case("bad mode is refused", [err("alice", [claim("f", mode="sticky")], "usage")])
+case("note longer than 1024 bytes is refused", [err("alice", [dict(claim("f"), note="x" * 1025)], "usage")])
+
+def main():
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plan")
+    path = os.path.join(out_dir, "scenarios.json")
+    golden = {}
+    if "--merge" in sys.argv:
+        with open(sys.argv[sys.argv.index("--merge") + 1]) as f:
+            for line in f:
+                r = json.loads(line)
+                if r["step"] < 0:
+                    golden[(r["case"], "init")] = r["init"]
+                else:
+                    golden[(r["case"], r["step"])] = r
+    elif os.path.exists(path):
+        with open(path) as f:
+            for c in json.load(f)["cases"]:
+                for i, s in enumerate(c["steps"]):
+                    if "state" in s["expect"]:
+                        golden[(c["name"], i)] = {"state": s["expect"]["state"]}
+                if "init_state" in c:
+                    golden[(c["name"], "init")] = c["init_state"]
+    for c in cases:
+        for i, s in enumerate(c["steps"]):
+            g = golden.get((c["name"], i))
+            if g and s["expect"].get("ok"):
+                s["expect"]["state"] = g["state"]
+        if (c["name"], "init") in golden:
+            c["init_state"] = golden[(c["name"], "init")]
+    with open(path, "w") as f:
+        json.dump({"kind": "plan", "cases": cases}, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"{len(cases)} cases, {sum(len(c['steps']) for c in cases)} steps -> {path}")
+
+main()
