@@ -1,0 +1,34 @@
+// Uses the installed core end to end: derive an interval, create a store in
+// memory and claim a path. Prints the successor tree id.
+#include <gitlocks/crypto.hpp>
+#include <gitlocks/expr.hpp>
+#include <gitlocks/policy.hpp>
+#include <gitlocks/state.hpp>
+#include <gitlocks/transition.hpp>
+
+#include <cstdio>
+
+int main() {
+  using namespace gitlocks;
+  if (!crypto_init()) return 1;
+  auto key = keypair_from_seed({});
+  json guards = ttl_guards(Policy{}, json::array());
+  auto iv = derive_interval(guards, json{{"expires_at", 100000}});
+  if (!iv.ok() || iv->lo != 0 || iv->hi != 99000) return 2;
+  auto store = open_memory_store();
+  if (!store.ok()) return 3;
+  auto init = build_candidate(**store, Snapshot{}, key, "init", std::string(64, '1'),
+                              json{{"init", default_policy(std::string(64, 'a'), to_hex(key.public_key))}}, 0);
+  if (!init.ok()) return 4;
+  (void)memory_store_set_ref(**store, kStateRef, init->commit);
+  auto snap = read_snapshot(**store, init->commit);
+  json body = {{"created_at", 5000}, {"name", "consumer"},
+               {"ops", {{{"op", "claim"}, {"path", "src/"}, {"mode", "exclusive"}, {"expires_at", 65000}}}}};
+  auto claim = build_candidate(**store, *snap, key, "claim", std::string(64, '2'), body, 5000);
+  if (!claim.ok()) {
+    std::fprintf(stderr, "%s\n", claim.error().message.c_str());
+    return 5;
+  }
+  std::printf("%s %s\n", claim->outcome.action.c_str(), claim->outcome.result_state.c_str());
+  return 0;
+}
