@@ -5,6 +5,7 @@
 #include <git2/sys/mempack.h>
 #include <git2/sys/repository.h>
 
+#include <algorithm>
 #include <map>
 
 #include "gitlocks/store.hpp"
@@ -115,6 +116,11 @@ class GitStore final : public ObjectStore {
 
   Result<Oid> write_blob(std::string_view data) override {
     git_oid oid;
+    if (hash_only_) {
+      if (git_odb_hash(&oid, data.data(), data.size(), GIT_OBJECT_BLOB) != 0)
+        return make_error(Errc::store_write, last_git_error("cannot hash blob"));
+      return oid_hex(oid);
+    }
     if (git_odb_write(&oid, odb_, data.data(), data.size(), GIT_OBJECT_BLOB) != 0)
       return make_error(Errc::store_write, last_git_error("cannot write blob"));
     ++written_;
@@ -122,6 +128,7 @@ class GitStore final : public ObjectStore {
   }
 
   Result<Oid> write_tree(const Tree& tree) override {
+    if (hash_only_) return hash_tree(tree);
     git_treebuilder* b = nullptr;
     if (git_treebuilder_new(&b, repo_, nullptr) != 0)
       return make_error(Errc::store_write, last_git_error("cannot build tree"));
@@ -177,6 +184,7 @@ class GitStore final : public ObjectStore {
   }
 
   std::size_t objects_written() const override { return written_; }
+  void set_hash_only(bool on) override { hash_only_ = on; }
 
   Status set_ref(std::string_view name, const Oid& target) {
     if (!memory_) return make_error(Errc::store_write, "refs of a repository move only through git");
@@ -185,7 +193,32 @@ class GitStore final : public ObjectStore {
   }
 
  private:
+  // Git's canonical tree encoding: entries sorted by name, a tree's name
+  // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
+  Result<Oid> hash_tree(const Tree& tree) {
+    std::vector<const TreeEntry*> sorted;
+    for (const auto& e : tree) sorted.push_back(&e);
+    auto sort_key = [](const TreeEntry* e) { return e->is_tree ? e->name + "/" : e->name; };
+    std::sort(sorted.begin(), sorted.end(),
+              [&](const TreeEntry* a, const TreeEntry* b) { return sort_key(a) < sort_key(b); });
+    std::string buf;
+    for (const auto* e : sorted) {
+      if (e->name.empty() || e->name.find('/') != std::string::npos || e->name.find('\0') != std::string::npos)
+        return make_error(Errc::store_write, "invalid tree entry name '" + e->name + "'");
+      GITLOCKS_TRY(oid, parse_oid(e->oid));
+      buf += e->is_tree ? "40000 " : "100644 ";
+      buf += e->name;
+      buf.push_back('\0');
+      buf.append(reinterpret_cast<const char*>(oid.id), GIT_OID_RAWSZ);
+    }
+    git_oid out;
+    if (git_odb_hash(&out, buf.data(), buf.size(), GIT_OBJECT_TREE) != 0)
+      return make_error(Errc::store_write, last_git_error("cannot hash tree"));
+    return oid_hex(out);
+  }
+
   LibGit2 lib_;
+  bool hash_only_ = false;
   git_repository* repo_;
   git_odb* odb_;
   bool memory_;

@@ -46,6 +46,10 @@ class ObjectStore {
   virtual Result<std::optional<Oid>> read_ref(std::string_view name) = 0;
   // Number of objects written through this store (for tests and benchmarks).
   virtual std::size_t objects_written() const = 0;
+  // In hash-only mode, write_blob and write_tree compute the ids Git would
+  // give the objects but store nothing: a verifier re-plans transitions
+  // without writing into the repository or growing memory.
+  virtual void set_hash_only(bool on) = 0;
 };
 
 // Opens the repository at (or around) `path` with libgit2. Errors: store_read.
