@@ -1,0 +1,59 @@
+// gitlocks/replay.hpp — verification of a store's whole history (SPEC §7).
+//
+// Walks refs/locks/state from its root (or from a trusted commit) and checks
+// every commit: layout, parents, the packet (format, signature, bindings),
+// re-planning the body on the parent's recorded state reproduces the
+// recorded successor tree bit for bit, the derived interval equals the
+// packet's, the admission time lies in it and never decreases; and,
+// independently of the planner, that no two conflicting leases were ever
+// live at once, no semaphore exceeded its limit and no generation was
+// reused.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/store.hpp"
+
+namespace gitlocks {
+
+struct Verdict {
+  Oid commit;
+  std::string command;
+  std::string action;
+  std::string actor;
+  std::optional<std::int64_t> time;  // admission time T, when known
+  bool ok = true;
+  std::string reason;  // stable code, e.g. "result-mismatch" (empty when ok)
+  std::string detail;  // human explanation
+};
+
+// {"commit","command","actor","time","ok","reason"} (+ "detail" when not ok);
+// keys sorted, one canonical line per verdict.
+json verdict_json(const Verdict& v);
+
+struct ReplayOptions {
+  // Verify from this commit on, trusting it and its ancestors.
+  std::optional<Oid> from;
+  // Called after every commit with (done, total).
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+struct ReplaySummary {
+  std::size_t commits = 0;
+  std::size_t invalid = 0;
+  std::optional<Oid> tip;
+  std::optional<Oid> first_invalid;
+};
+
+// Verifies the chain ending at `tip`. Calls `on_verdict` for every commit, in
+// order from the root. Errors: store_read when the chain cannot be read at
+// all (verdicts carry everything that is merely invalid).
+Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const ReplayOptions& options,
+                                   const std::function<void(const Verdict&)>& on_verdict);
+
+}  // namespace gitlocks

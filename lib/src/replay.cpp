@@ -1,0 +1,209 @@
+#include "gitlocks/replay.hpp"
+
+#include <algorithm>
+
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/packet.hpp"
+#include "gitlocks/plan.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
+#include "timeline.h"
+
+namespace gitlocks {
+
+json verdict_json(const Verdict& v) {
+  json j = {{"commit", v.commit}, {"command", v.command}, {"actor", v.actor}, {"ok", v.ok}, {"reason", v.reason}};
+  j["time"] = v.time ? json(*v.time) : json(nullptr);
+  if (!v.ok) j["detail"] = v.detail;
+  return j;
+}
+
+namespace {
+
+// Restores the store's write mode when verification ends.
+class HashOnlyScope {
+ public:
+  explicit HashOnlyScope(ObjectStore& s) : s_(s) { s_.set_hash_only(true); }
+  ~HashOnlyScope() { s_.set_hash_only(false); }
+  HashOnlyScope(const HashOnlyScope&) = delete;
+  HashOnlyScope& operator=(const HashOnlyScope&) = delete;
+
+ private:
+  ObjectStore& s_;
+};
+
+struct ChainState {
+  Oid state;                          // recorded state tree of the previous commit
+  std::string store_id;
+  std::string owner;
+  std::optional<std::int64_t> last_time;
+  Oid policy_blob;                    // cache key of `policy`
+  std::string policy_hash;
+  Policy policy;
+};
+
+Status load_policy(ObjectStore& store, ChainState& cs) {
+  StateReader reader(store, cs.state);
+  GITLOCKS_TRY(id, reader.lookup({"policy.json"}));
+  if (!id) return make_error(Errc::invalid, "state has no policy.json");
+  if (*id == cs.policy_blob) return Ok{};
+  GITLOCKS_TRY(bytes, store.read_blob(*id));
+  auto doc = canon_parse(bytes, CanonMode::strict);
+  if (!doc.ok()) return make_error(Errc::invalid, "policy.json: " + doc.error().message);
+  auto pol = parse_policy(*doc);
+  if (!pol.ok()) return make_error(Errc::invalid, "policy.json: " + pol.error().message);
+  cs.policy = std::move(pol).value();
+  cs.policy_blob = *id;
+  cs.policy_hash = sha256_hex(bytes);
+  return Ok{};
+}
+
+// Checks one commit against the chain so far; fills v and returns the
+// recorded state to continue from.
+void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, ChainState& cs,
+                   detail::Timeline& timeline, Verdict& v) {
+  auto fail = [&](const std::string& reason, const std::string& detail) {
+    if (v.ok) {
+      v.ok = false;
+      v.reason = reason;
+      v.detail = detail;
+    }
+  };
+  if (root ? !tc.parents.empty() : tc.parents.size() != 1)
+    fail("bad-parents", "commit has " + std::to_string(tc.parents.size()) + " parents");
+  if (!tc.unexpected.empty()) fail("unexpected-entry", "unexpected tree entry '" + tc.unexpected.front() + "'");
+
+  auto opened = open_packet(tc.packet_stored);
+  std::optional<std::int64_t> t;
+  Interval interval = kUniversalInterval;
+  if (!opened.ok()) {
+    const Errc c = opened.error().code;
+    fail(c == Errc::bad_signature ? "bad-signature" : c == Errc::unknown_format ? "unknown-format" : "bad-packet",
+         opened.error().message);
+  } else {
+    const json& p = opened->packet;
+    v.command = p["command"].get<std::string>();
+    v.action = p["action"].get<std::string>();
+    v.actor = p["actor"].get<std::string>();
+    interval = {p["interval"][0].get<std::int64_t>(), p["interval"][1].get<std::int64_t>()};
+    if (p.contains("claimed_at_ms")) t = p["claimed_at_ms"].get<std::int64_t>();
+    v.time = t;
+    const json& body = p["body"];
+    if (root) {
+      if (p["source"] != "" || !body.contains("init")) fail("bad-packet", "the root commit must create the store");
+      auto pol = body.contains("init") ? parse_policy(body["init"]) : Result<Policy>(make_error(Errc::bad_json, "no policy"));
+      if (!pol.ok()) {
+        fail("bad-packet", "creation policy: " + pol.error().message);
+      } else {
+        cs.store_id = pol->store;
+        cs.owner = pol->owner;
+        if (v.actor != cs.owner) fail("not-owner", "the store was not created by its owner");
+        auto pb = canon_dump(body["init"]);
+        if (!pb.ok() || sha256_hex(*pb) != p["policy_hash"]) fail("policy-mismatch", "policy_hash is not the creation policy's");
+      }
+    } else {
+      if (p["source"] != cs.state)
+        fail("source-mismatch", "packet source " + p["source"].get<std::string>() + " is not the parent's state " + cs.state);
+      if (p["store"] != cs.store_id) fail("store-mismatch", "packet names another store");
+      if (p["policy_hash"] != cs.policy_hash) fail("policy-mismatch", "policy_hash is not the policy in force at the source");
+    }
+    if (p["store"] != cs.store_id && root) fail("store-mismatch", "packet store id differs from its policy's");
+    if (!t) fail("missing-time", "packet carries no admission time");
+    PlanContext ctx{v.actor, p["instance"].get<std::string>()};
+    auto replayed = plan(store, root ? Oid() : cs.state, ctx, body);
+    if (!replayed.ok()) {
+      fail("replay-refused", std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
+    } else {
+      if (replayed->result_state != p["result"])
+        fail("result-mismatch", "re-planning gives state " + replayed->result_state + ", packet says " +
+                                    p["result"].get<std::string>());
+      if (replayed->action != p["action"]) fail("action-mismatch", "re-planning gives action " + replayed->action);
+      if (replayed->interval != interval)
+        fail("interval-mismatch", "derived interval [" + std::to_string(replayed->interval.lo) + ", " +
+                                      std::to_string(replayed->interval.hi) + "] differs from the packet's");
+    }
+    if (tc.state != p["result"]) fail("state-mismatch", "commit state " + tc.state + " is not the packet's result");
+    if (t && !interval.contains(*t))
+      fail("time-outside-interval", "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) +
+                                        ", " + std::to_string(interval.hi) + "]");
+    if (t && cs.last_time && *t < *cs.last_time)
+      fail("time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*cs.last_time));
+  }
+  // The independent invariant check runs on the recorded states.
+  const std::int64_t at = t.value_or(cs.last_time.value_or(0));
+  if (!root) {
+    auto violations = timeline.apply(store, cs.state, tc.state, at, cs.policy);
+    if (!violations.ok()) fail("store-read", violations.error().message);
+    else if (!violations->empty()) fail(violations->front().reason, violations->front().detail);
+  }
+  if (t) cs.last_time = std::max(*t, cs.last_time.value_or(*t));
+  cs.state = tc.state;
+  auto pol = load_policy(store, cs);
+  if (!pol.ok()) fail("bad-policy", pol.error().message);
+}
+
+}  // namespace
+
+Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const ReplayOptions& options,
+                                   const std::function<void(const Verdict&)>& on_verdict) {
+  // The chain, root first. Only ids are kept: memory per commit is 40 bytes.
+  std::vector<Oid> chain;
+  Oid cur = tip;
+  bool reached_from = false;
+  while (true) {
+    if (options.from && cur == *options.from) {
+      reached_from = true;
+      break;
+    }
+    chain.push_back(cur);
+    GITLOCKS_TRY(c, store.read_commit(cur));
+    if (c.parents.empty()) break;
+    cur = c.parents.front();
+  }
+  if (options.from && !reached_from)
+    return make_error(Errc::invalid, "trusted commit " + *options.from + " is not an ancestor of " + tip);
+  std::reverse(chain.begin(), chain.end());
+
+  HashOnlyScope hash_only(store);
+  ChainState cs;
+  detail::Timeline timeline;
+  bool root = true;
+  if (options.from) {
+    GITLOCKS_TRY(start, read_transition_commit(store, *options.from));
+    auto opened = open_packet(start.packet_stored);
+    if (!opened.ok()) return make_error(Errc::invalid, "trusted commit: " + opened.error().message);
+    cs.state = start.state;
+    cs.store_id = opened->packet["store"].get<std::string>();
+    if (opened->packet.contains("claimed_at_ms")) cs.last_time = opened->packet["claimed_at_ms"].get<std::int64_t>();
+    GITLOCKS_CHECK(load_policy(store, cs));
+    cs.owner = cs.policy.owner;
+    GITLOCKS_CHECK(timeline.load(store, cs.state));
+    root = false;
+  }
+  ReplaySummary summary;
+  summary.tip = tip;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    Verdict v;
+    v.commit = chain[i];
+    auto tc = read_transition_commit(store, chain[i]);
+    if (!tc.ok()) {
+      if (tc.error().code != Errc::invalid) return tc.error();
+      v.ok = false;
+      v.reason = "bad-layout";
+      v.detail = tc.error().message;
+    } else {
+      verify_commit(store, *tc, root, cs, timeline, v);
+    }
+    root = false;
+    ++summary.commits;
+    if (!v.ok) {
+      ++summary.invalid;
+      if (!summary.first_invalid) summary.first_invalid = v.commit;
+    }
+    on_verdict(v);
+    if (options.progress) options.progress(i + 1, chain.size());
+  }
+  return summary;
+}
+
+}  // namespace gitlocks

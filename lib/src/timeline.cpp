@@ -1,0 +1,251 @@
+#include "timeline.h"
+
+#include <algorithm>
+#include <set>
+
+#include "gitlocks/state.hpp"
+#include "records.h"
+
+namespace gitlocks::detail {
+namespace {
+
+struct Change {
+  std::string location;  // "records/AA/BB/H.json"
+  std::optional<Oid> before;
+  std::optional<Oid> after;
+};
+
+Result<std::optional<Oid>> subtree(ObjectStore& store, const Oid& root, const std::string& name) {
+  GITLOCKS_TRY(t, store.read_tree(root));
+  for (const auto& e : t)
+    if (e.name == name) return std::optional<Oid>{e.oid};
+  return std::optional<Oid>{};
+}
+
+// Blob-level differences between two trees, descending only where ids differ.
+Status diff_trees(ObjectStore& store, const std::optional<Oid>& a, const std::optional<Oid>& b,
+                  const std::string& prefix, int depth, std::vector<Change>& out) {
+  if (a == b) return Ok{};
+  std::map<std::string, TreeEntry> ea;
+  std::map<std::string, TreeEntry> eb;
+  if (a) {
+    GITLOCKS_TRY(t, store.read_tree(*a));
+    for (auto& e : t) ea[e.name] = e;
+  }
+  if (b) {
+    GITLOCKS_TRY(t, store.read_tree(*b));
+    for (auto& e : t) eb[e.name] = e;
+  }
+  std::set<std::string> names;
+  for (auto& [n, _] : ea) names.insert(n);
+  for (auto& [n, _] : eb) names.insert(n);
+  for (const auto& n : names) {
+    auto ia = ea.find(n);
+    auto ib = eb.find(n);
+    std::optional<Oid> oa = ia == ea.end() ? std::nullopt : std::optional<Oid>{ia->second.oid};
+    std::optional<Oid> ob = ib == eb.end() ? std::nullopt : std::optional<Oid>{ib->second.oid};
+    if (oa == ob) continue;
+    bool tree_a = ia != ea.end() && ia->second.is_tree;
+    bool tree_b = ib != eb.end() && ib->second.is_tree;
+    if (depth < 2) {
+      if ((oa && !tree_a) || (ob && !tree_b))
+        return make_error(Errc::invalid, "blob '" + prefix + n + "' where a shard tree belongs");
+      GITLOCKS_CHECK(diff_trees(store, oa, ob, prefix + n + "/", depth + 1, out));
+    } else {
+      if (tree_a || tree_b) return make_error(Errc::invalid, "tree '" + prefix + n + "' where a record belongs");
+      out.push_back({prefix + n, oa, ob});
+    }
+  }
+  return Ok{};
+}
+
+Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id) {
+  GITLOCKS_TRY(bytes, store.read_blob(id));
+  auto v = canon_parse(bytes, CanonMode::strict);
+  if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
+  const json& rec = *v;
+  if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
+      !rec["name"].is_string())
+    return make_error(Errc::invalid, "record " + c.location + " has no kind/name");
+  std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
+  auto loc = record_location(resource);
+  std::string expected = loc[0] + "/" + loc[1] + "/" + loc[2] + "/" + loc[3];
+  if (expected != c.location)
+    return make_error(Errc::invalid, "record of " + resource + " stored at " + c.location + ", not " + expected);
+  auto st = records::validate(rec, resource);
+  if (!st.ok()) return make_error(Errc::invalid, st.error().message);
+  return std::move(v).value();
+}
+
+std::map<std::string, json> leases_by_id(const json& rec) {
+  std::map<std::string, json> out;
+  if (rec.is_null()) return out;
+  for (const auto& l : rec["leases"]) out[l["id"].get<std::string>()] = l;
+  return out;
+}
+
+bool overlaps(const std::string& a, const std::string& b) {
+  const std::string& s = a.size() <= b.size() ? a : b;
+  const std::string& l = a.size() <= b.size() ? b : a;
+  return l.compare(0, s.size(), s) == 0 && (l.size() == s.size() || l[s.size()] == '/');
+}
+
+}  // namespace
+
+void Timeline::conflicts_for(const std::string& key, const std::string& holder, bool exclusive, std::int64_t t,
+                             std::vector<std::string>& out) const {
+  auto check = [&](const std::string& k, const std::vector<Live>& leases) {
+    for (const auto& l : leases)
+      if (l.holder != holder && l.expires_at >= t && (exclusive || l.exclusive))
+        out.push_back("lease " + l.id + " on '" + k + "' (live until " + std::to_string(l.expires_at) + ")");
+  };
+  // Ancestors.
+  for (std::size_t pos = key.find('/'); pos != std::string::npos; pos = key.find('/', pos + 1)) {
+    auto it = paths_.find(key.substr(0, pos));
+    if (it != paths_.end()) check(it->first, it->second);
+  }
+  // The key itself and everything below it.
+  for (auto it = paths_.lower_bound(key); it != paths_.end(); ++it) {
+    if (!overlaps(it->first, key)) {
+      if (it->first.compare(0, key.size(), key) != 0) break;
+      continue;  // e.g. "ab" after "a": same string prefix, not a component prefix
+    }
+    check(it->first, it->second);
+  }
+}
+
+Status Timeline::load(ObjectStore& store, const Oid& state) {
+  StateReader reader(store, state);
+  return reader.for_each_record([&](const json& rec) {
+    if (rec.value("kind", "") != "path" && rec.value("kind", "") != "sem") return true;
+    const std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
+    max_generation_[resource] = rec["generation"].get<std::int64_t>();
+    if (rec["kind"] == "path")
+      for (const auto& l : rec["leases"])
+        paths_[rec["name"].get<std::string>()].push_back(
+            {l["id"].get<std::string>(), l["holder"].get<std::string>(), l["mode"] == "exclusive",
+             l["expires_at"].get<std::int64_t>()});
+    return true;
+  });
+}
+
+Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& old_state, const Oid& new_state,
+                                                std::int64_t t, const Policy& policy) {
+  std::vector<Violation> violations;
+  std::vector<Change> changes;
+  std::optional<Oid> old_records;
+  if (!old_state.empty()) {
+    GITLOCKS_TRY(r, subtree(store, old_state, "records"));
+    old_records = r;
+  }
+  GITLOCKS_TRY(new_records, subtree(store, new_state, "records"));
+  auto diff = diff_trees(store, old_records, new_records, "records/", 0, changes);
+  if (!diff.ok()) {
+    if (diff.error().code != Errc::invalid) return diff.error();
+    violations.push_back({"record-misplaced", diff.error().message});
+    return violations;
+  }
+  struct Admission {
+    std::string resource, key, holder, id;
+    bool exclusive;
+    std::int64_t expires_at, generation;
+  };
+  std::vector<Admission> admitted;
+  std::vector<json> semaphores;
+  // First removals and renewals, then admissions: a reclaim removes the old
+  // lease and admits the new one in the same commit.
+  for (const auto& c : changes) {
+    json before = nullptr;
+    json after = nullptr;
+    if (c.before) {
+      auto r = load_record(store, c, *c.before);
+      if (!r.ok()) {
+        violations.push_back({"record-misplaced", r.error().message});
+        continue;
+      }
+      before = std::move(r).value();
+    }
+    if (c.after) {
+      auto r = load_record(store, c, *c.after);
+      if (!r.ok()) {
+        violations.push_back({"record-misplaced", r.error().message});
+        continue;
+      }
+      after = std::move(r).value();
+    }
+    const json& any = after.is_null() ? before : after;
+    const std::string kind = any["kind"].get<std::string>();
+    if (kind == "family") continue;  // derived data; leases carry the facts
+    const std::string name = any["name"].get<std::string>();
+    const std::string resource = kind + ":" + name;
+    auto old_leases = leases_by_id(before);
+    auto new_leases = leases_by_id(after);
+    std::vector<Live>* live = kind == "path" ? &paths_[name] : nullptr;
+    for (const auto& [id, l] : old_leases) {
+      auto it = new_leases.find(id);
+      if (it == new_leases.end()) {
+        if (live)
+          live->erase(std::remove_if(live->begin(), live->end(), [&](const Live& x) { return x.id == id; }),
+                      live->end());
+        continue;
+      }
+      const json& n = it->second;
+      if (n["generation"] != l["generation"] || n["holder"] != l["holder"] || n.value("mode", "") != l.value("mode", ""))
+        violations.push_back({"generation-reused", "lease " + id + " changed its generation, holder or mode"});
+      if (n["expires_at"] != l["expires_at"]) {
+        if (l["expires_at"].get<std::int64_t>() < t)
+          violations.push_back({"exclusion-violated", "lease " + id + " on " + resource + " was renewed at " +
+                                                          std::to_string(t) + " after it expired at " +
+                                                          l["expires_at"].dump()});
+        if (n["expires_at"].get<std::int64_t>() < l["expires_at"].get<std::int64_t>())
+          violations.push_back({"exclusion-violated", "lease " + id + " expiry moved backwards"});
+        if (live)
+          for (auto& x : *live)
+            if (x.id == id) x.expires_at = n["expires_at"].get<std::int64_t>();
+      }
+    }
+    for (const auto& [id, n] : new_leases) {
+      if (old_leases.count(id)) continue;
+      admitted.push_back({resource, name, n["holder"].get<std::string>(), id, n.value("mode", "") == "exclusive",
+                          n["expires_at"].get<std::int64_t>(), n["generation"].get<std::int64_t>()});
+    }
+    if (live && live->empty()) paths_.erase(name);
+    if (kind == "sem" && !after.is_null()) semaphores.push_back(after);
+  }
+  std::sort(admitted.begin(), admitted.end(),
+            [](const Admission& a, const Admission& b) { return a.generation < b.generation; });
+  for (const auto& a : admitted) {
+    auto& maxgen = max_generation_[a.resource];
+    if (a.generation <= maxgen)
+      violations.push_back({"generation-reused", "generation " + std::to_string(a.generation) + " of " + a.resource +
+                                                     " was issued before (highest " + std::to_string(maxgen) + ")"});
+    maxgen = std::max(maxgen, a.generation);
+    if (a.resource.rfind("path:", 0) != 0) continue;
+    std::vector<std::string> found;
+    conflicts_for(a.key, a.holder, a.exclusive, t, found);
+    // Exclusive families: another holder live on any member of a family this path belongs to.
+    for (const auto& f : policy.families) {
+      if (!f.exclusive) continue;
+      bool member = false;
+      for (const auto& m : f.members) member = member || overlaps(m.key(), a.key);
+      if (!member) continue;
+      for (const auto& m : f.members) conflicts_for(m.key(), a.holder, true, t, found);
+    }
+    if (!found.empty())
+      violations.push_back({"exclusion-violated", "lease " + a.id + " on '" + a.key + "' admitted at " +
+                                                      std::to_string(t) + " while " + found.front() + " conflicts"});
+    paths_[a.key].push_back({a.id, a.holder, a.exclusive, a.expires_at});
+  }
+  for (const auto& rec : semaphores) {
+    std::int64_t live = 0;
+    for (const auto& l : rec["leases"])
+      if (l["expires_at"].get<std::int64_t>() >= t) ++live;
+    if (live > rec["limit"].get<std::int64_t>())
+      violations.push_back({"semaphore-over-limit", "semaphore " + rec["name"].get<std::string>() + " has " +
+                                                        std::to_string(live) + " live holders, limit " +
+                                                        rec["limit"].dump()});
+  }
+  return violations;
+}
+
+}  // namespace gitlocks::detail

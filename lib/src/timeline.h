@@ -1,0 +1,45 @@
+// The exclusion invariant, checked independently of the planner: a model of
+// the leases in force, fed with the record changes of every commit (a diff
+// of the recorded state trees) and the commit's admission time T.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gitlocks/policy.hpp"
+#include "gitlocks/store.hpp"
+
+namespace gitlocks::detail {
+
+struct Violation {
+  std::string reason;  // exclusion-violated, semaphore-over-limit, generation-reused, record-misplaced, ...
+  std::string detail;
+};
+
+class Timeline {
+ public:
+  // Loads every lease of a state (used when verification starts at a
+  // trusted commit).
+  Status load(ObjectStore& store, const Oid& state);
+
+  // Applies the transition old_state -> new_state admitted at time t.
+  // Returns the first violation found, if any (the model is updated anyway).
+  Result<std::vector<Violation>> apply(ObjectStore& store, const Oid& old_state, const Oid& new_state,
+                                       std::int64_t t, const Policy& policy);
+
+ private:
+  struct Live {
+    std::string id;
+    std::string holder;
+    bool exclusive = true;
+    std::int64_t expires_at = 0;
+  };
+  void conflicts_for(const std::string& key, const std::string& holder, bool exclusive, std::int64_t t,
+                     std::vector<std::string>& out) const;
+  std::map<std::string, std::vector<Live>> paths_;  // path key -> leases on it
+  std::map<std::string, std::int64_t> max_generation_;  // resource -> highest generation seen
+};
+
+}  // namespace gitlocks::detail
