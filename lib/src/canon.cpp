@@ -39,7 +39,9 @@ namespace {
 constexpr int kMaxDepth = 64;
 
 Status check_value(const json& v, int depth) {
-  if (depth > kMaxDepth) return make_error(Errc::bad_json, "nesting deeper than 64 levels");
+  // depth = containers enclosing v; an array or object is itself one more level.
+  if (depth + (v.is_structured() ? 1 : 0) > kMaxDepth)
+    return make_error(Errc::bad_json, "nesting deeper than 64 levels");
   switch (v.type()) {
     case json::value_t::number_float:
       return make_error(Errc::bad_json, "floating-point numbers are not allowed");
@@ -82,12 +84,17 @@ Result<json> canon_parse(std::string_view text, CanonMode mode) {
   // Raw bytes first: the lexer accepts some things we reject (e.g. it would
   // report invalid UTF-8 only inside strings).
   if (!detail::utf8_valid(text)) return make_error(Errc::bad_json, "input is not valid UTF-8");
+  // The lexer treats a NUL byte as end of input and would ignore what follows;
+  // a raw NUL is never valid JSON.
+  if (text.find('\0') != std::string_view::npos)
+    return make_error(Errc::bad_json, "input contains a NUL byte");
 
   std::vector<std::set<std::string>> keys;
   bool duplicate = false;
   bool too_deep = false;
   json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxDepth) too_deep = true;
+    bool opens = event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+    if (depth + (opens ? 1 : 0) > kMaxDepth) too_deep = true;
     switch (event) {
       case json::parse_event_t::object_start: keys.emplace_back(); break;
       case json::parse_event_t::object_end:
@@ -135,6 +142,9 @@ Result<std::int64_t> get_int(const json& obj, std::string_view key) {
   if (it == obj.end()) return make_error(Errc::bad_json, "missing field '" + std::string(key) + "'");
   if (!it->is_number_integer())
     return make_error(Errc::bad_json, "field '" + std::string(key) + "' must be an integer");
+  // An unsigned value above INT64_MAX would wrap to a negative int64 below.
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSafeInteger))
+    return make_error(Errc::bad_json, "field '" + std::string(key) + "' is outside the safe integer range");
   auto i = it->get<std::int64_t>();
   if (i > kMaxSafeInteger || i < -kMaxSafeInteger)
     return make_error(Errc::bad_json, "field '" + std::string(key) + "' is outside the safe integer range");

@@ -5,8 +5,12 @@
 #include <git2/sys/mempack.h>
 #include <git2/sys/repository.h>
 
+#include <stdlib.h>  // mkdtemp
+
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <system_error>
 
 #include "gitlocks/store.hpp"
 
@@ -54,11 +58,17 @@ struct LibGit2 {
 
 class GitStore final : public ObjectStore {
  public:
-  GitStore(git_repository* repo, git_odb* odb, bool memory)
-      : repo_(repo), odb_(odb), memory_(memory) {}
+  // `mempack` is the writable in-memory backend of a memory or pack store
+  // (owned by odb); `temp_dir` holds a pack store's indexed pack.
+  GitStore(git_repository* repo, git_odb* odb, git_odb_backend* mempack, std::string temp_dir = {})
+      : repo_(repo), odb_(odb), mempack_(mempack), memory_(mempack != nullptr), temp_dir_(std::move(temp_dir)) {}
   ~GitStore() override {
     git_odb_free(odb_);
     git_repository_free(repo_);
+    if (!temp_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(temp_dir_, ec);
+    }
   }
   GitStore(const GitStore&) = delete;
   GitStore& operator=(const GitStore&) = delete;
@@ -192,6 +202,16 @@ class GitStore final : public ObjectStore {
     return Ok{};
   }
 
+  Result<std::string> dump_pack() {
+    if (!mempack_) return make_error(Errc::store_read, "not a memory store");
+    git_buf buf = GIT_BUF_INIT;
+    if (git_mempack_dump(&buf, repo_, mempack_) != 0)
+      return make_error(Errc::store_read, last_git_error("cannot pack the memory store"));
+    std::string out(buf.ptr, buf.size);
+    git_buf_dispose(&buf);
+    return out;
+  }
+
  private:
   // Git's canonical tree encoding: entries sorted by name, a tree's name
   // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
@@ -221,7 +241,9 @@ class GitStore final : public ObjectStore {
   bool hash_only_ = false;
   git_repository* repo_;
   git_odb* odb_;
+  git_odb_backend* mempack_;
   bool memory_;
+  std::string temp_dir_;
   std::map<std::string, Oid> refs_;
   std::size_t written_ = 0;
 };
@@ -238,22 +260,129 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path) {
     git_repository_free(repo);
     return make_error(Errc::store_read, last_git_error("cannot open object database"));
   }
-  return std::unique_ptr<ObjectStore>(new GitStore(repo, odb, false));
+  return std::unique_ptr<ObjectStore>(new GitStore(repo, odb, nullptr));
 }
 
-Result<std::unique_ptr<ObjectStore>> open_memory_store() {
-  LibGit2 lib;
+namespace {
+
+// An object database with a writable mempack backend; `pack_index`, when
+// given, adds that indexed pack below it (read only).
+Result<std::unique_ptr<GitStore>> new_memory_store(const std::string& pack_index, std::string temp_dir) {
   git_odb* odb = nullptr;
+  if (git_odb_new(&odb) != 0) return make_error(Errc::store_read, last_git_error("cannot create object database"));
   git_odb_backend* mempack = nullptr;
-  if (git_odb_new(&odb) != 0 || git_mempack_new(&mempack) != 0 ||
-      git_odb_add_backend(odb, mempack, 1000) != 0)
+  if (git_mempack_new(&mempack) != 0 || git_odb_add_backend(odb, mempack, 1000) != 0) {
+    git_odb_free(odb);
     return make_error(Errc::store_read, last_git_error("cannot create in-memory object database"));
+  }
+  if (!pack_index.empty()) {
+    git_odb_backend* pack = nullptr;
+    if (git_odb_backend_one_pack(&pack, pack_index.c_str()) != 0 || git_odb_add_backend(odb, pack, 1) != 0) {
+      git_odb_free(odb);
+      return make_error(Errc::store_read, last_git_error("cannot open the indexed pack"));
+    }
+  }
   git_repository* repo = nullptr;
   if (git_repository_wrap_odb(&repo, odb) != 0) {
     git_odb_free(odb);
     return make_error(Errc::store_read, last_git_error("cannot wrap object database"));
   }
-  return std::unique_ptr<ObjectStore>(new GitStore(repo, odb, true));
+  return std::make_unique<GitStore>(repo, odb, mempack, std::move(temp_dir));
+}
+
+struct BundleHeader {
+  std::map<std::string, Oid> refs;
+  std::string_view pack;
+};
+
+bool is_hex40(std::string_view s) {
+  return s.size() == GIT_OID_HEXSZ &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Git's bundle formats (Documentation/technical/bundle-format.txt): a
+// signature line, v3 capabilities ("@key=value"), prerequisites ("-OID ..."),
+// references ("OID REFNAME"), an empty line, then the packfile.
+Result<BundleHeader> parse_bundle(std::string_view bytes) {
+  BundleHeader h;
+  if (bytes.substr(0, 4) == "PACK") {
+    h.pack = bytes;
+    return h;
+  }
+  constexpr std::string_view kV2 = "# v2 git bundle\n", kV3 = "# v3 git bundle\n";
+  const bool v3 = bytes.substr(0, kV3.size()) == kV3;
+  if (!v3 && bytes.substr(0, kV2.size()) != kV2)
+    return make_error(Errc::unknown_format, "neither a Git bundle (v2 or v3) nor a packfile");
+  std::size_t pos = kV2.size();
+  for (;;) {
+    std::size_t eol = bytes.find('\n', pos);
+    if (eol == std::string_view::npos) return make_error(Errc::store_read, "truncated bundle header");
+    std::string_view line = bytes.substr(pos, eol - pos);
+    pos = eol + 1;
+    if (line.empty()) break;
+    if (line[0] == '@') {
+      if (!v3) return make_error(Errc::store_read, "capability line in a v2 bundle");
+      if (line != "@object-format=sha1")
+        return make_error(Errc::unknown_format, "unsupported bundle capability '" + std::string(line.substr(1)) + "'");
+      continue;
+    }
+    if (line[0] == '-')
+      return make_error(Errc::store_read,
+                        "the bundle has prerequisites (an incremental bundle): the history must start at its root");
+    std::size_t sp = line.find(' ');
+    if (sp == std::string_view::npos || !is_hex40(line.substr(0, sp)) || sp + 1 == line.size())
+      return make_error(Errc::store_read, "malformed bundle reference line '" + std::string(line) + "'");
+    h.refs[std::string(line.substr(sp + 1))] = std::string(line.substr(0, sp));
+  }
+  h.pack = bytes.substr(pos);
+  if (h.pack.substr(0, 4) != "PACK") return make_error(Errc::store_read, "the bundle carries no packfile");
+  return h;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectStore>> open_memory_store() {
+  LibGit2 lib;
+  GITLOCKS_TRY(store, new_memory_store("", ""));
+  return std::unique_ptr<ObjectStore>(std::move(store));
+}
+
+Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view bytes) {
+  LibGit2 lib;
+  GITLOCKS_TRY(header, parse_bundle(bytes));
+  std::error_code ec;
+  std::string dir = (std::filesystem::temp_directory_path(ec) / "gitlocks-pack-XXXXXX").string();
+  if (ec || mkdtemp(dir.data()) == nullptr)
+    return make_error(Errc::store_read, "cannot create a temporary directory for the pack index");
+  auto fail = [&](const std::string& what) -> Error {
+    Error e = make_error(Errc::store_read, last_git_error(what.c_str()));
+    std::filesystem::remove_all(dir, ec);
+    return e;
+  };
+  git_indexer* idx = nullptr;
+  git_indexer_options opts = GIT_INDEXER_OPTIONS_INIT;
+  if (git_indexer_new(&idx, dir.c_str(), 0, nullptr, &opts) != 0) return fail("cannot start indexing the pack");
+  git_indexer_progress stats{};
+  if (git_indexer_append(idx, header.pack.data(), header.pack.size(), &stats) != 0 ||
+      git_indexer_commit(idx, &stats) != 0) {
+    git_indexer_free(idx);
+    return fail("cannot index the pack");
+  }
+  std::string index = dir + "/pack-" + git_indexer_name(idx) + ".idx";
+  git_indexer_free(idx);
+  auto store = new_memory_store(index, dir);
+  if (!store.ok()) {
+    std::filesystem::remove_all(dir, ec);
+    return store.error();
+  }
+  for (const auto& [name, target] : header.refs) GITLOCKS_CHECK((*store)->set_ref(name, target));
+  return std::unique_ptr<ObjectStore>(std::move(store).value());
+}
+
+Result<std::string> memory_store_pack(ObjectStore& store) {
+  auto* g = dynamic_cast<GitStore*>(&store);
+  if (!g) return make_error(Errc::store_read, "not a memory store");
+  return g->dump_pack();
 }
 
 Status memory_store_set_ref(ObjectStore& store, std::string_view name, const Oid& target) {

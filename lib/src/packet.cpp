@@ -97,9 +97,15 @@ Result<OpenedPacket> open_packet(std::string_view stored) {
 
 Result<Oid> write_transition_commit(ObjectStore& store, const std::optional<Oid>& parent, const Oid& state,
                                     const std::string& packet_stored, const std::string& message,
-                                    std::int64_t time_seconds) {
+                                    std::int64_t time_seconds,
+                                    const std::optional<std::string>& attestation_stored) {
   GITLOCKS_TRY(packet_blob, store.write_blob(packet_stored));
-  GITLOCKS_TRY(txn, store.write_tree({{"packet.json", false, packet_blob}}));
+  Tree txn_entries = {{"packet.json", false, packet_blob}};
+  if (attestation_stored) {
+    GITLOCKS_TRY(att_blob, store.write_blob(*attestation_stored));
+    txn_entries.push_back({"attestation.json", false, att_blob});
+  }
+  GITLOCKS_TRY(txn, store.write_tree(txn_entries));
   GITLOCKS_TRY(root, store.write_tree({{"state", true, state}, {"txn", true, txn}}));
   Commit c;
   c.tree = root;
@@ -126,9 +132,15 @@ Result<TransitionCommit> read_transition_commit(ObjectStore& store, const Oid& c
   if (!txn) return make_error(Errc::invalid, "commit " + commit + " has no txn tree");
   GITLOCKS_TRY(t, store.read_tree(*txn));
   std::optional<Oid> packet;
+  std::optional<Oid> attestation;
   for (const auto& e : t) {
     if (e.name == "packet.json" && !e.is_tree) packet = e.oid;
+    else if (e.name == "attestation.json" && !e.is_tree) attestation = e.oid;
     else out.unexpected.push_back("txn/" + e.name);
+  }
+  if (attestation) {
+    GITLOCKS_TRY(att, store.read_blob(*attestation));
+    out.attestation_stored = std::move(att);
   }
   if (!packet) return make_error(Errc::invalid, "commit " + commit + " has no txn/packet.json");
   GITLOCKS_TRY(bytes, store.read_blob(*packet));

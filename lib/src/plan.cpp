@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "gitlocks/attest.hpp"
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/policy.hpp"
@@ -592,6 +593,54 @@ Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const 
   return out;
 }
 
+// Owner-signed policy changes. The only one so far enables guard time:
+//   {"admin":{"op":"guard-time-enable","audience":A,"service_key":HEX,
+//             "disclosure":"GUARD_WINDOW","expected_policy_hash":HEX}}
+Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
+                               const PlanContext& ctx, const json& body) {
+  GITLOCKS_CHECK(check_keys(body, {"admin"}, "admin body"));
+  const json& a = body["admin"];
+  GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
+  GITLOCKS_TRY(op, get_string(a, "op"));
+  if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
+  if (ctx.actor != policy.owner)
+    return make_error(Errc::not_holder, "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy");
+  GITLOCKS_TRY(expected, get_string(a, "expected_policy_hash"));
+  GITLOCKS_TRY(current_bytes, reader.policy_bytes());
+  if (expected != sha256_hex(current_bytes))
+    return make_error(Errc::stale_generation, "the policy changed: expected policy hash " + expected + ", current " +
+                                                  sha256_hex(current_bytes));
+  GITLOCKS_TRY(disclosure, get_string(a, "disclosure"));
+  if (disclosure != kDisclosureGuardWindow)
+    return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
+  GITLOCKS_TRY(audience, get_string(a, "audience"));
+  GITLOCKS_TRY(key, get_string(a, "service_key"));
+  if (audience.empty()) return make_error(Errc::usage, "the audience must not be empty");
+  GITLOCKS_TRY(pk, public_key_from_hex(key));
+  (void)pk;
+  Pins pins{audience, key};
+  if (policy.guard_time)
+    return make_error(Errc::usage, *policy.guard_time == pins
+                                       ? "ALREADY_ENABLED: guard time is already enabled with these pins"
+                                       : "guard time is enabled with other pins; replacing them (signer rotation) "
+                                         "is not supported");
+  json next = policy_doc;
+  next["guard_time"] = guard_time_doc(pins);
+  GITLOCKS_TRY(parsed, parse_policy(next));
+  (void)parsed;
+  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(blob, store.write_blob(bytes));
+  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
+  PlanOutcome out;
+  out.body = body;
+  out.action = "guard-time-enable";
+  out.result_state = *root;
+  out.guards = json::array();
+  out.interval = kUniversalInterval;
+  out.leases = json::array();
+  return out;
+}
+
 }  // namespace
 
 Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,
@@ -604,6 +653,7 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   GITLOCKS_CHECK(reader.check_format());
   GITLOCKS_TRY(policy_doc, reader.policy());
   GITLOCKS_TRY(policy, parse_policy(policy_doc));
+  if (body.contains("admin")) return plan_admin(store, reader, policy_doc, policy, ctx, body);
   PlanOutcome out;
   out.body = body;
   Planner planner(store, reader, policy, ctx, now);

@@ -19,7 +19,8 @@ Result<Policy> parse_policy(const json& doc) {
   if (!fmt.ok()) return fmt.error();
   if (*fmt != kPolicyFormat)
     return make_error(Errc::unknown_format, "unknown policy format '" + *fmt + "'");
-  GITLOCKS_CHECK(check_keys(doc, {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families"}, "policy"));
+  GITLOCKS_CHECK(
+      check_keys(doc, {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time"}, "policy"));
   Policy p;
   GITLOCKS_TRY(store, get_string(doc, "store"));
   GITLOCKS_TRY(owner, get_string(doc, "owner"));
@@ -58,7 +59,39 @@ Result<Policy> parse_policy(const json& doc) {
     }
     p.families.push_back(std::move(fam));
   }
+  auto gt = doc.find("guard_time");
+  if (gt != doc.end()) {
+    // Unknown profiles are refused, never ignored: a client that cannot
+    // execute a profile's rules must not write to or vouch for the store.
+    auto profiles = gt->find("profiles");
+    if (gt->is_object() && profiles != gt->end() && profiles->is_array())
+      for (const auto& pr : *profiles)
+        if (!pr.is_string() || (pr != kProfileGuardTime && pr != kProfileTimeAdd))
+          return make_error(Errc::unknown_format, "the store requires guard-time profile " + pr.dump() +
+                                                      ", which this git-locks does not support; refusing it");
+    GITLOCKS_CHECK(check_keys(*gt, {"audience", "service_key", "disclosure", "profiles", "scope"}, "guard_time"));
+    GITLOCKS_TRY(audience, get_string(*gt, "audience"));
+    GITLOCKS_TRY(key, get_string(*gt, "service_key"));
+    GITLOCKS_TRY(disclosure, get_string(*gt, "disclosure"));
+    GITLOCKS_TRY(scope, get_string(*gt, "scope"));
+    if (!is_hex64(key)) return make_error(Errc::bad_json, "guard_time service_key must be 64 hex digits");
+    if (audience.empty()) return make_error(Errc::bad_json, "guard_time audience must not be empty");
+    if (disclosure != kDisclosureGuardWindow) return make_error(Errc::unknown_format, "unknown disclosure " + disclosure);
+    if (scope != "ALL_COMMITS") return make_error(Errc::unknown_format, "unknown guard_time scope " + scope);
+    if (profiles == gt->end() || *profiles != json::array({kProfileGuardTime, kProfileTimeAdd}))
+      return make_error(Errc::unknown_format, "guard_time profiles must be exactly [" + std::string(kProfileGuardTime) +
+                                                  ", " + std::string(kProfileTimeAdd) + "]");
+    p.guard_time = Pins{audience, key};
+  }
   return p;
+}
+
+json guard_time_doc(const Pins& pins) {
+  return json{{"audience", pins.audience},
+              {"service_key", pins.service_key},
+              {"disclosure", kDisclosureGuardWindow},
+              {"profiles", json::array({kProfileGuardTime, kProfileTimeAdd})},
+              {"scope", "ALL_COMMITS"}};
 }
 
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex) {

@@ -36,7 +36,8 @@ struct ChainState {
   Oid state;                          // recorded state tree of the previous commit
   std::string store_id;
   std::string owner;
-  std::optional<std::int64_t> last_time;
+  std::optional<std::int64_t> last_time;           // last local-clock T
+  std::optional<std::int64_t> last_attested_time;  // last notary T
   Oid policy_blob;                    // cache key of `policy`
   std::string policy_hash;
   Policy policy;
@@ -60,8 +61,18 @@ Status load_policy(ObjectStore& store, ChainState& cs) {
 
 // Checks one commit against the chain so far; fills v and returns the
 // recorded state to continue from.
+// Guard-time pins of the policy in a state (the result of a commit).
+Result<std::optional<Pins>> pins_at(ObjectStore& store, const Oid& state) {
+  StateReader reader(store, state);
+  auto doc = reader.policy();
+  if (!doc.ok()) return doc.error();
+  auto pol = parse_policy(*doc);
+  if (!pol.ok()) return pol.error();
+  return pol->guard_time;
+}
+
 void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, ChainState& cs,
-                   detail::Timeline& timeline, Verdict& v) {
+                   detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
   auto fail = [&](const std::string& reason, const std::string& detail) {
     if (v.ok) {
       v.ok = false;
@@ -86,7 +97,38 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     v.action = p["action"].get<std::string>();
     v.actor = p["actor"].get<std::string>();
     interval = {p["interval"][0].get<std::int64_t>(), p["interval"][1].get<std::int64_t>()};
-    if (p.contains("claimed_at_ms")) t = p["claimed_at_ms"].get<std::int64_t>();
+    // Which rules was this commit made under? Guard time applies from the
+    // activation on (the commit that installs the pins included).
+    auto result_pins = pins_at(store, tc.state);
+    if (!result_pins.ok()) fail(result_pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
+                                result_pins.error().message);
+    const bool attested = result_pins.ok() && result_pins->has_value();
+    if (attested) {
+      if (options.expected_pins && !(**result_pins == *options.expected_pins))
+        fail("pins-mismatch", "store pins notary " + (*result_pins)->audience + " / " + (*result_pins)->service_key +
+                                  ", expected " + options.expected_pins->audience + " / " +
+                                  options.expected_pins->service_key);
+      if (p.contains("claimed_at_ms")) fail("time-source-mismatch", "a client clock reading under guard time");
+      if (!tc.attestation_stored) {
+        fail("missing-attestation", "guard time is on but the commit carries no attestation");
+      } else {
+        auto att = open_attestation(*tc.attestation_stored);
+        if (!att.ok()) {
+          fail(att.error().code == Errc::bad_signature ? "bad-attestation-signature" : "bad-attestation",
+               att.error().message);
+        } else {
+          auto checked = check_attestation(*att, p, tc.packet_stored, **result_pins, options.allow_test_clock);
+          if (!checked.ok()) fail("attestation-mismatch", checked.error().message);
+          t = (*att)["admitted_at_ms"].get<std::int64_t>();
+          if (cs.last_attested_time && *t < *cs.last_attested_time)
+            fail("time-decreased", "attested T = " + std::to_string(*t) + " is before the previous " +
+                                       std::to_string(*cs.last_attested_time));
+        }
+      }
+    } else {
+      if (tc.attestation_stored) fail("unexpected-entry", "an attestation on a commit made without guard time");
+      if (p.contains("claimed_at_ms")) t = p["claimed_at_ms"].get<std::int64_t>();
+    }
     v.time = t;
     const json& body = p["body"];
     if (root) {
@@ -126,17 +168,18 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     if (t && !interval.contains(*t))
       fail("time-outside-interval", "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) +
                                         ", " + std::to_string(interval.hi) + "]");
-    if (t && cs.last_time && *t < *cs.last_time)
+    if (!attested && t && cs.last_time && *t < *cs.last_time)
       fail("time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*cs.last_time));
+    if (attested && t) cs.last_attested_time = std::max(*t, cs.last_attested_time.value_or(*t));
   }
   // The independent invariant check runs on the recorded states.
-  const std::int64_t at = t.value_or(cs.last_time.value_or(0));
+  const std::int64_t at = t.value_or(std::max(cs.last_time.value_or(0), cs.last_attested_time.value_or(0)));
   if (!root) {
     auto violations = timeline.apply(store, cs.state, tc.state, at, cs.policy);
     if (!violations.ok()) fail("store-read", violations.error().message);
     else if (!violations->empty()) fail(violations->front().reason, violations->front().detail);
   }
-  if (t) cs.last_time = std::max(*t, cs.last_time.value_or(*t));
+  if (t && !tc.attestation_stored) cs.last_time = std::max(*t, cs.last_time.value_or(*t));
   cs.state = tc.state;
   auto pol = load_policy(store, cs);
   if (!pol.ok()) fail("bad-policy", pol.error().message);
@@ -175,6 +218,11 @@ Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const Rep
     cs.state = start.state;
     cs.store_id = opened->packet["store"].get<std::string>();
     if (opened->packet.contains("claimed_at_ms")) cs.last_time = opened->packet["claimed_at_ms"].get<std::int64_t>();
+    if (start.attestation_stored) {
+      auto att = open_attestation(*start.attestation_stored);
+      if (!att.ok()) return make_error(Errc::invalid, "trusted commit attestation: " + att.error().message);
+      cs.last_attested_time = (*att)["admitted_at_ms"].get<std::int64_t>();
+    }
     GITLOCKS_CHECK(load_policy(store, cs));
     cs.owner = cs.policy.owner;
     GITLOCKS_CHECK(timeline.load(store, cs.state));
@@ -192,7 +240,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const Rep
       v.reason = "bad-layout";
       v.detail = tc.error().message;
     } else {
-      verify_commit(store, *tc, root, cs, timeline, v);
+      verify_commit(store, *tc, root, cs, timeline, options, v);
     }
     root = false;
     ++summary.commits;

@@ -1,6 +1,9 @@
 #include "gitlocks/state.hpp"
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/policy.hpp"
+#include "records.h"
+#include "tree_edit.h"
 
 namespace gitlocks {
 
@@ -97,6 +100,32 @@ Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) 
     }
   }
   return Ok{};
+}
+
+Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records) {
+  GITLOCKS_CHECK(parse_policy(policy));
+  GITLOCKS_TRY(policy_bytes, canon_dump(policy));
+  GITLOCKS_TRY(format_bytes, canon_dump(json{{"format", kStateFormat}}));
+  detail::TreeUpdates updates;
+  GITLOCKS_TRY(format_id, store.write_blob(format_bytes));
+  GITLOCKS_TRY(policy_id, store.write_blob(policy_bytes));
+  updates[{"format.json"}] = format_id;
+  updates[{"policy.json"}] = policy_id;
+  for (const auto& rec : records) {
+    if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
+        !rec["name"].is_string())
+      return make_error(Errc::bad_json, "a record needs string fields kind and name");
+    const std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
+    if (auto v = records::validate(rec, resource); !v.ok()) return make_error(Errc::bad_json, v.error().message);
+    if (records::is_empty(rec)) return make_error(Errc::bad_json, "the record of " + resource + " carries nothing");
+    GITLOCKS_TRY(bytes, canon_dump(rec));
+    GITLOCKS_TRY(id, store.write_blob(bytes));
+    if (!updates.emplace(record_location(resource), id).second)
+      return make_error(Errc::bad_json, "two records of " + resource);
+  }
+  GITLOCKS_TRY(root, detail::tree_apply(store, std::nullopt, updates));
+  if (!root) return make_error(Errc::store_write, "empty state tree");
+  return *root;
 }
 
 }  // namespace gitlocks

@@ -185,7 +185,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
       auto it = new_leases.find(id);
       if (it == new_leases.end()) {
         if (live)
-          live->erase(std::remove_if(live->begin(), live->end(), [&](const Live& x) { return x.id == id; }),
+          live->erase(std::remove_if(live->begin(), live->end(), [&id = id](const Live& x) { return x.id == id; }),
                       live->end());
         continue;
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
 
 namespace gitlocks {
@@ -24,16 +25,34 @@ Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip
   if (p.contains("store") && p["store"].is_string()) s.store_id = p["store"].get<std::string>();
   if (p.contains("claimed_at_ms") && p["claimed_at_ms"].is_number_integer())
     s.last_time = p["claimed_at_ms"].get<std::int64_t>();
+  if (tc->attestation_stored) {
+    auto att = open_attestation(*tc->attestation_stored);
+    if (!att.ok()) return make_error(Errc::store_read, "tip attestation: " + att.error().message);
+    s.last_time = (*att)["admitted_at_ms"].get<std::int64_t>();
+  }
+  auto policy_doc = reader.policy();
+  if (!policy_doc.ok()) return policy_doc.error();
+  auto policy = parse_policy(*policy_doc);
+  if (!policy.ok()) return policy.error();
+  s.guard_time = policy->guard_time;
   return s;
 }
 
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms) {
+                                  std::int64_t now_ms, const AdmitFn& admit) {
   PlanContext ctx{to_hex(key.public_key), instance};
   GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body, now_ms));
+  // Guard time applies from the activation on: to the transition that
+  // installs the pins as well.
+  std::optional<Pins> pins = snap.guard_time;
+  if (!pins && outcome.action == "guard-time-enable") {
+    const json& a = outcome.body["admin"];
+    pins = Pins{a["audience"].get<std::string>(), a["service_key"].get<std::string>()};
+  }
+  if (pins && !admit) return make_error(Errc::usage, "this store requires trusted admission time: configure a notary");
   const std::int64_t t = std::max(now_ms, snap.last_time.value_or(0));
-  if (!outcome.interval.contains(t))
+  if (!pins && !outcome.interval.contains(t))
     return make_error(Errc::guard_window, "admission time " + std::to_string(t) + " is outside the guard interval [" +
                                               std::to_string(outcome.interval.lo) + ", " +
                                               std::to_string(outcome.interval.hi) + "]");
@@ -52,14 +71,28 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
     h.policy_hash = sha256_hex(pb);
   }
   Candidate c;
-  c.packet = make_packet(h, outcome, t);
+  c.packet = make_packet(h, outcome, pins ? std::nullopt : std::optional<std::int64_t>(t));
   GITLOCKS_TRY(stored, seal_packet(c.packet, key));
   c.packet_stored = stored;
+  c.admitted_at_ms = t;
+  if (pins) {
+    GITLOCKS_TRY(request, make_admission_request(c.packet, stored, key));
+    GITLOCKS_TRY(att_stored, admit(request));
+    auto att = open_attestation(att_stored);
+    if (!att.ok()) return make_error(Errc::store_write, "notary returned an unusable attestation: " + att.error().message);
+    auto checked = check_attestation(*att, c.packet, stored, *pins, true);
+    if (!checked.ok()) return make_error(Errc::store_write, "notary attestation rejected: " + checked.error().message);
+    c.admitted_at_ms = (*att)["admitted_at_ms"].get<std::int64_t>();
+    if (snap.last_time && c.admitted_at_ms < *snap.last_time)
+      return make_error(Errc::store_write, "notary admitted at " + std::to_string(c.admitted_at_ms) +
+                                               ", before the store's last admission " + std::to_string(*snap.last_time));
+    c.attestation_stored = att_stored;
+  }
   GITLOCKS_TRY(commit, write_transition_commit(store, snap.commit, outcome.result_state, stored,
-                                               describe_transition(c.packet), t / 1000));
+                                               describe_transition(c.packet), c.admitted_at_ms / 1000,
+                                               c.attestation_stored));
   c.commit = commit;
   c.outcome = std::move(outcome);
-  c.admitted_at_ms = t;
   return c;
 }
 

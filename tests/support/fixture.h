@@ -42,14 +42,14 @@ class Store {
 
   // Builds and publishes one transition as `actor` at local time `now`.
   Result<Candidate> submit(const std::string& actor, const std::string& command, json body) {
-    if (!body.contains("init")) {
+    if (body.contains("ops")) {
       if (!body.contains("created_at")) body["created_at"] = now;
       if (!body.contains("name")) body["name"] = actor;
     }
     auto snap = read_snapshot(*store_, tip());
     if (!snap.ok()) return snap.error();
     std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
-    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now);
+    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit);
     if (c.ok()) (void)memory_store_set_ref(*store_, kStateRef, c->commit);
     return c;
   }
@@ -79,6 +79,8 @@ class Store {
   }
 
   std::int64_t now = 1'700'000'000'000;
+  // The notary, when a test enables guard time.
+  AdmitFn admit;
 
  private:
   std::unique_ptr<ObjectStore> store_;

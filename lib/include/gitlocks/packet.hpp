@@ -18,7 +18,8 @@
 // The stored form is {"packet":PACKET,"sig":HEX128}, the signature being
 // Ed25519 over kPacketDomain || canonical(PACKET).
 //
-// A transition commit's tree is exactly {state/ (tree), txn/packet.json}.
+// A transition commit's tree is exactly {state/ (tree), txn/packet.json} and,
+// when guard time is in force, txn/attestation.json.
 #pragma once
 
 #include <cstdint>
@@ -71,13 +72,15 @@ struct TransitionCommit {
   std::vector<Oid> parents;
   Oid state;                 // state tree id
   std::string packet_stored; // txn/packet.json
+  std::optional<std::string> attestation_stored;  // txn/attestation.json
   std::vector<std::string> unexpected;  // tree entries outside the layout
   std::int64_t time_seconds = 0;
 };
 
 Result<Oid> write_transition_commit(ObjectStore& store, const std::optional<Oid>& parent, const Oid& state,
                                     const std::string& packet_stored, const std::string& message,
-                                    std::int64_t time_seconds);
+                                    std::int64_t time_seconds,
+                                    const std::optional<std::string>& attestation_stored = std::nullopt);
 
 // Reads a commit and splits its tree per the layout. Errors: store_read, and
 // invalid when the state tree or the packet is missing.

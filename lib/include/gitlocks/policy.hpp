@@ -3,16 +3,21 @@
 //   {"format":"gitlocks-policy-v1","store":HEX64,"owner":HEX64,
 //    "min_ttl_ms":1000,"max_ttl_ms":3600000,
 //    "families":[{"name":"db","policy":"exclusive"|"shared",
-//                 "members":["db/schema.sql","db/migrations/"]}]}
+//                 "members":["db/schema.sql","db/migrations/"]}],
+//    "guard_time":{"audience":A,"service_key":HEX64,"disclosure":"GUARD_WINDOW",
+//                  "profiles":["signed-private-guard-time-v1","time-add-guard-window-v1"],
+//                  "scope":"ALL_COMMITS"}}          (only once activated)
 //
 // The TTL bounds become seed 002's guard expressions (ttl_guards); unknown
 // fields and unknown formats are refused, never ignored.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/path.hpp"
 
@@ -29,6 +34,9 @@ struct Family {
 };
 
 struct Policy {
+  // Pins of the notary when guard time is on: every commit from the
+  // activation on carries an attestation by this audience and key.
+  std::optional<Pins> guard_time;
   std::string store;
   std::string owner;
   std::int64_t min_ttl_ms = kDefaultMinTtlMs;
@@ -39,6 +47,9 @@ struct Policy {
 // Validates and reads a policy document. Errors: unknown_format, bad_json,
 // bad_path, usage (0 < min_ttl <= max_ttl violated, duplicate family).
 Result<Policy> parse_policy(const json& doc);
+
+// The guard_time member written by activation.
+json guard_time_doc(const Pins& pins);
 
 // A policy document with defaults for a new store.
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex);

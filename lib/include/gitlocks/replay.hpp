@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/store.hpp"
 
@@ -39,6 +40,10 @@ json verdict_json(const Verdict& v);
 struct ReplayOptions {
   // Verify from this commit on, trusting it and its ancestors.
   std::optional<Oid> from;
+  // Accept attestations from a notary running its test-only clock.
+  bool allow_test_clock = false;
+  // When set, guard-time pins found in the store must equal these.
+  std::optional<Pins> expected_pins;
   // Called after every commit with (done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };

@@ -55,4 +55,12 @@ class StateReader {
   std::map<Oid, Tree> trees_;
 };
 
+// Writes the state tree holding `policy` (a policy document) and `records`
+// (record documents as stored, {"kind","name",...}, in any order): the
+// inverse of reading policy.json and every record, so hosts that hold a state
+// as JSON can plan on it. Errors: those of parse_policy; bad_json for a
+// record that is malformed, empty (the planner never stores one) or given
+// twice.
+Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records);
+
 }  // namespace gitlocks

@@ -59,8 +59,23 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path);
 // browser. Refs live in a map. Errors: store_read.
 Result<std::unique_ptr<ObjectStore>> open_memory_store();
 
-// Sets a ref in a memory store (no-op error for a repository store: refs of
-// a real repository move only through git update-ref in tools/).
+// A read-only object database over a Git bundle (v2 or v3, SHA-1, without
+// prerequisites) or a bare packfile, given as bytes; writes go to an
+// in-memory overlay, as in a memory store. The pack is indexed with
+// libgit2's indexer into a private temporary directory (MEMFS in the
+// browser) that lives as long as the store. The bundle's refs become the
+// store's refs (a bare packfile has none). Errors: unknown_format (neither a
+// bundle nor a packfile, another bundle version, SHA-256, a filter or any
+// other capability), store_read (malformed header, prerequisites, a corrupt
+// or truncated pack).
+Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view pack_or_bundle_bytes);
+
+// The objects of a memory store (or of a pack store's overlay) as one
+// packfile, e.g. to write a bundle. Errors: store_read.
+Result<std::string> memory_store_pack(ObjectStore& store);
+
+// Sets a ref in a memory or pack store (an error for a repository store:
+// refs of a real repository move only through git update-ref in tools/).
 Status memory_store_set_ref(ObjectStore& store, std::string_view name, const Oid& target);
 
 }  // namespace gitlocks

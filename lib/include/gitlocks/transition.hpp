@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
+#include "gitlocks/attest.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/store.hpp"
@@ -18,11 +20,17 @@ struct Snapshot {
   Oid state;                      // its state tree ("" when no store)
   std::string policy_hash;        // sha256 of policy.json ("" when no store)
   std::string store_id;
-  std::optional<std::int64_t> last_time;  // T of the tip's packet
+  std::optional<std::int64_t> last_time;  // T of the tip (packet or attestation)
+  std::optional<Pins> guard_time;         // notary pins when guard time is on
 };
 
 // Reads the tip commit's layout, policy and last admission time.
 Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip);
+
+// The host's way to a notary: takes a stored admission request, returns the
+// stored attestation (or an error: store_write when the notary is
+// unreachable, guard_window when it refuses T).
+using AdmitFn = std::function<Result<std::string>(const std::string& request_stored)>;
 
 struct Candidate {
   Oid commit;             // the new commit (objects already written)
@@ -30,15 +38,20 @@ struct Candidate {
   std::string packet_stored;
   PlanOutcome outcome;
   std::int64_t admitted_at_ms = 0;
+  std::optional<std::string> attestation_stored;
 };
 
-// Plans `body` against the snapshot, proposing with `now_ms`, admits at
-// T = max(now_ms, snapshot.last_time) (admission time never decreases along
-// the chain) and writes the candidate commit. Errors: the planner's refusals,
-// guard_window when T is outside the derived interval.
+// Plans `body` against the snapshot, proposing with `now_ms`, and writes the
+// candidate commit. Without guard time it admits at T = max(now_ms,
+// snapshot.last_time) (admission time never decreases along the chain) and
+// records it as claimed_at_ms. With guard time (the snapshot's policy, or the
+// policy the transition installs, has pins) T comes only from `admit`: the
+// attestation is checked against the pins before it is used. Errors: the
+// planner's refusals, guard_window when T is outside the derived interval,
+// usage when guard time is on and no `admit` is given, and admit's errors.
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms);
+                                  std::int64_t now_ms, const AdmitFn& admit = nullptr);
 
 // One-line human summary used as the commit message.
 std::string describe_transition(const json& packet);

@@ -1,0 +1,71 @@
+// gitlocks/attest.hpp — trusted admission time (seed 002, SPEC §6).
+//
+// With guard time on, the publishing client does not choose T. It sends the
+// notary an *admission request*: the packet's bindings, its digest and the
+// derived interval, signed by the actor (never the body). The notary takes T
+// from its clock, checks lo <= T <= hi and clock monotonicity, and returns
+// an *attestation* binding everything plus T, signed with its service key.
+// The transition commit then carries txn/attestation.json.
+//
+// Admission request (stored form {"request":REQ,"sig":HEX}, actor-signed under
+// kAdmissionDomain):
+//   format "gitlocks-admission-v1", store, actor, command, action, instance,
+//   epoch, policy_hash, source, result, packet_digest, interval
+// Attestation (stored form {"attestation":ATT,"sig":HEX}, service-signed under
+// kAttestationDomain): the request's bindings plus
+//   format "gitlocks-attestation-v1", profile, audience, service_key,
+//   admitted_at_ms, clock ("system", or "test" for a test-only clock)
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/crypto.hpp"
+
+namespace gitlocks {
+
+inline constexpr std::string_view kAdmissionFormat = "gitlocks-admission-v1";
+inline constexpr std::string_view kAttestationFormat = "gitlocks-attestation-v1";
+inline constexpr std::string_view kAdmissionDomain{"gitlocks/admission/v1\0", 22};
+inline constexpr std::string_view kProfileGuardTime = "signed-private-guard-time-v1";
+inline constexpr std::string_view kProfileTimeAdd = "time-add-guard-window-v1";
+inline constexpr std::string_view kDisclosureGuardWindow = "GUARD_WINDOW";
+
+struct Pins {
+  std::string audience;
+  std::string service_key;  // 64 hex
+  bool operator==(const Pins& o) const { return audience == o.audience && service_key == o.service_key; }
+};
+
+// The bindings shared by request and attestation, in this order.
+inline constexpr const char* kBindingFields[] = {"store",  "actor",  "command", "action", "instance", "epoch",
+                                                 "policy_hash", "source", "result"};
+
+// sha256 hex of a packet's stored (signed) form: the "commit hash" the
+// attestation binds.
+std::string packet_digest(std::string_view packet_stored);
+
+// Builds and signs an admission request for a packet (client side).
+Result<std::string> make_admission_request(const json& packet, std::string_view packet_stored, const KeyPair& actor);
+
+// Opens a request (notary side): canonical, known fields, actor signature,
+// interval well formed. Errors: bad_json, non_canonical, unknown_format,
+// bad_signature.
+Result<json> open_admission_request(std::string_view stored);
+
+// Notary side: the signed attestation for an opened request admitted at t.
+Result<std::string> make_attestation(const json& request, const Pins& pins, std::int64_t t, bool test_clock,
+                                     const KeyPair& service);
+
+// Parses and verifies the service signature against the embedded key.
+Result<json> open_attestation(std::string_view stored);
+
+// Verifier side: every binding of an opened attestation against the packet
+// and the pins. Errors (invalid) name the first mismatch:
+//   "audience", "service-key", "binding:<field>", "packet-digest",
+//   "interval", "time-outside-interval", "test-clock", "profile".
+Status check_attestation(const json& attestation, const json& packet, std::string_view packet_stored,
+                         const Pins& pins, bool allow_test_clock);
+
+}  // namespace gitlocks

@@ -1,0 +1,135 @@
+#include "gitlocks/attest.hpp"
+
+#include <algorithm>
+
+namespace gitlocks {
+namespace {
+
+bool is_hex(const json& v, std::size_t n) {
+  if (!v.is_string()) return false;
+  const auto& s = v.get_ref<const std::string&>();
+  return s.size() == n &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool is_safe(const json& v) {
+  return v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= kMaxSafeInteger;
+}
+
+Status check_bindings(const json& doc, const char* what) {
+  for (const char* k : kBindingFields)
+    if (!doc.contains(k)) return make_error(Errc::bad_json, std::string(what) + " has no '" + k + "'");
+  if (!is_hex(doc["store"], 64) || !is_hex(doc["actor"], 64) || !is_hex(doc["instance"], 64) ||
+      !is_hex(doc["policy_hash"], 64) || !is_hex(doc["result"], 40) ||
+      !(doc["source"] == "" || is_hex(doc["source"], 40)) || !doc["command"].is_string() ||
+      !doc["action"].is_string() || !is_safe(doc["epoch"]))
+    return make_error(Errc::bad_json, std::string(what) + " has a malformed binding");
+  if (!doc.contains("packet_digest") || !is_hex(doc["packet_digest"], 64))
+    return make_error(Errc::bad_json, std::string(what) + " needs a 64-hex packet_digest");
+  const json& iv = doc.contains("interval") ? doc["interval"] : json();
+  if (!iv.is_array() || iv.size() != 2 || !is_safe(iv[0]) || !is_safe(iv[1]) ||
+      iv[0].get<std::int64_t>() > iv[1].get<std::int64_t>())
+    return make_error(Errc::bad_json, std::string(what) + " interval must be [lo, hi], 0 <= lo <= hi <= 2^53-1");
+  return Ok{};
+}
+
+// {"<inner>":DOC,"sig":HEX}: canonical, verified against `key_field` of DOC.
+Result<json> open_signed(std::string_view stored, const char* inner, std::string_view domain, const char* key_field) {
+  GITLOCKS_TRY(doc, canon_parse(stored, CanonMode::strict));
+  GITLOCKS_CHECK(check_keys(doc, {inner, "sig"}, "signed document"));
+  if (!doc.contains(inner) || !doc[inner].is_object() || !doc.contains("sig") || !doc["sig"].is_string())
+    return make_error(Errc::bad_json, std::string("expected {\"") + inner + "\":{...},\"sig\":...}");
+  const json& d = doc[inner];
+  if (!d.contains(key_field) || !is_hex(d[key_field], 64))
+    return make_error(Errc::bad_json, std::string(inner) + " has no valid '" + key_field + "'");
+  GITLOCKS_TRY(sig, signature_from_hex(doc["sig"].get<std::string>()));
+  GITLOCKS_TRY(pk, public_key_from_hex(d[key_field].get<std::string>()));
+  GITLOCKS_TRY(bytes, canon_dump(d));
+  if (!verify_detached(domain, bytes, sig, pk))
+    return make_error(Errc::bad_signature, std::string(inner) + " signature does not verify");
+  return json(doc[inner]);
+}
+
+}  // namespace
+
+std::string packet_digest(std::string_view packet_stored) { return sha256_hex(packet_stored); }
+
+Result<std::string> make_admission_request(const json& packet, std::string_view packet_stored, const KeyPair& actor) {
+  json req = {{"format", kAdmissionFormat}, {"packet_digest", packet_digest(packet_stored)},
+              {"interval", packet.contains("interval") ? packet["interval"] : json()}};
+  for (const char* k : kBindingFields) req[k] = packet.contains(k) ? packet[k] : json();
+  GITLOCKS_CHECK(check_bindings(req, "admission request"));
+  if (req["actor"] != to_hex(actor.public_key)) return make_error(Errc::usage, "request actor is not the signing key");
+  GITLOCKS_TRY(bytes, canon_dump(req));
+  auto sig = sign_detached(kAdmissionDomain, bytes, actor);
+  return canon_dump(json{{"request", req}, {"sig", to_hex(sig)}});
+}
+
+Result<json> open_admission_request(std::string_view stored) {
+  GITLOCKS_TRY(req, open_signed(stored, "request", kAdmissionDomain, "actor"));
+  if (req.value("format", "") != kAdmissionFormat)
+    return make_error(Errc::unknown_format, "unknown admission request format");
+  GITLOCKS_CHECK(check_keys(req, {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
+                                  "source", "result", "packet_digest", "interval"},
+                            "admission request"));
+  GITLOCKS_CHECK(check_bindings(req, "admission request"));
+  return req;
+}
+
+Result<std::string> make_attestation(const json& request, const Pins& pins, std::int64_t t, bool test_clock,
+                                     const KeyPair& service) {
+  GITLOCKS_CHECK(check_bindings(request, "admission request"));
+  if (pins.service_key != to_hex(service.public_key))
+    return make_error(Errc::usage, "service key pin is not the signing key");
+  json att = {{"format", kAttestationFormat},      {"profile", kProfileGuardTime},
+              {"audience", pins.audience},         {"service_key", pins.service_key},
+              {"packet_digest", request["packet_digest"]}, {"interval", request["interval"]},
+              {"admitted_at_ms", t},               {"clock", test_clock ? "test" : "system"}};
+  for (const char* k : kBindingFields) att[k] = request[k];
+  GITLOCKS_TRY(bytes, canon_dump(att));
+  auto sig = sign_detached(kAttestationDomain, bytes, service);
+  return canon_dump(json{{"attestation", att}, {"sig", to_hex(sig)}});
+}
+
+Result<json> open_attestation(std::string_view stored) {
+  GITLOCKS_TRY(att, open_signed(stored, "attestation", kAttestationDomain, "service_key"));
+  if (att.value("format", "") != kAttestationFormat)
+    return make_error(Errc::unknown_format, "unknown attestation format");
+  GITLOCKS_CHECK(check_keys(att, {"format", "profile", "audience", "service_key", "store", "actor", "command", "action",
+                                  "instance", "epoch", "policy_hash", "source", "result", "packet_digest", "interval",
+                                  "admitted_at_ms", "clock"},
+                            "attestation"));
+  GITLOCKS_CHECK(check_bindings(att, "attestation"));
+  if (!att.contains("audience") || !att["audience"].is_string() || !att.contains("admitted_at_ms") ||
+      !is_safe(att["admitted_at_ms"]) || !att.contains("clock") || !att["clock"].is_string() ||
+      !att.contains("profile") || !att["profile"].is_string())
+    return make_error(Errc::bad_json, "attestation is missing audience, admitted_at_ms, clock or profile");
+  return att;
+}
+
+Status check_attestation(const json& att, const json& packet, std::string_view packet_stored, const Pins& pins,
+                         bool allow_test_clock) {
+  auto bad = [](const std::string& what, const std::string& detail) {
+    return make_error(Errc::invalid, what + ": " + detail);
+  };
+  if (att["profile"] != kProfileGuardTime) return bad("profile", "unknown attestation profile " + att["profile"].dump());
+  if (att["audience"] != pins.audience)
+    return bad("audience", "attested by audience " + att["audience"].dump() + ", pinned " + json(pins.audience).dump());
+  if (att["service_key"] != pins.service_key)
+    return bad("service-key", "attested by key " + att["service_key"].get<std::string>() + ", pinned " + pins.service_key);
+  for (const char* k : kBindingFields)
+    if (!packet.contains(k) || att[k] != packet[k])
+      return bad(std::string("binding:") + k, "attestation binds " + att[k].dump() + ", packet has " +
+                                                  (packet.contains(k) ? packet[k].dump() : std::string("nothing")));
+  if (att["packet_digest"] != packet_digest(packet_stored))
+    return bad("packet-digest", "attestation is for another packet");
+  if (att["interval"] != packet["interval"]) return bad("interval", "signed interval differs from the packet's");
+  const std::int64_t t = att["admitted_at_ms"].get<std::int64_t>();
+  if (t < att["interval"][0].get<std::int64_t>() || t > att["interval"][1].get<std::int64_t>())
+    return bad("time-outside-interval", "T = " + std::to_string(t) + " outside the signed interval");
+  if (att["clock"] != "system" && !(allow_test_clock && att["clock"] == "test"))
+    return bad("test-clock", "admitted by a notary running a " + att["clock"].dump() + " clock");
+  return Ok{};
+}
+
+}  // namespace gitlocks
