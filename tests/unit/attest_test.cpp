@@ -77,7 +77,7 @@ TEST_CASE("guard time: activation by the owner, then every commit is attested an
   json l = s.lease_of("bob", "path:after");
   n.clock = s.now + 20;
   REQUIRE(s.op("bob", {{"op", "release"}, {"path", "after"}, {"lease", l["id"]}}).ok());  // time-free, attested too
-  auto vs = verify(s, *s.tip(), {.allow_test_clock = false});
+  auto vs = verify(s, *s.tip());
   for (const auto& v : vs) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
   CHECK(vs.size() == 5);
   CHECK(vs[3].time == s.now + 10);
