@@ -4,13 +4,13 @@
 # asan (ASan + UBSan) presets and the WebAssembly preset under Node.
 #
 #   tests/run.sh            everything (what CI runs, via .ci/run)
-#   tests/run.sh release    one preset only (release | asan | wasm)
+#   tests/run.sh release    one step only (release | asan | wasm | fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH=/usr/share/nodejs
 
 presets=("$@")
-[ ${#presets[@]} -eq 0 ] && presets=(release asan wasm)
+[ ${#presets[@]} -eq 0 ] && presets=(release asan wasm fuzz)
 
 need_wasm=0
 for p in "${presets[@]}"; do [ "$p" = wasm ] && need_wasm=1; done
@@ -18,8 +18,13 @@ if [ "$need_wasm" = 1 ]; then toolchains/setup.sh; else toolchains/setup.sh --na
 
 summary=()
 for p in "${presets[@]}"; do
-  echo "== preset $p"
+  echo "== $p"
   start=$(date +%s)
+  if [ "$p" = fuzz ]; then
+    tests/fuzz/run.sh "${GITLOCKS_FUZZ_SECONDS:-60}"
+    summary+=("fuzz: passed in $(( $(date +%s) - start ))s")
+    continue
+  fi
   cmake --preset "$p" >/dev/null
   cmake --build --preset "$p"
   ctest --preset "$p"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target for a bounded time from the committed seed
+# corpus (a scratch copy: the committed corpus is not modified).
+#   tests/fuzz/run.sh [SECONDS-PER-TARGET]   (default 60)
+# Crashes are saved under build/fuzz/artifacts/; any crash fails the run.
+# Every crash found becomes a regression input in tests/fuzz/regressions/,
+# which the unit suite replays (tests/unit/fuzz_regressions_test.cpp).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${1:-60}
+cmake --preset fuzz >/dev/null
+cmake --build --preset fuzz >/dev/null
+mkdir -p build/fuzz/artifacts
+status=0
+for t in canon packet expr path; do
+  work=$(mktemp -d)
+  cp -r "tests/fuzz/corpus/$t/." "$work/"
+  log="build/fuzz/fuzz_$t.log"
+  if "build/fuzz/tests/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="build/fuzz/artifacts/${t}-" "$work" >"$log" 2>&1; then
+    runs=$(grep -Eo 'Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' || echo "?")
+    echo "fuzz_$t: $runs executions in ${secs}s, no crash"
+  else
+    echo "fuzz_$t: FAILED (see $log)"; tail -30 "$log"; status=1
+  fi
+  rm -rf "$work"
+done
+exit $status
