@@ -67,8 +67,8 @@ Status check_name(const std::string& name, const char* what) {
 class Planner {
  public:
   Planner(ObjectStore& store, StateReader& reader, const Policy& policy, const PlanContext& ctx,
-          std::optional<std::int64_t> now)
-      : store_(store), reader_(reader), policy_(policy), ctx_(ctx), now_(now) {}
+          std::optional<std::int64_t> now, int format)
+      : store_(store), reader_(reader), policy_(policy), ctx_(ctx), now_(now), format_(format) {}
 
   Status run(json& body, PlanOutcome& out) {
     GITLOCKS_CHECK(check_keys(body, {"created_at", "name", "ops"}, "body"));
@@ -123,7 +123,7 @@ class Planner {
     detail::TreeUpdates updates;
     for (const auto& res : dirty_) {
       const json& rec = cache_.at(res);
-      auto loc = record_location(res);
+      auto loc = record_location(res, format_);
       if (records::is_empty(rec)) {
         updates[loc] = std::nullopt;
         continue;
@@ -565,6 +565,7 @@ class Planner {
   const Policy& policy_;
   const PlanContext& ctx_;
   std::optional<std::int64_t> now_;
+  int format_;  // layout of the source state, kept by its successor
   std::int64_t created_at_ = 0;
   std::string name_;
   std::map<std::string, json> cache_;
@@ -573,13 +574,22 @@ class Planner {
   json leases_;
 };
 
+// Creation. {"init":POLICY} creates a format-2 store; old histories may carry
+// {"init":POLICY,"state_format":"gitlocks-state-v1"} (replayed, never written
+// by build_candidate).
 Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const json& body) {
-  GITLOCKS_CHECK(check_keys(body, {"init"}, "init body"));
+  GITLOCKS_CHECK(check_keys(body, {"init", "state_format"}, "init body"));
   const json& doc = body["init"];
   GITLOCKS_TRY(policy, parse_policy(doc));
   if (policy.owner != ctx.actor) return make_error(Errc::usage, "the store's owner must sign its creation");
+  std::string_view format = kStateFormat;
+  if (body.contains("state_format")) {
+    if (body["state_format"] != kStateFormatV1)
+      return make_error(Errc::unknown_format, "unknown state_format " + body["state_format"].dump());
+    format = kStateFormatV1;
+  }
   GITLOCKS_TRY(policy_bytes, canon_dump(doc));
-  GITLOCKS_TRY(format_bytes, canon_dump(json{{"format", kStateFormat}}));
+  GITLOCKS_TRY(format_bytes, canon_dump(json{{"format", format}}));
   GITLOCKS_TRY(policy_id, store.write_blob(policy_bytes));
   GITLOCKS_TRY(format_id, store.write_blob(format_bytes));
   GITLOCKS_TRY(root, store.write_tree({{"format.json", false, format_id}, {"policy.json", false, policy_id}}));
@@ -641,6 +651,42 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   return out;
 }
 
+// Offline migration of the layout, format 1 -> 2:
+//   {"migrate":{"from":"gitlocks-state-v1","to":"gitlocks-state-v2"}}
+// Every record is carried over unchanged; only their locations change.
+Result<PlanOutcome> plan_migrate(ObjectStore& store, StateReader& reader, int version, const json& policy_doc,
+                                 const json& body) {
+  GITLOCKS_CHECK(check_keys(body, {"migrate"}, "migrate body"));
+  const json& m = body["migrate"];
+  GITLOCKS_CHECK(check_keys(m, {"from", "to"}, "migrate op"));
+  if (!m.contains("from") || m["from"] != kStateFormatV1 || !m.contains("to") || m["to"] != kStateFormat)
+    return make_error(Errc::unknown_format, "this git-locks migrates only " + std::string(kStateFormatV1) + " to " +
+                                                std::string(kStateFormat));
+  if (version != 1) return make_error(Errc::usage, "the store is already in " + std::string(kStateFormat));
+  std::vector<json> records;
+  Status bad = Ok{};
+  GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
+    if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
+        !rec["name"].is_string()) {
+      bad = make_error(Errc::store_read, "a format-1 record has no kind/name");
+      return false;
+    }
+    records.push_back(rec);
+    return true;
+  }));
+  GITLOCKS_CHECK(bad);
+  GITLOCKS_TRY(root, write_state(store, policy_doc, records, 2));
+  PlanOutcome out;
+  out.body = body;
+  out.action = "migrate";
+  out.result_state = root;
+  out.guards = json::array();
+  out.interval = kUniversalInterval;
+  out.leases = json::array();
+  out.records_written = records.size();
+  return out;
+}
+
 }  // namespace
 
 Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,
@@ -650,13 +696,14 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   if (source_state.empty()) return plan_init(store, ctx, body);
   if (body.contains("init")) return make_error(Errc::usage, "the store already exists");
   StateReader reader(store, source_state);
-  GITLOCKS_CHECK(reader.check_format());
+  GITLOCKS_TRY(version, reader.format_version());
   GITLOCKS_TRY(policy_doc, reader.policy());
   GITLOCKS_TRY(policy, parse_policy(policy_doc));
+  if (body.contains("migrate")) return plan_migrate(store, reader, version, policy_doc, body);
   if (body.contains("admin")) return plan_admin(store, reader, policy_doc, policy, ctx, body);
   PlanOutcome out;
   out.body = body;
-  Planner planner(store, reader, policy, ctx, now);
+  Planner planner(store, reader, policy, ctx, now, version);
   GITLOCKS_CHECK(planner.run(out.body, out));
   GITLOCKS_TRY(interval, derive_interval(out.guards, out.body));
   out.interval = interval;
@@ -667,7 +714,7 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
 
 Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state, std::int64_t now) {
   StateReader reader(store, source_state);
-  GITLOCKS_CHECK(reader.check_format());
+  GITLOCKS_CHECK(reader.format_version());
   json leases = json::array();
   Status bad = Ok{};
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {

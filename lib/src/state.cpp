@@ -11,8 +11,9 @@ std::string path_resource(const std::string& path_key) { return "path:" + path_k
 std::string sem_resource(const std::string& name) { return "sem:" + name; }
 std::string family_resource(const std::string& name) { return "family:" + name; }
 
-std::vector<std::string> record_location(const std::string& resource) {
+std::vector<std::string> record_location(const std::string& resource, int format) {
   std::string h = sha256_hex(resource);
+  if (format == 1) return {"records", h.substr(0, 2), h + ".json"};
   return {"records", h.substr(0, 2), h.substr(2, 2), h + ".json"};
 }
 
@@ -39,17 +40,27 @@ Result<std::optional<Oid>> StateReader::lookup(const std::vector<std::string>& p
   return std::optional<Oid>{cur};
 }
 
-Status StateReader::check_format() {
+Result<int> StateReader::format_version() {
+  if (version_) return version_;
   GITLOCKS_TRY(id, lookup({"format.json"}));
   if (!id) return make_error(Errc::store_read, "state tree has no format.json");
   GITLOCKS_TRY(bytes, store_.read_blob(*id));
   auto v = canon_parse(bytes, CanonMode::strict);
   if (!v.ok()) return make_error(Errc::store_read, "format.json: " + v.error().message);
   auto f = get_string(*v, "format");
-  if (!f.ok() || *f != kStateFormat)
-    return make_error(Errc::unknown_format,
-                      "unknown store format " + (f.ok() ? "'" + *f + "'" : std::string("(none)")) +
-                          "; this git-locks understands " + std::string(kStateFormat));
+  if (f.ok() && *f == kStateFormat && v->size() == 1) return version_ = 2;
+  if (f.ok() && *f == kStateFormatV1 && v->size() == 1) return version_ = 1;
+  return make_error(Errc::unknown_format,
+                    "unknown store format " + (f.ok() ? "'" + *f + "'" : std::string("(none)")) +
+                        "; this git-locks understands " + std::string(kStateFormat) + " (and reads " +
+                        std::string(kStateFormatV1) + " for migration)");
+}
+
+Status StateReader::check_format() {
+  GITLOCKS_TRY(version, format_version());
+  if (version == 1)
+    return make_error(Errc::unknown_format, "the store is in format 1 (" + std::string(kStateFormatV1) +
+                                                "); run `git-locks migrate` to rewrite it as format 2");
   return Ok{};
 }
 
@@ -67,7 +78,8 @@ Result<json> StateReader::policy() {
 }
 
 Result<std::optional<json>> StateReader::record(const std::string& resource) {
-  GITLOCKS_TRY(id, lookup(record_location(resource)));
+  GITLOCKS_TRY(version, format_version());
+  GITLOCKS_TRY(id, lookup(record_location(resource, version)));
   if (!id) return std::optional<json>{};
   GITLOCKS_TRY(bytes, store_.read_blob(*id));
   auto v = canon_parse(bytes, CanonMode::strict);
@@ -76,6 +88,7 @@ Result<std::optional<json>> StateReader::record(const std::string& resource) {
 }
 
 Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) {
+  GITLOCKS_TRY(version, format_version());
   GITLOCKS_TRY(top, tree(root_));
   const TreeEntry* rec = nullptr;
   for (const auto& e : *top)
@@ -87,6 +100,15 @@ Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) 
   for (const auto& a : level1) {
     GITLOCKS_TRY(l2p, tree(a.oid));
     Tree level2 = *l2p;
+    if (version == 1) {  // one shard level: the records are here
+      for (const auto& r : level2) {
+        GITLOCKS_TRY(bytes, store_.read_blob(r.oid));
+        auto v = canon_parse(bytes, CanonMode::strict);
+        if (!v.ok()) return make_error(Errc::store_read, "record " + r.name + ": " + v.error().message);
+        if (!fn(*v)) return Ok{};
+      }
+      continue;
+    }
     for (const auto& b : level2) {
       GITLOCKS_TRY(l3p, tree(b.oid));
       Tree level3 = *l3p;
@@ -102,10 +124,11 @@ Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) 
   return Ok{};
 }
 
-Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records) {
+Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records, int format) {
+  if (format != 1 && format != 2) return make_error(Errc::unknown_format, "unknown state format version");
   GITLOCKS_CHECK(parse_policy(policy));
   GITLOCKS_TRY(policy_bytes, canon_dump(policy));
-  GITLOCKS_TRY(format_bytes, canon_dump(json{{"format", kStateFormat}}));
+  GITLOCKS_TRY(format_bytes, canon_dump(json{{"format", format == 1 ? kStateFormatV1 : kStateFormat}}));
   detail::TreeUpdates updates;
   GITLOCKS_TRY(format_id, store.write_blob(format_bytes));
   GITLOCKS_TRY(policy_id, store.write_blob(policy_bytes));
@@ -120,7 +143,7 @@ Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vecto
     if (records::is_empty(rec)) return make_error(Errc::bad_json, "the record of " + resource + " carries nothing");
     GITLOCKS_TRY(bytes, canon_dump(rec));
     GITLOCKS_TRY(id, store.write_blob(bytes));
-    if (!updates.emplace(record_location(resource), id).second)
+    if (!updates.emplace(record_location(resource, format), id).second)
       return make_error(Errc::bad_json, "two records of " + resource);
   }
   GITLOCKS_TRY(root, detail::tree_apply(store, std::nullopt, updates));

@@ -24,7 +24,7 @@ Result<std::optional<Oid>> subtree(ObjectStore& store, const Oid& root, const st
 
 // Blob-level differences between two trees, descending only where ids differ.
 Status diff_trees(ObjectStore& store, const std::optional<Oid>& a, const std::optional<Oid>& b,
-                  const std::string& prefix, int depth, std::vector<Change>& out) {
+                  const std::string& prefix, int depth, int shard_levels, std::vector<Change>& out) {
   if (a == b) return Ok{};
   std::map<std::string, TreeEntry> ea;
   std::map<std::string, TreeEntry> eb;
@@ -47,10 +47,10 @@ Status diff_trees(ObjectStore& store, const std::optional<Oid>& a, const std::op
     if (oa == ob) continue;
     bool tree_a = ia != ea.end() && ia->second.is_tree;
     bool tree_b = ib != eb.end() && ib->second.is_tree;
-    if (depth < 2) {
+    if (depth < shard_levels) {
       if ((oa && !tree_a) || (ob && !tree_b))
         return make_error(Errc::invalid, "blob '" + prefix + n + "' where a shard tree belongs");
-      GITLOCKS_CHECK(diff_trees(store, oa, ob, prefix + n + "/", depth + 1, out));
+      GITLOCKS_CHECK(diff_trees(store, oa, ob, prefix + n + "/", depth + 1, shard_levels, out));
     } else {
       if (tree_a || tree_b) return make_error(Errc::invalid, "tree '" + prefix + n + "' where a record belongs");
       out.push_back({prefix + n, oa, ob});
@@ -59,7 +59,7 @@ Status diff_trees(ObjectStore& store, const std::optional<Oid>& a, const std::op
   return Ok{};
 }
 
-Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id) {
+Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int format) {
   GITLOCKS_TRY(bytes, store.read_blob(id));
   auto v = canon_parse(bytes, CanonMode::strict);
   if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
@@ -68,8 +68,8 @@ Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id) {
       !rec["name"].is_string())
     return make_error(Errc::invalid, "record " + c.location + " has no kind/name");
   std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
-  auto loc = record_location(resource);
-  std::string expected = loc[0] + "/" + loc[1] + "/" + loc[2] + "/" + loc[3];
+  std::string expected;
+  for (const auto& part : record_location(resource, format)) expected += (expected.empty() ? "" : "/") + part;
   if (expected != c.location)
     return make_error(Errc::invalid, "record of " + resource + " stored at " + c.location + ", not " + expected);
   auto st = records::validate(rec, resource);
@@ -133,13 +133,32 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                                                 std::int64_t t, const Policy& policy) {
   std::vector<Violation> violations;
   std::vector<Change> changes;
+  StateReader new_reader(store, new_state);
+  auto format = new_reader.format_version();
+  if (!format.ok()) {
+    violations.push_back({"unknown-format", format.error().message});
+    return violations;
+  }
   std::optional<Oid> old_records;
   if (!old_state.empty()) {
+    StateReader old_reader(store, old_state);
+    auto old_format = old_reader.format_version();
+    if (old_format.ok() && *old_format != *format) {
+      // A migration moves every record; the leases in force are unchanged
+      // (the re-planned migration proves it). Reload the model.
+      auto gens = max_generation_;
+      paths_.clear();
+      GITLOCKS_CHECK(load(store, new_state));
+      for (const auto& [res, g] : gens)
+        if (max_generation_[res] < g)
+          violations.push_back({"generation-reused", "generation of " + res + " went back in a migration"});
+      return violations;
+    }
     GITLOCKS_TRY(r, subtree(store, old_state, "records"));
     old_records = r;
   }
   GITLOCKS_TRY(new_records, subtree(store, new_state, "records"));
-  auto diff = diff_trees(store, old_records, new_records, "records/", 0, changes);
+  auto diff = diff_trees(store, old_records, new_records, "records/", 0, *format, changes);
   if (!diff.ok()) {
     if (diff.error().code != Errc::invalid) return diff.error();
     violations.push_back({"record-misplaced", diff.error().message});
@@ -158,7 +177,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     json before = nullptr;
     json after = nullptr;
     if (c.before) {
-      auto r = load_record(store, c, *c.before);
+      auto r = load_record(store, c, *c.before, *format);
       if (!r.ok()) {
         violations.push_back({"record-misplaced", r.error().message});
         continue;
@@ -166,7 +185,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
       before = std::move(r).value();
     }
     if (c.after) {
-      auto r = load_record(store, c, *c.after);
+      auto r = load_record(store, c, *c.after, *format);
       if (!r.ok()) {
         violations.push_back({"record-misplaced", r.error().message});
         continue;

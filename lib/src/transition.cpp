@@ -15,7 +15,8 @@ Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip
   if (!tc.ok()) return make_error(Errc::store_read, tc.error().message);
   s.state = tc->state;
   StateReader reader(store, s.state);
-  GITLOCKS_CHECK(reader.check_format());
+  GITLOCKS_TRY(version, reader.format_version());
+  s.format = version;
   GITLOCKS_TRY(bytes, reader.policy_bytes());
   s.policy_hash = sha256_hex(bytes);
   auto doc = canon_parse(tc->packet_stored, CanonMode::strict);
@@ -42,6 +43,12 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
                                   const std::string& command, const std::string& instance, const json& body,
                                   std::int64_t now_ms, const AdmitFn& admit) {
   PlanContext ctx{to_hex(key.public_key), instance};
+  // Old formats are read and migrated, never written.
+  if (snap.commit && snap.format != 2 && !body.contains("migrate"))
+    return make_error(Errc::unknown_format, "the store is in format " + std::to_string(snap.format) +
+                                                "; run `git-locks migrate` to rewrite it as format 2");
+  if (!snap.commit && body.contains("state_format"))
+    return make_error(Errc::usage, "new stores are always created in the current format");
   GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body, now_ms));
   // Guard time applies from the activation on: to the transition that
   // installs the pins as well.

@@ -1,7 +1,7 @@
 // gitlocks/state.hpp — the state tree of a store (format 1) and read access.
 //
-// Layout of the state tree (docs/FORMAT.md has the full description):
-//   format.json                {"format":"gitlocks-state-v1"}
+// Layout of the state tree, format 2 (docs/FORMAT.md has the full description):
+//   format.json                {"format":"gitlocks-state-v2"}
 //   policy.json                the policy (canonical JSON)
 //   records/AA/BB/<H>.json     one record per resource, H = sha256 hex of the
 //                              resource key ("path:<p>", "sem:<n>",
@@ -19,7 +19,11 @@
 
 namespace gitlocks {
 
-inline constexpr std::string_view kStateFormat = "gitlocks-state-v1";
+// The format this git-locks writes.
+inline constexpr std::string_view kStateFormat = "gitlocks-state-v2";
+// The first format: one shard level (records/AA/<H>.json). Still read, for
+// replaying old history and for `git-locks migrate`; never written.
+inline constexpr std::string_view kStateFormatV1 = "gitlocks-state-v1";
 inline constexpr std::string_view kStateRef = "refs/locks/state";
 
 // Resource keys.
@@ -27,8 +31,9 @@ std::string path_resource(const std::string& path_key);
 std::string sem_resource(const std::string& name);
 std::string family_resource(const std::string& name);
 
-// Location of a record inside the state tree: {"records", AA, BB, H.json}.
-std::vector<std::string> record_location(const std::string& resource);
+// Location of a record inside the state tree: {"records", AA, BB, H.json}
+// (format 1: {"records", AA, H.json}).
+std::vector<std::string> record_location(const std::string& resource, int format = 2);
 
 // Read access to one state tree. Trees are cached for the reader's lifetime.
 class StateReader {
@@ -36,7 +41,11 @@ class StateReader {
   StateReader(ObjectStore& store, Oid state_tree) : store_(store), root_(std::move(state_tree)) {}
 
   const Oid& root() const { return root_; }
-  // Checks format.json; unknown formats are refused (unknown_format).
+  // The state's format version: 1 or 2. Anything else is refused
+  // (unknown_format), never guessed.
+  Result<int> format_version();
+  // Checks that the state is in the current format; format 1 is refused with
+  // a pointer to `git-locks migrate`.
   Status check_format();
   Result<json> policy();
   Result<std::string> policy_bytes();
@@ -51,6 +60,7 @@ class StateReader {
  private:
   Result<const Tree*> tree(const Oid& id);
   ObjectStore& store_;
+  int version_ = 0;  // 0 until format_version() has read it
   Oid root_;
   std::map<Oid, Tree> trees_;
 };
@@ -61,6 +71,7 @@ class StateReader {
 // as JSON can plan on it. Errors: those of parse_policy; bad_json for a
 // record that is malformed, empty (the planner never stores one) or given
 // twice.
-Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records);
+Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records,
+                        int format = 2);
 
 }  // namespace gitlocks

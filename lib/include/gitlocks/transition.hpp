@@ -22,6 +22,7 @@ struct Snapshot {
   std::string store_id;
   std::optional<std::int64_t> last_time;  // T of the tip (packet or attestation)
   std::optional<Pins> guard_time;         // notary pins when guard time is on
+  int format = 2;                         // state format version of the tip
 };
 
 // Reads the tip commit's layout, policy and last admission time.
