@@ -1,0 +1,191 @@
+#include "gitlocks/doctor.hpp"
+
+#include <array>
+#include <map>
+#include <set>
+
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
+#include "records.h"
+
+namespace gitlocks {
+
+json finding_json(const Finding& f) {
+  return json{{"severity", f.severity}, {"code", f.code}, {"location", f.location}, {"detail", f.detail}};
+}
+
+namespace {
+
+struct Walker {
+  ObjectStore& store;
+  int format;
+  std::vector<Finding>& out;
+  std::map<std::string, json> records;  // resource -> record (the well-formed ones)
+
+  void error(const std::string& code, const std::string& loc, const std::string& detail) {
+    out.push_back({"error", code, loc, detail});
+  }
+
+  Status walk(const Oid& tree, const std::string& prefix, std::vector<std::string> shards) {
+    GITLOCKS_TRY(entries, store.read_tree(tree));
+    const bool leaf_level = static_cast<int>(shards.size()) == format;
+    for (const auto& e : entries) {
+      const std::string loc = prefix + e.name;
+      if (!leaf_level) {
+        if (!e.is_tree || e.name.size() != 2) {
+          error("unexpected-entry", loc, "expected a two-hex-digit shard tree");
+          continue;
+        }
+        auto next = shards;
+        next.push_back(e.name);
+        GITLOCKS_CHECK(walk(e.oid, loc + "/", next));
+        continue;
+      }
+      if (e.is_tree || e.name.size() != 69 || e.name.substr(64) != ".json") {
+        error("unexpected-entry", loc, "expected <sha256>.json");
+        continue;
+      }
+      GITLOCKS_TRY(bytes, store.read_blob(e.oid));
+      auto lenient = canon_parse(bytes, CanonMode::lenient);
+      if (!lenient.ok()) {
+        error("malformed-record", loc, lenient.error().message);
+        continue;
+      }
+      if (!canon_parse(bytes, CanonMode::strict).ok()) error("non-canonical", loc, "record is not canonical JSON");
+      const json& rec = *lenient;
+      if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
+          !rec["name"].is_string()) {
+        error("malformed-record", loc, "record has no kind/name");
+        continue;
+      }
+      const std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
+      const std::string h = sha256_hex(resource);
+      if (e.name.substr(0, 64) != h) {
+        error("name-hash-mismatch", loc, "record of " + resource + " must be named " + h + ".json");
+        continue;
+      }
+      bool shard_ok = true;
+      for (std::size_t i = 0; i < shards.size(); ++i) shard_ok = shard_ok && shards[i] == h.substr(2 * i, 2);
+      if (!shard_ok) error("wrong-shard", loc, "record of " + resource + " belongs under its hash's shard");
+      auto valid = records::validate(rec, resource);
+      if (!valid.ok()) {
+        error("malformed-record", loc, valid.error().message);
+        continue;
+      }
+      records[resource] = rec;
+    }
+    return Ok{};
+  }
+};
+
+std::string loc_of(const std::string& resource, int format) {
+  std::string s;
+  for (const auto& p : record_location(resource, format)) s += (s.empty() ? "" : "/") + p;
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std::int64_t now,
+                                      const std::optional<Oid>& parent_state) {
+  std::vector<Finding> out;
+  StateReader reader(store, state);
+  auto version = reader.format_version();
+  if (!version.ok()) {
+    if (version.error().code != Errc::unknown_format) return version.error();
+    out.push_back({"error", "unknown-format", "format.json", version.error().message});
+    return out;
+  }
+  GITLOCKS_TRY(top, store.read_tree(state));
+  std::optional<Oid> records_tree;
+  for (const auto& e : top) {
+    if (e.name == "records" && e.is_tree) records_tree = e.oid;
+    else if ((e.name == "format.json" || e.name == "policy.json") && !e.is_tree) continue;
+    else out.push_back({"error", "unexpected-entry", e.name, "not part of the state layout"});
+  }
+  Policy policy;
+  auto pdoc = reader.policy();
+  if (!pdoc.ok()) {
+    out.push_back({"error", "bad-policy", "policy.json", pdoc.error().message});
+  } else {
+    auto p = parse_policy(*pdoc);
+    if (!p.ok()) out.push_back({"error", p.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
+                                "policy.json", p.error().message});
+    else policy = *p;
+  }
+  Walker w{store, *version, out, {}};
+  if (records_tree) GITLOCKS_CHECK(w.walk(*records_tree, "records/", {}));
+
+  // Derived data must match the leases: markers on ancestors, family holders.
+  std::map<std::string, std::map<std::string, std::array<std::int64_t, 2>>> markers;  // dir -> holder -> {x, s}
+  std::map<std::string, std::map<std::string, std::int64_t>> families;                // family -> holder -> n
+  for (const auto& [res, rec] : w.records) {
+    if (rec["kind"] != "path") continue;
+    const std::string key = rec["name"].get<std::string>();
+    auto parsed = parse_repo_path(key);
+    for (const auto& l : rec["leases"]) {
+      if (l["expires_at"].get<std::int64_t>() < now)
+        out.push_back({"info", "expired-lease", loc_of(res, *version),
+                       "lease " + l["id"].get<std::string>() + " on '" + key + "' expired at " +
+                           l["expires_at"].dump() + " (local clock " + std::to_string(now) + "); `sweep` removes it"});
+      const bool excl = l["mode"] == "exclusive";
+      for (std::size_t pos = key.find('/'); pos != std::string::npos; pos = key.find('/', pos + 1))
+        markers[key.substr(0, pos)][l["holder"].get<std::string>()][excl ? 0 : 1]++;
+      if (parsed.ok())
+        for (const auto& f : policy.families) {
+          if (!f.exclusive) continue;
+          for (const auto& m : f.members)
+            if (paths_overlap(m, *parsed)) {
+              families[f.name][l["holder"].get<std::string>()]++;
+              break;
+            }
+        }
+    }
+  }
+  std::set<std::string> seen_dirs;
+  for (const auto& [res, rec] : w.records) {
+    if (rec["kind"] == "path") {
+      const std::string key = rec["name"].get<std::string>();
+      seen_dirs.insert(key);
+      std::map<std::string, std::array<std::int64_t, 2>> have;
+      for (const auto& [h, m] : rec["below"].items()) have[h] = {m["x"].get<std::int64_t>(), m["s"].get<std::int64_t>()};
+      if (have != markers[key])
+        out.push_back({"error", "marker-mismatch", loc_of(res, *version),
+                       "intention markers of '" + key + "/' do not count the leases below it"});
+    } else if (rec["kind"] == "family") {
+      std::map<std::string, std::int64_t> have;
+      for (const auto& [h, e] : rec["holders"].items()) have[h] = e["n"].get<std::int64_t>();
+      if (have != families[rec["name"].get<std::string>()])
+        out.push_back({"error", "family-mismatch", loc_of(res, *version),
+                       "holders of family '" + rec["name"].get<std::string>() + "' do not match the leases"});
+      families.erase(rec["name"].get<std::string>());
+    }
+  }
+  for (const auto& [dir, holders] : markers)
+    if (!seen_dirs.count(dir) && !holders.empty())
+      out.push_back({"error", "marker-mismatch", loc_of(path_resource(dir), *version),
+                     "no marker record for '" + dir + "/' although leases lie below it"});
+  for (const auto& [fam, holders] : families)
+    if (!holders.empty())
+      out.push_back({"error", "family-mismatch", loc_of(family_resource(fam), *version),
+                     "no holder record for family '" + fam + "' although members are leased"});
+
+  if (parent_state) {
+    StateReader parent(store, *parent_state);
+    for (const auto& [res, rec] : w.records) {
+      if (!rec.contains("generation")) continue;
+      auto before = parent.record(res);
+      if (!before.ok() || !*before) continue;
+      if ((**before).contains("generation") &&
+          rec["generation"].get<std::int64_t>() < (**before)["generation"].get<std::int64_t>())
+        out.push_back({"error", "generation-regression", loc_of(res, *version),
+                       "generation of " + res + " went from " + (**before)["generation"].dump() + " to " +
+                           rec["generation"].dump()});
+    }
+  }
+  return out;
+}
+
+}  // namespace gitlocks
