@@ -9,6 +9,7 @@
 #include "gitlocks/path.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
+#include "gitlocks/vault.hpp"
 #include "records.h"
 #include "tree_edit.h"
 
@@ -66,9 +67,9 @@ Status check_name(const std::string& name, const char* what) {
 
 class Planner {
  public:
-  Planner(ObjectStore& store, StateReader& reader, const Policy& policy, const PlanContext& ctx,
-          std::optional<std::int64_t> now, int format)
-      : store_(store), reader_(reader), policy_(policy), ctx_(ctx), now_(now), format_(format) {}
+  Planner(ObjectStore& store, StateReader& reader, const RecordCodec& codec, const Policy& policy,
+          const PlanContext& ctx, std::optional<std::int64_t> now, int format)
+      : store_(store), reader_(reader), codec_(codec), policy_(policy), ctx_(ctx), now_(now), format_(format) {}
 
   Status run(json& body, PlanOutcome& out) {
     GITLOCKS_CHECK(check_keys(body, {"created_at", "name", "ops"}, "body"));
@@ -123,12 +124,12 @@ class Planner {
     detail::TreeUpdates updates;
     for (const auto& res : dirty_) {
       const json& rec = cache_.at(res);
-      auto loc = record_location(res, format_);
+      auto loc = codec_.location(res, format_);
       if (records::is_empty(rec)) {
         updates[loc] = std::nullopt;
         continue;
       }
-      GITLOCKS_TRY(bytes, canon_dump(rec));
+      GITLOCKS_TRY(bytes, codec_.encode(loc, rec));
       GITLOCKS_TRY(id, store_.write_blob(bytes));
       updates[loc] = id;
       ++records_written;
@@ -562,6 +563,7 @@ class Planner {
 
   ObjectStore& store_;
   StateReader& reader_;
+  const RecordCodec& codec_;
   const Policy& policy_;
   const PlanContext& ctx_;
   std::optional<std::int64_t> now_;
@@ -603,6 +605,82 @@ Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const 
   return out;
 }
 
+PlanOutcome admin_outcome(const json& body, const std::string& action, const Oid& root, std::size_t records) {
+  PlanOutcome out;
+  out.body = body;
+  out.action = action;
+  out.result_state = root;
+  out.guards = json::array();
+  out.interval = kUniversalInterval;
+  out.leases = json::array();
+  out.records_written = records;
+  return out;
+}
+
+// PRIVATE membership: add/remove start a keyring transition to epoch E+1
+// (the new epoch key sealed to the new member list); rekey completes it by
+// re-sealing every record, and the families, under the new key.
+Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, const json& policy_doc,
+                                    const Policy& policy, const PlanContext& ctx, const json& body,
+                                    const std::string& op) {
+  const json& a = body["admin"];
+  if (!policy.is_private) return make_error(Errc::usage, "membership applies to PRIVATE stores only");
+  const std::string next_epoch = std::to_string(policy.epoch + 1);
+  json next = policy_doc;
+  if (op == "rekey") {
+    GITLOCKS_CHECK(check_keys(a, {"op", "expected_policy_hash"}, "admin op"));
+    if (!policy.pending) return make_error(Errc::usage, "no keyring transition is pending");
+    if (!ctx.vault) return make_error(Errc::not_member, "rekey needs the owner's keys");
+    const Vault& vault = *ctx.vault;
+    auto old_codec = make_private_codec(vault, policy.store, policy.epoch);
+    auto new_codec = make_private_codec(vault, policy.store, policy.epoch + 1);
+    if (!old_codec || !new_codec) return make_error(Errc::not_member, "rekey needs the keys of both epochs");
+    reader.set_codec(old_codec.get());
+    std::vector<json> records;
+    GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
+      records.push_back(r);
+      return true;
+    }));
+    const json& pend = policy_doc["pending"];
+    next["epoch"] = policy.epoch + 1;
+    next["members"] = pend["members"];
+    next["keyring"][next_epoch] = pend["keyring"][next_epoch];
+    next.erase("pending");
+    if (policy_doc.contains("families")) {
+      auto plain = open_document(policy_doc["families"], *vault.key(policy.epoch), policy.store, "policy.json#families");
+      if (!plain.ok()) return plain.error();
+      GITLOCKS_TRY(resealed, seal_document(*plain, *vault.key(policy.epoch + 1), policy.epoch + 1, policy.store,
+                                           "policy.json#families"));
+      next["families"] = json::parse(resealed);
+    }
+    GITLOCKS_TRY(root, write_state(store, next, records, 2, new_codec.get()));
+    return admin_outcome(body, "rekey", root, records.size());
+  }
+  GITLOCKS_CHECK(check_keys(a, {"op", "member", "expected_policy_hash", "keyring"}, "admin op"));
+  if (policy.pending) return make_error(Errc::usage, "a keyring transition is already pending; run `git-locks member rekey`");
+  GITLOCKS_TRY(member, get_string(a, "member"));
+  GITLOCKS_TRY(pk, public_key_from_hex(member));
+  (void)pk;
+  json members = policy_doc["members"];
+  auto it = std::find(members.begin(), members.end(), json(member));
+  if (op == "member-add") {
+    if (it != members.end()) return make_error(Errc::usage, "already a member: " + member.substr(0, 12));
+    members.push_back(member);
+  } else {
+    if (it == members.end()) return make_error(Errc::usage, "not a member: " + member.substr(0, 12));
+    if (member == policy.owner) return make_error(Errc::usage, "the owner cannot be removed");
+    members.erase(it);
+  }
+  if (!a.contains("keyring")) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
+  next["pending"] = {{"epoch", policy.epoch + 1}, {"members", members}, {"keyring", a["keyring"]}};
+  GITLOCKS_TRY(checked, parse_policy(next));
+  (void)checked;
+  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(blob, store.write_blob(bytes));
+  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
+  return admin_outcome(body, op, *root, 0);
+}
+
 // Owner-signed policy changes. The only one so far enables guard time:
 //   {"admin":{"op":"guard-time-enable","audience":A,"service_key":HEX,
 //             "disclosure":"GUARD_WINDOW","expected_policy_hash":HEX}}
@@ -610,9 +688,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
                                const PlanContext& ctx, const json& body) {
   GITLOCKS_CHECK(check_keys(body, {"admin"}, "admin body"));
   const json& a = body["admin"];
-  GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
   GITLOCKS_TRY(op, get_string(a, "op"));
-  if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
   if (ctx.actor != policy.owner)
     return make_error(Errc::not_holder, "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy");
   GITLOCKS_TRY(expected, get_string(a, "expected_policy_hash"));
@@ -620,6 +696,13 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   if (expected != sha256_hex(current_bytes))
     return make_error(Errc::stale_generation, "the policy changed: expected policy hash " + expected + ", current " +
                                                   sha256_hex(current_bytes));
+  if (op == "member-add" || op == "member-remove" || op == "rekey")
+    return plan_membership(store, reader, policy_doc, policy, ctx, body, op);
+  if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
+  GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
+  if (policy.pending)
+    return make_error(Errc::usage, "a keyring transition is pending: guard time needs an active keyring without a "
+                                   "pending transition (run `git-locks member rekey` first)");
   GITLOCKS_TRY(disclosure, get_string(a, "disclosure"));
   if (disclosure != kDisclosureGuardWindow)
     return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
@@ -701,9 +784,21 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   GITLOCKS_TRY(policy, parse_policy(policy_doc));
   if (body.contains("migrate")) return plan_migrate(store, reader, version, policy_doc, body);
   if (body.contains("admin")) return plan_admin(store, reader, policy_doc, policy, ctx, body);
+  std::unique_ptr<RecordCodec> sealed;
+  if (policy.is_private) {
+    if (!ctx.vault) return make_error(Errc::not_member, "the store is PRIVATE: planning needs a member's key");
+    if (policy.pending)
+      return make_error(Errc::usage, "a keyring transition to epoch " + std::to_string(policy.epoch + 1) +
+                                         " is pending: run `git-locks member rekey` first");
+    sealed = make_private_codec(*ctx.vault, policy.store, policy.epoch);
+    if (!sealed) return make_error(Errc::not_member, "this key cannot open epoch " + std::to_string(policy.epoch));
+    reader.set_codec(sealed.get());
+    GITLOCKS_CHECK(unseal_families(policy, policy_doc, *ctx.vault));
+  }
+  const RecordCodec& codec = sealed ? *sealed : plain_codec();
   PlanOutcome out;
   out.body = body;
-  Planner planner(store, reader, policy, ctx, now, version);
+  Planner planner(store, reader, codec, policy, ctx, now, version);
   GITLOCKS_CHECK(planner.run(out.body, out));
   GITLOCKS_TRY(interval, derive_interval(out.guards, out.body));
   out.interval = interval;
@@ -712,9 +807,19 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   return out;
 }
 
-Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state, std::int64_t now) {
+Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state, std::int64_t now,
+                                          const Vault* vault) {
   StateReader reader(store, source_state);
   GITLOCKS_CHECK(reader.format_version());
+  std::unique_ptr<RecordCodec> sealed;
+  GITLOCKS_TRY(priv, reader.is_private());
+  if (priv) {
+    GITLOCKS_TRY(doc, reader.policy());
+    GITLOCKS_TRY(pol, parse_policy(doc));
+    if (vault) sealed = make_private_codec(*vault, pol.store, pol.epoch);
+    if (!sealed) return make_error(Errc::not_member, "the store is PRIVATE: sweeping needs a member's key");
+    reader.set_codec(sealed.get());
+  }
   json leases = json::array();
   Status bad = Ok{};
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {

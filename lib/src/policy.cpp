@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "gitlocks/vault.hpp"
+
 namespace gitlocks {
 
 namespace {
@@ -11,34 +13,11 @@ bool is_hex64(const std::string& s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
 }
-}  // namespace
-
-Result<Policy> parse_policy(const json& doc) {
-  if (!doc.is_object()) return make_error(Errc::bad_json, "policy must be an object");
-  auto fmt = get_string(doc, "format");
-  if (!fmt.ok()) return fmt.error();
-  if (*fmt != kPolicyFormat)
-    return make_error(Errc::unknown_format, "unknown policy format '" + *fmt + "'");
-  GITLOCKS_CHECK(
-      check_keys(doc, {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time"}, "policy"));
-  Policy p;
-  GITLOCKS_TRY(store, get_string(doc, "store"));
-  GITLOCKS_TRY(owner, get_string(doc, "owner"));
-  if (!is_hex64(store)) return make_error(Errc::bad_json, "policy store id must be 64 lowercase hex digits");
-  if (!is_hex64(owner)) return make_error(Errc::bad_json, "policy owner must be a 64-hex-digit public key");
-  p.store = store;
-  p.owner = owner;
-  GITLOCKS_TRY(min, get_int(doc, "min_ttl_ms"));
-  GITLOCKS_TRY(max, get_int(doc, "max_ttl_ms"));
-  if (!(0 < min && min <= max))
-    return make_error(Errc::usage, "policy TTL bounds must satisfy 0 < min_ttl_ms <= max_ttl_ms");
-  p.min_ttl_ms = min;
-  p.max_ttl_ms = max;
-  auto fams = doc.find("families");
-  if (fams == doc.end() || !fams->is_array())
-    return make_error(Errc::bad_json, "policy 'families' must be an array");
+Result<std::vector<Family>> parse_families(const json& fams) {
+  if (!fams.is_array()) return make_error(Errc::bad_json, "policy 'families' must be an array");
+  std::vector<Family> out;
   std::set<std::string> names;
-  for (const auto& f : *fams) {
+  for (const auto& f : fams) {
     GITLOCKS_CHECK(check_keys(f, {"name", "policy", "members"}, "family"));
     Family fam;
     GITLOCKS_TRY(name, get_string(f, "name"));
@@ -57,7 +36,114 @@ Result<Policy> parse_policy(const json& doc) {
       GITLOCKS_TRY(rp, parse_repo_path(m.get<std::string>()));
       fam.members.push_back(rp);
     }
-    p.families.push_back(std::move(fam));
+    out.push_back(std::move(fam));
+  }
+  return out;
+}
+
+// keyring: {"<epoch>": {"<member hex>": "<sealed hex>"}}
+Status check_keyring(const json& ring, const char* what) {
+  if (!ring.is_object() || ring.empty()) return make_error(Errc::bad_json, std::string(what) + " must be a non-empty object");
+  for (const auto& [epoch, keys] : ring.items()) {
+    if (epoch.empty() || epoch.size() > 15 || epoch.find_first_not_of("0123456789") != std::string::npos ||
+        (epoch.size() > 1 && epoch[0] == '0'))
+      return make_error(Errc::bad_json, std::string(what) + " epoch '" + epoch + "' is not a number");
+    if (!keys.is_object() || keys.empty()) return make_error(Errc::bad_json, std::string(what) + " epoch " + epoch + " has no keys");
+    for (const auto& [member, sealed] : keys.items())
+      if (!is_hex64(member) || !sealed.is_string())
+        return make_error(Errc::bad_json, std::string(what) + " has a malformed entry");
+  }
+  return Ok{};
+}
+
+Result<std::vector<std::string>> parse_members(const json& m, const std::string& owner) {
+  if (!m.is_array() || m.empty()) return make_error(Errc::bad_json, "members must be a non-empty array");
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (const auto& x : m) {
+    if (!x.is_string() || !is_hex64(x.get<std::string>())) return make_error(Errc::bad_json, "members must be 64-hex keys");
+    if (!seen.insert(x.get<std::string>()).second) return make_error(Errc::bad_json, "duplicate member");
+    out.push_back(x.get<std::string>());
+  }
+  if (!seen.count(owner)) return make_error(Errc::bad_json, "the owner must be a member");
+  return out;
+}
+
+Status parse_private(const json& doc, Policy& p) {
+  GITLOCKS_TRY(visibility, get_string(doc, "visibility"));
+  if (visibility != "PRIVATE") return make_error(Errc::unknown_format, "unknown visibility '" + visibility + "'");
+  GITLOCKS_TRY(epoch, get_int(doc, "epoch"));
+  if (epoch < 1) return make_error(Errc::bad_json, "epoch must be >= 1");
+  p.epoch = epoch;
+  GITLOCKS_TRY(members, parse_members(doc.contains("members") ? doc["members"] : json(), p.owner));
+  p.members = members;
+  if (!doc.contains("keyring")) return make_error(Errc::bad_json, "PRIVATE policy needs a keyring");
+  GITLOCKS_CHECK(check_keyring(doc["keyring"], "keyring"));
+  const json& current = doc["keyring"].contains(std::to_string(epoch)) ? doc["keyring"][std::to_string(epoch)] : json();
+  if (!current.is_object()) return make_error(Errc::bad_json, "keyring has no entry for the current epoch");
+  for (const auto& m : members)
+    if (!current.contains(m)) return make_error(Errc::bad_json, "the current epoch key is not sealed to every member");
+  if (current.size() != members.size()) return make_error(Errc::bad_json, "the current epoch key is sealed to a non-member");
+  if (doc.contains("pending")) {
+    const json& pend = doc["pending"];
+    GITLOCKS_CHECK(check_keys(pend, {"epoch", "members", "keyring"}, "pending keyring transition"));
+    GITLOCKS_TRY(pe, get_int(pend, "epoch"));
+    if (pe != epoch + 1) return make_error(Errc::bad_json, "a pending transition must be to the next epoch");
+    GITLOCKS_TRY(pm, parse_members(pend.contains("members") ? pend["members"] : json(), p.owner));
+    if (!pend.contains("keyring")) return make_error(Errc::bad_json, "pending transition has no keyring");
+    GITLOCKS_CHECK(check_keyring(pend["keyring"], "pending keyring"));
+    if (pend["keyring"].size() != 1 || !pend["keyring"].contains(std::to_string(pe)) ||
+        pend["keyring"][std::to_string(pe)].size() != pm.size())
+      return make_error(Errc::bad_json, "the pending epoch key must be sealed to exactly its members");
+    for (const auto& m : pm)
+      if (!pend["keyring"][std::to_string(pe)].contains(m))
+        return make_error(Errc::bad_json, "the pending epoch key is not sealed to every member");
+    p.pending = true;
+  }
+  if (doc.contains("families")) {
+    GITLOCKS_CHECK(sealed_epoch(doc["families"]));
+    p.families_sealed = true;
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+Result<Policy> parse_policy(const json& doc) {
+  if (!doc.is_object()) return make_error(Errc::bad_json, "policy must be an object");
+  auto fmt = get_string(doc, "format");
+  if (!fmt.ok()) return fmt.error();
+  Policy p;
+  if (*fmt == kPrivatePolicyFormat) {
+    p.is_private = true;
+    GITLOCKS_CHECK(check_keys(doc, {"format", "visibility", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families",
+                                    "guard_time", "members", "epoch", "keyring", "pending"},
+                              "policy"));
+  } else if (*fmt == kPolicyFormat) {
+    GITLOCKS_CHECK(
+        check_keys(doc, {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time"}, "policy"));
+  } else {
+    return make_error(Errc::unknown_format, "unknown policy format '" + *fmt + "'");
+  }
+  GITLOCKS_TRY(store, get_string(doc, "store"));
+  GITLOCKS_TRY(owner, get_string(doc, "owner"));
+  if (!is_hex64(store)) return make_error(Errc::bad_json, "policy store id must be 64 lowercase hex digits");
+  if (!is_hex64(owner)) return make_error(Errc::bad_json, "policy owner must be a 64-hex-digit public key");
+  p.store = store;
+  p.owner = owner;
+  GITLOCKS_TRY(min, get_int(doc, "min_ttl_ms"));
+  GITLOCKS_TRY(max, get_int(doc, "max_ttl_ms"));
+  if (!(0 < min && min <= max))
+    return make_error(Errc::usage, "policy TTL bounds must satisfy 0 < min_ttl_ms <= max_ttl_ms");
+  p.min_ttl_ms = min;
+  p.max_ttl_ms = max;
+  if (!p.is_private) {
+    auto fams = doc.find("families");
+    if (fams == doc.end()) return make_error(Errc::bad_json, "policy 'families' must be an array");
+    GITLOCKS_TRY(families, parse_families(*fams));
+    p.families = std::move(families);
+  } else {
+    GITLOCKS_CHECK(parse_private(doc, p));
   }
   auto gt = doc.find("guard_time");
   if (gt != doc.end()) {
@@ -84,6 +170,19 @@ Result<Policy> parse_policy(const json& doc) {
     p.guard_time = Pins{audience, key};
   }
   return p;
+}
+
+Status unseal_families(Policy& policy, const json& doc, const Vault& vault) {
+  if (!policy.families_sealed) return Ok{};
+  const EpochKey* key = vault.key(policy.epoch);
+  if (!key) return make_error(Errc::not_member, "no key for epoch " + std::to_string(policy.epoch));
+  GITLOCKS_TRY(epoch, sealed_epoch(doc["families"]));
+  if (epoch != policy.epoch) return make_error(Errc::bad_json, "families are sealed under another epoch");
+  GITLOCKS_TRY(plain, open_document(doc["families"], *key, policy.store, "policy.json#families"));
+  GITLOCKS_TRY(families, parse_families(plain));
+  policy.families = std::move(families);
+  policy.families_sealed = false;
+  return Ok{};
 }
 
 json guard_time_doc(const Pins& pins) {

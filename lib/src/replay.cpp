@@ -7,12 +7,15 @@
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
+#include "gitlocks/transition.hpp"
+#include "gitlocks/vault.hpp"
 #include "timeline.h"
 
 namespace gitlocks {
 
 json verdict_json(const Verdict& v) {
-  json j = {{"commit", v.commit}, {"command", v.command}, {"actor", v.actor}, {"ok", v.ok}, {"reason", v.reason}};
+  json j = {{"commit", v.commit}, {"command", v.command}, {"actor", v.actor},
+            {"ok", v.ok},          {"level", v.level},     {"reason", v.reason}};
   j["time"] = v.time ? json(*v.time) : json(nullptr);
   if (!v.ok) j["detail"] = v.detail;
   return j;
@@ -41,7 +44,25 @@ struct ChainState {
   Oid policy_blob;                    // cache key of `policy`
   std::string policy_hash;
   Policy policy;
+  // PRIVATE stores: the codec of cs.state's epoch (null when the verifier
+  // holds no key for it), and whether the timeline model follows the chain.
+  std::unique_ptr<RecordCodec> codec;
+  std::int64_t codec_epoch = -1;
+  bool timeline_synced = true;
 };
+
+// The codec for records of a state under `policy` (nullptr for public
+// stores; nullopt when the verifier cannot read a PRIVATE state).
+std::optional<const RecordCodec*> codec_for(ChainState& cs, const Policy& policy, const ReplayOptions& options) {
+  if (!policy.is_private) return nullptr;
+  if (cs.codec && cs.codec_epoch == policy.epoch) return cs.codec.get();
+  if (!options.vault) return std::nullopt;
+  auto c = make_private_codec(*options.vault, policy.store, policy.epoch);
+  if (!c) return std::nullopt;
+  cs.codec = std::move(c);
+  cs.codec_epoch = policy.epoch;
+  return cs.codec.get();
+}
 
 Status load_policy(ObjectStore& store, ChainState& cs) {
   StateReader reader(store, cs.state);
@@ -151,9 +172,38 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     }
     if (p["store"] != cs.store_id && root) fail("store-mismatch", "packet store id differs from its policy's");
     if (!t) fail("missing-time", "packet carries no admission time");
-    PlanContext ctx{v.actor, p["instance"].get<std::string>()};
-    auto replayed = plan(store, root ? Oid() : cs.state, ctx, body);
-    if (!replayed.ok()) {
+    // PRIVATE bodies are sealed under the source's epoch key, bound to the
+    // operation; without that key only the structure can be checked.
+    json plain_body = body;
+    const bool source_private = !root && cs.policy.is_private;
+    const std::int64_t want_epoch = source_private ? cs.policy.epoch : 0;
+    if (p["epoch"] != want_epoch && !(root && body.contains("init") && body["init"].value("epoch", 0) == p["epoch"]))
+      fail("wrong-epoch", "packet epoch " + p["epoch"].dump() + ", the store is at epoch " + std::to_string(want_epoch));
+    if (body.contains("sealed")) {
+      auto epoch = sealed_epoch(body);
+      if (!source_private) {
+        fail("bad-packet", "a sealed body in a store that is not PRIVATE");
+      } else if (!epoch.ok() || *epoch != cs.policy.epoch) {
+        fail("wrong-epoch", "body sealed under epoch " + (epoch.ok() ? std::to_string(*epoch) : std::string("?")) +
+                                ", the store is at epoch " + std::to_string(cs.policy.epoch));
+      } else if (const EpochKey* k = options.vault ? options.vault->key(*epoch) : nullptr) {
+        auto opened_body = open_document(body, *k, cs.store_id, sealed_body_location(p["instance"].get<std::string>()));
+        if (!opened_body.ok()) fail("bad-sealed-body", opened_body.error().message);
+        else plain_body = std::move(opened_body).value();
+      } else {
+        v.level = "structural";
+      }
+    } else if (source_private && body.contains("ops")) {
+      fail("bad-packet", "a PRIVATE store's transition body must be sealed");
+    }
+    PlanContext ctx{v.actor, p["instance"].get<std::string>(), options.vault};
+    auto replayed = v.level == "structural" ? Result<PlanOutcome>(make_error(Errc::not_member, "no key"))
+                                            : plan(store, root ? Oid() : cs.state, ctx, plain_body);
+    if (v.level == "structural") {
+      // Nothing semantic to compare: structure only.
+    } else if (!replayed.ok() && replayed.error().code == Errc::not_member) {
+      v.level = "structural";
+    } else if (!replayed.ok()) {
       fail("replay-refused", std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
     } else {
       if (replayed->result_state != p["result"])
@@ -174,15 +224,37 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
   }
   // The independent invariant check runs on the recorded states.
   const std::int64_t at = t.value_or(std::max(cs.last_time.value_or(0), cs.last_attested_time.value_or(0)));
-  if (!root) {
-    auto violations = timeline.apply(store, cs.state, tc.state, at, cs.policy);
-    if (!violations.ok()) fail("store-read", violations.error().message);
-    else if (!violations->empty()) fail(violations->front().reason, violations->front().detail);
-  }
+  const Oid parent_state = cs.state;
+  const Policy parent_policy = cs.policy;
+  auto old_codec = codec_for(cs, parent_policy, options);
+  const RecordCodec* old_ptr = old_codec ? *old_codec : nullptr;
   if (t && !tc.attestation_stored) cs.last_time = std::max(*t, cs.last_time.value_or(*t));
   cs.state = tc.state;
   auto pol = load_policy(store, cs);
   if (!pol.ok()) fail("bad-policy", pol.error().message);
+  if (root || v.level == "structural" || !old_codec) {
+    cs.timeline_synced = root;
+    return;
+  }
+  // Keep the old epoch's codec alive while computing the new one.
+  std::unique_ptr<RecordCodec> keep_old = old_ptr && cs.codec_epoch != cs.policy.epoch ? std::move(cs.codec) : nullptr;
+  if (keep_old) cs.codec_epoch = -1;
+  auto new_codec = codec_for(cs, cs.policy, options);
+  if (!new_codec) {
+    cs.timeline_synced = false;
+    return;
+  }
+  if (!cs.timeline_synced) {
+    auto loaded = timeline.load(store, parent_state, old_ptr);
+    if (!loaded.ok()) {
+      fail("store-read", loaded.error().message);
+      return;
+    }
+    cs.timeline_synced = true;
+  }
+  auto violations = timeline.apply(store, parent_state, tc.state, at, parent_policy, old_ptr, *new_codec);
+  if (!violations.ok()) fail("store-read", violations.error().message);
+  else if (!violations->empty()) fail(violations->front().reason, violations->front().detail);
 }
 
 }  // namespace
@@ -225,7 +297,9 @@ Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const Rep
     }
     GITLOCKS_CHECK(load_policy(store, cs));
     cs.owner = cs.policy.owner;
-    GITLOCKS_CHECK(timeline.load(store, cs.state));
+    auto codec = codec_for(cs, cs.policy, options);
+    if (codec) GITLOCKS_CHECK(timeline.load(store, cs.state, *codec));
+    cs.timeline_synced = codec.has_value();
     root = false;
   }
   ReplaySummary summary;
@@ -244,6 +318,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const Rep
     }
     root = false;
     ++summary.commits;
+    if (v.level == "structural") ++summary.structural;
     if (!v.ok) {
       ++summary.invalid;
       if (!summary.first_invalid) summary.first_invalid = v.commit;

@@ -1,6 +1,7 @@
 #include "gitlocks/state.hpp"
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/vault.hpp"
 #include "gitlocks/policy.hpp"
 #include "records.h"
 #include "tree_edit.h"
@@ -15,6 +16,86 @@ std::vector<std::string> record_location(const std::string& resource, int format
   std::string h = sha256_hex(resource);
   if (format == 1) return {"records", h.substr(0, 2), h + ".json"};
   return {"records", h.substr(0, 2), h.substr(2, 2), h + ".json"};
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& loc) {
+  std::string s;
+  for (const auto& p : loc) s += (s.empty() ? "" : "/") + p;
+  return s;
+}
+
+class PlainCodec final : public RecordCodec {
+ public:
+  std::vector<std::string> location(const std::string& resource, int format) const override {
+    return record_location(resource, format);
+  }
+  Result<std::string> encode(const std::vector<std::string>&, const json& record) const override {
+    return canon_dump(record);
+  }
+  Result<json> decode(const std::vector<std::string>& loc, std::string_view stored) const override {
+    auto v = canon_parse(stored, CanonMode::strict);
+    if (!v.ok()) return make_error(Errc::store_read, "record " + join(loc) + ": " + v.error().message);
+    return std::move(v).value();
+  }
+};
+
+class PrivateCodec final : public RecordCodec {
+ public:
+  PrivateCodec(const EpochKey& key, std::string store, std::int64_t epoch)
+      : key_(key), store_(std::move(store)), epoch_(epoch) {}
+  std::vector<std::string> location(const std::string& resource, int) const override {
+    std::string h = private_resource_hash(key_, resource);
+    return {"records", h.substr(0, 2), h.substr(2, 2), h + ".json"};
+  }
+  Result<std::string> encode(const std::vector<std::string>& loc, const json& record) const override {
+    return seal_document(record, key_, epoch_, store_, join(loc));
+  }
+  Result<json> decode(const std::vector<std::string>& loc, std::string_view stored) const override {
+    auto doc = canon_parse(stored, CanonMode::strict);
+    if (!doc.ok()) return make_error(Errc::store_read, "sealed record " + join(loc) + ": " + doc.error().message);
+    auto epoch = sealed_epoch(*doc);
+    if (!epoch.ok()) return make_error(Errc::store_read, "sealed record " + join(loc) + ": " + epoch.error().message);
+    if (*epoch != epoch_)
+      return make_error(Errc::store_read, "record " + join(loc) + " is sealed under epoch " + std::to_string(*epoch) +
+                                              ", not the current " + std::to_string(epoch_));
+    auto v = open_document(*doc, key_, store_, join(loc));
+    if (!v.ok()) return make_error(Errc::store_read, v.error().message);
+    return std::move(v).value();
+  }
+
+ private:
+  EpochKey key_;
+  std::string store_;
+  std::int64_t epoch_;
+};
+
+}  // namespace
+
+const RecordCodec& plain_codec() {
+  static const PlainCodec codec;
+  return codec;
+}
+
+std::unique_ptr<RecordCodec> make_private_codec(const Vault& vault, const std::string& store, std::int64_t epoch) {
+  const EpochKey* key = vault.key(epoch);
+  if (!key) return nullptr;
+  return std::make_unique<PrivateCodec>(*key, store, epoch);
+}
+
+Result<bool> StateReader::is_private() {
+  if (private_ >= 0) return private_ == 1;
+  GITLOCKS_TRY(doc, policy());
+  private_ = doc.is_object() && doc.value("format", "") == kPrivatePolicyFormat ? 1 : 0;
+  return private_ == 1;
+}
+
+Result<const RecordCodec*> StateReader::codec() {
+  if (codec_) return codec_;
+  GITLOCKS_TRY(priv, is_private());
+  if (priv) return make_error(Errc::not_member, "the store is PRIVATE: its records need a member's key");
+  return &plain_codec();
 }
 
 Result<const Tree*> StateReader::tree(const Oid& id) {
@@ -79,16 +160,18 @@ Result<json> StateReader::policy() {
 
 Result<std::optional<json>> StateReader::record(const std::string& resource) {
   GITLOCKS_TRY(version, format_version());
-  GITLOCKS_TRY(id, lookup(record_location(resource, version)));
+  GITLOCKS_TRY(c, codec());
+  auto loc = c->location(resource, version);
+  GITLOCKS_TRY(id, lookup(loc));
   if (!id) return std::optional<json>{};
   GITLOCKS_TRY(bytes, store_.read_blob(*id));
-  auto v = canon_parse(bytes, CanonMode::strict);
-  if (!v.ok()) return make_error(Errc::store_read, "record of " + resource + ": " + v.error().message);
-  return std::optional<json>{std::move(v).value()};
+  GITLOCKS_TRY(v, c->decode(loc, bytes));
+  return std::optional<json>{std::move(v)};
 }
 
 Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) {
   GITLOCKS_TRY(version, format_version());
+  GITLOCKS_TRY(c, codec());
   GITLOCKS_TRY(top, tree(root_));
   const TreeEntry* rec = nullptr;
   for (const auto& e : *top)
@@ -103,9 +186,8 @@ Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) 
     if (version == 1) {  // one shard level: the records are here
       for (const auto& r : level2) {
         GITLOCKS_TRY(bytes, store_.read_blob(r.oid));
-        auto v = canon_parse(bytes, CanonMode::strict);
-        if (!v.ok()) return make_error(Errc::store_read, "record " + r.name + ": " + v.error().message);
-        if (!fn(*v)) return Ok{};
+        GITLOCKS_TRY(v, c->decode({"records", a.name, r.name}, bytes));
+        if (!fn(v)) return Ok{};
       }
       continue;
     }
@@ -114,17 +196,17 @@ Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) 
       Tree level3 = *l3p;
       for (const auto& r : level3) {
         GITLOCKS_TRY(bytes, store_.read_blob(r.oid));
-        auto v = canon_parse(bytes, CanonMode::strict);
-        if (!v.ok())
-          return make_error(Errc::store_read, "record " + r.name + ": " + v.error().message);
-        if (!fn(*v)) return Ok{};
+        GITLOCKS_TRY(v, c->decode({"records", a.name, b.name, r.name}, bytes));
+        if (!fn(v)) return Ok{};
       }
     }
   }
   return Ok{};
 }
 
-Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records, int format) {
+Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records, int format,
+                        const RecordCodec* codec) {
+  if (!codec) codec = &plain_codec();
   if (format != 1 && format != 2) return make_error(Errc::unknown_format, "unknown state format version");
   GITLOCKS_CHECK(parse_policy(policy));
   GITLOCKS_TRY(policy_bytes, canon_dump(policy));
@@ -141,9 +223,10 @@ Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vecto
     const std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
     if (auto v = records::validate(rec, resource); !v.ok()) return make_error(Errc::bad_json, v.error().message);
     if (records::is_empty(rec)) return make_error(Errc::bad_json, "the record of " + resource + " carries nothing");
-    GITLOCKS_TRY(bytes, canon_dump(rec));
+    auto loc = codec->location(resource, format);
+    GITLOCKS_TRY(bytes, codec->encode(loc, rec));
     GITLOCKS_TRY(id, store.write_blob(bytes));
-    if (!updates.emplace(record_location(resource, format), id).second)
+    if (!updates.emplace(loc, id).second)
       return make_error(Errc::bad_json, "two records of " + resource);
   }
   GITLOCKS_TRY(root, detail::tree_apply(store, std::nullopt, updates));

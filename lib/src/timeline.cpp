@@ -59,9 +59,18 @@ Status diff_trees(ObjectStore& store, const std::optional<Oid>& a, const std::op
   return Ok{};
 }
 
-Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int format) {
+std::vector<std::string> split(const std::string& location) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t pos; (pos = location.find('/', start)) != std::string::npos; start = pos + 1)
+    out.push_back(location.substr(start, pos - start));
+  out.push_back(location.substr(start));
+  return out;
+}
+
+Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int format, const RecordCodec& codec) {
   GITLOCKS_TRY(bytes, store.read_blob(id));
-  auto v = canon_parse(bytes, CanonMode::strict);
+  auto v = codec.decode(split(c.location), bytes);
   if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
   const json& rec = *v;
   if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
@@ -69,7 +78,7 @@ Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int
     return make_error(Errc::invalid, "record " + c.location + " has no kind/name");
   std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
   std::string expected;
-  for (const auto& part : record_location(resource, format)) expected += (expected.empty() ? "" : "/") + part;
+  for (const auto& part : codec.location(resource, format)) expected += (expected.empty() ? "" : "/") + part;
   if (expected != c.location)
     return make_error(Errc::invalid, "record of " + resource + " stored at " + c.location + ", not " + expected);
   auto st = records::validate(rec, resource);
@@ -114,8 +123,9 @@ void Timeline::conflicts_for(const std::string& key, const std::string& holder, 
   }
 }
 
-Status Timeline::load(ObjectStore& store, const Oid& state) {
-  StateReader reader(store, state);
+Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* codec) {
+  paths_.clear();
+  StateReader reader(store, state, codec);
   return reader.for_each_record([&](const json& rec) {
     if (rec.value("kind", "") != "path" && rec.value("kind", "") != "sem") return true;
     const std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
@@ -130,7 +140,10 @@ Status Timeline::load(ObjectStore& store, const Oid& state) {
 }
 
 Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& old_state, const Oid& new_state,
-                                                std::int64_t t, const Policy& policy) {
+                                                std::int64_t t, const Policy& policy, const RecordCodec* old_codec,
+                                                const RecordCodec* new_codec) {
+  if (!old_codec) old_codec = &plain_codec();
+  if (!new_codec) new_codec = &plain_codec();
   std::vector<Violation> violations;
   std::vector<Change> changes;
   StateReader new_reader(store, new_state);
@@ -143,12 +156,11 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
   if (!old_state.empty()) {
     StateReader old_reader(store, old_state);
     auto old_format = old_reader.format_version();
-    if (old_format.ok() && *old_format != *format) {
-      // A migration moves every record; the leases in force are unchanged
-      // (the re-planned migration proves it). Reload the model.
+    if ((old_format.ok() && *old_format != *format) || old_codec != new_codec) {
+      // A migration or a rekey moves every record; the leases in force are
+      // unchanged (re-planning proves it). Reload the model.
       auto gens = max_generation_;
-      paths_.clear();
-      GITLOCKS_CHECK(load(store, new_state));
+      GITLOCKS_CHECK(load(store, new_state, new_codec));
       for (const auto& [res, g] : gens)
         if (max_generation_[res] < g)
           violations.push_back({"generation-reused", "generation of " + res + " went back in a migration"});
@@ -177,7 +189,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     json before = nullptr;
     json after = nullptr;
     if (c.before) {
-      auto r = load_record(store, c, *c.before, *format);
+      auto r = load_record(store, c, *c.before, *format, *old_codec);
       if (!r.ok()) {
         violations.push_back({"record-misplaced", r.error().message});
         continue;
@@ -185,7 +197,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
       before = std::move(r).value();
     }
     if (c.after) {
-      auto r = load_record(store, c, *c.after, *format);
+      auto r = load_record(store, c, *c.after, *format, *new_codec);
       if (!r.ok()) {
         violations.push_back({"record-misplaced", r.error().message});
         continue;

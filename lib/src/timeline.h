@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
 
 namespace gitlocks::detail {
@@ -21,13 +22,17 @@ struct Violation {
 class Timeline {
  public:
   // Loads every lease of a state (used when verification starts at a
-  // trusted commit).
-  Status load(ObjectStore& store, const Oid& state);
+  // trusted commit, after a migration or rekey, or after commits that could
+  // only be verified structurally). `codec` reads the state's records
+  // (nullptr: in the clear).
+  Status load(ObjectStore& store, const Oid& state, const RecordCodec* codec = nullptr);
 
-  // Applies the transition old_state -> new_state admitted at time t.
-  // Returns the first violation found, if any (the model is updated anyway).
+  // Applies the transition old_state -> new_state admitted at time t. The
+  // codecs read each state's records (nullptr: in the clear). Returns the
+  // violations found (the model is updated anyway).
   Result<std::vector<Violation>> apply(ObjectStore& store, const Oid& old_state, const Oid& new_state,
-                                       std::int64_t t, const Policy& policy);
+                                       std::int64_t t, const Policy& policy, const RecordCodec* old_codec = nullptr,
+                                       const RecordCodec* new_codec = nullptr);
 
  private:
   struct Live {

@@ -36,13 +36,15 @@ Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip
   auto policy = parse_policy(*policy_doc);
   if (!policy.ok()) return policy.error();
   s.guard_time = policy->guard_time;
+  s.is_private = policy->is_private;
+  s.epoch = policy->epoch;
   return s;
 }
 
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms, const AdmitFn& admit) {
-  PlanContext ctx{to_hex(key.public_key), instance};
+                                  std::int64_t now_ms, const AdmitFn& admit, const Vault* vault) {
+  PlanContext ctx{to_hex(key.public_key), instance, vault};
   // Old formats are read and migrated, never written.
   if (snap.commit && snap.format != 2 && !body.contains("migrate"))
     return make_error(Errc::unknown_format, "the store is in format " + std::to_string(snap.format) +
@@ -77,8 +79,18 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
     GITLOCKS_TRY(pb, canon_dump(pol));
     h.policy_hash = sha256_hex(pb);
   }
+  h.epoch = snap.epoch;
   Candidate c;
-  c.packet = make_packet(h, outcome, pins ? std::nullopt : std::optional<std::int64_t>(t));
+  PlanOutcome sent = outcome;
+  if (snap.is_private && outcome.body.contains("ops")) {
+    // Business fields never leave the members: the packet carries the body
+    // sealed under the current epoch key, bound to this operation.
+    const EpochKey* k = vault ? vault->key(snap.epoch) : nullptr;
+    if (!k) return make_error(Errc::not_member, "no key for the store's current epoch");
+    GITLOCKS_TRY(sealed, seal_document(outcome.body, *k, snap.epoch, h.store, sealed_body_location(instance)));
+    sent.body = json::parse(sealed);
+  }
+  c.packet = make_packet(h, sent, pins ? std::nullopt : std::optional<std::int64_t>(t));
   GITLOCKS_TRY(stored, seal_packet(c.packet, key));
   c.packet_stored = stored;
   c.admitted_at_ms = t;
@@ -103,10 +115,13 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
   return c;
 }
 
+std::string sealed_body_location(const std::string& instance) { return "txn/body/" + instance; }
+
 std::string describe_transition(const json& packet) {
   std::string action = packet.value("action", "?");
   std::string out = "git-locks: " + action;
   const json& body = packet["body"];
+  if (body.contains("sealed")) return out + "\n";
   if (body.contains("ops") && body["ops"].is_array()) {
     std::size_t shown = 0;
     for (const auto& op : body["ops"]) {

@@ -12,6 +12,7 @@
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/transition.hpp"
+#include "gitlocks/vault.hpp"
 
 namespace gitlocks::test {
 
@@ -26,10 +27,11 @@ inline std::string actor_hex(const std::string& name) { return to_hex(actor_key(
 
 class Store {
  public:
-  explicit Store(json policy_extra = json::object(), const std::string& owner = "owner") {
+  explicit Store(json policy_extra = json::object(), const std::string& owner = "owner",
+                 std::optional<json> full_policy = std::nullopt) {
     crypto_init();
     store_ = std::move(open_memory_store().value());
-    json pol = default_policy(std::string(64, 'a'), actor_hex(owner));
+    json pol = full_policy ? *full_policy : default_policy(std::string(64, 'a'), actor_hex(owner));
     for (auto& [k, v] : policy_extra.items()) pol[k] = v;
     auto r = submit(owner, "init", json{{"init", pol}});
     if (!r.ok()) throw std::runtime_error("init failed: " + r.error().message);
@@ -49,7 +51,7 @@ class Store {
     auto snap = read_snapshot(*store_, tip());
     if (!snap.ok()) return snap.error();
     std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
-    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit);
+    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit, vault);
     if (c.ok()) (void)memory_store_set_ref(*store_, kStateRef, c->commit);
     return c;
   }
@@ -66,6 +68,12 @@ class Store {
 
   std::optional<json> record(const std::string& resource) {
     StateReader r(*store_, state());
+    std::unique_ptr<RecordCodec> codec;
+    if (vault) {
+      auto pol = parse_policy(r.policy().value()).value();
+      codec = make_private_codec(*vault, pol.store, pol.epoch);
+      r.set_codec(codec.get());
+    }
     return r.record(resource).value();
   }
 
@@ -81,6 +89,8 @@ class Store {
   std::int64_t now = 1'700'000'000'000;
   // The notary, when a test enables guard time.
   AdmitFn admit;
+  // The acting member's keys, for PRIVATE stores.
+  const Vault* vault = nullptr;
 
  private:
   std::unique_ptr<ObjectStore> store_;

@@ -21,6 +21,9 @@
 //   {"op":"release","path":P|"sem":N,"lease":ID,"generation":G}
 //   {"op":"sweep","leases":[{"path":P|"sem":N,"lease":ID,"generation":G,"expires_at":MS}]}
 //   {"op":"sem-acquire","sem":N,"limit":L,"expires_at":MS,"note":S?,"reclaims":[...]?,"after":MS?}
+// Owner-signed admin bodies {"admin":{"op":...}}: guard-time-enable, and for
+// PRIVATE stores member-add, member-remove (both leave a pending keyring
+// transition) and rekey (re-seals every record under the pending epoch).
 #pragma once
 
 #include <cstdint>
@@ -33,9 +36,13 @@
 
 namespace gitlocks {
 
+class Vault;
+
 struct PlanContext {
   std::string actor;     // hex public key of the signer
   std::string instance;  // operation id: makes lease ids unique
+  // A member's epoch keys: required to plan on a PRIVATE store.
+  const Vault* vault = nullptr;
 };
 
 struct PlanOutcome {
@@ -55,7 +62,7 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
 
 // The sweep op that removes every lease expired at `now` (nullopt when none).
 Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state,
-                                          std::int64_t now);
+                                          std::int64_t now, const Vault* vault = nullptr);
 
 // Deterministic lease id (24 hex digits).
 std::string lease_id(const std::string& instance, std::size_t op_index, const std::string& resource);

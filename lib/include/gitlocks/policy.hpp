@@ -34,6 +34,14 @@ struct Family {
 };
 
 struct Policy {
+  // PRIVATE stores (format gitlocks-policy-v3, vault.hpp): the current key
+  // epoch, its members, and whether a keyring transition is pending.
+  bool is_private = false;
+  std::int64_t epoch = 0;
+  std::vector<std::string> members;
+  bool pending = false;
+  // Families of a PRIVATE store are sealed; open them with unseal_families.
+  bool families_sealed = false;
   // Pins of the notary when guard time is on: every commit from the
   // activation on carries an attestation by this audience and key.
   std::optional<Pins> guard_time;
@@ -47,6 +55,10 @@ struct Policy {
 // Validates and reads a policy document. Errors: unknown_format, bad_json,
 // bad_path, usage (0 < min_ttl <= max_ttl violated, duplicate family).
 Result<Policy> parse_policy(const json& doc);
+
+class Vault;
+// Opens the sealed families of a PRIVATE policy (members only).
+Status unseal_families(Policy& policy, const json& doc, const Vault& vault);
 
 // The guard_time member written by activation.
 json guard_time_doc(const Pins& pins);

@@ -19,6 +19,7 @@
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/store.hpp"
+#include "gitlocks/vault.hpp"
 
 namespace gitlocks {
 
@@ -29,11 +30,15 @@ struct Verdict {
   std::string actor;
   std::optional<std::int64_t> time;  // admission time T, when known
   bool ok = true;
+  // "full": re-planned and checked semantically; "structural": a PRIVATE
+  // commit the verifier holds no key for — signatures, chain, bindings,
+  // attestation and time only, NOT a semantic validation.
+  std::string level = "full";
   std::string reason;  // stable code, e.g. "result-mismatch" (empty when ok)
   std::string detail;  // human explanation
 };
 
-// {"commit","command","actor","time","ok","reason"} (+ "detail" when not ok);
+// {"commit","command","actor","time","ok","level","reason"} (+ "detail" when not ok);
 // keys sorted, one canonical line per verdict.
 json verdict_json(const Verdict& v);
 
@@ -44,6 +49,8 @@ struct ReplayOptions {
   bool allow_test_clock = false;
   // When set, guard-time pins found in the store must equal these.
   std::optional<Pins> expected_pins;
+  // A member's keys: PRIVATE commits are verified in full only with them.
+  const Vault* vault = nullptr;
   // Called after every commit with (done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };
@@ -51,6 +58,7 @@ struct ReplayOptions {
 struct ReplaySummary {
   std::size_t commits = 0;
   std::size_t invalid = 0;
+  std::size_t structural = 0;  // commits verified structurally only
   std::optional<Oid> tip;
   std::optional<Oid> first_invalid;
 };

@@ -24,6 +24,7 @@ enum class Errc {
   empty_interval,
   limit_mismatch,
   stale_retries_exhausted,
+  not_member,  // a PRIVATE store and a key that is not one of its members
   // Malformed or unsupported input (exit 64).
   usage,
   bad_path,
@@ -60,7 +61,8 @@ class [[nodiscard]] Result {
 
   T& value() & { return std::get<0>(v_); }
   const T& value() const& { return std::get<0>(v_); }
-  T&& value() && { return std::get<0>(std::move(v_)); }
+  // By value: a temporary Result must not hand out a reference into itself.
+  T value() && { return std::get<0>(std::move(v_)); }
   T* operator->() { return &std::get<0>(v_); }
   const T* operator->() const { return &std::get<0>(v_); }
   T& operator*() & { return std::get<0>(v_); }

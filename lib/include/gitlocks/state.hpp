@@ -35,10 +35,33 @@ std::string family_resource(const std::string& name);
 // (format 1: {"records", AA, H.json}).
 std::vector<std::string> record_location(const std::string& resource, int format = 2);
 
+class Vault;
+
+// How records are named and stored: in the clear (public stores), or sealed
+// under an epoch key with keyed-hash names (PRIVATE stores, vault.hpp).
+class RecordCodec {
+ public:
+  virtual ~RecordCodec() = default;
+  virtual std::vector<std::string> location(const std::string& resource, int format) const = 0;
+  virtual Result<std::string> encode(const std::vector<std::string>& location, const json& record) const = 0;
+  virtual Result<json> decode(const std::vector<std::string>& location, std::string_view stored) const = 0;
+};
+
+const RecordCodec& plain_codec();
+// Seals records under the vault's key of `epoch`; decodes only records
+// sealed under that epoch at their own location in `store`.
+std::unique_ptr<RecordCodec> make_private_codec(const Vault& vault, const std::string& store, std::int64_t epoch);
+
 // Read access to one state tree. Trees are cached for the reader's lifetime.
 class StateReader {
  public:
-  StateReader(ObjectStore& store, Oid state_tree) : store_(store), root_(std::move(state_tree)) {}
+  StateReader(ObjectStore& store, Oid state_tree, const RecordCodec* codec = nullptr)
+      : store_(store), root_(std::move(state_tree)), codec_(codec) {}
+
+  // Records of a PRIVATE state can only be read with a private codec.
+  void set_codec(const RecordCodec* codec) { codec_ = codec; }
+  // True when policy.json is a PRIVATE (v3) policy.
+  Result<bool> is_private();
 
   const Oid& root() const { return root_; }
   // The state's format version: 1 or 2. Anything else is refused
@@ -59,9 +82,12 @@ class StateReader {
 
  private:
   Result<const Tree*> tree(const Oid& id);
+  Result<const RecordCodec*> codec();
   ObjectStore& store_;
   int version_ = 0;  // 0 until format_version() has read it
+  int private_ = -1;  // -1 until is_private() has read the policy
   Oid root_;
+  const RecordCodec* codec_;
   std::map<Oid, Tree> trees_;
 };
 
@@ -72,6 +98,6 @@ class StateReader {
 // record that is malformed, empty (the planner never stores one) or given
 // twice.
 Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records,
-                        int format = 2);
+                        int format = 2, const RecordCodec* codec = nullptr);
 
 }  // namespace gitlocks

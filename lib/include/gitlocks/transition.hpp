@@ -12,6 +12,7 @@
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/store.hpp"
+#include "gitlocks/vault.hpp"
 
 namespace gitlocks {
 
@@ -23,6 +24,8 @@ struct Snapshot {
   std::optional<std::int64_t> last_time;  // T of the tip (packet or attestation)
   std::optional<Pins> guard_time;         // notary pins when guard time is on
   int format = 2;                         // state format version of the tip
+  bool is_private = false;                // a PRIVATE store (records and bodies sealed)
+  std::int64_t epoch = 0;                 // its current key epoch
 };
 
 // Reads the tip commit's layout, policy and last admission time.
@@ -52,9 +55,13 @@ struct Candidate {
 // usage when guard time is on and no `admit` is given, and admit's errors.
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms, const AdmitFn& admit = nullptr);
+                                  std::int64_t now_ms, const AdmitFn& admit = nullptr, const Vault* vault = nullptr);
 
-// One-line human summary used as the commit message.
+// Where a PRIVATE packet's sealed body lives, for the associated data.
+std::string sealed_body_location(const std::string& instance);
+
+// One-line human summary used as the commit message. For PRIVATE stores
+// (sealed body) it names the action only.
 std::string describe_transition(const json& packet);
 
 }  // namespace gitlocks

@@ -1,0 +1,78 @@
+// gitlocks/vault.hpp — PRIVATE stores: epoch keys, sealed records and bodies.
+//
+// A PRIVATE store (policy format gitlocks-policy-v3, visibility PRIVATE) keeps
+// every record and every packet body encrypted with XChaCha20-Poly1305 under
+// the current epoch key; resource names become keyed hashes. Epoch keys are
+// sealed (libsodium sealed boxes, X25519 derived from each member's Ed25519
+// key) to every member of that epoch. docs/PRIVATE.md has the design and its
+// security argument.
+//
+// Determinism: the nonce of a sealed document is a keyed hash (BLAKE2b) of
+// its associated data and plaintext (SIV-style). The same plaintext at the
+// same location under the same epoch key always gives the same bytes, so
+// equal states have equal trees; a nonce never repeats for different
+// plaintexts under one key. The only leak is equality of identical
+// (location, plaintext) pairs, which the tree ids reveal anyway.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/result.hpp"
+
+namespace gitlocks {
+
+inline constexpr std::size_t kEpochKeyBytes = 32;
+using EpochKey = std::array<std::uint8_t, kEpochKeyBytes>;
+inline constexpr std::string_view kPrivatePolicyFormat = "gitlocks-policy-v3";
+
+// Seals an epoch key to a member (libsodium's sealed-box format, openable by
+// crypto_box_seal_open), with the ephemeral key pair derived from
+// `ephemeral_seed` — the host supplies the randomness. Returns hex.
+Result<std::string> seal_epoch_key(const EpochKey& key, const PublicKey& member,
+                                   const std::array<std::uint8_t, 32>& ephemeral_seed);
+
+// Opens a sealed epoch key with a member's key pair. Errors: bad_signature
+// (not sealed to this member, or tampered), bad_json.
+Result<EpochKey> open_epoch_key(std::string_view sealed_hex, const KeyPair& member);
+
+// The epoch keys a member can open, from a PRIVATE policy's keyring (active
+// and pending epochs).
+class Vault {
+ public:
+  static Result<Vault> open(const json& policy_doc, const KeyPair& member);
+  // Adds a key directly (e.g. one the member opened from an older policy).
+  void add(std::int64_t epoch, const EpochKey& key) { keys_[epoch] = key; }
+  const EpochKey* key(std::int64_t epoch) const;
+  const std::string& store() const { return store_; }
+  const std::map<std::int64_t, EpochKey>& keys() const { return keys_; }
+  // Keys of another vault this one lacks (a member keeps old epochs' keys).
+  void merge(const Vault& other);
+
+ private:
+  std::string store_;
+  std::map<std::int64_t, EpochKey> keys_;
+};
+
+// Sealed document {"sealed":{"ct":HEX,"epoch":E,"nonce":HEX}} for `plaintext`
+// under `key`, associated data = canonical {"epoch":E,"location":LOC,"store":S}.
+Result<std::string> seal_document(const json& plaintext, const EpochKey& key, std::int64_t epoch,
+                                  const std::string& store, const std::string& location);
+// The epoch a sealed document names (to pick the key). Errors: bad_json.
+Result<std::int64_t> sealed_epoch(const json& sealed_doc);
+// Opens a sealed document; the location and store must be the ones it was
+// sealed for. Errors: bad_signature (authentication failed: tampered, moved
+// to another location, another store or epoch), bad_json.
+Result<json> open_document(const json& sealed_doc, const EpochKey& key, const std::string& store,
+                           const std::string& location);
+
+// Keyed hash of a resource name for a PRIVATE store's tree (64 hex).
+std::string private_resource_hash(const EpochKey& key, const std::string& resource);
+
+}  // namespace gitlocks

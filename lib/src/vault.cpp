@@ -1,0 +1,184 @@
+#include "gitlocks/vault.hpp"
+
+#include <sodium.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace gitlocks {
+namespace {
+
+// Subkeys of an epoch key, one per purpose.
+std::array<std::uint8_t, 32> subkey(const EpochKey& key, std::string_view purpose) {
+  std::array<std::uint8_t, 32> out{};
+  crypto_generichash(out.data(), out.size(), reinterpret_cast<const unsigned char*>(purpose.data()), purpose.size(),
+                     key.data(), key.size());
+  return out;
+}
+
+Result<std::vector<std::uint8_t>> from_hex(std::string_view hex, const char* what) {
+  if (hex.size() % 2) return make_error(Errc::bad_json, std::string(what) + " is not hex");
+  std::vector<std::uint8_t> out(hex.size() / 2);
+  std::size_t bin_len = 0;
+  if (sodium_hex2bin(out.data(), out.size(), hex.data(), hex.size(), nullptr, &bin_len, nullptr) != 0 ||
+      bin_len != out.size())
+    return make_error(Errc::bad_json, std::string(what) + " is not hex");
+  for (char c : hex)
+    if (c >= 'A' && c <= 'F') return make_error(Errc::bad_json, std::string(what) + " must be lowercase hex");
+  return out;
+}
+
+Result<std::string> associated_data(std::int64_t epoch, const std::string& store, const std::string& location) {
+  return canon_dump(json{{"epoch", epoch}, {"location", location}, {"store", store}});
+}
+
+}  // namespace
+
+Result<std::string> seal_epoch_key(const EpochKey& key, const PublicKey& member,
+                                   const std::array<std::uint8_t, 32>& ephemeral_seed) {
+  // libsodium's sealed box: eph_pk || crypto_box_easy(m, nonce = H(eph_pk || pk), pk, eph_sk),
+  // with the ephemeral key pair derived from the host's seed.
+  unsigned char recipient[crypto_box_PUBLICKEYBYTES];
+  if (crypto_sign_ed25519_pk_to_curve25519(recipient, member.data()) != 0)
+    return make_error(Errc::bad_json, "member key is not a valid Ed25519 public key");
+  unsigned char eph_pk[crypto_box_PUBLICKEYBYTES];
+  unsigned char eph_sk[crypto_box_SECRETKEYBYTES];
+  crypto_box_seed_keypair(eph_pk, eph_sk, ephemeral_seed.data());
+  unsigned char nonce[crypto_box_NONCEBYTES];
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nullptr, 0, sizeof nonce);
+  crypto_generichash_update(&st, eph_pk, sizeof eph_pk);
+  crypto_generichash_update(&st, recipient, sizeof recipient);
+  crypto_generichash_final(&st, nonce, sizeof nonce);
+  std::vector<std::uint8_t> out(crypto_box_PUBLICKEYBYTES + crypto_box_MACBYTES + key.size());
+  std::memcpy(out.data(), eph_pk, sizeof eph_pk);
+  int rc = crypto_box_easy(out.data() + sizeof eph_pk, key.data(), key.size(), nonce, recipient, eph_sk);
+  sodium_memzero(eph_sk, sizeof eph_sk);
+  if (rc != 0) return make_error(Errc::bad_json, "cannot seal the epoch key to this member");
+  return to_hex(out.data(), out.size());
+}
+
+Result<EpochKey> open_epoch_key(std::string_view sealed_hex, const KeyPair& member) {
+  GITLOCKS_TRY(sealed, from_hex(sealed_hex, "sealed epoch key"));
+  if (sealed.size() != crypto_box_SEALBYTES + kEpochKeyBytes)
+    return make_error(Errc::bad_json, "sealed epoch key has the wrong length");
+  unsigned char pk[crypto_box_PUBLICKEYBYTES];
+  unsigned char sk[crypto_box_SECRETKEYBYTES];
+  if (crypto_sign_ed25519_pk_to_curve25519(pk, member.public_key.data()) != 0 ||
+      crypto_sign_ed25519_sk_to_curve25519(sk, member.secret_key.data()) != 0)
+    return make_error(Errc::bad_json, "member key cannot be converted to X25519");
+  EpochKey key{};
+  int rc = crypto_box_seal_open(key.data(), sealed.data(), sealed.size(), pk, sk);
+  sodium_memzero(sk, sizeof sk);
+  if (rc != 0) return make_error(Errc::bad_signature, "the epoch key is not sealed to this member (or was tampered with)");
+  return key;
+}
+
+Result<Vault> Vault::open(const json& policy, const KeyPair& member) {
+  Vault v;
+  if (!policy.is_object() || policy.value("format", "") != kPrivatePolicyFormat)
+    return make_error(Errc::usage, "not a PRIVATE store");
+  v.store_ = policy.value("store", "");
+  const std::string me = to_hex(member.public_key);
+  auto take = [&](const json& ring) -> Status {
+    if (!ring.is_object()) return make_error(Errc::bad_json, "keyring must be an object");
+    for (const auto& [epoch, sealed] : ring.items()) {
+      if (!sealed.is_object() || !sealed.contains(me)) continue;
+      if (!sealed[me].is_string()) return make_error(Errc::bad_json, "sealed epoch key must be a string");
+      GITLOCKS_TRY(key, open_epoch_key(sealed[me].get<std::string>(), member));
+      std::int64_t e = 0;
+      for (char c : epoch) {
+        if (c < '0' || c > '9' || e > kMaxSafeInteger / 10) return make_error(Errc::bad_json, "bad epoch number");
+        e = e * 10 + (c - '0');
+      }
+      v.keys_[e] = key;
+    }
+    return Ok{};
+  };
+  if (policy.contains("keyring")) GITLOCKS_CHECK(take(policy["keyring"]));
+  if (policy.contains("pending") && policy["pending"].is_object() && policy["pending"].contains("keyring"))
+    GITLOCKS_CHECK(take(policy["pending"]["keyring"]));
+  if (v.keys_.empty()) return make_error(Errc::not_member, "this key (" + me.substr(0, 12) + ") is not a member of the store");
+  return v;
+}
+
+const EpochKey* Vault::key(std::int64_t epoch) const {
+  auto it = keys_.find(epoch);
+  return it == keys_.end() ? nullptr : &it->second;
+}
+
+void Vault::merge(const Vault& other) {
+  for (const auto& [e, k] : other.keys_) keys_.emplace(e, k);
+  if (store_.empty()) store_ = other.store_;
+}
+
+Result<std::string> seal_document(const json& plaintext, const EpochKey& key, std::int64_t epoch,
+                                  const std::string& store, const std::string& location) {
+  GITLOCKS_TRY(pt, canon_dump(plaintext));
+  GITLOCKS_TRY(ad, associated_data(epoch, store, location));
+  auto enc_key = subkey(key, "gitlocks/seal/v1");
+  auto nonce_key = subkey(key, "gitlocks/nonce/v1");
+  // SIV-style nonce: a PRF of (associated data, plaintext).
+  unsigned char nonce[crypto_aead_xchacha20poly1305_ietf_NPUBBYTES];
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nonce_key.data(), nonce_key.size(), sizeof nonce);
+  std::uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(ad.size() >> (8 * i));
+  crypto_generichash_update(&st, len, sizeof len);
+  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(ad.data()), ad.size());
+  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(pt.data()), pt.size());
+  crypto_generichash_final(&st, nonce, sizeof nonce);
+  std::vector<std::uint8_t> ct(pt.size() + crypto_aead_xchacha20poly1305_ietf_ABYTES);
+  unsigned long long ct_len = 0;
+  crypto_aead_xchacha20poly1305_ietf_encrypt(ct.data(), &ct_len, reinterpret_cast<const unsigned char*>(pt.data()),
+                                             pt.size(), reinterpret_cast<const unsigned char*>(ad.data()), ad.size(),
+                                             nullptr, nonce, enc_key.data());
+  return canon_dump(json{{"sealed", {{"ct", to_hex(ct.data(), ct_len)}, {"epoch", epoch}, {"nonce", to_hex(nonce, sizeof nonce)}}}});
+}
+
+Result<std::int64_t> sealed_epoch(const json& doc) {
+  if (!doc.is_object() || doc.size() != 1 || !doc.contains("sealed") || !doc["sealed"].is_object())
+    return make_error(Errc::bad_json, "expected a sealed document");
+  GITLOCKS_CHECK(check_keys(doc["sealed"], {"ct", "epoch", "nonce"}, "sealed document"));
+  GITLOCKS_TRY(e, get_int(doc["sealed"], "epoch"));
+  if (e < 0) return make_error(Errc::bad_json, "negative epoch");
+  return e;
+}
+
+Result<json> open_document(const json& doc, const EpochKey& key, const std::string& store, const std::string& location) {
+  GITLOCKS_TRY(epoch, sealed_epoch(doc));
+  GITLOCKS_TRY(ct_hex, get_string(doc["sealed"], "ct"));
+  GITLOCKS_TRY(nonce_hex, get_string(doc["sealed"], "nonce"));
+  GITLOCKS_TRY(ct, from_hex(ct_hex, "ciphertext"));
+  GITLOCKS_TRY(nonce, from_hex(nonce_hex, "nonce"));
+  if (nonce.size() != crypto_aead_xchacha20poly1305_ietf_NPUBBYTES || ct.size() < crypto_aead_xchacha20poly1305_ietf_ABYTES)
+    return make_error(Errc::bad_json, "sealed document has a malformed nonce or ciphertext");
+  GITLOCKS_TRY(ad, associated_data(epoch, store, location));
+  auto enc_key = subkey(key, "gitlocks/seal/v1");
+  std::string pt(ct.size() - crypto_aead_xchacha20poly1305_ietf_ABYTES, '\0');
+  unsigned long long pt_len = 0;
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char*>(pt.data()), &pt_len, nullptr,
+                                                 ct.data(), ct.size(), reinterpret_cast<const unsigned char*>(ad.data()),
+                                                 ad.size(), nonce.data(), enc_key.data()) != 0)
+    return make_error(Errc::bad_signature, "sealed document at " + location +
+                                               " does not authenticate (tampered, moved, or another epoch or store)");
+  pt.resize(pt_len);
+  auto v = canon_parse(pt, CanonMode::strict);
+  if (!v.ok()) return make_error(Errc::bad_json, "sealed plaintext: " + v.error().message);
+  // The nonce must be the one this plaintext derives: otherwise equal states
+  // could have different trees.
+  GITLOCKS_TRY(again, seal_document(*v, key, epoch, store, location));
+  GITLOCKS_TRY(stored, canon_dump(doc));
+  if (again != stored) return make_error(Errc::non_canonical, "sealed document at " + location + " has a non-derived nonce");
+  return std::move(v).value();
+}
+
+std::string private_resource_hash(const EpochKey& key, const std::string& resource) {
+  auto name_key = subkey(key, "gitlocks/names/v1");
+  std::array<std::uint8_t, 32> out{};
+  crypto_generichash(out.data(), out.size(), reinterpret_cast<const unsigned char*>(resource.data()), resource.size(),
+                     name_key.data(), name_key.size());
+  return to_hex(out);
+}
+
+}  // namespace gitlocks

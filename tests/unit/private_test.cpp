@@ -1,0 +1,288 @@
+// PRIVATE stores: sealed records and bodies, keyed names, epochs, membership,
+// and verification at two honestly labelled levels.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <set>
+
+#include "fixture.h"
+#include "gitlocks/replay.hpp"
+#include "gitlocks/vault.hpp"
+
+using gitlocks::Errc;
+using gitlocks::EpochKey;
+using gitlocks::json;
+using gitlocks::Oid;
+using gitlocks::test::actor_hex;
+using gitlocks::test::actor_key;
+
+namespace {
+
+EpochKey epoch_key(int n) {
+  EpochKey k{};
+  auto h = gitlocks::sha256("epoch-key:" + std::to_string(n));
+  std::copy(h.begin(), h.end(), k.begin());
+  return k;
+}
+
+std::array<std::uint8_t, 32> seed(const std::string& s) { return gitlocks::sha256("eph:" + s); }
+
+json keyring_for(int epoch, const std::vector<std::string>& members) {
+  json ring = json::object();
+  for (const auto& m : members)
+    ring[actor_hex(m)] = gitlocks::seal_epoch_key(epoch_key(epoch), actor_key(m).public_key,
+                                                  seed(m + std::to_string(epoch))).value();
+  return json{{std::to_string(epoch), ring}};
+}
+
+json private_policy(const json& families = nullptr) {
+  json pol = gitlocks::default_policy(std::string(64, 'b'), actor_hex("owner"));
+  pol["format"] = gitlocks::kPrivatePolicyFormat;
+  pol["visibility"] = "PRIVATE";
+  pol["members"] = json::array({actor_hex("owner")});
+  pol["epoch"] = 1;
+  pol["keyring"] = keyring_for(1, {"owner"});
+  pol.erase("families");
+  if (!families.is_null())
+    pol["families"] = json::parse(gitlocks::seal_document(families, epoch_key(1), 1, std::string(64, 'b'),
+                                                          "policy.json#families").value());
+  return pol;
+}
+
+gitlocks::Vault vault_of(gitlocks::test::Store& s, const std::string& who) {
+  gitlocks::StateReader r(s.objects(), s.state());
+  return gitlocks::Vault::open(r.policy().value(), actor_key(who)).value();
+}
+
+
+gitlocks::Result<gitlocks::Candidate> membership_keyring(gitlocks::test::Store& s, const std::string& op,
+                                                         const std::string& member, const std::vector<std::string>& next) {
+  gitlocks::StateReader r(s.objects(), s.state());
+  auto pol = gitlocks::parse_policy(r.policy().value()).value();
+  json ring = keyring_for(static_cast<int>(pol.epoch) + 1, next);
+  return s.submit("owner", "member", json{{"admin", {{"op", op}, {"member", actor_hex(member)},
+                                                      {"expected_policy_hash", s.snapshot().policy_hash},
+                                                      {"keyring", ring}}}});
+}
+
+gitlocks::Result<gitlocks::Candidate> rekey(gitlocks::test::Store& s) {
+  return s.submit("owner", "member", json{{"admin", {{"op", "rekey"}, {"expected_policy_hash", s.snapshot().policy_hash}}}});
+}
+
+// Every object reachable from the ref, as raw bytes (commit messages, tree
+// entry names, blobs).
+std::string all_bytes(gitlocks::test::Store& s) {
+  auto& store = s.objects();
+  std::string out;
+  std::set<Oid> seen;
+  std::function<void(const Oid&)> tree = [&](const Oid& id) {
+    if (!seen.insert(id).second) return;
+    auto entries = store.read_tree(id).value();
+    for (const auto& e : entries) {
+      out += e.name + "\n";
+      if (e.is_tree) tree(e.oid);
+      else if (seen.insert(e.oid).second) out += store.read_blob(e.oid).value() + "\n";
+    }
+  };
+  for (auto cur = s.tip(); cur;) {
+    auto c = store.read_commit(*cur).value();
+    out += c.message;
+    tree(c.tree);
+    if (c.parents.empty()) break;
+    cur = c.parents.front();
+  }
+  return out;
+}
+
+std::vector<gitlocks::Verdict> verify(gitlocks::test::Store& s, const gitlocks::Vault* vault) {
+  std::vector<gitlocks::Verdict> out;
+  gitlocks::ReplayOptions opt;
+  opt.vault = vault;
+  auto r = gitlocks::replay_chain(s.objects(), *s.tip(), opt, [&](const gitlocks::Verdict& v) { out.push_back(v); });
+  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  return out;
+}
+
+struct World {
+  gitlocks::test::Store s{json::object(), "owner",
+                          private_policy(json::array({{{"name", "finance"}, {"policy", "exclusive"},
+                                                       {"members", {"secret/q3-budget.xlsx", "secret/forecast/"}}}}))};
+  gitlocks::Vault owner_vault;
+  World() {
+    owner_vault = vault_of(s, "owner");
+    s.vault = &owner_vault;
+    REQUIRE(membership_keyring(s, "member-add", "alice", {"owner", "alice"}).ok());
+    owner_vault = vault_of(s, "owner");
+    REQUIRE(rekey(s).ok());
+    owner_vault = vault_of(s, "owner");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("private: members plan on sealed records; nobody else sees paths, notes, names or expiries") {
+  World w;
+  auto& s = w.s;
+  auto alice = vault_of(s, "alice");
+  s.vault = &alice;
+  auto c = s.op("alice", {{"op", "claim"}, {"path", "secret/q3-budget.xlsx"}, {"mode", "exclusive"},
+                          {"expires_at", s.now + 777'777}, {"note", "merger-talks"}});
+  REQUIRE_MESSAGE(c.ok(), c.error().message);
+  CHECK(c->packet["body"].contains("sealed"));
+  CHECK(c->packet["epoch"] == 2);
+  // Family rules work on sealed families: the owner cannot take another member.
+  s.vault = &w.owner_vault;
+  CHECK(s.op("owner", {{"op", "claim"}, {"path", "secret/forecast/2027.csv"}, {"mode", "exclusive"},
+                       {"expires_at", s.now + 60'000}}).error().code == Errc::family_policy);
+  std::string bytes = all_bytes(s);
+  for (const std::string& secret : {std::string("q3-budget"), std::string("secret/"), std::string("forecast"),
+                                    std::string("merger-talks"), std::string("alice"),
+                                    std::to_string(s.now + 777'777)})
+    CHECK_MESSAGE(bytes.find(secret) == std::string::npos, "found plaintext " << secret);
+  // A member reads it back.
+  gitlocks::StateReader r(s.objects(), s.state());
+  auto codec = gitlocks::make_private_codec(alice, std::string(64, 'b'), 2);
+  REQUIRE(codec);
+  r.set_codec(codec.get());
+  auto rec = r.record("path:secret/q3-budget.xlsx").value();
+  REQUIRE(rec);
+  CHECK((*rec)["leases"][0]["note"] == "merger-talks");
+  // Without a codec the record cannot be read at all.
+  gitlocks::StateReader blind(s.objects(), s.state());
+  CHECK(blind.record("path:secret/q3-budget.xlsx").error().code == Errc::not_member);
+}
+
+TEST_CASE("private: a non-member cannot plan; a pending transition blocks writers and guard time") {
+  World w;
+  auto& s = w.s;
+  s.vault = nullptr;
+  CHECK(s.claim("mallory", "x", 60'000).error().code == Errc::not_member);
+  s.vault = &w.owner_vault;
+  REQUIRE(membership_keyring(s, "member-add", "bob", {"owner", "alice", "bob"}).ok());
+  CHECK(s.claim("owner", "x", 60'000).error().code == Errc::usage);  // pending
+  auto gt = s.submit("owner", "guard-time", json{{"admin", {{"op", "guard-time-enable"}, {"audience", "a"},
+                                                            {"service_key", actor_hex("notary")},
+                                                            {"disclosure", "GUARD_WINDOW"},
+                                                            {"expected_policy_hash", s.snapshot().policy_hash}}}});
+  REQUIRE_FALSE(gt.ok());
+  CHECK(gt.error().message.find("pending") != std::string::npos);
+  w.owner_vault = vault_of(s, "owner");
+  REQUIRE(rekey(s).ok());
+  CHECK(s.claim("owner", "x", 60'000).ok());
+}
+
+TEST_CASE("private: removal starts a new epoch the removed member cannot open") {
+  World w;
+  auto& s = w.s;
+  auto alice_before = vault_of(s, "alice");
+  REQUIRE(membership_keyring(s, "member-remove", "alice", {"owner"}).ok());
+  w.owner_vault = vault_of(s, "owner");
+  REQUIRE(rekey(s).ok());
+  w.owner_vault = vault_of(s, "owner");
+  REQUIRE(s.claim("owner", "after-removal/plan.md", 60'000).ok());
+  auto alice_after = gitlocks::Vault::open(gitlocks::StateReader(s.objects(), s.state()).policy().value(), actor_key("alice"));
+  REQUIRE(alice_after.ok());  // she still opens the epochs she belonged to...
+  CHECK(alice_after->key(2) != nullptr);
+  CHECK(alice_after->key(3) == nullptr);  // ...but not the new one
+  CHECK_FALSE(gitlocks::make_private_codec(*alice_after, std::string(64, 'b'), 3));
+  // Her replay of the new commits is structural only.
+  auto vs = verify(s, &*alice_after);
+  CHECK(vs.back().level == "structural");
+  CHECK(vs.back().ok);
+}
+
+TEST_CASE("private: full and structural verification agree on everything structural") {
+  World w;
+  auto& s = w.s;
+  auto alice = vault_of(s, "alice");
+  s.vault = &alice;
+  REQUIRE(s.claim("alice", "secret/forecast/a.csv", 60'000).ok());
+  json l = s.lease_of("alice", "path:secret/forecast/a.csv");
+  REQUIRE(s.op("alice", {{"op", "release"}, {"path", "secret/forecast/a.csv"}, {"lease", l["id"]}}).ok());
+  auto full = verify(s, &w.owner_vault);
+  auto structural = verify(s, nullptr);
+  REQUIRE(full.size() == structural.size());
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    CHECK(full[i].commit == structural[i].commit);
+    CHECK(full[i].ok == structural[i].ok);
+    CHECK(full[i].time == structural[i].time);
+    CHECK(full[i].level == "full");
+  }
+  // Sealed transitions and the rekey need keys; creation and membership do not.
+  CHECK(structural[0].level == "full");
+  CHECK(structural[1].level == "full");
+  CHECK(structural[2].level == "structural");  // rekey
+  CHECK(structural[3].level == "structural");
+}
+
+TEST_CASE("private: tampered, swapped, wrong-epoch and replayed sealed data are rejected") {
+  World w;
+  auto& s = w.s;
+  REQUIRE(s.claim("owner", "a", 60'000).ok());
+  REQUIRE(s.claim("owner", "b", 60'000).ok());
+  const std::string store_id(64, 'b');
+  auto codec = gitlocks::make_private_codec(w.owner_vault, store_id, 2);
+  auto loc_a = codec->location("path:a", 2);
+  auto loc_b = codec->location("path:b", 2);
+  gitlocks::StateReader r(s.objects(), s.state());
+  std::string blob_a = s.objects().read_blob(*r.lookup(loc_a).value()).value();
+  std::string blob_b = s.objects().read_blob(*r.lookup(loc_b).value()).value();
+  CHECK(codec->decode(loc_a, blob_a).ok());
+  // One flipped ciphertext byte.
+  std::string t = blob_a;
+  auto pos = t.find("\"ct\":\"") + 10;
+  t[pos] = t[pos] == '0' ? '1' : '0';
+  CHECK_FALSE(codec->decode(loc_a, t).ok());
+  // Ciphertexts swapped between records: the location is bound.
+  CHECK_FALSE(codec->decode(loc_a, blob_b).ok());
+  // The same record under another epoch's key or store.
+  auto old_codec = gitlocks::make_private_codec(w.owner_vault, store_id, 1);
+  CHECK_FALSE(old_codec->decode(loc_a, blob_a).ok());
+  auto other_store = gitlocks::make_private_codec(w.owner_vault, std::string(64, 'c'), 2);
+  CHECK_FALSE(other_store->decode(loc_a, blob_a).ok());
+  // A packet from before the rekey, replayed on top: its body is sealed under epoch 1.
+  json body = json::parse(gitlocks::seal_document(json{{"created_at", s.now}, {"name", "x"}, {"ops", json::array()}},
+                                                  epoch_key(1), 1, store_id, "txn/body/" + std::string(64, '1')).value());
+  auto tc = gitlocks::read_transition_commit(s.objects(), *s.tip()).value();
+  json packet = json::parse(tc.packet_stored)["packet"];
+  packet["body"] = body;
+  packet["instance"] = std::string(64, '1');
+  packet["epoch"] = 1;
+  packet["source"] = tc.state;
+  auto stored = gitlocks::seal_packet(packet, actor_key("owner")).value();
+  Oid forged = gitlocks::write_transition_commit(s.objects(), *s.tip(), tc.state, stored, "x\n", 0).value();
+  (void)gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, forged);
+  auto vs = verify(s, &w.owner_vault);
+  CHECK_FALSE(vs.back().ok);
+  CHECK(vs.back().reason == "wrong-epoch");
+  // A flipped byte inside a sealed body fails authentication for members.
+  packet["epoch"] = 2;
+  json good_body = json::parse(gitlocks::seal_document(json{{"created_at", s.now}, {"name", "x"}, {"ops", json::array()}},
+                                                       epoch_key(2), 2, store_id, "txn/body/" + std::string(64, '1')).value());
+  std::string ct = good_body["sealed"]["ct"];
+  ct[4] = ct[4] == '0' ? '1' : '0';
+  good_body["sealed"]["ct"] = ct;
+  packet["body"] = good_body;
+  auto stored2 = gitlocks::seal_packet(packet, actor_key("owner")).value();
+  Oid forged2 = gitlocks::write_transition_commit(s.objects(), tc.parents[0] == "" ? *s.tip() : tc.commit, tc.state,
+                                                  stored2, "x\n", 0).value();
+  (void)gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, forged2);
+  auto vs2 = verify(s, &w.owner_vault);
+  CHECK(vs2.back().reason == "bad-sealed-body");
+}
+
+TEST_CASE("private: sealing is deterministic, sealed epoch keys open only for their member") {
+  auto k = epoch_key(7);
+  auto a = gitlocks::seal_document(json{{"x", 1}}, k, 7, std::string(64, 'b'), "records/aa/bb/c.json");
+  auto b = gitlocks::seal_document(json{{"x", 1}}, k, 7, std::string(64, 'b'), "records/aa/bb/c.json");
+  auto c = gitlocks::seal_document(json{{"x", 2}}, k, 7, std::string(64, 'b'), "records/aa/bb/c.json");
+  REQUIRE(a.ok());
+  CHECK(*a == *b);
+  CHECK(json::parse(*a)["sealed"]["nonce"] != json::parse(*c)["sealed"]["nonce"]);
+  auto sealed = gitlocks::seal_epoch_key(k, actor_key("alice").public_key, seed("s")).value();
+  CHECK(gitlocks::open_epoch_key(sealed, actor_key("alice")).value() == k);
+  CHECK(gitlocks::open_epoch_key(sealed, actor_key("bob")).error().code == Errc::bad_signature);
+  std::string flipped = sealed;
+  flipped[70] = flipped[70] == '0' ? '1' : '0';
+  CHECK_FALSE(gitlocks::open_epoch_key(flipped, actor_key("alice")).ok());
+}
