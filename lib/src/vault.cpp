@@ -123,7 +123,8 @@ Result<std::string> seal_document(const json& plaintext, const EpochKey& key, st
   crypto_generichash_state st;
   crypto_generichash_init(&st, nonce_key.data(), nonce_key.size(), sizeof nonce);
   std::uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(ad.size() >> (8 * i));
+  const std::uint64_t ad_len = ad.size();  // 64-bit on every host (size_t is 32-bit in WASM)
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(ad_len >> (8 * i));
   crypto_generichash_update(&st, len, sizeof len);
   crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(ad.data()), ad.size());
   crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(pt.data()), pt.size());

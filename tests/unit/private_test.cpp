@@ -113,7 +113,8 @@ struct World {
     s.vault = &owner_vault;
     REQUIRE(membership_keyring(s, "member-add", "alice", {"owner", "alice"}).ok());
     owner_vault = vault_of(s, "owner");
-    REQUIRE(rekey(s).ok());
+    auto rk = rekey(s);
+    REQUIRE_MESSAGE(rk.ok(), rk.error().message);
     owner_vault = vault_of(s, "owner");
   }
 };
