@@ -1,7 +1,165 @@
+// git-locks — leases on paths and counted resources, stored in refs/locks/state.
+// The command table; every command is a short function in cmd_*.cpp.
+#include <signal.h>
+
 #include <cstdio>
-#include <cstring>
-int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--version") == 0) { std::printf("git-locks %s\n", GITLOCKS_VERSION); return 0; }
-  std::printf("usage: git-locks <command>\n");
-  return 0;
+#include <string>
+#include <string_view>
+
+#include "cli.h"
+#include "gitlocks/crypto.hpp"
+#include "report.h"
+
+namespace gitlocks::cli {
+namespace {
+
+struct Command {
+  std::string_view name;  // one word, or two for a sub-command ("sem acquire")
+  int (*handler)(Context&, const Argv&);
+  std::string_view usage;
+  std::string_view summary;
+};
+
+constexpr Command kCommands[] = {
+    {"init", cmd_init, "init [--policy FILE]", "create the lock store (an existing store is left alone)"},
+    {"claim", cmd_claim, "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] PATH...",
+     "claim paths, all or none; an expired lease of another holder is reclaimed"},
+    {"extend", cmd_extend, "extend [--ttl DUR] [--generation G] (LEASE-ID|PATH)...",
+     "renew your leases to expire TTL from now (before they expire)"},
+    {"release", cmd_release, "release [--generation G] (LEASE-ID|PATH)...", "release your leases"},
+    {"sweep", cmd_sweep, "sweep", "remove every expired lease"},
+    {"sem acquire", cmd_sem_acquire, "sem acquire NAME --limit N [--ttl DUR] [--note TEXT]",
+     "take a slot of a counted semaphore (every holder must agree on N)"},
+    {"sem release", cmd_sem_release, "sem release NAME [--generation G]", "give your slot back"},
+    {"batch", cmd_batch, "batch [--ttl DUR] [FILE|-]",
+     "publish JSON Lines of claim/extend/release/sem-acquire/sem-release ops as one transition"},
+    {"run", cmd_run, "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] -- CMD [ARG...]",
+     "hold leases while CMD runs (renewed every TTL/3), then release; exits with CMD's status"},
+    {"status", cmd_status, "status [--all] [PATH...]", "live leases (with --all also expired ones)"},
+    {"fence", cmd_fence, "fence RESOURCE GENERATION",
+     "exit 0 when GENERATION is a live generation of RESOURCE (PATH, path:PATH or sem:NAME), else 1"},
+    {"wait", cmd_wait, "wait [--timeout DUR] [--claim [--mode M] [--ttl DUR] [--note TEXT]] PATH...",
+     "block until the paths are claimable (and with --claim, claim them)"},
+    {"log", cmd_log, "log [--limit N]", "the history of refs/locks/state, newest first"},
+    {"whoami", cmd_whoami, "whoami", "your actor key, display name and key file"},
+    {"hook install", cmd_hook_install, "hook install [--warn] [--force]",
+     "install pre-commit and pre-push hooks that refuse changes under others' exclusive claims"},
+    {"hook check", cmd_hook_check, "hook check pre-commit|pre-push [--warn]", "what the installed hooks run"},
+};
+
+constexpr std::string_view kHelpTail = R"(
+Global flags (anywhere before --):
+  --repo DIR     the repository (default: the one around the working directory)
+  --json         on success print one JSON object on stdout (log: JSON Lines)
+  --key FILE     the actor key file (default: $GIT_LOCKS_KEY, else
+                 $XDG_CONFIG_HOME/git-locks/actor.key or ~/.config/git-locks/actor.key;
+                 created with mode 0600 on first use; refused if group/world accessible)
+  --help, --version
+
+Durations: 500ms, 30s, 10m, 2h, or plain milliseconds. Default TTL 10m (run: 60s).
+A LEASE-ID is 24 hex digits; any other argument there is a repository path.
+
+Exit status:
+  0   success
+  1   refused: held-path, full-semaphore, family-policy, stale-generation,
+      not-holder, guard-window, empty-interval, limit-mismatch,
+      stale-retries-exhausted
+  2   store-read / store-write (also: stored data failing verification)
+  64  usage: bad flag, bad path, malformed input
+  run exits with the command's own status once admitted.
+
+Errors: one JSON object per line on stderr,
+  {"error":"refused"|"usage"|"store-read"|"store-write","code":CODE,
+   "reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
+   "attempts":N (update-ref runs, when publication was attempted)}
+
+Environment:
+  GIT_LOCKS_KEY     key file (after --key)
+  GIT_LOCKS_NOW_MS  fixed clock in ms since the epoch (tests)
+  GIT_LOCKS_GIT     git executable to run (test seam; default "git")
+
+docs/CLI.md describes every command, schema and the publication protocol.
+)";
+
+void print_help() {
+  std::string out = "usage: git-locks [--repo DIR] [--json] [--key FILE] COMMAND [ARGS]\n\nCommands:\n";
+  for (const auto& c : kCommands) {
+    out += "  " + std::string(c.usage) + "\n      " + std::string(c.summary) + "\n";
+  }
+  out += kHelpTail;
+  std::fwrite(out.data(), 1, out.size(), stdout);
 }
+
+const Command* find_command(const Argv& args, std::size_t at, std::size_t& words) {
+  for (const auto& c : kCommands) {
+    const std::string_view name = c.name;
+    auto space = name.find(' ');
+    if (space == std::string_view::npos) {
+      if (args[at] == name) {
+        words = 1;
+        return &c;
+      }
+    } else if (at + 1 < args.size() && args[at] == name.substr(0, space) && args[at + 1] == name.substr(space + 1)) {
+      words = 2;
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+int main_impl(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);  // a closed pipe to git is an error we report, not a crash
+  if (!crypto_init()) {
+    std::fputs("{\"error\":\"store-read\",\"code\":\"store-read\",\"op\":\"git-locks\",\"detail\":\"libsodium failed to initialise\"}\n", stderr);
+    return kExitStore;
+  }
+  Argv args(argv + 1, argv + argc);
+  Context ctx;
+  ctx.op = "git-locks";
+  // Leading global flags.
+  std::size_t at = 0;
+  for (; at < args.size(); ++at) {
+    const std::string& a = args[at];
+    if (a == "--help" || a == "-h" || a == "help") {
+      print_help();
+      return kExitOk;
+    }
+    if (a == "--version") {
+      std::printf("git-locks %s\n", GITLOCKS_VERSION);
+      return kExitOk;
+    }
+    if (a == "--json") {
+      ctx.json_output = true;
+    } else if (a == "--repo" || a == "--key") {
+      if (at + 1 >= args.size()) return ctx.fail(make_error(Errc::usage, "flag '" + a + "' needs a value"));
+      (a == "--repo" ? ctx.repo_dir : ctx.key_flag) = args[++at];
+    } else if (a.rfind("--repo=", 0) == 0) {
+      ctx.repo_dir = a.substr(7);
+    } else if (a.rfind("--key=", 0) == 0) {
+      ctx.key_flag = a.substr(6);
+    } else if (a.size() > 1 && a[0] == '-') {
+      return ctx.fail(make_error(Errc::usage, "unknown flag '" + a + "' (see git-locks --help)"));
+    } else {
+      break;
+    }
+  }
+  if (at >= args.size()) return ctx.fail(make_error(Errc::usage, "no command given (see git-locks --help)"));
+  std::size_t words = 0;
+  const Command* cmd = find_command(args, at, words);
+  if (!cmd) return ctx.fail(make_error(Errc::usage, "unknown command '" + args[at] + "' (see git-locks --help)"));
+  ctx.op = std::string(cmd->name);
+  Argv rest(args.begin() + static_cast<long>(at + words), args.end());
+  for (const auto& r : rest) {
+    if (r == "--") break;
+    if (r == "--help" || r == "-h") {
+      std::printf("usage: git-locks %s\n  %s\n", std::string(cmd->usage).c_str(), std::string(cmd->summary).c_str());
+      return kExitOk;
+    }
+  }
+  return cmd->handler(ctx, rest);
+}
+
+}  // namespace
+}  // namespace gitlocks::cli
+
+int main(int argc, char** argv) { return gitlocks::cli::main_impl(argc, argv); }

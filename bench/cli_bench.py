@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""git-locks CLI benchmark: prints figures, asserts nothing.
+
+  cli_bench.py PATH/TO/git-locks [--cycles N] [--leases N]
+
+1. The median wall time of a `git-locks claim` + `release` cycle against bare
+   `git update-ref --stdin` transactions (start/update/prepare/commit, the
+   same -c flags and LC_ALL=C) on the same repository, measured interleaved
+   so that machine load hits both alike.
+2. A claim (+ release) on a store holding N live leases (default 100,000)
+   against the same on an empty store, again interleaved, and the peak RSS of
+   those claims (getrusage of the child via wait4).
+
+The big store is built through the CLI itself: N/10,000 `git-locks batch`
+transitions of 10,000 claims each (the planner's per-transition limit).
+Goals (issue 3): claim <= 1.5x a bare update-ref transaction; claim on the
+big store <= 1.3x the empty store; peak RSS <= 64 MiB.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ZERO = "0" * 40
+
+
+def spawn(argv, env, stdin_bytes=None, cwd=None):
+    """Runs argv; returns (wall seconds, exit status, peak RSS in KiB, stdout, stderr).
+    CPU seconds (user + system, the child and the children it reaped) are
+    appended to spawn.cpu."""
+    r_out, w_out = os.pipe()
+    r_err, w_err = os.pipe()
+    r_in, w_in = os.pipe()
+    start = time.perf_counter()
+    pid = os.posix_spawnp(argv[0], argv, env, file_actions=[
+        (os.POSIX_SPAWN_DUP2, r_in, 0), (os.POSIX_SPAWN_DUP2, w_out, 1), (os.POSIX_SPAWN_DUP2, w_err, 2),
+        (os.POSIX_SPAWN_CLOSE, r_out), (os.POSIX_SPAWN_CLOSE, r_err), (os.POSIX_SPAWN_CLOSE, w_in)])
+    for fd in (r_in, w_out, w_err):
+        os.close(fd)
+    if stdin_bytes:
+        os.write(w_in, stdin_bytes)
+    os.close(w_in)
+    with os.fdopen(r_out, "rb") as o, os.fdopen(r_err, "rb") as e:
+        out, err = o.read(), e.read()
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
+    spawn.cpu.append(usage.ru_utime + usage.ru_stime)
+    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss, out, err
+
+
+spawn.cpu = []
+
+
+def last_cpu():
+    return spawn.cpu[-1]
+
+
+class Store:
+    def __init__(self, binary, root, name):
+        self.binary = binary
+        self.path = os.path.join(root, name)
+        subprocess.run(["git", "init", "-q", self.path], check=True)
+        subprocess.run(["git", "-C", self.path, "config", "user.name", "bench"], check=True)
+        self.env = dict(os.environ)
+        self.env.pop("GIT_LOCKS_NOW_MS", None)
+        self.env.pop("GIT_LOCKS_GIT", None)
+        self.env["GIT_LOCKS_KEY"] = os.path.join(root, "bench.key")
+        self.gl("init")
+
+    def gl(self, *args, stdin=None, check=True):
+        wall, code, rss, out, err = spawn([self.binary, "--repo", self.path, *args], self.env, stdin)
+        if check and code != 0:
+            sys.exit(f"git-locks {' '.join(args)} failed ({code}): {err.decode()}")
+        return wall, rss, out
+
+    def bare(self, old, new):
+        """One bare compare-and-swap transaction of refs/bench/bare."""
+        tx = f"start\nupdate refs/bench/bare {new} {old}\nprepare\ncommit\n".encode()
+        env = dict(self.env, LC_ALL="C")
+        wall, code, _, _, err = spawn(["git", "-C", self.path, "-c", "core.filesRefLockTimeout=0", "-c",
+                                       "core.packedRefsTimeout=0", "update-ref", "--stdin"], env, tx)
+        if code != 0:
+            sys.exit(f"bare update-ref failed: {err.decode()}")
+        return wall
+
+    def tip(self):
+        return subprocess.run(["git", "-C", self.path, "rev-parse", "refs/locks/state"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+
+def ms(seconds):
+    return f"{seconds * 1000:7.2f} ms"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("binary")
+    ap.add_argument("--cycles", type=int, default=60)
+    ap.add_argument("--leases", type=int, default=100_000)
+    args = ap.parse_args()
+    binary = os.path.abspath(args.binary)
+    root = tempfile.mkdtemp(prefix="gitlocks-bench-")
+    try:
+        print(f"git-locks benchmark  ({subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.strip()}, "
+              f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")
+        empty = Store(binary, root, "empty")
+        # Two commits for the bare transactions to swing refs/bench/bare between.
+        a = empty.tip()
+        empty.gl("claim", "warmup")
+        b = empty.tip()
+        empty.gl("release", "warmup")
+        subprocess.run(["git", "-C", empty.path, "update-ref", "refs/bench/bare", a], check=True)
+
+        claims, releases, bares = [], [], []
+        claim_cpu, bare_cpu = [], []
+        state = a
+        for _ in range(args.cycles):
+            claims.append(empty.gl("claim", "--ttl", "10m", "bench/file")[0])
+            claim_cpu.append(last_cpu())
+            releases.append(empty.gl("release", "bench/file")[0])
+            nxt = b if state == a else a
+            bares.append(empty.bare(state, nxt))
+            bare_cpu.append(last_cpu())
+            state = nxt
+        claim, release, bare = (statistics.median(x) for x in (claims, releases, bares))
+        cycle = statistics.median(c + r for c, r in zip(claims, releases))
+        print(f"\n1. claim + release cycle vs bare update-ref --stdin ({args.cycles} interleaved runs, medians)")
+        print(f"   bare update-ref transaction   {ms(bare)}")
+        print(f"   git-locks claim               {ms(claim)}   {claim / bare:5.2f}x bare   (goal <= 1.5x)")
+        print(f"   git-locks release             {ms(release)}   {release / bare:5.2f}x bare")
+        print(f"   claim + release cycle         {ms(cycle)}   {cycle / (2 * bare):5.2f}x two bare transactions")
+        cc, bc = statistics.median(claim_cpu), statistics.median(bare_cpu)
+        print(f"   CPU (user+sys, with children): claim {ms(cc)}, bare {ms(bc)}   {cc / bc:5.2f}x")
+
+        big = Store(binary, root, "big")
+        start = time.perf_counter()
+        per_batch = 10_000
+        for first in range(0, args.leases, per_batch):
+            lines = "".join(json.dumps({"op": "claim", "path": f"load/{i // 1000:03d}/f{i:06d}"}) + "\n"
+                            for i in range(first, min(args.leases, first + per_batch)))
+            big.gl("batch", "--ttl", "1h", "-", stdin=lines.encode())
+        build = time.perf_counter() - start
+        count = subprocess.run(["git", "-C", big.path, "count-objects"], capture_output=True, text=True).stdout.strip()
+        print(f"\n2. claim on a store with {args.leases:,} live leases vs an empty store")
+        print(f"   built in {build:.1f} s by {-(-args.leases // per_batch)} batch transitions ({count})")
+        small_t, big_t, small_rss, big_rss, small_cpu, big_cpu = [], [], [], [], [], []
+        for _ in range(args.cycles):
+            for store, times, rss, cpu in ((empty, small_t, small_rss, small_cpu), (big, big_t, big_rss, big_cpu)):
+                wall, peak, _ = store.gl("claim", "--ttl", "10m", "bench/other")
+                times.append(wall)
+                rss.append(peak)
+                cpu.append(last_cpu())
+                store.gl("release", "bench/other")
+        e, g = statistics.median(small_t), statistics.median(big_t)
+        print(f"   claim, empty store            {ms(e)}")
+        print(f"   claim, {args.leases:,} leases        {ms(g)}   {g / e:5.2f}x empty   (goal <= 1.3x)")
+        ec, gc = statistics.median(small_cpu), statistics.median(big_cpu)
+        print(f"   CPU (user+sys, with children): empty {ms(ec)}, {args.leases:,} leases {ms(gc)}   {gc / ec:5.2f}x")
+        print(f"   peak RSS of a claim           empty {max(small_rss) / 1024:.1f} MiB, "
+              f"{args.leases:,} leases {max(big_rss) / 1024:.1f} MiB   (goal <= 64 MiB)")
+        status_wall, status_rss, _ = big.gl("--json", "status")
+        print(f"   (for scale: a full `status` of the big store takes {status_wall:.2f} s, "
+              f"peak RSS {status_rss / 1024:.1f} MiB)")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

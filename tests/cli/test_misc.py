@@ -1,0 +1,217 @@
+"""Identity, init and policy files, help, status/log schemas, wait, durations."""
+
+import json
+import os
+import re
+import stat
+import subprocess
+import threading
+import time
+import unittest
+
+from support import CliTest, Repo, T0, binary
+
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class Identity(CliTest):
+    def test_key_file_created_0600_and_stable(self):
+        r = self.repo(init=False)
+        res = self.assertOk(r.run("alice", "--json", "whoami"))
+        me = res.json
+        self.assertRegex(me["actor"], HEX64)
+        self.assertEqual(me["name"], "alice")
+        self.assertEqual(me["key_file"], r.key("alice"))
+        self.assertEqual(stat.S_IMODE(os.stat(r.key("alice")).st_mode), 0o600)
+        with open(r.key("alice")) as f:
+            doc = json.loads(f.read())
+        self.assertEqual(doc["format"], "gitlocks-actor-key-v1")
+        self.assertRegex(doc["seed"], HEX64)
+        self.assertEqual(r.run("alice", "--json", "whoami").json["actor"], me["actor"])
+        self.assertNotEqual(r.run("bob", "--json", "whoami").json["actor"], me["actor"])
+
+    def test_key_selection_order(self):
+        r = self.repo(init=False)
+        flag = os.path.join(r.root, "flag.key")
+        xdg = os.path.join(r.root, "xdg")
+        a = r.run("alice", "--json", "--key", flag, "whoami").json
+        self.assertEqual(a["key_file"], flag)
+        env = {"GIT_LOCKS_KEY": "", "XDG_CONFIG_HOME": xdg}
+        b = r.run("alice", "--json", "whoami", env=env).json
+        self.assertEqual(b["key_file"], os.path.join(xdg, "git-locks", "actor.key"))
+        env = {"GIT_LOCKS_KEY": "", "XDG_CONFIG_HOME": "", "HOME": os.path.join(r.root, "home")}
+        c = r.run("alice", "--json", "whoami", env=env).json
+        self.assertEqual(c["key_file"], os.path.join(r.root, "home", ".config", "git-locks", "actor.key"))
+        self.assertEqual(stat.S_IMODE(os.stat(os.path.dirname(c["key_file"])).st_mode), 0o700)
+
+    def test_open_or_malformed_key_refused(self):
+        r = self.repo()
+        self.assertOk(r.run("alice", "whoami"))
+        os.chmod(r.key("alice"), 0o644)
+        with self.unchanged(r):
+            e = self.assertUsage(self.claim(r, "alice", "x"))
+            self.assertIn("0644", e["detail"])
+            self.assertIn("chmod 600", e["detail"])
+        os.chmod(r.key("alice"), 0o600)
+        with open(r.key("alice"), "w") as f:
+            f.write('{"format":"something-else","seed":"00"}\n')
+        self.assertUsage(r.run("alice", "whoami"))
+
+    def test_concurrent_first_use_yields_one_key(self):
+        r = self.repo(init=False)
+        procs = [r.popen("alice", "--json", "whoami") for _ in range(6)]
+        actors = {json.loads(p.communicate()[0])["actor"] for p in procs}
+        self.assertEqual(len(actors), 1)
+
+
+class Init(CliTest):
+    def test_init_twice_writes_nothing(self):
+        r = self.repo(init=False)
+        res = self.assertOk(r.run("owner", "--json", "init"))
+        self.assertTrue(res.json["created"])
+        self.assertRegex(res.json["store"], HEX64)
+        self.assertEqual(res.json["owner"], r.run("owner", "--json", "whoami").json["actor"])
+        with self.unchanged(r):
+            again = self.assertOk(r.run("bob", "--json", "init"))
+            self.assertFalse(again.json["created"])
+            self.assertEqual(again.json["store"], res.json["store"])
+            self.assertIn("already exists", self.assertOk(r.run("bob", "init")).out)
+        other = self.repo(init=False)
+        self.assertNotEqual(self.assertOk(other.run("owner", "--json", "init")).json["store"], res.json["store"])
+
+    def test_policy_file(self):
+        r = self.repo(policy={"min_ttl_ms": 5000, "max_ttl_ms": 60000})
+        with self.unchanged(r):
+            self.assertRefused(self.claim(r, "a", "x", ttl="4s"), "guard-window")
+            self.assertRefused(self.claim(r, "a", "x", ttl="61s"), "guard-window")
+        self.claimed(r, "a", "x", ttl="5s")
+        status = r.run("a", "--json", "status").json
+        self.assertEqual(status["policy"]["min_ttl_ms"], 5000)
+
+    def test_bad_policy_files(self):
+        for policy, code in (({"min_ttl_ms": 10, "max_ttl_ms": 5}, "usage"),
+                             ({"owner": "x"}, "usage"),
+                             ({"families": [{"name": "f", "policy": "maybe", "members": ["a"]}]}, "usage"),
+                             ({"families": [{"name": "f", "policy": "shared", "members": ["/abs"]}]}, "bad-path")):
+            with self.subTest(policy=policy):
+                r = self.repo(init=False)
+                pfile = os.path.join(r.root, "p.json")
+                with open(pfile, "w") as f:
+                    json.dump(policy, f)
+                self.assertUsage(r.run("owner", "init", "--policy", pfile), code)
+                self.assertIsNone(r.tip())
+        r = self.repo(init=False)
+        pfile = os.path.join(r.root, "p.json")
+        with open(pfile, "w") as f:
+            f.write("{\"min_ttl_ms\": 1.5}")
+        self.assertUsage(r.run("owner", "init", "--policy", pfile), "bad-json")
+
+
+class Help(CliTest):
+    def test_help_and_version(self):
+        r = Repo(self)
+        res = self.assertOk(r.run("a", "--help"))
+        for cmd in ("init", "claim", "extend", "release", "sweep", "sem acquire", "sem release", "batch", "run",
+                    "status", "fence", "wait", "log", "whoami", "hook install"):
+            self.assertIn(f"  {cmd}", res.out)
+        for text in ("64", "store-write", "stale-retries-exhausted", "GIT_LOCKS_NOW_MS", "GIT_LOCKS_GIT", '"attempts"'):
+            self.assertIn(text, res.out)
+        self.assertRegex(self.assertOk(r.run("a", "--version")).out, r"^git-locks \d+\.\d+\.\d+\n$")
+        self.assertIn("claim", self.assertOk(r.run("a", "claim", "--help")).out)
+        self.assertUsage(r.run("a"))
+
+
+class Status(CliTest):
+    def test_json_schema(self):
+        r = self.repo()
+        self.claimed(r, "alice", "src/a.c", ttl="60s", extra=("--note", "refactor"))
+        self.claimed(r, "bob", "docs/", mode="shared")
+        self.assertOk(r.run("bob", "sem", "acquire", "ci", "--limit", "3"))
+        r.now += 1000
+        st = r.run("alice", "--json", "status").json
+        self.assertEqual(set(st), {"store", "commit", "now_ms", "policy", "leases"})
+        self.assertEqual(st["commit"], r.tip())
+        self.assertEqual(st["now_ms"], T0 + 1000)
+        self.assertEqual(set(st["policy"]), {"min_ttl_ms", "max_ttl_ms", "families", "owner"})
+        by = {l["resource"]: l for l in st["leases"]}
+        self.assertEqual(sorted(by), ["path:docs", "path:src/a.c", "sem:ci"])
+        a = by["path:src/a.c"]
+        self.assertEqual(set(a), {"kind", "resource", "path", "mode", "lease", "holder", "name", "generation",
+                                  "expires_at", "expires_in_ms", "created_at", "live", "mine", "note"})
+        self.assertEqual((a["kind"], a["path"], a["mode"], a["name"], a["generation"], a["note"]),
+                         ("path", "src/a.c", "exclusive", "alice", 1, "refactor"))
+        self.assertEqual((a["expires_at"], a["expires_in_ms"], a["created_at"]), (T0 + 60000, 59000, T0))
+        self.assertTrue(a["mine"] and a["live"])
+        self.assertEqual(by["path:docs"]["path"], "docs/")
+        self.assertFalse(by["path:docs"]["mine"])
+        sem = by["sem:ci"]
+        self.assertEqual((sem["kind"], sem["sem"], sem["limit"]), ("sem", "ci", 3))
+        self.assertNotIn("mode", sem)
+        only = r.run("alice", "--json", "status", "src/").json["leases"]
+        self.assertEqual([l["resource"] for l in only], ["path:src/a.c"])
+        human = self.assertOk(r.run("alice", "status")).out
+        self.assertIn("src/a.c", human)
+        self.assertIn("alice", human)
+        r.now = T0 + 600_001
+        self.assertEqual(r.run("alice", "--json", "status").json["leases"], [])
+        expired = r.run("alice", "--json", "status", "--all").json["leases"]
+        self.assertEqual(len(expired), 3)
+        self.assertFalse(any(l["live"] for l in expired))
+
+    def test_log(self):
+        r = self.repo()
+        lease = self.claimed(r, "alice", "x")["leases"][0]["lease"]
+        self.assertOk(r.run("alice", "release", lease))
+        lines = [json.loads(l) for l in self.assertOk(r.run("a", "--json", "log")).out.splitlines()]
+        self.assertEqual([l["action"] for l in lines], ["release", "claim", "init"])
+        self.assertEqual(lines[0]["commit"], r.tip())
+        self.assertEqual(lines[0]["parent"], lines[1]["commit"])
+        self.assertIsNone(lines[2]["parent"])
+        self.assertEqual(lines[1]["name"], "alice")
+        self.assertEqual(lines[1]["admitted_at_ms"], T0)
+        self.assertEqual(set(lines[1]), {"commit", "parent", "admitted_at_ms", "actor", "name", "command", "action",
+                                         "summary", "body"})
+        self.assertEqual(len(self.assertOk(r.run("a", "log", "--limit", "2")).out.splitlines()), 2)
+
+
+class Wait(CliTest):
+    def test_free_paths_return_at_once_and_write_nothing(self):
+        r = self.repo()
+        objects = r.git("count-objects").strip()
+        with self.unchanged(r):
+            res = self.assertOk(r.run("alice", "--json", "wait", "a", "b/"))
+            self.assertTrue(res.json["claimable"])
+        self.assertEqual(r.git("count-objects").strip(), objects)
+
+    def test_timeout(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        with self.unchanged(r):
+            start = time.monotonic()
+            e = self.assertRefused(r.run("alice", "wait", "--timeout", "300ms", "a"), "held-path")
+            self.assertGreaterEqual(time.monotonic() - start, 0.3)
+            self.assertIn("timed out", e["detail"])
+
+    def test_wait_and_claim_when_released(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        waiter = r.popen("alice", "--json", "wait", "--claim", "--timeout", "30s", "a")
+        time.sleep(0.3)
+        self.assertOk(r.run("bob", "release", "a"))
+        out, err = waiter.communicate(timeout=60)
+        self.assertEqual(waiter.returncode, 0, err)
+        self.assertEqual(json.loads(out)["leases"][0]["resource"], "path:a")
+        self.assertEqual(r.run("x", "--json", "status").json["leases"][0]["name"], "alice")
+
+
+class Durations(CliTest):
+    def test_units(self):
+        r = self.repo()
+        for i, (text, ms) in enumerate((("1500ms", 1500), ("30s", 30000), ("10m", 600000), ("1h", 3600000),
+                                         ("2500", 2500))):
+            lease = self.claimed(r, "alice", f"d{i}", ttl=text)["leases"][0]
+            self.assertEqual(lease["expires_at"], T0 + ms)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,75 @@
+// cli.h — the host context every command gets, and the command handlers.
+//
+// A command is a short function: parse flags, call the core (through
+// publish() for transitions), print. Business rules live in the core.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.h"
+#include "git.h"
+#include "gitlocks/canon.hpp"
+#include "gitlocks/store.hpp"
+#include "identity.h"
+
+namespace gitlocks::cli {
+
+using Argv = std::vector<std::string>;
+
+class Context {
+ public:
+  std::string op;                       // the command, as named in error objects
+  bool json_output = false;             // --json
+  std::optional<std::string> repo_dir;  // --repo
+  std::optional<std::string> key_flag;  // --key
+  std::optional<int> attempts;          // update-ref runs of the last publication
+
+  // Parses a command's flags; the global flags are accepted everywhere.
+  Result<Parsed> parse(const Argv& argv, std::vector<FlagSpec> flags, bool stop_at_positional = false);
+
+  Git git() const { return Git(repo_dir); }
+  // The repository's object store (libgit2), opened once. Errors: store_read.
+  Result<ObjectStore*> store();
+  // The actor's identity, loaded once. Errors: usage.
+  Result<const Identity*> identity();
+  // Starts reading `git config user.name` so that it overlaps other work.
+  void prefetch_name();
+  // The display name ("" when user.name is unset).
+  std::string display_name();
+
+  // Reports `e` on stderr (one JSON line) and returns its exit status.
+  int fail(const Error& e);
+  // Prints a success: `obj` as one JSON line with --json, else `human`.
+  int done(const json& obj, const std::string& human);
+
+ private:
+  std::unique_ptr<ObjectStore> store_;
+  std::optional<Identity> identity_;
+  std::optional<Git::PendingConfig> name_;
+};
+
+// The contents of a file, or of stdin for "-". Errors: usage.
+Result<std::string> read_input(const std::string& name);
+
+// Command handlers (tools/cli/cmd_*.cpp); main.cpp holds the table.
+int cmd_init(Context& ctx, const Argv& argv);
+int cmd_claim(Context& ctx, const Argv& argv);
+int cmd_extend(Context& ctx, const Argv& argv);
+int cmd_release(Context& ctx, const Argv& argv);
+int cmd_sweep(Context& ctx, const Argv& argv);
+int cmd_sem_acquire(Context& ctx, const Argv& argv);
+int cmd_sem_release(Context& ctx, const Argv& argv);
+int cmd_batch(Context& ctx, const Argv& argv);
+int cmd_run(Context& ctx, const Argv& argv);
+int cmd_status(Context& ctx, const Argv& argv);
+int cmd_fence(Context& ctx, const Argv& argv);
+int cmd_wait(Context& ctx, const Argv& argv);
+int cmd_log(Context& ctx, const Argv& argv);
+int cmd_whoami(Context& ctx, const Argv& argv);
+int cmd_hook_install(Context& ctx, const Argv& argv);
+int cmd_hook_check(Context& ctx, const Argv& argv);
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,176 @@
+// Commands that publish one transition: init, claim, extend, release, sweep,
+// sem acquire/release, batch.
+#include "cli.h"
+#include "gitlocks/plan.hpp"
+#include "gitlocks/policy.hpp"
+#include "leases.h"
+#include "publish.h"
+
+namespace gitlocks::cli {
+namespace {
+
+constexpr std::int64_t kDefaultTtlMs = 10 * 60 * 1000;
+
+Result<std::int64_t> ttl_of(const Parsed& a) {
+  if (auto t = a.value("ttl")) return parse_duration(*t);
+  return kDefaultTtlMs;
+}
+
+Result<std::optional<std::int64_t>> generation_of(const Parsed& a) {
+  auto g = a.value("generation");
+  if (!g) return std::optional<std::int64_t>{};
+  GITLOCKS_TRY(v, parse_count(*g, "--generation"));
+  return std::optional<std::int64_t>{v};
+}
+
+// Publishes and reports; refusals and errors go to stderr.
+int publish_and_report(Context& ctx, const std::string& command, const BodyFn& body) {
+  auto p = publish(ctx, command, body);
+  if (!p.ok()) return ctx.fail(p.error());
+  return report_published(ctx, *p);
+}
+
+// extend/release: ops for LEASE-ID|PATH arguments, resolved per snapshot.
+int lease_command(Context& ctx, const Argv& argv, bool extend) {
+  std::vector<FlagSpec> flags = {{"generation", true}};
+  if (extend) flags.push_back({"ttl", true});
+  auto a = ctx.parse(argv, flags);
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one LEASE-ID or PATH"));
+  auto ttl = ttl_of(*a);
+  if (!ttl.ok()) return ctx.fail(ttl.error());
+  auto gen = generation_of(*a);
+  if (!gen.ok()) return ctx.fail(gen.error());
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  return publish_and_report(ctx, ctx.op, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(snap));
+    LeaseResolver resolve(**store, snap, (*me)->actor);
+    json ops = json::array();
+    for (const auto& arg : a->positionals) {
+      GITLOCKS_TRY(op, resolve.op_for({LeaseRef::Kind::id_or_path, arg, *gen}, extend));
+      if (extend) op["expires_at"] = now + *ttl;
+      ops.push_back(op);
+    }
+    return std::optional<json>{transition_body(ctx, now, ops)};
+  });
+}
+
+}  // namespace
+
+int cmd_init(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"policy", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "init takes no arguments"));
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  json policy = default_policy(random_hex(32), (*me)->actor);
+  if (auto file = a->value("policy")) {
+    auto text = read_input(*file);
+    if (!text.ok()) return ctx.fail(text.error());
+    auto doc = canon_parse(*text, CanonMode::lenient);
+    if (!doc.ok()) return ctx.fail(make_error(doc.error().code, *file + ": " + doc.error().message));
+    auto keys = check_keys(*doc, {"min_ttl_ms", "max_ttl_ms", "families"}, "policy file");
+    if (!keys.ok()) return ctx.fail(make_error(Errc::usage, *file + ": " + keys.error().message));
+    for (const auto& [k, v] : doc->items()) policy[k] = v;
+  }
+  auto valid = parse_policy(policy);
+  if (!valid.ok()) return ctx.fail(valid.error());
+  auto p = publish(ctx, "init", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
+    if (snap.commit) return std::optional<json>{};
+    return std::optional<json>{json{{"init", policy}}};
+  });
+  if (!p.ok()) return ctx.fail(p.error());
+  if (!p->candidate) {
+    const Snapshot& s = p->source;
+    return ctx.done({{"op", "init"}, {"created", false}, {"store", s.store_id}, {"commit", *s.commit}},
+                    "a lock store already exists here (store " + s.store_id.substr(0, 12) + ", refs/locks/state -> " +
+                        s.commit->substr(0, 12) + "); nothing written");
+  }
+  const Candidate& c = *p->candidate;
+  return ctx.done({{"op", "init"}, {"created", true}, {"store", policy["store"]}, {"owner", (*me)->actor},
+                   {"commit", c.commit}, {"policy", policy}, {"attempts", ctx.attempts.value_or(0)}},
+                  "initialised a lock store (store " + policy["store"].get<std::string>().substr(0, 12) +
+                      ", owner " + (*me)->actor.substr(0, 12) + ", refs/locks/state -> " + c.commit.substr(0, 12) + ")");
+}
+
+int cmd_claim(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"mode", true}, {"ttl", true}, {"note", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one PATH to claim"));
+  auto ttl = ttl_of(*a);
+  if (!ttl.ok()) return ctx.fail(ttl.error());
+  const std::string mode = a->value("mode").value_or("exclusive");
+  return publish_and_report(ctx, "claim", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(snap));
+    json ops = json::array();
+    for (const auto& path : a->positionals) {
+      json op = {{"op", "claim"}, {"path", path}, {"mode", mode}, {"expires_at", now + *ttl}};
+      if (auto note = a->value("note")) op["note"] = *note;
+      ops.push_back(op);
+    }
+    return std::optional<json>{transition_body(ctx, now, ops)};
+  });
+}
+
+int cmd_extend(Context& ctx, const Argv& argv) { return lease_command(ctx, argv, true); }
+
+int cmd_release(Context& ctx, const Argv& argv) { return lease_command(ctx, argv, false); }
+
+int cmd_sweep(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "sweep takes no arguments"));
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  auto p = publish(ctx, "sweep", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_TRY(op, propose_sweep(**store, snap.state, now));
+    if (!op) return std::optional<json>{};
+    return std::optional<json>{transition_body(ctx, now, json::array({*op}))};
+  });
+  if (!p.ok()) return ctx.fail(p.error());
+  if (!p->candidate)
+    return ctx.done({{"op", "sweep"}, {"swept", 0}, {"commit", nullptr}}, "nothing to sweep: no lease has expired");
+  return report_published(ctx, *p);
+}
+
+int cmd_sem_acquire(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"limit", true}, {"ttl", true}, {"note", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.size() != 1) return ctx.fail(make_error(Errc::usage, "usage: sem acquire NAME --limit N [--ttl DUR]"));
+  auto limit_text = a->value("limit");
+  if (!limit_text) return ctx.fail(make_error(Errc::usage, "sem acquire needs --limit N"));
+  auto limit = parse_count(*limit_text, "--limit");
+  if (!limit.ok()) return ctx.fail(limit.error());
+  auto ttl = ttl_of(*a);
+  if (!ttl.ok()) return ctx.fail(ttl.error());
+  return publish_and_report(ctx, "sem-acquire", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(snap));
+    json op = {{"op", "sem-acquire"}, {"sem", a->positionals[0]}, {"limit", *limit}, {"expires_at", now + *ttl}};
+    if (auto note = a->value("note")) op["note"] = *note;
+    return std::optional<json>{transition_body(ctx, now, json::array({op}))};
+  });
+}
+
+int cmd_sem_release(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"generation", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.size() != 1) return ctx.fail(make_error(Errc::usage, "usage: sem release NAME"));
+  auto gen = generation_of(*a);
+  if (!gen.ok()) return ctx.fail(gen.error());
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  return publish_and_report(ctx, "sem-release", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(snap));
+    LeaseResolver resolve(**store, snap, (*me)->actor);
+    GITLOCKS_TRY(op, resolve.op_for({LeaseRef::Kind::sem, a->positionals[0], *gen}, false));
+    return std::optional<json>{transition_body(ctx, now, json::array({op}))};
+  });
+}
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,232 @@
+// Read-only commands: status, fence, log, whoami.
+#include <algorithm>
+
+#include "cli.h"
+#include "gitlocks/packet.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
+#include "leases.h"
+#include "publish.h"
+#include "report.h"
+
+namespace gitlocks::cli {
+namespace {
+
+std::string holder_label(const json& lease) {
+  std::string name = lease.value("name", "");
+  std::string key = lease.value("holder", "").substr(0, 12);
+  return name.empty() ? key : name + " (" + key + ")";
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+namespace {
+
+// Every lease of the state as a status entry (docs/CLI.md), sorted by
+// resource and generation; expired ones only with `all`, path leases only
+// those overlapping `filters` (semaphores only without filters).
+Result<json> status_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters, bool all,
+                           const std::string& me) {
+  json leases = json::array();
+  Status walk = reader.for_each_record([&](const json& rec) {
+    const std::string kind = rec.value("kind", "");
+    if (kind != "path" && kind != "sem") return true;
+    for (const auto& l : rec["leases"]) {
+      const bool live = lease_live(l, now);
+      if (!live && !all) continue;
+      json e = {{"kind", kind}, {"resource", kind + ":" + rec["name"].get<std::string>()},
+                {"lease", l["id"]}, {"holder", l["holder"]}, {"name", l["name"]},
+                {"generation", l["generation"]}, {"expires_at", l["expires_at"]},
+                {"expires_in_ms", l["expires_at"].get<std::int64_t>() - now}, {"created_at", l["created_at"]},
+                {"live", live}, {"mine", l["holder"] == me}};
+      if (kind == "path") {
+        auto lp = parse_repo_path(l["path"].get<std::string>());
+        if (!filters.empty() && (!lp.ok() || std::none_of(filters.begin(), filters.end(), [&](const RepoPath& f) {
+                                   return paths_overlap(f, *lp);
+                                 })))
+          continue;
+        e["path"] = l["path"];
+        e["mode"] = l["mode"];
+      } else {
+        if (!filters.empty()) continue;
+        e["sem"] = rec["name"];
+        e["limit"] = rec["limit"];
+      }
+      if (l.contains("note")) e["note"] = l["note"];
+      leases.push_back(std::move(e));
+    }
+    return true;
+  });
+  if (!walk.ok()) return walk.error();
+  std::sort(leases.begin(), leases.end(), [](const json& x, const json& y) {
+    return std::make_pair(x["resource"].get<std::string>(), x["generation"].get<std::int64_t>()) <
+           std::make_pair(y["resource"].get<std::string>(), y["generation"].get<std::int64_t>());
+  });
+  return leases;
+}
+
+std::string status_table(const json& leases) {
+  if (leases.empty()) return "";
+  std::string out =
+      pad("RESOURCE", 32) + pad("MODE", 11) + pad("HOLDER", 28) + pad("GEN", 6) + pad("EXPIRES IN", 12) + "LEASE\n";
+  for (const auto& e : leases) {
+    const bool path = e["kind"] == "path";
+    std::string what = path ? e["path"].get<std::string>()
+                            : "sem " + e["sem"].get<std::string>() + " (limit " +
+                                  std::to_string(e["limit"].get<std::int64_t>()) + ")";
+    std::string left = e["live"].get<bool>() ? format_duration(e["expires_in_ms"].get<std::int64_t>()) : "expired";
+    out += pad(what, 31) + " " + pad(path ? e["mode"].get<std::string>() : "slot", 11) +
+           pad(holder_label(e) + (e["mine"].get<bool>() ? " *" : ""), 27) + " " +
+           pad(std::to_string(e["generation"].get<std::int64_t>()), 6) + pad(left, 12) +
+           e["lease"].get<std::string>() + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_status(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"all", false}});
+  if (!a.ok()) return ctx.fail(a.error());
+  std::vector<RepoPath> filters;
+  for (const auto& p : a->positionals) {
+    auto rp = parse_repo_path(p);
+    if (!rp.ok()) return ctx.fail(rp.error());
+    filters.push_back(*rp);
+  }
+  auto now = now_ms();
+  if (!now.ok()) return ctx.fail(now.error());
+  auto snap = current_snapshot(ctx);
+  if (!snap.ok()) return ctx.fail(snap.error());
+  json out = {{"store", nullptr}, {"commit", nullptr}, {"now_ms", *now}, {"policy", nullptr}, {"leases", json::array()}};
+  if (!snap->commit) return ctx.done(out, "no lock store in this repository (run `git-locks init`)");
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  std::string me;
+  if (auto id = ctx.identity(); id.ok()) me = (*id)->actor;  // only marks "mine"
+  StateReader reader(**store, snap->state);
+  auto policy = reader.policy();
+  if (!policy.ok()) return ctx.fail(policy.error());
+  auto leases = status_leases(reader, *now, filters, a->has("all"), me);
+  if (!leases.ok()) return ctx.fail(leases.error());
+  out["store"] = snap->store_id;
+  out["commit"] = *snap->commit;
+  out["policy"] = {{"min_ttl_ms", (*policy)["min_ttl_ms"]}, {"max_ttl_ms", (*policy)["max_ttl_ms"]},
+                   {"families", (*policy)["families"]}, {"owner", (*policy)["owner"]}};
+  out["leases"] = *leases;
+  return ctx.done(out, "refs/locks/state -> " + snap->commit->substr(0, 12) + " (store " +
+                           snap->store_id.substr(0, 12) + "): " + std::to_string(leases->size()) +
+                           (a->has("all") ? " leases\n" : " live leases\n") + status_table(*leases));
+}
+
+int cmd_fence(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.size() != 2) return ctx.fail(make_error(Errc::usage, "usage: fence RESOURCE GENERATION"));
+  const std::string& name = a->positionals[0];
+  auto generation = parse_count(a->positionals[1], "GENERATION");
+  if (!generation.ok()) return ctx.fail(generation.error());
+  // RESOURCE: "sem:NAME", "path:PATH" or a bare PATH.
+  std::string resource;
+  if (name.rfind("sem:", 0) == 0) {
+    resource = name;
+  } else {
+    auto p = parse_repo_path(name.rfind("path:", 0) == 0 ? name.substr(5) : name);
+    if (!p.ok()) return ctx.fail(p.error());
+    resource = path_resource(p->key());
+  }
+  auto now = now_ms();
+  if (!now.ok()) return ctx.fail(now.error());
+  auto snap = current_snapshot(ctx);
+  if (!snap.ok()) return ctx.fail(snap.error());
+  std::optional<json> rec;
+  if (snap->commit) {
+    auto store = ctx.store();
+    if (!store.ok()) return ctx.fail(store.error());
+    StateReader reader(**store, snap->state);
+    auto r = reader.record(resource);
+    if (!r.ok()) return ctx.fail(r.error());
+    rec = *r;
+  }
+  std::int64_t current = rec ? rec->value("generation", std::int64_t{0}) : 0;
+  if (rec && rec->contains("leases")) {
+    for (const auto& l : (*rec)["leases"]) {
+      if (l["generation"] != *generation || !lease_live(l, *now)) continue;
+      return ctx.done({{"op", "fence"}, {"resource", resource}, {"generation", *generation}, {"live", true},
+                       {"lease", l["id"]}, {"holder", l["holder"]}, {"name", l["name"]}, {"expires_at", l["expires_at"]},
+                       {"commit", *snap->commit}},
+                      "ok: generation " + std::to_string(*generation) + " of " + resource + " is live (lease " +
+                          l["id"].get<std::string>() + ", " + holder_label(l) + ", expires in " +
+                          format_duration(l["expires_at"].get<std::int64_t>() - *now) + ")");
+    }
+  }
+  return ctx.fail(make_error(Errc::stale_generation,
+                             "generation " + std::to_string(*generation) + " of " + resource +
+                                 " is not live (current generation " + std::to_string(current) + ")"));
+}
+
+int cmd_log(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"limit", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "log takes no arguments"));
+  std::int64_t limit = kMaxSafeInteger;
+  if (auto l = a->value("limit")) {
+    auto v = parse_count(*l, "--limit");
+    if (!v.ok()) return ctx.fail(v.error());
+    limit = *v;
+  }
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  auto tip = (*store)->read_ref(kStateRef);
+  if (!tip.ok()) return ctx.fail(tip.error());
+  std::optional<Oid> at = *tip;
+  std::string text;
+  for (std::int64_t n = 0; at && n < limit; ++n) {
+    auto tc = read_transition_commit(**store, *at);
+    if (!tc.ok()) return ctx.fail(make_error(Errc::store_read, tc.error().message));
+    auto doc = canon_parse(tc->packet_stored, CanonMode::strict);
+    if (!doc.ok() || !doc->contains("packet") || !(*doc)["packet"].is_object())
+      return ctx.fail(make_error(Errc::store_read, "commit " + *at + " carries an unreadable packet"));
+    const json& p = (*doc)["packet"];
+    const json& body = p.contains("body") ? p["body"] : json::object();
+    std::string summary = describe_transition(p);
+    if (summary.rfind("git-locks: ", 0) == 0) summary = summary.substr(11);
+    while (!summary.empty() && summary.back() == '\n') summary.pop_back();
+    std::optional<std::int64_t> t;
+    if (p.contains("claimed_at_ms") && p["claimed_at_ms"].is_number_integer()) t = p["claimed_at_ms"].get<std::int64_t>();
+    json line = {{"commit", *at},
+                 {"parent", tc->parents.empty() ? json(nullptr) : json(tc->parents[0])},
+                 {"admitted_at_ms", t ? json(*t) : json(nullptr)},
+                 {"actor", p.value("actor", "")},
+                 {"name", body.value("name", "")},
+                 {"command", p.value("command", "")},
+                 {"action", p.value("action", "")},
+                 {"summary", summary},
+                 {"body", body}};
+    if (ctx.json_output) text += json_line(line) + "\n";
+    else
+      text += at->substr(0, 12) + "  " + (t ? format_time(*t) : std::string(24, ' ')) + "  " + summary + "\n";
+    at = tc->parents.empty() ? std::nullopt : std::optional<Oid>(tc->parents[0]);
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+int cmd_whoami(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "whoami takes no arguments"));
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  std::string name = ctx.display_name();
+  return ctx.done({{"actor", (*me)->actor}, {"name", name}, {"key_file", (*me)->key_file}},
+                  (*me)->actor + (name.empty() ? "" : "  " + name) + "\n(key " + (*me)->key_file + ")");
+}
+
+}  // namespace gitlocks::cli

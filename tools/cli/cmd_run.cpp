@@ -1,0 +1,255 @@
+// run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] -- CMD [ARG...]
+//
+// Admit (one transition), launch, renew every TTL/3 while the command runs,
+// release when it ends, exit with its status. Never launched when admission
+// fails. SIGINT/SIGTERM sent to the wrapper are forwarded to the command
+// (a terminal's Ctrl-C already reaches both: it is not sent twice).
+#include <signal.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "cli.h"
+#include "publish.h"
+#include "report.h"
+
+namespace gitlocks::cli {
+namespace {
+
+constexpr std::int64_t kDefaultRunTtlMs = 60 * 1000;
+
+struct Held {
+  json target;  // {"path":P} or {"sem":N}
+  std::string lease;
+  std::int64_t generation = 0;
+  std::int64_t expires_at = 0;
+  bool lost = false;
+
+  std::string label() const {
+    return target.contains("path") ? target["path"].get<std::string>() : "semaphore " + target["sem"].get<std::string>();
+  }
+  json op(const char* kind) const {
+    json o = target;
+    o["op"] = kind;
+    o["lease"] = lease;
+    o["generation"] = generation;
+    return o;
+  }
+};
+
+// Publishes `ops` built at the current time as one "run" transition.
+Result<Published> publish_ops(Context& ctx, const std::function<json(std::int64_t now)>& ops) {
+  return publish(ctx, "run", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(snap));
+    return std::optional<json>{transition_body(ctx, now, ops(now))};
+  });
+}
+
+void report(Context& ctx, const Error& e) { print_error(ctx.op, e, ctx.attempts); }
+
+class Renewer {
+ public:
+  Renewer(Context& ctx, std::vector<Held>& held, std::int64_t ttl) : ctx_(ctx), held_(held), ttl_(ttl) {}
+
+  void start() { thread_ = std::thread([this] { loop(); }); }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void loop() {
+    std::int64_t pause = std::max<std::int64_t>(ttl_ / 3, 1);
+    for (;;) {
+      std::unique_lock<std::mutex> lk(m_);
+      if (cv_.wait_for(lk, std::chrono::milliseconds(pause), [this] { return stop_; })) return;
+      lk.unlock();
+      pause = renew();
+      if (pause < 0) return;
+    }
+  }
+
+  // Renews every lease still held; returns the pause before the next
+  // renewal, or -1 when nothing is held any more.
+  std::int64_t renew() {
+    std::vector<Held*> live;
+    for (auto& h : held_)
+      if (!h.lost) live.push_back(&h);
+    if (live.empty()) return -1;
+    auto extend_all = [&](const std::vector<Held*>& which) {
+      return publish_ops(ctx_, [&](std::int64_t now) {
+        json ops = json::array();
+        for (Held* h : which) {
+          json o = h->op("extend");
+          o["expires_at"] = now + ttl_;
+          ops.push_back(o);
+        }
+        return ops;
+      });
+    };
+    auto adopt = [&](const std::vector<Held*>& which, const Published& p) {
+      const json& leases = p.candidate->outcome.leases;
+      for (std::size_t i = 0; i < which.size() && i < leases.size(); ++i)
+        which[i]->expires_at = leases[i]["expires_at"].get<std::int64_t>();
+    };
+    auto p = extend_all(live);
+    if (p.ok()) {
+      adopt(live, *p);
+      return std::max<std::int64_t>(ttl_ / 3, 1);
+    }
+    if (classify(p.error().code).kind == ErrorKind::refused && p.error().code != Errc::stale_retries_exhausted) {
+      // All or nothing: find out lease by lease which ones are gone.
+      for (Held* h : live) {
+        auto one = extend_all({h});
+        if (one.ok()) {
+          adopt({h}, *one);
+          continue;
+        }
+        h->lost = true;
+        report(ctx_, make_error(one.error().code, "renewal refused: the lease " + h->lease + " on " + h->label() +
+                                                      " is no longer held: " + one.error().message));
+      }
+      return std::max<std::int64_t>(ttl_ / 3, 1);
+    }
+    // A store error: the lease stands until it expires; retry soon.
+    auto now = now_ms();
+    std::int64_t t = now.ok() ? *now : 0;
+    report(ctx_, make_error(p.error().code, "renewal failed; retrying until the lease expires: " + p.error().message));
+    for (Held* h : live) {
+      if (t > h->expires_at) {
+        h->lost = true;
+        report(ctx_, make_error(Errc::guard_window, "the lease " + h->lease + " on " + h->label() +
+                                                        " expired before it could be renewed: it is no longer held"));
+      }
+    }
+    return std::clamp<std::int64_t>(ttl_ / 10, 50, 1000);
+  }
+
+  Context& ctx_;
+  std::vector<Held>& held_;
+  std::int64_t ttl_;
+  std::thread thread_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
+
+void release_all(Context& ctx, std::vector<Held>& held) {
+  std::vector<Held*> live;
+  for (auto& h : held)
+    if (!h.lost) live.push_back(&h);
+  auto release = [&](const std::vector<Held*>& which) {
+    return publish_ops(ctx, [&](std::int64_t) {
+      json ops = json::array();
+      for (Held* h : which) ops.push_back(h->op(h->target.contains("path") ? "release" : "sem-release"));
+      return ops;
+    });
+  };
+  if (live.empty()) return;
+  auto p = release(live);
+  if (p.ok()) return;
+  if (classify(p.error().code).kind != ErrorKind::refused || live.size() == 1) {
+    report(ctx, make_error(p.error().code, "release failed: " + p.error().message));
+    return;
+  }
+  for (Held* h : live) {
+    auto one = release({h});
+    if (!one.ok()) report(ctx, make_error(one.error().code, "release of " + h->lease + " on " + h->label() +
+                                                                " failed: " + one.error().message));
+  }
+}
+
+}  // namespace
+
+int cmd_run(Context& ctx, const Argv& argv) {
+  // Signals wait until the command runs: then they are forwarded to it.
+  sigset_t handled;
+  sigset_t previous;
+  sigemptyset(&handled);
+  for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&handled, s);
+  pthread_sigmask(SIG_BLOCK, &handled, &previous);
+  struct Restore {
+    sigset_t mask;
+    ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+  } restore{previous};
+
+  auto a = ctx.parse(argv, {{"claim", true}, {"shared", true}, {"sem", true}, {"ttl", true}, {"note", true}}, true);
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "usage: run [--claim PATH]... -- CMD [ARG...]"));
+  std::int64_t ttl = kDefaultRunTtlMs;
+  if (auto t = a->value("ttl")) {
+    auto v = parse_duration(*t);
+    if (!v.ok()) return ctx.fail(v.error());
+    ttl = *v;
+  }
+  std::vector<std::pair<std::string, std::int64_t>> sems;
+  for (const auto& s : a->values("sem")) {
+    auto colon = s.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      return ctx.fail(make_error(Errc::usage, "--sem takes NAME:LIMIT, not '" + s + "'"));
+    auto limit = parse_count(s.substr(colon + 1), "--sem limit");
+    if (!limit.ok()) return ctx.fail(limit.error());
+    sems.emplace_back(s.substr(0, colon), *limit);
+  }
+  if (a->values("claim").empty() && a->values("shared").empty() && sems.empty())
+    return ctx.fail(make_error(Errc::usage, "run needs at least one --claim, --shared or --sem"));
+  auto admission_ops = [&](std::int64_t now) {
+    json ops = json::array();
+    auto note = a->value("note");
+    for (const char* mode : {"claim", "shared"})
+      for (const auto& p : a->values(mode)) {
+        json o = {{"op", "claim"}, {"path", p}, {"mode", std::string(mode) == "claim" ? "exclusive" : "shared"},
+                  {"expires_at", now + ttl}};
+        if (note) o["note"] = *note;
+        ops.push_back(o);
+      }
+    for (const auto& [name, limit] : sems) {
+      json o = {{"op", "sem-acquire"}, {"sem", name}, {"limit", limit}, {"expires_at", now + ttl}};
+      if (note) o["note"] = *note;
+      ops.push_back(o);
+    }
+    return ops;
+  };
+  auto admitted = publish_ops(ctx, admission_ops);
+  if (!admitted.ok()) return ctx.fail(admitted.error());
+
+  std::vector<Held> held;
+  const Candidate& c = *admitted->candidate;
+  const json& ops = c.outcome.body["ops"];
+  for (std::size_t i = 0; i < ops.size() && i < c.outcome.leases.size(); ++i) {
+    const json& l = c.outcome.leases[i];
+    Held h;
+    h.target = ops[i].contains("path") ? json{{"path", ops[i]["path"]}} : json{{"sem", ops[i]["sem"]}};
+    h.lease = l["lease"].get<std::string>();
+    h.generation = l["generation"].get<std::int64_t>();
+    h.expires_at = l["expires_at"].get<std::int64_t>();
+    held.push_back(std::move(h));
+  }
+
+  auto child = spawn_inherit(a->positionals, {"GIT_LOCKS_LEASES=" + json_line(c.outcome.leases)});
+  if (!child.ok()) {
+    release_all(ctx, held);
+    return ctx.fail(child.error());
+  }
+  Renewer renewer(ctx, held, ttl);
+  renewer.start();
+
+  int status = -1;
+  while (!try_wait_exit_status(*child, status)) {
+    siginfo_t info{};
+    timespec tick{0, 200 * 1000 * 1000};
+    int sig = sigtimedwait(&handled, &info, &tick);
+    if ((sig == SIGINT || sig == SIGTERM) && info.si_code != SI_KERNEL) ::kill(*child, sig);
+  }
+  renewer.stop();
+  release_all(ctx, held);
+  return status < 0 ? kExitStore : status;
+}
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,150 @@
+#include "identity.h"
+
+#include <fcntl.h>
+#include <sodium.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "args.h"
+#include "gitlocks/canon.hpp"
+
+namespace gitlocks::cli {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string dir_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Status make_dirs(const std::string& dir) {
+  if (dir.empty() || dir == "/" || dir == ".") return Ok{};
+  struct stat st{};
+  if (::stat(dir.c_str(), &st) == 0) return Ok{};
+  GITLOCKS_CHECK(make_dirs(dir_of(dir)));
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return make_error(Errc::usage, "cannot create " + dir + ": " + errno_text());
+  return Ok{};
+}
+
+Result<Identity> parse_key(const std::string& path, const std::string& text) {
+  auto doc = canon_parse(text.substr(0, text.find_last_not_of("\r\n") + 1), CanonMode::lenient);
+  auto bad = [&](const std::string& why) {
+    return make_error(Errc::usage, "key file " + path + " is not a git-locks key (" + why + ")");
+  };
+  if (!doc.ok() || !doc->is_object()) return bad("not a JSON object");
+  if (!check_keys(*doc, {"format", "seed"}, "key file").ok()) return bad("unknown fields");
+  auto fmt = get_string(*doc, "format");
+  if (!fmt.ok() || *fmt != kKeyFormat) return bad("format is not " + std::string(kKeyFormat));
+  auto seed_hex = get_string(*doc, "seed");
+  std::array<std::uint8_t, kSeedBytes> seed{};
+  std::size_t len = 0;
+  if (!seed_hex.ok() || seed_hex->size() != 2 * kSeedBytes ||
+      sodium_hex2bin(seed.data(), seed.size(), seed_hex->data(), seed_hex->size(), nullptr, &len, nullptr) != 0 ||
+      len != kSeedBytes)
+    return bad("seed must be 64 hex digits");
+  Identity id;
+  id.key = keypair_from_seed(seed);
+  sodium_memzero(seed.data(), seed.size());
+  id.actor = to_hex(id.key.public_key);
+  id.key_file = path;
+  return id;
+}
+
+// Writes a new key next to `path` and links it into place: link() never
+// replaces an existing file, so two first uses cannot clobber each other.
+Status create_key(const std::string& path) {
+  std::array<std::uint8_t, kSeedBytes> seed{};
+  randombytes_buf(seed.data(), seed.size());
+  std::string text = "{\"format\":\"" + std::string(kKeyFormat) + "\",\"seed\":\"" + to_hex(seed) + "\"}\n";
+  sodium_memzero(seed.data(), seed.size());
+  std::string tmp = dir_of(path) + "/.git-locks-key-XXXXXX";
+  int fd = ::mkstemp(tmp.data());  // O_CREAT|O_EXCL, mode 0600
+  if (fd < 0) return make_error(Errc::usage, "cannot create key file in " + dir_of(path) + ": " + errno_text());
+  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+            ::fsync(fd) == 0;
+  ::close(fd);
+  sodium_memzero(text.data(), text.size());
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    return make_error(Errc::usage, "cannot write key file " + path + ": " + errno_text());
+  }
+  int rc = ::link(tmp.c_str(), path.c_str());
+  int link_errno = errno;
+  ::unlink(tmp.c_str());
+  if (rc != 0 && link_errno != EEXIST)
+    return make_error(Errc::usage, "cannot create key file " + path + ": " + std::strerror(link_errno));
+  return Ok{};  // created, or another process created it first: load that one
+}
+
+}  // namespace
+
+Result<std::string> key_file_path(const std::optional<std::string>& flag) {
+  if (flag) {
+    if (flag->empty()) return make_error(Errc::usage, "--key needs a file name");
+    return *flag;
+  }
+  if (const char* k = std::getenv("GIT_LOCKS_KEY"); k && *k) return std::string(k);
+  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/git-locks/actor.key";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.config/git-locks/actor.key";
+  return make_error(Errc::usage, "no key file: use --key FILE or set GIT_LOCKS_KEY, XDG_CONFIG_HOME or HOME");
+}
+
+Result<Identity> load_identity(const std::string& path) {
+  for (int round = 0; round < 2; ++round) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno != ENOENT || round > 0) return make_error(Errc::usage, "cannot open key file " + path + ": " + errno_text());
+      GITLOCKS_CHECK(make_dirs(dir_of(path)));
+      GITLOCKS_CHECK(create_key(path));
+      continue;
+    }
+    struct stat st{};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return make_error(Errc::usage, "key file " + path + " is not a regular file");
+    }
+    if (st.st_mode & 077) {
+      ::close(fd);
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return make_error(Errc::usage, "key file " + path + " has mode " + mode +
+                                         ": it must not be accessible by group or others (chmod 600 " + path + ")");
+    }
+    std::string text(4096, '\0');
+    ssize_t n = ::read(fd, text.data(), text.size());
+    ::close(fd);
+    if (n < 0) return make_error(Errc::usage, "cannot read key file " + path + ": " + errno_text());
+    text.resize(static_cast<std::size_t>(n));
+    auto id = parse_key(path, text);
+    sodium_memzero(text.data(), text.size());
+    return id;
+  }
+  return make_error(Errc::usage, "cannot create key file " + path);
+}
+
+std::string random_hex(std::size_t bytes) {
+  std::string raw(bytes, '\0');
+  randombytes_buf(raw.data(), raw.size());
+  return to_hex(reinterpret_cast<const std::uint8_t*>(raw.data()), raw.size());
+}
+
+Result<std::int64_t> now_ms() {
+  if (const char* o = std::getenv("GIT_LOCKS_NOW_MS"); o && *o) {
+    auto v = parse_count(o, "GIT_LOCKS_NOW_MS");
+    if (!v.ok()) return v.error();
+    return *v;
+  }
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace gitlocks::cli

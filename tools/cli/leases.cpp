@@ -1,0 +1,84 @@
+#include "leases.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/state.hpp"
+
+namespace gitlocks::cli {
+
+bool is_lease_id(const std::string& s) {
+  return s.size() == 24 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+bool lease_live(const json& lease, std::int64_t now) { return now <= lease["expires_at"].get<std::int64_t>(); }
+
+Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
+  StateReader reader(store_, snap_.state);
+  return reader.record(resource);
+}
+
+Result<const json*> LeaseResolver::find_id(const std::string& id) {
+  if (!ids_) {
+    std::map<std::string, json> ids;
+    StateReader reader(store_, snap_.state);
+    GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
+      const std::string kind = rec.value("kind", "");
+      if (kind != "path" && kind != "sem") return true;
+      for (const auto& l : rec["leases"])
+        ids[l["id"].get<std::string>()] =
+            kind == "path" ? json{{"path", l["path"]}} : json{{"sem", rec["name"]}};
+      return true;
+    }));
+    ids_ = std::move(ids);
+  }
+  auto it = ids_->find(id);
+  return it == ids_->end() ? nullptr : &it->second;
+}
+
+Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
+  auto make = [&](const char* key, const std::string& target, const std::string& lease) {
+    const bool sem = std::strcmp(key, "sem") == 0;
+    json op = {{"op", extend ? "extend" : (sem ? "sem-release" : "release")}, {key, target}, {"lease", lease}};
+    if (ref.generation) op["generation"] = *ref.generation;
+    return op;
+  };
+  const bool try_id = ref.kind == LeaseRef::Kind::id || (ref.kind == LeaseRef::Kind::id_or_path && is_lease_id(ref.text));
+  if (try_id) {
+    GITLOCKS_TRY(found, find_id(ref.text));
+    if (found) {
+      if (found->contains("sem")) return make("sem", (*found)["sem"].get<std::string>(), ref.text);
+      return make("path", (*found)["path"].get<std::string>(), ref.text);
+    }
+    if (ref.kind == LeaseRef::Kind::id)
+      return make_error(Errc::not_holder, "no lease " + ref.text + " in the current state (released, swept or reclaimed)");
+  }
+  const bool sem = ref.kind == LeaseRef::Kind::sem;
+  std::string resource;
+  if (sem) {
+    resource = sem_resource(ref.text);
+  } else {
+    GITLOCKS_TRY(p, parse_repo_path(ref.text));
+    resource = path_resource(p.key());
+  }
+  GITLOCKS_TRY(rec, record(resource));
+  const char* key = sem ? "sem" : "path";
+  std::optional<std::string> other;
+  if (rec && rec->contains("leases")) {
+    for (const auto& l : (*rec)["leases"]) {
+      if (l["holder"] == actor_) return make(key, ref.text, l["id"].get<std::string>());
+      if (!other) other = l["id"].get<std::string>();
+    }
+  }
+  // Not ours: let the planner name the refusal when it can.
+  if (rec && ref.generation) return make(key, ref.text, "");
+  if (other) return make(key, ref.text, *other);
+  std::string what = sem ? "slot of semaphore '" + ref.text + "'" : "lease on '" + ref.text + "'";
+  if (try_id) what += " (and no lease has id " + ref.text + ")";
+  return make_error(Errc::not_holder, "you hold no " + what);
+}
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,73 @@
+// leases.h — turning what a user names (LEASE-ID|PATH, a semaphore) into
+// the core's ops, and a store view for "would this be admitted?" questions.
+// Lookups only: every admission rule is the planner's.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/store.hpp"
+#include "gitlocks/transition.hpp"
+
+namespace gitlocks::cli {
+
+// A lease as named on the command line or in a batch line.
+struct LeaseRef {
+  enum class Kind {
+    id_or_path,  // a 24-hex lease id when one exists in the state, else a path
+    id,
+    path,
+    sem,         // the actor's slot of a semaphore
+  };
+  Kind kind = Kind::id_or_path;
+  std::string text;
+  std::optional<std::int64_t> generation;  // fencing: refuse unless current
+};
+
+bool is_lease_id(const std::string& s);
+
+// Resolves lease references against one snapshot.
+class LeaseResolver {
+ public:
+  LeaseResolver(ObjectStore& store, const Snapshot& snap, std::string actor)
+      : store_(store), snap_(snap), actor_(std::move(actor)) {}
+
+  // The core op that extends (`extend`) or releases the named lease:
+  //   {"op":"extend"|"release"|"sem-release","path"|"sem":...,"lease":ID,"generation"?:G}
+  // The caller adds "expires_at" to an extend. When the actor holds no such
+  // lease the op still goes to the planner whenever it can name the refusal
+  // (another holder's lease, a stale generation); otherwise not_holder.
+  Result<json> op_for(const LeaseRef& ref, bool extend);
+
+ private:
+  Result<const json*> find_id(const std::string& id);
+  Result<std::optional<json>> record(const std::string& resource);
+
+  ObjectStore& store_;
+  const Snapshot& snap_;
+  std::string actor_;
+  std::optional<std::map<std::string, json>> ids_;  // lease id -> {"path"|"sem"}
+};
+
+// True while a lease is live at `now`: the planner treats a lease as in the
+// way until T > expires_at (reclaim and sweep need strictly after expiry).
+bool lease_live(const json& lease, std::int64_t now);
+
+// While alive, `store` computes object ids without writing anything (the
+// core's hash-only mode): for asking the planner whether something would be
+// admitted without leaving objects in the repository.
+class HashOnlyScope {
+ public:
+  explicit HashOnlyScope(ObjectStore& store) : store_(store) { store_.set_hash_only(true); }
+  ~HashOnlyScope() { store_.set_hash_only(false); }
+  HashOnlyScope(const HashOnlyScope&) = delete;
+  HashOnlyScope& operator=(const HashOnlyScope&) = delete;
+
+ private:
+  ObjectStore& store_;
+};
+
+}  // namespace gitlocks::cli

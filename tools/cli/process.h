@@ -1,0 +1,67 @@
+// process.h — child processes of the CLI: captured (for git) or sharing our
+// stdio (for `run`). Host-only: the core never starts a process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gitlocks/result.hpp"
+
+namespace gitlocks::cli {
+
+struct ProcessResult {
+  int status = -1;  // exit status; 128 + N when killed by signal N
+  std::string out;
+  std::string err;
+};
+
+// A started child with piped stdin, stdout and stderr. Starting early and
+// finishing later lets a caller overlap the child's start-up with its own
+// work. The destructor kills and reaps a child that was never finished.
+class Process {
+ public:
+  // argv[0] is looked up in PATH. `env` holds NAME=VALUE overrides on top of
+  // this process's environment. Errors: store_write when it cannot start.
+  static Result<Process> start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+  Process(Process&& o) noexcept;
+  Process& operator=(Process&& o) noexcept;
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  ~Process();
+
+  // Writes `input`, closes stdin, collects both outputs until the child
+  // exits, and reaps it.
+  ProcessResult finish(std::string_view input);
+
+  // Kills a child that was given nothing to do (it has read no input, so it
+  // has touched nothing) and reaps it.
+  void abandon();
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  Process() = default;
+  void close_fds();
+  pid_t pid_ = -1;
+  int in_ = -1;
+  int out_ = -1;
+  int err_ = -1;
+};
+
+// Starts a command that shares this process's stdin, stdout and stderr
+// (signal mask and dispositions reset to defaults). Errors: usage when the
+// command cannot be started (not found, not executable).
+Result<pid_t> spawn_inherit(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+// Waits for a child (retrying on EINTR): its exit status, or 128 + N when
+// it was killed by signal N.
+int wait_exit_status(pid_t pid);
+
+// Non-blocking variant: false while the child runs, else true with `status`.
+bool try_wait_exit_status(pid_t pid, int& status);
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,122 @@
+#include "publish.h"
+
+#include <chrono>
+#include <thread>
+
+#include "gitlocks/state.hpp"
+
+namespace gitlocks::cli {
+
+json transition_body(Context& ctx, std::int64_t now, json ops) {
+  return json{{"created_at", now}, {"name", ctx.display_name()}, {"ops", std::move(ops)}};
+}
+
+Status require_store(const Snapshot& snap) {
+  if (!snap.commit)
+    return make_error(Errc::usage, "no lock store in this repository (refs/locks/state is missing): run `git-locks init`");
+  return Ok{};
+}
+
+Result<Snapshot> current_snapshot(Context& ctx) {
+  GITLOCKS_TRY(store, ctx.store());
+  GITLOCKS_TRY(tip, store->read_ref(kStateRef));
+  return read_snapshot(*store, tip);
+}
+
+Result<Published> publish(Context& ctx, const std::string& command, const BodyFn& make_body) {
+  // Start git first: the start-up of `git config` and of the first
+  // update-ref overlaps libgit2's initialisation and our planning. A command
+  // that ends without publishing drops the update-ref process before it has
+  // read a single command.
+  ctx.prefetch_name();
+  const Git git = ctx.git();
+  PendingCas cas = git.begin_cas();
+  ctx.attempts = 0;
+  GITLOCKS_TRY(store, ctx.store());
+  GITLOCKS_TRY(me, ctx.identity());
+  const std::string instance = random_hex(kInstanceBytes);
+  for (int replans = 0; replans <= kMaxReplans; ++replans) {
+    if (replans > 0) cas = git.begin_cas();
+    GITLOCKS_TRY(tip, store->read_ref(kStateRef));
+    GITLOCKS_TRY(snap, read_snapshot(*store, tip));
+    GITLOCKS_TRY(now, now_ms());
+    GITLOCKS_TRY(body, make_body(snap, now));
+    if (!body) return Published{snap, std::nullopt};
+    GITLOCKS_TRY(cand, build_candidate(*store, snap, me->key, command, instance, *body, now));
+    bool replan = false;
+    for (int lock_attempt = 1; !replan; ++lock_attempt) {
+      CasResult r = cas.commit(kStateRef, cand.commit, snap.commit);
+      *ctx.attempts += 1;
+      switch (r.status) {
+        case CasStatus::ok:
+          return Published{snap, std::move(cand)};
+        case CasStatus::stale:
+          replan = true;
+          break;
+        case CasStatus::locked:
+          if (lock_attempt == kLockAttempts)
+            return make_error(Errc::store_write,
+                              "refs/locks/state.lock is held by another writer (still there after " +
+                                  std::to_string(kLockAttempts) + " attempts; git-locks never removes it): " + r.detail);
+          cas = git.begin_cas();
+          std::this_thread::sleep_for(std::chrono::milliseconds(kLockPauseMs));
+          break;
+        case CasStatus::failed:
+          return make_error(Errc::store_write, "git update-ref failed: " + r.detail);
+      }
+    }
+  }
+  return make_error(Errc::stale_retries_exhausted,
+                    "other writers kept moving refs/locks/state: gave up after " + std::to_string(kMaxReplans) +
+                        " fresh plans");
+}
+
+int report_published(Context& ctx, const Published& p) {
+  const Candidate& c = *p.candidate;
+  const json& ops = c.outcome.body.contains("ops") ? c.outcome.body["ops"] : json::array();
+  json out = {{"op", ctx.op},
+              {"commit", c.commit},
+              {"action", c.outcome.action},
+              {"admitted_at_ms", c.admitted_at_ms},
+              {"attempts", ctx.attempts.value_or(0)},
+              {"leases", c.outcome.leases},
+              {"ops", ops}};
+  std::string human;
+  std::size_t next_lease = 0;
+  auto expiry = [&](std::int64_t at) { return "expires in " + format_duration(at - c.admitted_at_ms); };
+  for (const auto& op : ops) {
+    const std::string kind = op.value("op", "");
+    const json* lease = nullptr;
+    if ((kind == "claim" || kind == "sem-acquire" || kind == "extend") && next_lease < c.outcome.leases.size())
+      lease = &c.outcome.leases[next_lease++];
+    std::string line;
+    if (kind == "claim" && lease) {
+      line = std::string(op.contains("reclaims") ? "reclaimed " : "claimed ") + op["path"].get<std::string>() + " (" +
+             op["mode"].get<std::string>() + "): lease " + (*lease)["lease"].get<std::string>() + ", generation " +
+             std::to_string((*lease)["generation"].get<std::int64_t>()) + ", " +
+             expiry((*lease)["expires_at"].get<std::int64_t>());
+    } else if (kind == "sem-acquire" && lease) {
+      line = "acquired a slot of semaphore " + op["sem"].get<std::string>() + " (limit " +
+             std::to_string(op["limit"].get<std::int64_t>()) + "): lease " + (*lease)["lease"].get<std::string>() +
+             ", generation " + std::to_string((*lease)["generation"].get<std::int64_t>()) + ", " +
+             expiry((*lease)["expires_at"].get<std::int64_t>());
+    } else if (kind == "extend" && lease) {
+      line = "extended lease " + op["lease"].get<std::string>() + " on " +
+             (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>()) +
+             ": " + expiry((*lease)["expires_at"].get<std::int64_t>());
+    } else if (kind == "release" || kind == "sem-release") {
+      line = "released lease " + op["lease"].get<std::string>() + " on " +
+             (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>());
+    } else if (kind == "sweep") {
+      line = "swept " + std::to_string(op["leases"].size()) + " expired lease" + (op["leases"].size() == 1 ? "" : "s");
+    } else {
+      line = kind;
+    }
+    human += line + "\n";
+  }
+  if (c.outcome.action == "init") human += "initialised the lock store\n";
+  human += "(refs/locks/state -> " + c.commit.substr(0, 12) + ")\n";
+  return ctx.done(out, human);
+}
+
+}  // namespace gitlocks::cli
