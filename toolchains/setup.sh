@@ -24,7 +24,7 @@ native_pkgs=(
   libclang-rt-14-dev python3 ca-certificates
 )
 wasm_pkgs=(
-  emscripten node-acorn dpkg-dev autoconf automake libtool
+  emscripten node-acorn dpkg-dev autoconf automake libtool chromium
 )
 
 missing=()

@@ -365,8 +365,10 @@ Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view bytes) {
     return e;
   };
   git_indexer* idx = nullptr;
-  git_indexer_options opts = GIT_INDEXER_OPTIONS_INIT;
-  if (git_indexer_new(&idx, dir.c_str(), 0, nullptr, &opts) != 0) return fail("cannot start indexing the pack");
+  git_indexer_options opts{};
+  if (git_indexer_options_init(&opts, GIT_INDEXER_OPTIONS_VERSION) != 0 ||
+      git_indexer_new(&idx, dir.c_str(), 0, nullptr, &opts) != 0)
+    return fail("cannot start indexing the pack");
   git_indexer_progress stats{};
   if (git_indexer_append(idx, header.pack.data(), header.pack.size(), &stats) != 0 ||
       git_indexer_commit(idx, &stats) != 0) {

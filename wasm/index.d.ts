@@ -1,0 +1,216 @@
+// Types of @git-locks/core. Checked by `tsc --noEmit` against
+// wasm/test/types/usage.ts, and against the binding's exports by
+// wasm/test/exports.test.mjs.
+
+/** Stable error codes of the core (errc names), the same the CLI prints. */
+export type ErrorCode =
+  | 'held-path'
+  | 'full-semaphore'
+  | 'family-policy'
+  | 'stale-generation'
+  | 'not-holder'
+  | 'guard-window'
+  | 'empty-interval'
+  | 'limit-mismatch'
+  | 'stale-retries-exhausted'
+  | 'usage'
+  | 'bad-path'
+  | 'bad-json'
+  | 'non-canonical'
+  | 'bad-expression'
+  | 'unsupported-expression'
+  | 'arithmetic-overflow'
+  | 'unknown-format'
+  | 'store-read'
+  | 'store-write'
+  | 'bad-signature'
+  | 'invalid';
+
+/** Thrown by every function: `code` names what went wrong. */
+export declare class GitLocksError extends Error {
+  constructor(code: ErrorCode, message: string);
+  readonly name: 'GitLocksError';
+  readonly code: ErrorCode;
+}
+
+/** JSON values in the core's data model (integers only, no floats). */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = { [key: string]: Json };
+
+/** A 40-hex Git object id. */
+export type Oid = string;
+/** Inclusive interval [lo, hi] of admission times T, milliseconds. */
+export type Interval = [lo: number, hi: number];
+/** Exact stored bytes of signed material, or the object (encoded canonically). */
+export type Signed = string | Uint8Array | ArrayBufferLike | JsonObject;
+export type Bytes = Uint8Array | ArrayBufferLike | ArrayBufferView;
+
+export interface InitOptions {
+  /** Bytes of gitlocks-core.wasm (skips fetching/reading it). */
+  wasmBinary?: Uint8Array | ArrayBufferLike;
+  /** Where to fetch gitlocks-core.wasm (browsers; default: next to the script). A URL object works too. */
+  wasmUrl?: string | { readonly href: string };
+  /** A uniformly random 32-bit unsigned integer; default: globalThis.crypto. */
+  getRandomValue?: () => number;
+}
+
+export interface VersionInfo {
+  version: string;
+  packet_format: string;
+  state_format: string;
+}
+
+/** A guard expression (seed 002 JSON form). */
+export type GuardExpression = JsonObject;
+
+/** A record of the state tree, as stored: {kind, name, ...}. */
+export interface StateRecord extends JsonObject {
+  kind: 'path' | 'sem' | 'family';
+  name: string;
+}
+
+/** The planner's view of a source state: null creates a store. */
+export type PlanState = null | { records: StateRecord[] };
+
+export interface PlanContext {
+  /** The signer's Ed25519 public key, 64 hex digits. */
+  actor: string;
+  /** The operation id (64 hex): makes lease ids unique. */
+  instance: string;
+  /** Host clock in ms: propose mode (fills reclaims, generations, expiries). */
+  now?: number;
+}
+
+export interface LeaseRef {
+  resource: string;
+  lease: string;
+  generation: number;
+  expires_at: number;
+}
+
+export interface PlanResult {
+  action: string;
+  body: JsonObject;
+  guards: GuardExpression[];
+  interval: Interval;
+  leases: LeaseRef[];
+  state: { tree: Oid; policy: JsonObject; records: StateRecord[] };
+}
+
+export interface OpenedPacket {
+  packet: JsonObject;
+  /** sha256 hex of the stored form. */
+  digest: string;
+}
+
+export interface Pins {
+  audience: string;
+  /** The notary's Ed25519 public key, 64 hex digits. */
+  serviceKey: string;
+}
+
+export interface VerifiedAttestation {
+  attestation: JsonObject;
+  admitted_at_ms: number;
+}
+
+/** One commit's verdict: the core's verdict_json, keys in canonical order. */
+export interface Verdict {
+  actor: string;
+  command: string;
+  commit: Oid;
+  /** Present when ok is false. */
+  detail?: string;
+  /** "full" (re-planned and checked), or "structural" (a private commit the
+   * verifier holds no key for: signatures, chain, bindings and time only). */
+  level: 'full' | 'structural';
+  ok: boolean;
+  /** Stable code such as "result-mismatch"; "" when ok. */
+  reason: string;
+  time: number | null;
+}
+
+export interface ReplaySummary {
+  commits: number;
+  invalid: number;
+  /** Commits verified structurally only (private commits without keys). */
+  structural: number;
+  tip: Oid | null;
+  first_invalid: Oid | null;
+}
+
+export interface ReplayResult {
+  verdicts: Verdict[];
+  summary: ReplaySummary;
+}
+
+export interface Progress {
+  done: number;
+  total: number;
+}
+
+export interface ReplayOptions {
+  /** The last commit to verify (required for a bare packfile). */
+  tip?: Oid;
+  /** Trust this commit and its ancestors; verify from here on. */
+  from?: Oid;
+  /** Accept attestations made with a notary's test clock. */
+  allowTestClock?: boolean;
+  /** Guard-time pins the store must use. */
+  pins?: Pins;
+  /** Called after every commit, synchronously. */
+  onProgress?: (progress: Progress) => void;
+}
+
+export interface StateSnapshot {
+  commit: Oid;
+  tree: Oid;
+  policy: JsonObject;
+  records: StateRecord[];
+}
+
+/** An indexed bundle or packfile. Caller-owned: call delete() when done. */
+export declare class Store {
+  private constructor();
+  /** Opens a Git bundle (v2/v3, SHA-1, no prerequisites) or a bare packfile. */
+  static open(bytes: Bytes): Store;
+  /** The bundle's refs (refs/locks/state when present). */
+  readonly refs: { [name: string]: Oid };
+  replay(options?: ReplayOptions): ReplayResult;
+  readState(commit: Oid): StateSnapshot;
+  /** Frees the store now (a finaliser frees forgotten ones eventually). */
+  delete(): void;
+}
+
+/** Loads the module once; every other function needs it to have resolved. */
+export declare function init(options?: InitOptions): Promise<GitLocksApi>;
+export declare function version(): VersionInfo;
+export declare function deriveInterval(guards: GuardExpression[] | Json, body?: Json): Interval;
+export declare function preflightAction(action: Json): true;
+export declare function plan(state: PlanState, policy: JsonObject | null, body: JsonObject, context: PlanContext): PlanResult;
+export declare function verifyPacket(packet: Signed): OpenedPacket;
+export declare function verifyAttestation(
+  attestation: Signed,
+  packet: Signed,
+  pins: Pins,
+  options?: { allowTestClock?: boolean },
+): VerifiedAttestation;
+export declare function replay(bundle: Bytes | Store, options?: ReplayOptions): ReplayResult;
+export declare function openStore(bytes: Bytes): Store;
+
+export interface GitLocksApi {
+  init: typeof init;
+  version: typeof version;
+  deriveInterval: typeof deriveInterval;
+  preflightAction: typeof preflightAction;
+  plan: typeof plan;
+  verifyPacket: typeof verifyPacket;
+  verifyAttestation: typeof verifyAttestation;
+  replay: typeof replay;
+  openStore: typeof openStore;
+  Store: typeof Store;
+  GitLocksError: typeof GitLocksError;
+}
+
+declare const api: GitLocksApi;
+export default api;

@@ -1,0 +1,318 @@
+// The JavaScript API of @git-locks/core over the Emscripten module. This file
+// holds one function, createGitLocksApi(factory, host); wasm/tools/assemble.mjs
+// wraps it with the Emscripten glue into index.js (CommonJS, classic script,
+// importScripts) and browser.mjs (ES module). `host` says how to find the
+// .wasm file: {wasmBinary?: () => Uint8Array, wasmUrl?: string}.
+function createGitLocksApi(factory, host) {
+  'use strict';
+
+  // An error of the core, or of using this API: `code` is one of the core's
+  // stable errc names (the CLI's codes), e.g. "held-path", "bad-json",
+  // "store-read", "usage".
+  class GitLocksError extends Error {
+    constructor(code, message) {
+      super(message);
+      this.name = 'GitLocksError';
+      this.code = code;
+    }
+  }
+
+  let M = null;
+  let loading = null;
+
+  function randomValue() {
+    const buf = new Uint32Array(1);
+    globalThis.crypto.getRandomValues(buf);
+    return buf[0] >>> 0;
+  }
+
+  // Loads and instantiates the module once; later calls return the same
+  // promise. Options: wasmBinary (bytes of gitlocks-core.wasm), wasmUrl
+  // (where to fetch it; browsers), getRandomValue (randomness for libsodium;
+  // default: globalThis.crypto).
+  function init(options) {
+    options = options || {};
+    if (loading) return loading;
+    loading = Promise.resolve().then(() => {
+      const settings = {
+        getRandomValue: options.getRandomValue || randomValue,
+        print: () => {},
+        printErr: () => {},
+      };
+      const url = options.wasmUrl || host.wasmUrl;
+      const href = url && typeof url === 'object' ? url.href : url;
+      const binary = options.wasmBinary || (host.wasmBinary && !options.wasmUrl ? host.wasmBinary() : null);
+      if (binary) settings.wasmBinary = binary;
+      else if (href) settings.locateFile = (file) => (file.endsWith('.wasm') ? href : file);
+      return factory(settings).then((m) => {
+        M = m;
+        M._gitlocksProgress = onProgress;
+        return api;
+      });
+    });
+    loading.catch(() => {
+      loading = null;
+    });
+    return loading;
+  }
+
+  function mod() {
+    if (!M) throw new GitLocksError('usage', 'the module is not loaded: await init() first');
+    return M;
+  }
+
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+
+  function toBytes(value, what) {
+    if (typeof value === 'string') return encoder.encode(value);
+    if (value instanceof Uint8Array) return value;
+    if (value instanceof ArrayBuffer) return new Uint8Array(value);
+    if (typeof SharedArrayBuffer === 'function' && value instanceof SharedArrayBuffer) return new Uint8Array(value);
+    if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+    throw new GitLocksError('usage', `${what} must be a string, Uint8Array or ArrayBuffer`);
+  }
+
+  function json(value, what) {
+    let text;
+    try {
+      text = JSON.stringify(value === undefined ? null : value);
+    } catch (e) {
+      throw new GitLocksError('bad-json', `${what}: ${e.message}`);
+    }
+    return text;
+  }
+
+  // Canonical JSON (sorted keys, no whitespace): what the core signs. For
+  // values that are already in the data model, JSON.stringify escapes exactly
+  // as the core does.
+  function canonical(value) {
+    if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
+    if (value && typeof value === 'object') {
+      const keys = Object.keys(value)
+        .filter((k) => value[k] !== undefined)
+        .sort(compareCodePoints);
+      return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonical(value[k])).join(',') + '}';
+    }
+    return JSON.stringify(value);
+  }
+
+  // Keys sort by their UTF-8 bytes, which for strings equals code point order.
+  function compareCodePoints(a, b) {
+    const ca = Array.from(a);
+    const cb = Array.from(b);
+    for (let i = 0; i < Math.min(ca.length, cb.length); i++) {
+      const d = ca[i].codePointAt(0) - cb[i].codePointAt(0);
+      if (d !== 0) return d;
+    }
+    return ca.length - cb.length;
+  }
+
+  // Signed material: a string or bytes are the exact stored form; an object
+  // is encoded canonically first.
+  function stored(value, what) {
+    const isBuffer =
+      value instanceof ArrayBuffer || (typeof SharedArrayBuffer === 'function' && value instanceof SharedArrayBuffer);
+    if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && !isBuffer)
+      return encoder.encode(canonical(value));
+    return toBytes(value, what);
+  }
+
+  // Calls an export with arguments given as JS values: strings and byte
+  // arrays are copied into the heap (NUL-terminated; byte arrays are followed
+  // by their length when `withLength`), numbers pass through. Returns the
+  // "ok" value or throws GitLocksError.
+  function call(name, args) {
+    const m = mod();
+    const ptrs = [];
+    const callArgs = [];
+    try {
+      for (const a of args) {
+        if (typeof a === 'number') {
+          callArgs.push(a);
+          continue;
+        }
+        const bytes = a.bytes;
+        const p = m._malloc(bytes.length + 1);
+        if (!p) throw new GitLocksError('usage', 'out of memory');
+        ptrs.push(p);
+        m.HEAPU8.set(bytes, p);
+        m.HEAPU8[p + bytes.length] = 0;
+        callArgs.push(p);
+        if (a.withLength) callArgs.push(bytes.length);
+      }
+      const out = m['_' + name](...callArgs);
+      const heap = m.HEAPU8;
+      const end = heap.indexOf(0, out);
+      const text = decoder.decode(heap.subarray(out, end));
+      m._gitlocks_free(out);
+      const result = JSON.parse(text);
+      if (result.error) throw new GitLocksError(result.error.code, result.error.message);
+      return result.ok;
+    } finally {
+      for (const p of ptrs) m._free(p);
+    }
+  }
+
+  const str = (value, what) => ({ bytes: encoder.encode(json(value, what)) });
+  const raw = (bytes) => ({ bytes, withLength: true });
+
+  // Progress callbacks of running replays, by token.
+  const progressCallbacks = new Map();
+  let nextToken = 1;
+  function onProgress(token, done, total) {
+    const entry = progressCallbacks.get(token);
+    if (!entry || entry.error) return;
+    try {
+      entry.fn({ done, total });
+    } catch (e) {
+      entry.error = e; // rethrown once the core returns
+    }
+  }
+
+  // Handles the caller must free: .delete() (or `using` where supported);
+  // a FinalizationRegistry frees forgotten ones eventually.
+  const registry =
+    typeof FinalizationRegistry === 'function'
+      ? new FinalizationRegistry((handle) => {
+          if (M) M._gitlocks_store_free(handle);
+        })
+      : null;
+
+  // A Git bundle or packfile, indexed once, for replay and state reads.
+  class Store {
+    constructor(handle, refs) {
+      this._handle = handle;
+      this.refs = refs;
+      if (registry) registry.register(this, handle, this);
+    }
+
+    // Opens a bundle (v2/v3, SHA-1, no prerequisites) or a bare packfile.
+    static open(bytes) {
+      const r = call('gitlocks_store_open', [raw(toBytes(bytes, 'bundle'))]);
+      return new Store(r.handle, r.refs);
+    }
+
+    _live() {
+      if (!this._handle) throw new GitLocksError('usage', 'the store was deleted');
+      return this._handle;
+    }
+
+    // Verdicts for every commit from the root to options.tip (default:
+    // refs/locks/state of the bundle).
+    replay(options) {
+      options = options || {};
+      const o = {};
+      if (options.tip !== undefined) o.tip = options.tip;
+      if (options.from !== undefined) o.from = options.from;
+      if (options.allowTestClock) o.allow_test_clock = true;
+      if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
+      let token = 0;
+      const entry = options.onProgress ? { fn: options.onProgress, error: null } : null;
+      if (entry) {
+        token = nextToken++;
+        progressCallbacks.set(token, entry);
+      }
+      try {
+        const r = call('gitlocks_store_replay', [this._live(), str(o, 'options'), token]);
+        if (entry && entry.error) throw entry.error;
+        return r;
+      } finally {
+        if (token) progressCallbacks.delete(token);
+      }
+    }
+
+    // The state recorded by a commit: {commit, tree, policy, records}.
+    readState(commit) {
+      return call('gitlocks_store_read_state', [this._live(), { bytes: encoder.encode(String(commit)) }]);
+    }
+
+    delete() {
+      if (!this._handle) return;
+      if (registry) registry.unregister(this);
+      mod()._gitlocks_store_free(this._handle);
+      this._handle = 0;
+    }
+  }
+  if (typeof Symbol === 'function' && Symbol.dispose) Store.prototype[Symbol.dispose] = Store.prototype.delete;
+
+  // {version, packet_format, state_format}
+  function version() {
+    return call('gitlocks_version', []);
+  }
+
+  // The exact interval [lo, hi] of admission times T for which every guard
+  // holds (seed 002); throws GitLocksError (empty-interval, bad-expression,
+  // unsupported-expression, arithmetic-overflow, bad-json).
+  function deriveInterval(guards, body) {
+    return call('gitlocks_derive_interval', [str(guards, 'guards'), str(body === undefined ? {} : body, 'body')]);
+  }
+
+  // Preflight of a whole action ({guards, effects} or {variants}): true, or
+  // throws GitLocksError.
+  function preflightAction(action) {
+    return call('gitlocks_action_preflight', [str(action, 'action')]);
+  }
+
+  // The planner: plan(state, policy, body, context). state is null (no store
+  // yet; body {"init": POLICY}) or {records: [...]}; policy is the policy in
+  // force; context {actor, instance, now?}. Returns {action, body, guards,
+  // interval, leases, state: {tree, policy, records}}. The host admits at a
+  // time T inside `interval` (or sends the packet to its notary).
+  function plan(state, policy, body, context) {
+    return call('gitlocks_plan', [
+      str(state === undefined ? null : state, 'state'),
+      str(policy === undefined ? null : policy, 'policy'),
+      str(body, 'body'),
+      str(context || {}, 'context'),
+    ]);
+  }
+
+  // Verifies a stored packet ({"packet":...,"sig":...}): {packet, digest}.
+  function verifyPacket(packet) {
+    return call('gitlocks_verify_packet', [raw(stored(packet, 'packet'))]);
+  }
+
+  // Verifies an attestation against its packet and the pinned notary:
+  // {attestation, admitted_at_ms}. pins: {audience, serviceKey}.
+  function verifyAttestation(attestation, packet, pins, options) {
+    pins = pins || {};
+    options = options || {};
+    return call('gitlocks_verify_attestation', [
+      raw(stored(attestation, 'attestation')),
+      raw(stored(packet, 'packet')),
+      str({ audience: pins.audience, service_key: pins.serviceKey }, 'pins'),
+      str(options.allowTestClock ? { allow_test_clock: true } : {}, 'options'),
+    ]);
+  }
+
+  // Replays a whole bundle (or packfile, with options.tip) and frees it:
+  // {verdicts, summary}. Each verdict is the core's verdict_json object.
+  function replay(bundle, options) {
+    const store = bundle instanceof Store ? bundle : Store.open(bundle);
+    try {
+      return store.replay(options);
+    } finally {
+      if (store !== bundle) store.delete();
+    }
+  }
+
+  function openStore(bytes) {
+    return Store.open(bytes);
+  }
+
+  const api = {
+    init,
+    version,
+    deriveInterval,
+    preflightAction,
+    plan,
+    verifyPacket,
+    verifyAttestation,
+    replay,
+    openStore,
+    Store,
+    GitLocksError,
+  };
+  return api;
+}

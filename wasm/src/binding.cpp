@@ -1,0 +1,288 @@
+// The WebAssembly binding: extern "C" functions over JSON strings and byte
+// buffers, called only by wasm/js/api.js. Every function returns a string the
+// caller frees with gitlocks_free:
+//   {"ok":VALUE}  or  {"error":{"code":ERRC-NAME,"message":TEXT}}
+// Inputs are UTF-8 JSON, parsed leniently (whitespace and key order free, no
+// floats, safe integers); signed material (packets, attestations) is passed
+// as its exact stored bytes. Store handles are opaque integers owned by the
+// caller (gitlocks_store_free). The export list is wasm/exports.json.
+#include <emscripten/emscripten.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gitlocks/attest.hpp"
+#include "gitlocks/canon.hpp"
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/expr.hpp"
+#include "gitlocks/packet.hpp"
+#include "gitlocks/plan.hpp"
+#include "gitlocks/replay.hpp"
+#include "gitlocks/state.hpp"
+#include "gitlocks/store.hpp"
+
+using gitlocks::Errc;
+using gitlocks::Error;
+using gitlocks::json;
+
+// Progress reports go to the JS callback registered for `token`.
+EM_JS(void, gitlocks_js_progress, (int token, double done, double total), {
+  if (Module["_gitlocksProgress"]) Module["_gitlocksProgress"](token, done, total);
+});
+
+namespace {
+
+char* to_c(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out) std::memcpy(out, s.data(), s.size() + 1);
+  return out;
+}
+
+std::string encode(const json& v) {
+  auto s = gitlocks::canon_dump(v);
+  if (s.ok()) return *s;
+  // Not in the data model (e.g. invalid UTF-8 in a message): still valid JSON.
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+char* ok(const json& value) { return to_c(encode(json{{"ok", value}})); }
+
+char* fail(const Error& e) {
+  return to_c(encode(json{{"error", {{"code", gitlocks::errc_name(e.code)}, {"message", e.message}}}}));
+}
+
+char* fail(Errc c, const std::string& message) { return fail(gitlocks::make_error(c, message)); }
+
+gitlocks::Result<json> parse(const char* text, const char* what) {
+  if (!text) return gitlocks::make_error(Errc::bad_json, std::string(what) + " is missing");
+  auto v = gitlocks::canon_parse(text, gitlocks::CanonMode::lenient);
+  if (!v.ok()) return gitlocks::make_error(v.error().code, std::string(what) + ": " + v.error().message);
+  return v;
+}
+
+json interval_json(const gitlocks::Interval& i) { return json::array({i.lo, i.hi}); }
+
+bool crypto_ready() {
+  static const bool ready = gitlocks::crypto_init();
+  return ready;
+}
+
+gitlocks::ObjectStore* store_of(int handle) { return reinterpret_cast<gitlocks::ObjectStore*>(handle); }
+
+gitlocks::Result<std::vector<json>> records_of(gitlocks::ObjectStore& store, const gitlocks::Oid& state) {
+  std::vector<json> out;
+  gitlocks::StateReader reader(store, state);
+  GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
+    out.push_back(r);
+    return true;
+  }));
+  return out;
+}
+
+}  // namespace
+
+extern "C" {
+
+void gitlocks_free(char* p) { std::free(p); }
+
+// {"ok":{"version":"0.1.0","packet_format":...,"state_format":...}}
+char* gitlocks_version() {
+  return ok({{"version", GITLOCKS_VERSION},
+             {"packet_format", gitlocks::kPacketFormat},
+             {"state_format", gitlocks::kStateFormat}});
+}
+
+// derive_interval(guards, body) -> {"ok":[LO,HI]}
+char* gitlocks_derive_interval(const char* guards_json, const char* body_json) {
+  auto guards = parse(guards_json, "guards");
+  if (!guards.ok()) return fail(guards.error());
+  auto body = parse(body_json, "body");
+  if (!body.ok()) return fail(body.error());
+  auto r = gitlocks::derive_interval(*guards, *body);
+  if (!r.ok()) return fail(r.error());
+  return ok(interval_json(*r));
+}
+
+// action_preflight(action) -> {"ok":true}
+char* gitlocks_action_preflight(const char* action_json) {
+  auto action = parse(action_json, "action");
+  if (!action.ok()) return fail(action.error());
+  auto s = gitlocks::action_preflight(*action);
+  if (!s.ok()) return fail(s.error());
+  return ok(true);
+}
+
+// plan(state, policy, body, context): state is null (no store yet; the body
+// must be {"init":POLICY}) or {"records":[RECORD,...]} with `policy` the
+// policy document in force; context is {"actor":HEX64,"instance":HEX64,
+// "now":MS?} (with now: propose mode). Result: {"action","body","guards",
+// "interval":[LO,HI],"leases","state":{"tree","policy","records"}}.
+char* gitlocks_plan(const char* state_json, const char* policy_json, const char* body_json,
+                    const char* context_json) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  auto state = parse(state_json, "state");
+  if (!state.ok()) return fail(state.error());
+  auto body = parse(body_json, "body");
+  if (!body.ok()) return fail(body.error());
+  auto ctx_doc = parse(context_json, "context");
+  if (!ctx_doc.ok()) return fail(ctx_doc.error());
+  if (auto s = gitlocks::check_keys(*ctx_doc, {"actor", "instance", "now"}, "context"); !s.ok()) return fail(s.error());
+  auto actor = gitlocks::get_string(*ctx_doc, "actor");
+  if (!actor.ok()) return fail(actor.error());
+  auto instance = gitlocks::get_string(*ctx_doc, "instance");
+  if (!instance.ok()) return fail(instance.error());
+  std::optional<std::int64_t> now;
+  if (ctx_doc->contains("now")) {
+    auto n = gitlocks::get_int(*ctx_doc, "now");
+    if (!n.ok()) return fail(n.error());
+    now = *n;
+  }
+  auto store = gitlocks::open_memory_store();
+  if (!store.ok()) return fail(store.error());
+  gitlocks::Oid source;
+  if (!state->is_null()) {
+    if (auto s = gitlocks::check_keys(*state, {"records"}, "state"); !s.ok()) return fail(s.error());
+    if (!state->contains("records") || !(*state)["records"].is_array())
+      return fail(Errc::bad_json, "state must be null or {\"records\":[...]}");
+    auto policy = parse(policy_json, "policy");
+    if (!policy.ok()) return fail(policy.error());
+    auto tree = gitlocks::write_state(**store, *policy, (*state)["records"].get<std::vector<json>>());
+    if (!tree.ok()) return fail(tree.error());
+    source = *tree;
+  }
+  auto r = gitlocks::plan(**store, source, gitlocks::PlanContext{*actor, *instance}, *body, now);
+  if (!r.ok()) return fail(r.error());
+  auto records = records_of(**store, r->result_state);
+  if (!records.ok()) return fail(records.error());
+  gitlocks::StateReader reader(**store, r->result_state);
+  auto policy_doc = reader.policy();
+  if (!policy_doc.ok()) return fail(policy_doc.error());
+  return ok({{"action", r->action},
+             {"body", r->body},
+             {"guards", r->guards},
+             {"interval", interval_json(r->interval)},
+             {"leases", r->leases},
+             {"state", {{"tree", r->result_state}, {"policy", *policy_doc}, {"records", *records}}}});
+}
+
+// verify_packet(stored bytes) -> {"ok":{"packet":PACKET,"digest":HEX}}
+char* gitlocks_verify_packet(const char* stored, std::size_t len) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  auto opened = gitlocks::open_packet(std::string_view(stored ? stored : "", stored ? len : 0));
+  if (!opened.ok()) return fail(opened.error());
+  return ok({{"packet", opened->packet}, {"digest", opened->digest}});
+}
+
+// verify_attestation(attestation bytes, packet bytes, pins, options):
+// pins {"audience","service_key"}, options {"allow_test_clock":BOOL?}.
+// -> {"ok":{"attestation":ATT,"admitted_at_ms":T}}
+char* gitlocks_verify_attestation(const char* att, std::size_t att_len, const char* packet, std::size_t packet_len,
+                                  const char* pins_json, const char* options_json) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  auto pins_doc = parse(pins_json, "pins");
+  if (!pins_doc.ok()) return fail(pins_doc.error());
+  if (auto s = gitlocks::check_keys(*pins_doc, {"audience", "service_key"}, "pins"); !s.ok()) return fail(s.error());
+  auto audience = gitlocks::get_string(*pins_doc, "audience");
+  if (!audience.ok()) return fail(audience.error());
+  auto key = gitlocks::get_string(*pins_doc, "service_key");
+  if (!key.ok()) return fail(key.error());
+  auto options = parse(options_json, "options");
+  if (!options.ok()) return fail(options.error());
+  if (auto s = gitlocks::check_keys(*options, {"allow_test_clock"}, "options"); !s.ok()) return fail(s.error());
+  const bool allow_test_clock = options->value("allow_test_clock", false);
+  std::string_view packet_stored(packet ? packet : "", packet ? packet_len : 0);
+  auto opened_packet = gitlocks::open_packet(packet_stored);
+  if (!opened_packet.ok()) return fail(opened_packet.error());
+  auto opened = gitlocks::open_attestation(std::string_view(att ? att : "", att ? att_len : 0));
+  if (!opened.ok()) return fail(opened.error());
+  auto s = gitlocks::check_attestation(*opened, opened_packet->packet, packet_stored,
+                                       gitlocks::Pins{*audience, *key}, allow_test_clock);
+  if (!s.ok()) return fail(s.error());
+  return ok({{"attestation", *opened}, {"admitted_at_ms", (*opened)["admitted_at_ms"]}});
+}
+
+// store_open(bundle or packfile bytes) -> {"ok":{"handle":N,"refs":{NAME:OID}}}
+char* gitlocks_store_open(const std::uint8_t* bytes, std::size_t len) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  auto store = gitlocks::open_pack_store(std::string_view(reinterpret_cast<const char*>(bytes), bytes ? len : 0));
+  if (!store.ok()) return fail(store.error());
+  json refs = json::object();
+  auto tip = (*store)->read_ref(gitlocks::kStateRef);
+  if (tip.ok() && *tip) refs[std::string(gitlocks::kStateRef)] = **tip;
+  auto* raw = store->release();
+  return ok({{"handle", reinterpret_cast<std::intptr_t>(raw)}, {"refs", refs}});
+}
+
+void gitlocks_store_free(int handle) { delete store_of(handle); }
+
+// store_replay(handle, options, progress token): options {"tip":OID?,
+// "from":OID?, "allow_test_clock":BOOL?, "pins":{"audience","service_key"}?}.
+// The tip defaults to refs/locks/state. -> {"ok":{"verdicts":[VERDICT,...],
+// "summary":{"commits","invalid","structural","tip","first_invalid"}}}
+char* gitlocks_store_replay(int handle, const char* options_json, int progress_token) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  gitlocks::ObjectStore* store = store_of(handle);
+  auto options = parse(options_json, "options");
+  if (!options.ok()) return fail(options.error());
+  if (auto s = gitlocks::check_keys(*options, {"tip", "from", "allow_test_clock", "pins"}, "replay options"); !s.ok())
+    return fail(s.error());
+  gitlocks::ReplayOptions ro;
+  std::string tip;
+  if (options->contains("tip")) {
+    auto t = gitlocks::get_string(*options, "tip");
+    if (!t.ok()) return fail(t.error());
+    tip = *t;
+  } else {
+    auto ref = store->read_ref(gitlocks::kStateRef);
+    if (!ref.ok()) return fail(ref.error());
+    if (!*ref) return fail(Errc::store_read, "no refs/locks/state in the bundle: pass options.tip");
+    tip = **ref;
+  }
+  if (options->contains("from")) {
+    auto f = gitlocks::get_string(*options, "from");
+    if (!f.ok()) return fail(f.error());
+    ro.from = *f;
+  }
+  ro.allow_test_clock = options->value("allow_test_clock", false);
+  if (options->contains("pins")) {
+    const json& p = (*options)["pins"];
+    auto audience = gitlocks::get_string(p, "audience");
+    if (!audience.ok()) return fail(audience.error());
+    auto key = gitlocks::get_string(p, "service_key");
+    if (!key.ok()) return fail(key.error());
+    ro.expected_pins = gitlocks::Pins{*audience, *key};
+  }
+  if (progress_token != 0)
+    ro.progress = [progress_token](std::size_t done, std::size_t total) {
+      gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
+    };
+  json verdicts = json::array();
+  auto r = gitlocks::replay_chain(*store, tip, ro,
+                                  [&](const gitlocks::Verdict& v) { verdicts.push_back(gitlocks::verdict_json(v)); });
+  if (!r.ok()) return fail(r.error());
+  auto opt = [](const std::optional<gitlocks::Oid>& o) { return o ? json(*o) : json(nullptr); };
+  return ok({{"verdicts", std::move(verdicts)},
+             {"summary",
+              {{"commits", r->commits}, {"invalid", r->invalid}, {"structural", r->structural}, {"tip", opt(r->tip)},
+               {"first_invalid", opt(r->first_invalid)}}}});
+}
+
+// store_read_state(handle, commit) -> {"ok":{"commit","tree","policy","records"}}
+char* gitlocks_store_read_state(int handle, const char* commit) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  gitlocks::ObjectStore* store = store_of(handle);
+  auto tc = gitlocks::read_transition_commit(*store, commit ? commit : "");
+  if (!tc.ok()) return fail(tc.error());
+  gitlocks::StateReader reader(*store, tc->state);
+  if (auto s = reader.check_format(); !s.ok()) return fail(s.error());
+  auto policy = reader.policy();
+  if (!policy.ok()) return fail(policy.error());
+  auto records = records_of(*store, tc->state);
+  if (!records.ok()) return fail(records.error());
+  return ok({{"commit", tc->commit}, {"tree", tc->state}, {"policy", *policy}, {"records", *records}});
+}
+
+}  // extern "C"

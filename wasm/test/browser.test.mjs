@@ -1,0 +1,73 @@
+// The package in headless Chromium, without a bundler: browser.mjs in a page,
+// browser.mjs in a module worker, index.js through importScripts in a classic
+// worker. Each replays a bundle made by the native core, and its verdict
+// lines must equal the native reference's byte for byte. Skipped when no
+// Chromium is installed (Debian: apt-get install --no-install-recommends
+// chromium). The server listens on 127.0.0.1 only.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { makeStore, nativeVerdicts, packageDir, tempDir, wasmSourceDir } from './support.mjs';
+
+const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
+const types = { '.html': 'text/html', '.mjs': 'text/javascript', '.js': 'text/javascript', '.wasm': 'application/wasm' };
+
+test('page, module worker and classic worker replay identically to native', { skip: !chromium && 'no Chromium installed' }, async () => {
+  const store = makeStore('browser', ['--commits', '40', '--seed', '8']);
+  const expected = nativeVerdicts(['--repo', store.repo]);
+  const results = {};
+  const pageDir = path.join(wasmSourceDir, 'test', 'browser');
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://127.0.0.1');
+    if (req.method === 'POST' && url.pathname === '/result') {
+      let body = '';
+      req.on('data', (c) => { body += c; });
+      req.on('end', () => {
+        const r = JSON.parse(body);
+        results[r.where] = r;
+        res.end('ok');
+      });
+      return;
+    }
+    let file;
+    if (url.pathname === '/store.bundle') file = store.bundle;
+    else if (url.pathname.startsWith('/pkg/')) file = path.join(packageDir, path.basename(url.pathname));
+    else file = path.join(pageDir, path.basename(url.pathname));
+    if (!fs.existsSync(file)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': types[path.extname(file)] || 'application/octet-stream' });
+    res.end(fs.readFileSync(file));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = server.address().port;
+  try {
+    const browser = spawn(chromium, [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      `--user-data-dir=${tempDir('chromium')}`, '--virtual-time-budget=60000', '--dump-dom',
+      `http://127.0.0.1:${port}/page.html`,
+    ], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let dom = '';
+    browser.stdout.on('data', (c) => { dom += c; });
+    const timer = setTimeout(() => browser.kill('SIGKILL'), 120_000);
+    await new Promise((resolve) => browser.on('exit', resolve));
+    clearTimeout(timer);
+    for (const where of ['page', 'module-worker', 'classic-worker']) {
+      const r = results[where];
+      assert.ok(r, `${where}: no result (page said: ${dom.slice(0, 200)})`);
+      assert.equal(r.error, undefined, `${where}: ${r.error}`);
+      assert.deepEqual(r.interval, [0, 9], where);
+      assert.equal(r.code, 'unknown-format', where);
+      assert.equal(r.progress, 40, where);
+      assert.equal(r.lines, expected, `${where}: verdicts differ from native`);
+    }
+  } finally {
+    server.close();
+  }
+});

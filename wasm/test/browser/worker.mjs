@@ -1,0 +1,2 @@
+import { run } from './checks.mjs';
+run('./pkg/browser.mjs').then((r) => postMessage(r));

@@ -1,0 +1,136 @@
+// Replay identity: stores written by the native core into real repositories
+// (plain, attested, and tampered in five ways), exported with
+// `git bundle create x.bundle refs/locks/state`, must give the same verdicts
+// in WASM as natively, byte for byte: each verdict object, serialised with
+// JSON.stringify, equals the native verdict_json line. The native reference
+// reads the repository itself (libgit2 on disk) and the bundle (pack store).
+// When the git-locks CLI is built, a store made by its commands is checked
+// the same way (and against `git-locks verify --json` once that exists).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+
+import { gitShow, loadPackage, makeStore, nativeVerdicts, run, tempDir, wasmSourceDir } from './support.mjs';
+
+const gl = loadPackage();
+await gl.init();
+
+function wasmLines(bundlePath, options) {
+  const r = gl.replay(fs.readFileSync(bundlePath), options);
+  assert.equal(r.summary.commits, r.verdicts.length);
+  return { text: r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''), result: r };
+}
+
+function checkIdentity(store, expectInvalid) {
+  const fromRepo = nativeVerdicts(['--repo', store.repo]);
+  const fromBundle = nativeVerdicts(['--bundle', store.bundle]);
+  assert.equal(fromBundle, fromRepo, 'native: bundle and repository differ');
+  const { text, result } = wasmLines(store.bundle);
+  assert.equal(text, fromRepo);
+  assert.equal(result.summary.tip, store.tip);
+  const invalid = result.verdicts.filter((v) => !v.ok);
+  assert.equal(result.summary.invalid, invalid.length);
+  if (expectInvalid) {
+    assert.ok(invalid.length > 0, 'a tampered store must have an invalid verdict');
+    assert.equal(invalid[0].reason, expectInvalid);
+    assert.equal(result.summary.first_invalid, invalid[0].commit);
+  } else {
+    assert.equal(invalid.length, 0, JSON.stringify(invalid[0]));
+  }
+  return result;
+}
+
+test('a plain 120-commit history: WASM verdicts equal native ones byte for byte', () => {
+  const store = makeStore('plain', ['--commits', '120', '--seed', '7']);
+  const r = checkIdentity(store, null);
+  assert.equal(r.verdicts.length, 120);
+  // Every kind of transition the generator makes is in there.
+  const commands = new Set(r.verdicts.map((v) => v.command));
+  for (const c of ['init', 'claim', 'batch', 'extend', 'release', 'sem-acquire', 'sweep']) assert.ok(commands.has(c), c);
+});
+
+test('an attested history (guard time on, notary T in every commit) replays identically', () => {
+  const store = makeStore('attested', ['--commits', '60', '--seed', '3', '--attested']);
+  const r = checkIdentity(store, null);
+  assert.equal(r.verdicts[1].command, 'guard-time');
+  // The pins are part of the store's policy; attestations verify against them.
+  const policy = gl.openStore(fs.readFileSync(store.bundle));
+  try {
+    const state = policy.readState(store.tip);
+    assert.ok(state.policy.guard_time, 'guard time is in the policy');
+  } finally {
+    policy.delete();
+  }
+});
+
+const tampered = [
+  ['state-byte', 'state-mismatch'],
+  ['resign', 'replay-refused'],
+  ['unsigned', 'bad-signature'],
+  ['drop', 'source-mismatch'],
+  ['stray', 'unexpected-entry'],
+];
+for (const [mode, reason] of tampered) {
+  test(`a tampered store (${mode}) gives the same invalid verdicts natively and in WASM`, () => {
+    const store = makeStore(`tamper-${mode}`, ['--commits', '50', '--seed', '11', '--tamper', `25:${mode}`]);
+    checkIdentity(store, reason);
+  });
+}
+test('a tampered attested store (state-byte) gives the same verdicts', () => {
+  const store = makeStore('tamper-attested', ['--commits', '40', '--seed', '5', '--attested', '--tamper', '20:state-byte']);
+  checkIdentity(store, 'state-mismatch');
+});
+
+// The CLI, when it has been built (tests/run.sh builds the release preset
+// before the wasm one).
+function findCli() {
+  const candidates = [process.env.GITLOCKS_CLI, path.resolve(wasmSourceDir, '..', 'build', 'release', 'tools', 'cli', 'git-locks')];
+  return candidates.find((c) => c && fs.existsSync(c));
+}
+
+test('a store made by the git-locks CLI replays identically', (t) => {
+  const cli = findCli();
+  if (!cli) return t.skip('git-locks CLI not built');
+  const dir = tempDir('cli');
+  const repo = path.join(dir, 'repo');
+  run('git', ['init', '-q', repo]);
+  let now = 1_700_000_000_000;
+  const gl_ = (who, args) => {
+    const r = spawnSync(cli, ['--repo', repo, '--key', path.join(dir, `${who}.key`), ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, GIT_LOCKS_NOW_MS: String(now) },
+    });
+    assert.equal(r.status, 0, `git-locks ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  gl_('alice', ['init']);
+  gl_('alice', ['claim', '--ttl', '5s', 'src/a.c']);
+  gl_('bob', ['claim', '--mode', 'shared', '--ttl', '60s', 'docs/']);
+  gl_('carol', ['claim', '--mode', 'shared', '--ttl', '60s', 'docs/x.md']);
+  now += 6000;
+  gl_('bob', ['claim', '--ttl', '60s', 'src/']); // reclaims alice's expired lease below
+  now += 1000;
+  gl_('bob', ['extend', '--ttl', '90s', 'src/']);
+  gl_('carol', ['sem', 'acquire', 'ci', '--limit', '2', '--ttl', '10s']);
+  gl_('carol', ['release', 'docs/x.md']);
+  now += 120_000;
+  gl_('dave', ['sweep']);
+  const bundle = path.join(dir, 'store.bundle');
+  run('git', ['-C', repo, 'bundle', 'create', '-q', bundle, 'refs/locks/state'], { stdio: 'ignore' });
+  const tip = run('git', ['-C', repo, 'rev-parse', 'refs/locks/state']).trim();
+  const r = checkIdentity({ repo, bundle, tip }, null);
+  assert.equal(r.verdicts.length, 9);
+  const verify = spawnSync(cli, ['--repo', repo, '--json', 'verify'], { encoding: 'utf8' });
+  if (verify.status === 0 || verify.status === 1) {
+    const cliLines = verify.stdout.split('\n').filter((l) => l.startsWith('{"actor"'));
+    if (cliLines.length) assert.equal(cliLines.map((l) => l + '\n').join(''), wasmLines(bundle).text);
+  }
+});
+
+test('gitShow reads stored packets (helper sanity)', () => {
+  const store = makeStore('show', ['--commits', '3', '--seed', '1']);
+  const packet = gitShow(store.repo, `${store.tip}:txn/packet.json`).toString('utf8');
+  assert.ok(packet.startsWith('{"packet":{'));
+});

@@ -1,0 +1,75 @@
+// Typed usage of @git-locks/core, compiled with `tsc --noEmit` (strict) by
+// wasm/test/types.test.mjs: it must compile, and each @ts-expect-error line
+// must be an error.
+import gitlocks, {
+  GitLocksError,
+  Store,
+  deriveInterval,
+  init,
+  openStore,
+  plan,
+  preflightAction,
+  replay,
+  verifyAttestation,
+  verifyPacket,
+  version,
+} from '@git-locks/core';
+import type { ErrorCode, Interval, PlanResult, ReplayResult, Verdict } from '@git-locks/core';
+
+export async function main(bundle: Uint8Array, packet: string, attestation: Uint8Array): Promise<void> {
+  const api = await init({ getRandomValue: () => 4 });
+  const same: typeof gitlocks = api;
+  const v: string = version().version + same.version().state_format;
+
+  const iv: Interval = deriveInterval([{ op: 'lte', left: { from: 'time' }, right: { from: 'literal', value: 9 } }], {});
+  const lo: number = iv[0];
+  const ok: true = preflightAction({ guards: [], effects: [] });
+
+  const created: PlanResult = plan(null, null, { init: {} }, { actor: 'a', instance: 'b' });
+  const next = plan({ records: created.state.records }, created.state.policy, { ops: [] }, { actor: 'a', instance: 'c', now: 5 });
+  const tree: string = next.state.tree;
+
+  const opened = verifyPacket(packet);
+  const digest: string = opened.digest;
+  const att = verifyAttestation(attestation, packet, { audience: 'x', serviceKey: 'y' }, { allowTestClock: false });
+  const t: number = att.admitted_at_ms;
+
+  const result: ReplayResult = replay(bundle, { onProgress: ({ done, total }) => void (done / total) });
+  const first: Verdict = result.verdicts[0];
+  const when: number | null = first.time;
+  const detail: string | undefined = first.detail;
+
+  const store: Store = openStore(bundle.buffer);
+  try {
+    const tip: string | undefined = store.refs['refs/locks/state'];
+    const state = store.readState(tip ?? '');
+    const kinds: Array<'path' | 'sem' | 'family'> = state.records.map((r) => r.kind);
+    store.replay({ tip, from: undefined, pins: { audience: 'a', serviceKey: 'b' }, allowTestClock: true });
+    void kinds;
+  } finally {
+    store.delete();
+  }
+
+  try {
+    replay(new ArrayBuffer(0));
+  } catch (e) {
+    if (e instanceof GitLocksError) {
+      const code: ErrorCode = e.code;
+      const message: string = e.message;
+      void [code, message];
+    }
+  }
+
+  // @ts-expect-error: the context needs an instance
+  plan(null, null, {}, { actor: 'a' });
+  // @ts-expect-error: replay options have no such field
+  replay(bundle, { progress: () => {} });
+  // @ts-expect-error: pins use serviceKey
+  verifyAttestation(attestation, packet, { audience: 'x', service_key: 'y' });
+  // @ts-expect-error: not an error code
+  const bad: ErrorCode = 'no-such-code';
+  // @ts-expect-error: stores are opened, not constructed
+  new Store();
+
+  void [v, lo, ok, tree, digest, t, when, detail, bad];
+}
