@@ -12,7 +12,7 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz >/dev/null
 mkdir -p build/fuzz/artifacts
 status=0
-for t in canon packet expr path; do
+for t in canon packet expr path batch; do
   work=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$t/." "$work/"
   log="build/fuzz/fuzz_$t.log"

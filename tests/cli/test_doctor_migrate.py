@@ -1,0 +1,232 @@
+"""doctor and migrate: a format-1 store written by the frozen format-1 writer
+(tests/cli/helpers/format1_writer.cpp) in a real repository is migrated
+through the ordinary publication path; doctor diagnoses stores damaged with
+git plumbing (and repairs nothing)."""
+
+import json
+import os
+import subprocess
+import unittest
+
+from support import CliTest, T0
+
+
+def writer():
+    path = os.environ.get("GITLOCKS_FORMAT1_WRITER")
+    if not path:
+        raise unittest.SkipTest("GITLOCKS_FORMAT1_WRITER is not set")
+    return path
+
+
+class Damage:
+    """Builds a commit on top of refs/locks/state whose tree is the tip's
+    tree with some entries replaced, using only git plumbing."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.index = os.path.join(repo.root, "damage.index")
+        self.env = dict(os.environ, GIT_INDEX_FILE=self.index)
+        repo.git("read-tree", "refs/locks/state^{tree}", env=self.env)
+
+    def put(self, path, data):
+        blob = subprocess.run(["git", "-C", self.repo.path, "hash-object", "-w", "--stdin"], input=data,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        self.repo.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=self.env)
+
+    def remove(self, path):
+        self.repo.git("update-index", "--force-remove", path, env=self.env)
+
+    def commit(self):
+        tree = self.repo.git("write-tree", env=self.env).strip()
+        c = self.repo.git("commit-tree", "-p", "refs/locks/state", "-m", "damage", tree).strip()
+        self.repo.git("update-ref", "refs/locks/state", c)
+        return c
+
+
+def records(repo, rev="refs/locks/state"):
+    """{path in the commit tree: record} of every record."""
+    out = {}
+    for line in repo.git("ls-tree", "-r", "--name-only", rev, "--", "state/records").split():
+        out[line] = json.loads(repo.git("cat-file", "-p", f"{rev}:{line}"))
+    return out
+
+
+class Doctor(CliTest):
+    def doctor(self, r, **kw):
+        return r.run("alice", "--json", "doctor", **kw)
+
+    def test_healthy_store_and_expired_leases_are_info(self):
+        r = self.repo()
+        self.claimed(r, "alice", "src/a.c", ttl="60s")
+        res = self.assertOk(self.doctor(r))
+        self.assertTrue(res.json["healthy"])
+        self.assertFalse(res.json["repairs"])
+        self.assertTrue(res.json["parent_checked"])
+        self.assertIn("repairs nothing", res.json["scope"])
+        self.assertIn("publisher", res.json["scope"])
+        r.now = T0 + 3_600_000
+        res = self.assertOk(self.doctor(r))
+        self.assertEqual([f["code"] for f in res.json["findings"]], ["expired-lease"])
+        self.assertEqual(res.json["findings"][0]["severity"], "info")
+        human = r.run("alice", "doctor")
+        self.assertEqual(human.code, 0, human)
+        self.assertIn("repairs nothing", human.out)
+        self.assertIn("healthy", human.out)
+
+    def damaged(self, change):
+        r = self.repo()
+        self.claimed(r, "alice", "src/a.c")
+        self.claimed(r, "bob", "docs/")
+        d = Damage(r)
+        change(r, d)
+        tip = d.commit()
+        state = r.git("rev-parse", f"{tip}:state").strip()
+        res = self.doctor(r)
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual(res.err, "")
+        self.assertFalse(res.json["healthy"])
+        self.assertEqual(r.tip(), tip)  # doctor repairs nothing
+        self.assertEqual(r.git("rev-parse", "refs/locks/state:state").strip(), state)
+        return {f["code"] for f in res.json["findings"] if f["severity"] == "error"}
+
+    def record_path(self, r, name):
+        return next(p for p, rec in records(r).items() if rec["name"] == name)
+
+    def test_malformed_record(self):
+        codes = self.damaged(lambda r, d: d.put(self.record_path(r, "src/a.c"), "{\"kind\":"))
+        self.assertIn("malformed-record", codes)
+
+    def test_non_canonical_record(self):
+        def change(r, d):
+            p = self.record_path(r, "src/a.c")
+            d.put(p, json.dumps(records(r)[p], indent=1))
+        self.assertIn("non-canonical", self.damaged(change))
+
+    def test_record_in_the_wrong_place(self):
+        def change(r, d):
+            p = self.record_path(r, "src/a.c")
+            data = r.git("cat-file", "-p", f"refs/locks/state:{p}")
+            d.remove(p)
+            parts = p.split("/")
+            parts[-2] = "00" if parts[-2] != "00" else "01"
+            d.put("/".join(parts), data)
+        codes = self.damaged(change)
+        self.assertTrue(codes & {"wrong-shard", "name-hash-mismatch"}, codes)
+
+    def test_generation_regression_against_the_parent(self):
+        r = self.repo()
+        self.claimed(r, "alice", "src/a.c")
+        self.assertOk(r.run("alice", "release", "src/a.c"))
+        self.assertEqual(self.claimed(r, "alice", "src/a.c")["leases"][0]["generation"], 2)
+        d = Damage(r)
+        p = self.record_path(r, "src/a.c")
+        rec = records(r)[p]
+        rec["generation"] = 1
+        for lease in rec["leases"]:
+            lease["generation"] = 1
+        d.put(p, json.dumps(rec, separators=(",", ":"), sort_keys=True, ensure_ascii=False))
+        d.commit()
+        res = self.doctor(r)
+        self.assertEqual(res.code, 1, res)
+        codes = {f["code"] for f in res.json["findings"]}
+        self.assertIn("generation-regression", codes)
+
+    def test_unknown_format_version(self):
+        codes = self.damaged(lambda r, d: d.put("state/format.json", '{"format":"gitlocks-state-v9"}'))
+        self.assertIn("unknown-format", codes)
+
+    def test_unreadable_store_exits_2(self):
+        r = self.repo()
+        blob = subprocess.run(["git", "-C", r.path, "hash-object", "-w", "--stdin"], input="not a commit",
+                              capture_output=True, text=True, check=True).stdout.strip()
+        r.git("update-ref", "refs/locks/state", blob)
+        res = self.doctor(r)
+        self.assertEqual(res.code, 2, res)
+        self.assertEqual(res.error["error"], "store-read")
+        self.assertEqual(res.out, "")
+
+    def test_no_store(self):
+        r = self.repo(init=False)
+        self.assertUsage(self.doctor(r))
+
+
+class Migrate(CliTest):
+    def format1_store(self):
+        r = self.repo(init=False)
+        for actor, body in (("owner", "init"),
+                            ("carol", {"ops": [{"op": "claim", "path": "src/a.c", "mode": "exclusive",
+                                                "expires_at": T0 + 3_600_000}]}),
+                            ("dave", {"ops": [{"op": "claim", "path": "docs/", "mode": "shared",
+                                               "expires_at": T0 + 3_600_000},
+                                              {"op": "sem-acquire", "sem": "ci", "limit": 2,
+                                               "expires_at": T0 + 3_600_000}]})):
+            arg = body if body == "init" else json.dumps(body)
+            out = subprocess.run([writer(), r.path, actor, str(T0), arg], capture_output=True, text=True)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            commit = out.stdout.strip()
+            r.git("update-ref", "refs/locks/state", commit)
+        self.assertEqual(json.loads(r.git("cat-file", "-p", "refs/locks/state:state/format.json")),
+                         {"format": "gitlocks-state-v1"})
+        return r
+
+    def leases(self, r):
+        res = self.assertOk(r.run("alice", "--json", "status"))
+        return sorted((l.get("path") or l.get("sem"), l["generation"], l["id"] if "id" in l else l.get("lease"),
+                       l["expires_at"]) for l in res.json["leases"])
+
+    def test_format1_store_is_migrated_like_any_writer(self):
+        r = self.repo and self.format1_store()
+        before = self.leases(r)
+        self.assertEqual(len(before), 3)
+        # Writers refuse format 1 and point at migrate.
+        with self.unchanged(r):
+            e = self.assertUsage(self.claim(r, "alice", "x"), "unknown-format")
+        self.assertIn("migrate", e["detail"])
+        old_tip = r.tip()
+        old_records = sorted(json.dumps(v, sort_keys=True) for v in records(r).values())
+        res = self.assertOk(r.run("alice", "--json", "migrate", env=r.wrapped()))
+        self.assertTrue(res.json["migrated"])
+        self.assertEqual(res.json["attempts"], 1)
+        self.assertEqual(r.tip(), res.json["commit"])
+        # Published through the same compare-and-swap as every writer.
+        self.assertEqual(r.update_ref_log(), [
+            (0, f"start\nupdate refs/locks/state {r.tip()} {old_tip}\nprepare\ncommit\n")])
+        self.assertEqual(r.git("rev-parse", "refs/locks/state^").strip(), old_tip)
+        self.assertEqual(json.loads(r.git("cat-file", "-p", "refs/locks/state:state/format.json")),
+                         {"format": "gitlocks-state-v2"})
+        new = records(r)
+        self.assertTrue(all(len(p.split("/")) == 5 for p in new), list(new))  # state/records/AA/BB/H.json
+        self.assertEqual(sorted(json.dumps(v, sort_keys=True) for v in new.values()), old_records)
+        self.assertEqual(self.leases(r), before)
+        self.assertOk(r.run("alice", "doctor"))
+        # Writers carry on; generations continue.
+        self.claimed(r, "alice", "x")
+        self.assertRefused(self.claim(r, "alice", "src/a.c"), "held-path")
+        r.now = T0 + 3_600_001
+        got = self.claimed(r, "alice", "src/a.c")
+        self.assertEqual(got["leases"][0]["generation"], 2)
+        # Already current: says so, writes nothing.
+        with self.unchanged(r):
+            res = self.assertOk(r.run("alice", "migrate"))
+        self.assertIn("already in the current format", res.out)
+
+    def test_unknown_version_is_refused(self):
+        r = self.repo()
+        d = Damage(r)
+        d.put("state/format.json", '{"format":"gitlocks-state-v9"}')
+        d.commit()
+        with self.unchanged(r):
+            res = r.run("alice", "migrate", env=r.wrapped())
+        self.assertEqual(res.code, 64, res)
+        self.assertEqual(res.error["code"], "unknown-format")
+        self.assertIn("gitlocks-state-v9", res.error["detail"])
+        self.assertEqual(r.update_ref_log(), [])
+
+    def test_no_store(self):
+        r = self.repo(init=False)
+        self.assertUsage(r.run("alice", "migrate"))
+        self.assertIsNone(r.tip())
+
+
+if __name__ == "__main__":
+    unittest.main()
