@@ -1,6 +1,7 @@
 #include "gitlocks/replay.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/packet.hpp"
@@ -33,6 +34,54 @@ class HashOnlyScope {
 
  private:
   ObjectStore& s_;
+};
+
+// Read-through cache of trees and blobs for the walk: a commit's planner,
+// its timeline diff and the next commit's planner read the same objects.
+// Two generations of at most kCacheEntries each, so memory is bounded and
+// independent of the history's length. Writes (hash-only) pass through.
+class CachingStore final : public ObjectStore {
+ public:
+  explicit CachingStore(ObjectStore& s) : s_(s) {}
+  Result<std::string> read_blob(const Oid& id) override { return cached(blobs_, id, [&] { return s_.read_blob(id); }); }
+  Result<Tree> read_tree(const Oid& id) override { return cached(trees_, id, [&] { return s_.read_tree(id); }); }
+  Result<Commit> read_commit(const Oid& id) override { return s_.read_commit(id); }
+  Result<Oid> write_blob(std::string_view data) override { return s_.write_blob(data); }
+  Result<Oid> write_tree(const Tree& tree) override { return s_.write_tree(tree); }
+  Result<Oid> write_commit(const Commit& commit) override { return s_.write_commit(commit); }
+  Result<std::optional<Oid>> read_ref(std::string_view name) override { return s_.read_ref(name); }
+  std::size_t objects_written() const override { return s_.objects_written(); }
+  void set_hash_only(bool on) override { s_.set_hash_only(on); }
+
+ private:
+  static constexpr std::size_t kCacheEntries = 256;
+  template <typename T>
+  struct Generations {
+    std::unordered_map<Oid, T> young, old;
+  };
+  template <typename T, typename Load>
+  Result<T> cached(Generations<T>& g, const Oid& id, Load load) {
+    if (auto it = g.young.find(id); it != g.young.end()) return it->second;
+    if (auto it = g.old.find(id); it != g.old.end()) {
+      T v = std::move(it->second);
+      g.old.erase(it);
+      return remember(g, id, std::move(v));
+    }
+    GITLOCKS_TRY(v, load());
+    return remember(g, id, std::move(v));
+  }
+  template <typename T>
+  static T remember(Generations<T>& g, const Oid& id, T v) {
+    if (g.young.size() >= kCacheEntries) {
+      g.old = std::move(g.young);
+      g.young.clear();
+    }
+    g.young.emplace(id, v);
+    return v;
+  }
+  ObjectStore& s_;
+  Generations<std::string> blobs_;
+  Generations<Tree> trees_;
 };
 
 struct ChainState {
@@ -83,8 +132,13 @@ Status load_policy(ObjectStore& store, ChainState& cs) {
 // Checks one commit against the chain so far; fills v and returns the
 // recorded state to continue from.
 // Guard-time pins of the policy in a state (the result of a commit).
-Result<std::optional<Pins>> pins_at(ObjectStore& store, const Oid& state) {
+// The policy in force at the source (cs) is usually unchanged: reuse it.
+Result<std::optional<Pins>> pins_at(ObjectStore& store, const Oid& state, const ChainState& cs) {
   StateReader reader(store, state);
+  if (!cs.policy_blob.empty()) {
+    auto id = reader.lookup({"policy.json"});
+    if (id.ok() && *id && **id == cs.policy_blob) return cs.policy.guard_time;
+  }
   auto doc = reader.policy();
   if (!doc.ok()) return doc.error();
   auto pol = parse_policy(*doc);
@@ -120,7 +174,7 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     interval = {p["interval"][0].get<std::int64_t>(), p["interval"][1].get<std::int64_t>()};
     // Which rules was this commit made under? Guard time applies from the
     // activation on (the commit that installs the pins included).
-    auto result_pins = pins_at(store, tc.state);
+    auto result_pins = pins_at(store, tc.state, cs);
     if (!result_pins.ok()) fail(result_pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
                                 result_pins.error().message);
     const bool attested = result_pins.ok() && result_pins->has_value();
@@ -259,10 +313,10 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
 
 }  // namespace
 
-Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const ReplayOptions& options,
+Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const ReplayOptions& options,
                                    const std::function<void(const Verdict&)>& on_verdict) {
-  // The chain, root first. Only ids are kept: memory per commit is 40 bytes.
-  std::vector<Oid> chain;
+  // The chain, tip first. Only ids are kept: memory per commit is 40 bytes.
+  std::string chain;
   Oid cur = tip;
   bool reached_from = false;
   while (true) {
@@ -270,16 +324,17 @@ Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const Rep
       reached_from = true;
       break;
     }
-    chain.push_back(cur);
-    GITLOCKS_TRY(c, store.read_commit(cur));
+    chain += cur;
+    GITLOCKS_TRY(c, raw_store.read_commit(cur));
     if (c.parents.empty()) break;
     cur = c.parents.front();
   }
   if (options.from && !reached_from)
     return make_error(Errc::invalid, "trusted commit " + *options.from + " is not an ancestor of " + tip);
-  std::reverse(chain.begin(), chain.end());
+  const std::size_t count = chain.size() / 40;
 
-  HashOnlyScope hash_only(store);
+  HashOnlyScope hash_only(raw_store);
+  CachingStore store(raw_store);
   ChainState cs;
   detail::Timeline timeline;
   bool root = true;
@@ -304,10 +359,10 @@ Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const Rep
   }
   ReplaySummary summary;
   summary.tip = tip;
-  for (std::size_t i = 0; i < chain.size(); ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
     Verdict v;
-    v.commit = chain[i];
-    auto tc = read_transition_commit(store, chain[i]);
+    v.commit = chain.substr((count - 1 - i) * 40, 40);
+    auto tc = read_transition_commit(store, v.commit);
     if (!tc.ok()) {
       if (tc.error().code != Errc::invalid) return tc.error();
       v.ok = false;
@@ -324,7 +379,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const Rep
       if (!summary.first_invalid) summary.first_invalid = v.commit;
     }
     on_verdict(v);
-    if (options.progress) options.progress(i + 1, chain.size());
+    if (options.progress) options.progress(i + 1, count);
   }
   return summary;
 }

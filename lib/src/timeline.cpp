@@ -26,27 +26,39 @@ Result<std::optional<Oid>> subtree(ObjectStore& store, const Oid& root, const st
 Status diff_trees(ObjectStore& store, const std::optional<Oid>& a, const std::optional<Oid>& b,
                   const std::string& prefix, int depth, int shard_levels, std::vector<Change>& out) {
   if (a == b) return Ok{};
-  std::map<std::string, TreeEntry> ea;
-  std::map<std::string, TreeEntry> eb;
+  // A merge of the two entry lists in name order (no maps: this is the hot path).
+  Tree ea;
+  Tree eb;
   if (a) {
     GITLOCKS_TRY(t, store.read_tree(*a));
-    for (auto& e : t) ea[e.name] = e;
+    ea = std::move(t);
   }
   if (b) {
     GITLOCKS_TRY(t, store.read_tree(*b));
-    for (auto& e : t) eb[e.name] = e;
+    eb = std::move(t);
   }
-  std::set<std::string> names;
-  for (auto& [n, _] : ea) names.insert(n);
-  for (auto& [n, _] : eb) names.insert(n);
-  for (const auto& n : names) {
-    auto ia = ea.find(n);
-    auto ib = eb.find(n);
-    std::optional<Oid> oa = ia == ea.end() ? std::nullopt : std::optional<Oid>{ia->second.oid};
-    std::optional<Oid> ob = ib == eb.end() ? std::nullopt : std::optional<Oid>{ib->second.oid};
+  auto by_name = [](const TreeEntry& x, const TreeEntry& y) { return x.name < y.name; };
+  std::sort(ea.begin(), ea.end(), by_name);
+  std::sort(eb.begin(), eb.end(), by_name);
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < ea.size() || j < eb.size()) {
+    const TreeEntry* xa = nullptr;
+    const TreeEntry* xb = nullptr;
+    if (j >= eb.size() || (i < ea.size() && ea[i].name < eb[j].name)) {
+      xa = &ea[i++];
+    } else if (i >= ea.size() || eb[j].name < ea[i].name) {
+      xb = &eb[j++];
+    } else {
+      xa = &ea[i++];
+      xb = &eb[j++];
+    }
+    const std::string& n = xa ? xa->name : xb->name;
+    std::optional<Oid> oa = xa ? std::optional<Oid>{xa->oid} : std::nullopt;
+    std::optional<Oid> ob = xb ? std::optional<Oid>{xb->oid} : std::nullopt;
     if (oa == ob) continue;
-    bool tree_a = ia != ea.end() && ia->second.is_tree;
-    bool tree_b = ib != eb.end() && ib->second.is_tree;
+    bool tree_a = xa && xa->is_tree;
+    bool tree_b = xb && xb->is_tree;
     if (depth < shard_levels) {
       if ((oa && !tree_a) || (ob && !tree_b))
         return make_error(Errc::invalid, "blob '" + prefix + n + "' where a shard tree belongs");
@@ -125,6 +137,7 @@ void Timeline::conflicts_for(const std::string& key, const std::string& holder, 
 
 Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* codec) {
   paths_.clear();
+  recent_.clear();
   StateReader reader(store, state, codec);
   return reader.for_each_record([&](const json& rec) {
     if (rec.value("kind", "") != "path" && rec.value("kind", "") != "sem") return true;
@@ -144,6 +157,8 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                                                 const RecordCodec* new_codec) {
   if (!old_codec) old_codec = &plain_codec();
   if (!new_codec) new_codec = &plain_codec();
+  std::map<std::string, json> previous = std::move(recent_);
+  recent_.clear();
   std::vector<Violation> violations;
   std::vector<Change> changes;
   StateReader new_reader(store, new_state);
@@ -183,13 +198,16 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
   };
   std::vector<Admission> admitted;
   std::vector<json> semaphores;
+  std::map<std::string, json> recent;
   // First removals and renewals, then admissions: a reclaim removes the old
   // lease and admits the new one in the same commit.
   for (const auto& c : changes) {
     json before = nullptr;
     json after = nullptr;
     if (c.before) {
-      auto r = load_record(store, c, *c.before, *format, *old_codec);
+      auto hit = previous.find(c.location + ' ' + *c.before);
+      auto r = hit != previous.end() ? Result<json>(std::move(hit->second))
+                                    : load_record(store, c, *c.before, *format, *old_codec);
       if (!r.ok()) {
         violations.push_back({"record-misplaced", r.error().message});
         continue;
@@ -203,6 +221,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
         continue;
       }
       after = std::move(r).value();
+      recent.emplace(c.location + ' ' + *c.after, after);
     }
     const json& any = after.is_null() ? before : after;
     const std::string kind = any["kind"].get<std::string>();
@@ -267,6 +286,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                                                       std::to_string(t) + " while " + found.front() + " conflicts"});
     paths_[a.key].push_back({a.id, a.holder, a.exclusive, a.expires_at});
   }
+  recent_ = std::move(recent);
   for (const auto& rec : semaphores) {
     std::int64_t live = 0;
     for (const auto& l : rec["leases"])

@@ -45,6 +45,9 @@ class Timeline {
                      std::vector<std::string>& out) const;
   std::map<std::string, std::vector<Live>> paths_;  // path key -> leases on it
   std::map<std::string, std::int64_t> max_generation_;  // resource -> highest generation seen
+  // Records the previous apply() read as "after", by location + blob id: the
+  // next commit reads them again as "before" (bounded by one commit's changes).
+  std::map<std::string, json> recent_;
 };
 
 }  // namespace gitlocks::detail

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Benchmark of `git-locks verify` (issue 5): commits/s on generated histories
+next to bare Ed25519 verifications/s measured in the same run, the ratio
+(commits/s x signatures per commit / bare verifications/s; goal >= 0.5), and
+peak RSS at two history lengths (memory must not grow with the history beyond
+its 40-byte-per-commit id list).
+
+usage: verify_bench.py GIT_LOCKS GEN_HISTORY ED25519_RATE [--commits 5000,20000]
+
+Times are CPU times of the child (user + sys), so a loaded machine does not
+distort the ratio; wall time is printed too."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def child(argv, **kw):
+    """Runs argv; returns (exit status, stdout, cpu seconds, wall seconds, peak RSS in KiB)."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+    out, err = p.stdout.read(), p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - t0
+    if p.returncode not in (0,):
+        sys.exit(f"{argv[0]} exited {p.returncode}: {err.decode()[-2000:]}")
+    return out, err, ru.ru_utime + ru.ru_stime, wall, ru.ru_maxrss
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 3:
+        sys.exit(__doc__)
+    cli, gen, rate = args[:3]
+    sizes = [5000, 20000]
+    if "--commits" in args:
+        sizes = [int(x) for x in args[args.index("--commits") + 1].split(",")]
+    tmp = tempfile.mkdtemp(prefix="gitlocks-verify-bench-")
+    try:
+        rows = []
+        for n in sizes:
+            bundle = os.path.join(tmp, f"h{n}.bundle")
+            _, _, gcpu, gwall, _ = child([gen, "--commits", str(n), "--bundle", bundle, "--seed", "42"])
+            repo = os.path.join(tmp, f"r{n}")
+            subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+            subprocess.run(["git", "-C", repo, "fetch", "-q", bundle, "refs/locks/state:refs/locks/state"], check=True)
+            out, err, cpu, wall, rss = child([cli, "--repo", repo, "--json", "verify"], env=dict(os.environ))
+            lines = out.splitlines()
+            summary = json.loads(err.splitlines()[-1])
+            assert len(lines) == n and summary["invalid"] == 0, summary
+            rows.append({"commits": n, "cpu_s": cpu, "wall_s": wall, "rss_kib": rss, "gen_cpu_s": gcpu})
+        bare = json.loads(child([rate, "2"])[0])["verifications_per_s"]
+        sigs = 1  # a plain history: one packet signature per commit, no attestation
+        print(f"bare Ed25519 verifications/s (one core, libsodium): {bare:,.0f}")
+        for r in rows:
+            cps = r["commits"] / r["cpu_s"]
+            ratio = cps * sigs / bare
+            print(f"verify {r['commits']:>6} commits: {cps:8,.0f} commits/s (cpu {r['cpu_s']:.2f}s, wall {r['wall_s']:.2f}s)"
+                  f"  ratio {ratio:.2f} (goal >= 0.50)  peak RSS {r['rss_kib'] / 1024:.1f} MiB")
+        if len(rows) >= 2:
+            a, b = rows[0], rows[-1]
+            extra = (b["rss_kib"] - a["rss_kib"]) * 1024 / max(1, b["commits"] - a["commits"])
+            print(f"peak RSS growth {a['commits']} -> {b['commits']} commits: {extra:.1f} bytes/commit "
+                  f"(id list: 40 bytes/commit)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

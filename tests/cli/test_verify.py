@@ -1,0 +1,379 @@
+"""git-locks verify and export (SPEC §7): histories made by the CLI, then
+rewritten with Git plumbing (hash-object, mktree, commit-tree, update-ref);
+every tampering must be flagged at the right commit with a specific reason,
+an untouched history must pass, rewritten history (a fork) must be caught."""
+
+import json
+import os
+import subprocess
+import unittest
+
+from support import CliTest
+
+try:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+except ImportError:  # pragma: no cover
+    Ed25519PrivateKey = None
+
+PACKET_DOMAIN = b"gitlocks/packet/v1\x00"
+
+
+def canon(obj):
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Plumbing:
+    """Git plumbing on one repository, bytes in and out."""
+
+    def __init__(self, repo):
+        self.repo = repo
+
+    def git(self, *args, data=None):
+        r = subprocess.run(["git", "-C", self.repo.path, *args], input=data, capture_output=True, check=True)
+        return r.stdout
+
+    def chain(self):
+        return self.git("rev-list", "--reverse", "refs/locks/state").decode().split()
+
+    def tree_of(self, commit):
+        return self.git("rev-parse", commit + "^{tree}").decode().strip()
+
+    def message(self, commit):
+        return self.git("log", "-1", "--format=%B", commit).decode()
+
+    def ls(self, tree):
+        out = []
+        for rec in self.git("ls-tree", "-z", tree).split(b"\0"):
+            if rec:
+                meta, name = rec.decode().split("\t", 1)
+                mode, kind, oid = meta.split()
+                out.append([mode, kind, oid, name])
+        return out
+
+    def mktree(self, entries):
+        data = "".join(f"{m} {k} {o}\t{n}\0" for m, k, o, n in entries).encode()
+        return self.git("mktree", "-z", data=data).decode().strip()
+
+    def blob(self, data):
+        return self.git("hash-object", "-w", "--stdin", data=data).decode().strip()
+
+    def cat(self, oid):
+        return self.git("cat-file", "blob", oid)
+
+    def get(self, tree, path):
+        head, _, rest = path.partition("/")
+        for m, k, o, n in self.ls(tree):
+            if n == head:
+                return o if not rest else self.get(o, rest)
+        raise KeyError(path)
+
+    def put(self, tree, path, oid, kind="blob"):
+        """`tree` with `path` set to `oid` (None: removed)."""
+        head, _, rest = path.partition("/")
+        entries = [e for e in self.ls(tree) if e[3] != head]
+        if rest:
+            sub = self.get(tree, head)
+            entries.append(["040000", "tree", self.put(sub, rest, oid, kind), head])
+        elif oid is not None:
+            entries.append(["040000" if kind == "tree" else "100644", kind, oid, head])
+        return self.mktree(entries)
+
+    def blobs(self, tree, prefix=""):
+        for m, k, o, n in self.ls(tree):
+            if k == "tree":
+                yield from self.blobs(o, prefix + n + "/")
+            else:
+                yield prefix + n, o
+
+    def rebuild(self, trees, messages):
+        """A new chain with these commit trees, root first; moves the ref. Returns the new ids."""
+        ids, parent = [], None
+        for tree, msg in zip(trees, messages):
+            args = ["commit-tree", tree, "-m", msg or "x"]
+            if parent:
+                args += ["-p", parent]
+            parent = self.git(*args).decode().strip()
+            ids.append(parent)
+        self.git("update-ref", "refs/locks/state", parent)
+        return ids
+
+
+class VerifyTest(CliTest):
+    def history(self):
+        """owner init; alice claim; bob shared claim; alice extend; carol sem; bob release; alice release."""
+        r = self.repo()
+        steps = [
+            ("alice", ["claim", "--ttl", "60s", "src/a.c"]),
+            ("bob", ["claim", "--mode", "shared", "--ttl", "60s", "docs/"]),
+            ("alice", ["extend", "--ttl", "90s", "src/a.c"]),
+            ("carol", ["sem", "acquire", "ci", "--limit", "2", "--ttl", "30s"]),
+            ("bob", ["release", "docs/"]),
+            ("alice", ["release", "src/a.c"]),
+        ]
+        for actor, args in steps:
+            r.now += 1000
+            self.assertOk(r.run(actor, *args))
+        return r, Plumbing(r)
+
+    def verify(self, repo, *args, actor="dave"):
+        res = repo.run(actor, "--json", "verify", *args)
+        verdicts = [json.loads(line) for line in res.out.splitlines()]
+        summary = json.loads(res.err.strip().splitlines()[-1]) if res.err.strip() else None
+        return res, verdicts, summary
+
+    def assertFlagged(self, repo, index, reason, ids=None):
+        res, verdicts, summary = self.verify(repo)
+        self.assertEqual(res.code, 1, res)
+        bad = [i for i, v in enumerate(verdicts) if not v["ok"]]
+        self.assertTrue(bad, res)
+        self.assertEqual(bad[0], index, verdicts[bad[0]])
+        self.assertEqual(verdicts[index]["reason"], reason, verdicts[index])
+        self.assertTrue(verdicts[index]["detail"])
+        self.assertTrue(all(v["ok"] for v in verdicts[:index]))
+        if ids:
+            self.assertEqual([v["commit"] for v in verdicts], ids)
+            self.assertEqual(summary["first_invalid"], ids[index])
+        self.assertFalse(summary["ok"])
+        return verdicts
+
+    def key_of(self, repo, actor):
+        with open(repo.key(actor)) as f:
+            seed = bytes.fromhex(json.loads(f.read())["seed"])
+        return Ed25519PrivateKey.from_private_bytes(seed)
+
+    def signed(self, key, packet):
+        return canon({"packet": packet, "sig": key.sign(PACKET_DOMAIN + canon(packet)).hex()})
+
+    def packet_of(self, p, commit):
+        return json.loads(p.cat(p.get(p.tree_of(commit), "txn/packet.json")))
+
+    # --- untouched --------------------------------------------------------
+
+    def test_untouched_history_passes(self):
+        r, p = self.history()
+        res, verdicts, summary = self.verify(r)
+        self.assertEqual(res.code, 0, res)
+        self.assertEqual([v["commit"] for v in verdicts], p.chain())
+        self.assertTrue(all(v["ok"] and v["level"] == "full" for v in verdicts))
+        self.assertEqual([v["command"] for v in verdicts],
+                         ["init", "claim", "claim", "extend", "sem-acquire", "release", "release"])
+        for line in res.out.splitlines():  # canonical: sorted keys, no spaces
+            self.assertEqual(line.encode(), canon(json.loads(line)))
+        self.assertEqual(summary["commits"], 7)
+        self.assertEqual(summary["invalid"], 0)
+        self.assertTrue(summary["ok"])
+        self.assertEqual(summary["tip"], r.tip())
+        human = r.run("dave", "verify")
+        self.assertEqual(human.code, 0, human)
+        self.assertEqual(human.err, "")
+        lines = human.out.splitlines()
+        self.assertEqual(len(lines), 8)
+        self.assertIn("all valid", lines[-1])
+
+    def test_from_trusted_commit(self):
+        r, p = self.history()
+        ids = p.chain()
+        res, verdicts, summary = self.verify(r, "--from", ids[3])
+        self.assertEqual(res.code, 0, res)
+        self.assertEqual([v["commit"] for v in verdicts], ids[4:])
+        self.assertEqual(summary["from"], ids[3])
+        bad = r.run("dave", "verify", "--from", "0" * 40)
+        self.assertUsage(bad)
+
+    def test_unreadable_store_exits_2(self):
+        r, p = self.history()
+        p.git("update-ref", "refs/locks/state", p.blob(b"not a commit\n"))
+        res = r.run("dave", "--json", "verify")
+        self.assertEqual(res.code, 2, res)
+        self.assertEqual(res.error["error"], "store-read")
+
+    # --- tampering --------------------------------------------------------
+
+    def test_one_byte_of_a_record(self):
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        path, oid = next((n, o) for n, o in p.blobs(trees[3]) if n.startswith("state/") and "generation" in p.cat(o).decode())
+        data = bytearray(p.cat(oid))
+        i = data.index(b'"generation":') + len(b'"generation":')
+        data[i] = ord("7") if data[i] != ord("7") else ord("8")
+        trees[3] = p.put(trees[3], path, p.blob(bytes(data)))
+        new = p.rebuild(trees, [p.message(c) for c in ids])
+        v = self.assertFlagged(r, 3, "state-mismatch", new)
+        self.assertEqual(v[4]["reason"], "source-mismatch")  # the next commit no longer chains
+
+    def test_swapped_packets(self):
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        a, b = p.get(trees[2], "txn/packet.json"), p.get(trees[3], "txn/packet.json")
+        trees[2], trees[3] = p.put(trees[2], "txn/packet.json", b), p.put(trees[3], "txn/packet.json", a)
+        new = p.rebuild(trees, [p.message(c) for c in ids])
+        self.assertFlagged(r, 2, "source-mismatch", new)
+
+    def test_dropped_commit(self):
+        r, p = self.history()
+        ids = p.chain()
+        keep = ids[:2] + ids[3:]
+        new = p.rebuild([p.tree_of(c) for c in keep], [p.message(c) for c in keep])
+        self.assertFlagged(r, 2, "source-mismatch", new)
+
+    def test_reordered_commits(self):
+        r, p = self.history()
+        ids = p.chain()
+        order = ids[:4] + [ids[5], ids[4]] + ids[6:]
+        new = p.rebuild([p.tree_of(c) for c in order], [p.message(c) for c in order])
+        self.assertFlagged(r, 4, "source-mismatch", new)
+
+    def test_stray_file_in_commit_tree(self):
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        trees[4] = p.put(trees[4], "README", p.blob(b"hello\n"))
+        new = p.rebuild(trees, [p.message(c) for c in ids])
+        v = self.assertFlagged(r, 4, "unexpected-entry", new)
+        self.assertIn("README", v[4]["detail"])
+
+    def test_replaced_policy(self):
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        pol = json.loads(p.cat(p.get(trees[2], "state/policy.json")))
+        pol["max_ttl_ms"] = pol["max_ttl_ms"] * 10
+        trees[2] = p.put(trees[2], "state/policy.json", p.blob(canon(pol)))
+        new = p.rebuild(trees, [p.message(c) for c in ids])
+        self.assertFlagged(r, 2, "state-mismatch", new)
+
+    @unittest.skipIf(Ed25519PrivateKey is None, "python cryptography is not installed")
+    def test_packet_signed_by_another_key(self):
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        packet = self.packet_of(p, ids[3])["packet"]  # alice's extend, signed by bob
+        trees[3] = p.put(trees[3], "txn/packet.json", p.blob(self.signed(self.key_of(r, "bob"), packet)))
+        new = p.rebuild(trees, [p.message(c) for c in ids])
+        self.assertFlagged(r, 3, "bad-signature", new)
+
+    @unittest.skipIf(Ed25519PrivateKey is None, "python cryptography is not installed")
+    def test_packet_resigned_as_another_actor(self):
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        packet = self.packet_of(p, ids[3])["packet"]
+        bob = self.key_of(r, "bob")
+        packet["actor"] = bob.public_key().public_bytes_raw().hex()  # bob extends alice's lease
+        trees[3] = p.put(trees[3], "txn/packet.json", p.blob(self.signed(bob, packet)))
+        new = p.rebuild(trees, [p.message(c) for c in ids])
+        v = self.assertFlagged(r, 3, "replay-refused", new)
+        self.assertIn("not-holder", v[3]["detail"])
+
+    @unittest.skipIf(Ed25519PrivateKey is None, "python cryptography is not installed")
+    def test_changed_generation_with_valid_signature(self):
+        # The actor's own key re-signs a packet whose result carries a forged
+        # generation: signature and chain are fine, re-planning is not.
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        state = p.get(trees[3], "state")
+        path, oid = next((n, o) for n, o in p.blobs(state) if "generation" in p.cat(o).decode())
+        rec = json.loads(p.cat(oid))
+        for lease in rec["leases"]:
+            lease["generation"] += 5
+        state = p.put(state, path, p.blob(canon(rec)))
+        trees[3] = p.put(trees[3], "state", state, kind="tree")
+        stored = self.packet_of(p, ids[3])
+        packet = stored["packet"]
+        packet["result"] = state
+        actor = "alice"
+        self.assertEqual(packet["actor"], self.key_of(r, actor).public_key().public_bytes_raw().hex())
+        trees[3] = p.put(trees[3], "txn/packet.json", p.blob(self.signed(self.key_of(r, actor), packet)))
+        new = p.rebuild(trees, [p.message(c) for c in ids])
+        self.assertFlagged(r, 3, "result-mismatch", new)
+
+    # --- fork detection ---------------------------------------------------
+
+    def test_fork_detection_and_accept_rewrite(self):
+        r, p = self.history()
+        res, _, summary = self.verify(r)
+        self.assertEqual(res.code, 0, res)
+        memo = os.path.join(r.gitdir(), "git-locks", "verified-tip")
+        with open(memo) as f:
+            self.assertEqual(f.read().strip(), summary["tip"])
+        old_tip = summary["tip"]
+        # A new legitimate transition descends from it.
+        r.now += 1000
+        self.assertOk(r.run("bob", "claim", "--ttl", "60s", "lib/"))
+        res, _, summary = self.verify(r)
+        self.assertEqual(res.code, 0, res)
+        old_tip = summary["tip"]
+        # Rewritten history: the same trees, new commits (a valid chain).
+        ids = p.chain()
+        new = p.rebuild([p.tree_of(c) for c in ids[:-1]], ["rewritten"] * (len(ids) - 1))
+        res, verdicts, summary = self.verify(r)
+        self.assertEqual(res.code, 1, res)
+        self.assertTrue(all(v["ok"] for v in verdicts))
+        self.assertFalse(summary["ok"])
+        self.assertEqual(summary["fork"], {"verified_tip": old_tip, "tip": new[-1]})
+        human = r.run("dave", "verify")
+        self.assertEqual(human.code, 1, human)
+        self.assertIn(old_tip, human.out)
+        self.assertIn(new[-1], human.out)
+        self.assertIn("rewritten", human.out)
+        with open(memo) as f:
+            self.assertEqual(f.read().strip(), old_tip)  # not forgotten without consent
+        # Explicit acceptance resets the memory and says so.
+        acc = r.run("dave", "verify", "--accept-rewrite")
+        self.assertEqual(acc.code, 0, acc)
+        self.assertIn("accepted rewrite: forgot the last verified tip " + old_tip, acc.out)
+        with open(memo) as f:
+            self.assertEqual(f.read().strip(), new[-1])
+        res, _, summary = self.verify(r)
+        self.assertEqual(res.code, 0, res)
+        self.assertNotIn("fork", summary)
+
+    def test_rollback_is_a_fork(self):
+        r, p = self.history()
+        self.assertEqual(self.verify(r)[0].code, 0)
+        ids = p.chain()
+        p.git("update-ref", "refs/locks/state", ids[-3])  # hides two transitions
+        res, _, summary = self.verify(r)
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual(summary["fork"], {"verified_tip": ids[-1], "tip": ids[-3]})
+
+    def test_invalid_history_is_not_remembered(self):
+        r, p = self.history()
+        ids = p.chain()
+        trees = [p.tree_of(c) for c in ids]
+        trees[6] = p.put(trees[6], "stray", p.blob(b"x"))
+        p.rebuild(trees, [p.message(c) for c in ids])
+        self.assertEqual(self.verify(r)[0].code, 1)
+        self.assertFalse(os.path.exists(os.path.join(r.gitdir(), "git-locks", "verified-tip")))
+
+    # --- export -----------------------------------------------------------
+
+    def test_export_bundle(self):
+        r, p = self.history()
+        out = os.path.join(r.root, "store.bundle")
+        res = r.run("dave", "--json", "export", "--bundle", out)
+        self.assertOk(res)
+        self.assertEqual(res.json, {"bundle": out, "ref": "refs/locks/state", "tip": r.tip()})
+        p.git("bundle", "verify", out)
+        heads = p.git("bundle", "list-heads", out).decode().split()
+        self.assertEqual(heads, [r.tip(), "refs/locks/state"])
+        # The bundle is a complete store: a clone of it verifies.
+        clone = os.path.join(r.root, "clone")
+        subprocess.run(["git", "init", "-q", clone], check=True)
+        subprocess.run(["git", "-C", clone, "fetch", "-q", out, "refs/locks/state:refs/locks/state"], check=True)
+        v = subprocess.run([os.environ["GIT_LOCKS_BIN"], "--repo", clone, "verify"], capture_output=True, text=True,
+                           env=r.env("dave"))
+        self.assertEqual(v.returncode, 0, v.stderr)
+        self.assertUsage(r.run("dave", "export"))
+
+    def test_export_without_store(self):
+        r = self.repo(init=False)
+        res = r.run("dave", "export", "--bundle", os.path.join(r.root, "x.bundle"))
+        self.assertEqual(res.code, 2, res)
+
+
+if __name__ == "__main__":
+    unittest.main()

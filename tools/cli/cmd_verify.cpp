@@ -1,0 +1,253 @@
+// Verification commands: verify (SPEC §7, replay of the whole history with
+// fork detection) and export (a Git bundle of refs/locks/state for other
+// hosts, docs/FORMAT.md "Bundles").
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <git2.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "gitlocks/packet.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/replay.hpp"
+#include "gitlocks/state.hpp"
+#include "gitlocks/vault.hpp"
+#include "report.h"
+
+namespace gitlocks::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kStructuralNote = "structural verification only: not a semantic validation";
+
+// $GIT_DIR/git-locks/verified-tip: the last tip this clone verified as valid.
+Result<fs::path> verified_tip_file(Context& ctx) {
+  GITLOCKS_TRY(r, ctx.git().run({"rev-parse", "--absolute-git-dir"}));
+  if (r.status != 0) return make_error(Errc::store_read, "git rev-parse --absolute-git-dir: " + r.err);
+  std::string dir = r.out;
+  while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r')) dir.pop_back();
+  return fs::path(dir) / "git-locks" / "verified-tip";
+}
+
+std::optional<Oid> read_verified_tip(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  if (line.size() != 40 || line.find_first_not_of("0123456789abcdef") != std::string::npos) return std::nullopt;
+  return line;
+}
+
+// Written to a temporary file beside it, then renamed over it.
+Status write_verified_tip(const fs::path& file, const Oid& tip) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) return make_error(Errc::store_write, "cannot create " + file.parent_path().string() + ": " + ec.message());
+  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << tip << "\n";
+    out.flush();
+    if (!out) return make_error(Errc::store_write, "cannot write " + tmp.string());
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return make_error(Errc::store_write, "cannot rename onto " + file.string());
+  }
+  return Ok{};
+}
+
+Status forget_verified_tip(const fs::path& file) {
+  std::error_code ec;
+  fs::remove(file, ec);
+  if (ec) return make_error(Errc::store_write, "cannot remove " + file.string() + ": " + ec.message());
+  return Ok{};
+}
+
+// Whether `remembered` is `tip` or one of its ancestors (`git merge-base
+// --is-ancestor`); a commit that no longer exists is not.
+Result<bool> descends_from(Context& ctx, ObjectStore& store, const Oid& remembered, const Oid& tip) {
+  if (remembered == tip) return true;
+  if (!store.read_commit(remembered).ok()) return false;
+  GITLOCKS_TRY(r, ctx.git().run({"merge-base", "--is-ancestor", remembered, tip}));
+  if (r.status == 0) return true;
+  if (r.status == 1) return false;
+  return make_error(Errc::store_read, "git merge-base --is-ancestor: " + r.err);
+}
+
+// The member's keys when the tip's store is PRIVATE and the actor key is in
+// its keyring; nullopt otherwise (`why` says which).
+std::optional<Vault> member_vault(Context& ctx, ObjectStore& store, const Oid& tip, bool& is_private) {
+  is_private = false;
+  auto tc = read_transition_commit(store, tip);
+  if (!tc.ok()) return std::nullopt;
+  StateReader reader(store, tc->state);
+  auto doc = reader.policy();
+  if (!doc.ok()) return std::nullopt;
+  auto pol = parse_policy(*doc);
+  if (!pol.ok() || !pol->is_private) return std::nullopt;
+  is_private = true;
+  auto id = ctx.identity();
+  if (!id.ok()) return std::nullopt;
+  auto vault = Vault::open(*doc, (*id)->key);
+  if (!vault.ok()) return std::nullopt;
+  return std::move(vault).value();
+}
+
+std::string short_id(const std::string& s) { return s.substr(0, 12); }
+
+std::string human_verdict(const Verdict& v) {
+  std::string line = v.ok ? "ok      " : "INVALID ";
+  line += v.commit + " " + (v.command.empty() ? "?" : v.command);
+  if (!v.actor.empty()) line += " by " + short_id(v.actor);
+  if (v.time) line += " at " + std::to_string(*v.time);
+  if (v.level == "structural") line += " (structural)";
+  if (!v.ok) line += ": " + v.reason + (v.detail.empty() ? "" : " — " + v.detail);
+  return line + "\n";
+}
+
+}  // namespace
+
+int cmd_verify(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"from", true}, {"accept-rewrite", false}, {"allow-test-clock", false}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
+  // libgit2's object cache (256 MiB by default) would otherwise grow with the
+  // history: every commit and tree of the walk stays in it.
+  git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, static_cast<ssize_t>(16) << 20);
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  auto ref = (*store)->read_ref(kStateRef);
+  if (!ref.ok()) return ctx.fail(ref.error());
+  if (!*ref) return ctx.fail(make_error(Errc::store_read, "no lock store in this repository (refs/locks/state is missing)"));
+  const Oid tip = **ref;
+
+  ReplayOptions options;
+  options.allow_test_clock = a->has("allow-test-clock");
+  if (auto from = a->value("from")) {
+    auto r = ctx.git().run({"rev-parse", "--verify", "--quiet", *from + "^{commit}"});
+    if (!r.ok()) return ctx.fail(r.error());
+    std::string id = r->out;
+    while (!id.empty() && id.back() == '\n') id.pop_back();
+    if (r->status != 0 || id.size() != 40) return ctx.fail(make_error(Errc::usage, "--from: no such commit '" + *from + "'"));
+    options.from = id;
+  }
+  bool is_private = false;
+  std::optional<Vault> vault = member_vault(ctx, **store, tip, is_private);
+  if (vault) options.vault = &*vault;
+
+  // Fork detection against the tip this clone last verified.
+  auto memo = verified_tip_file(ctx);
+  if (!memo.ok()) return ctx.fail(memo.error());
+  std::optional<Oid> remembered = read_verified_tip(*memo);
+  std::optional<Oid> forgotten;
+  std::optional<Oid> fork_from;
+  if (a->has("accept-rewrite")) {
+    forgotten = remembered;
+    if (remembered) {
+      auto st = forget_verified_tip(*memo);
+      if (!st.ok()) return ctx.fail(st.error());
+    }
+    remembered.reset();
+  } else if (remembered) {
+    auto d = descends_from(ctx, **store, *remembered, tip);
+    if (!d.ok()) return ctx.fail(d.error());
+    if (!*d) fork_from = remembered;
+  }
+
+  std::string out;
+  auto flush = [&] {
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    out.clear();
+  };
+  auto summary = replay_chain(**store, tip, options, [&](const Verdict& v) {
+    if (ctx.json_output) {
+      auto line = canon_dump(verdict_json(v));
+      out += line.ok() ? *line : json_line(verdict_json(v));
+      out += '\n';
+    } else {
+      out += human_verdict(v);
+    }
+    if (out.size() > (1u << 16)) flush();
+  });
+  flush();
+  if (!summary.ok()) {
+    std::fflush(stdout);
+    if (options.from && summary.error().code == Errc::invalid)
+      return ctx.fail(make_error(Errc::usage, "--from: " + summary.error().message));
+    return ctx.fail(summary.error());
+  }
+
+  const bool valid = summary->invalid == 0 && !fork_from;
+  if (valid) {
+    auto st = write_verified_tip(*memo, tip);
+    if (!st.ok()) return ctx.fail(st.error());
+  }
+  json s = {{"tip", tip},
+            {"commits", summary->commits},
+            {"invalid", summary->invalid},
+            {"structural", summary->structural},
+            {"ok", valid},
+            {"first_invalid", summary->first_invalid ? json(*summary->first_invalid) : json(nullptr)},
+            {"from", options.from ? json(*options.from) : json(nullptr)}};
+  std::string text;
+  if (fork_from) {
+    s["fork"] = {{"verified_tip", *fork_from}, {"tip", tip}};
+    text += "fork: refs/locks/state is at " + tip + ", which does not descend from the last verified tip " +
+            *fork_from + " (history rewritten); run `git-locks verify --accept-rewrite` to accept it\n";
+  }
+  if (a->has("accept-rewrite")) {
+    s["accepted_rewrite"] = forgotten ? json(*forgotten) : json(nullptr);
+    text += forgotten ? "accepted rewrite: forgot the last verified tip " + *forgotten + "\n"
+                      : std::string("accepted rewrite: no verified tip was remembered\n");
+  }
+  if (summary->structural > 0 || (is_private && !vault)) {
+    s["note"] = kStructuralNote;
+    text += std::string(kStructuralNote) + " for " + std::to_string(summary->structural) + " commit(s)" +
+            (is_private && !vault ? " (this key is not a member of the PRIVATE store)" : "") + "\n";
+  }
+  text += valid ? "verified " + std::to_string(summary->commits) + " commit(s) up to " + tip + ": all valid\n"
+                : "verified " + std::to_string(summary->commits) + " commit(s) up to " + tip + ": " +
+                      std::to_string(summary->invalid) + " invalid" +
+                      (summary->first_invalid ? ", first at " + *summary->first_invalid : std::string()) +
+                      (fork_from ? std::string(", history rewritten") : std::string()) + "\n";
+  if (ctx.json_output) {
+    std::fflush(stdout);
+    std::string line = json_line(s) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+  } else {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  return valid ? kExitOk : kExitRefused;
+}
+
+int cmd_export(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"bundle", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  auto file = a->value("bundle");
+  if (!file || file->empty()) return ctx.fail(make_error(Errc::usage, "export needs --bundle FILE"));
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "export takes no arguments"));
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  auto ref = (*store)->read_ref(kStateRef);
+  if (!ref.ok()) return ctx.fail(ref.error());
+  if (!*ref) return ctx.fail(make_error(Errc::store_read, "no lock store in this repository (refs/locks/state is missing)"));
+  std::error_code ec;
+  const std::string path = fs::absolute(*file, ec).string();  // git runs with -C DIR
+  if (ec) return ctx.fail(make_error(Errc::usage, "bad path " + *file));
+  auto r = ctx.git().run({"bundle", "create", "-q", path, std::string(kStateRef)});
+  if (!r.ok()) return ctx.fail(r.error());
+  if (r->status != 0)
+    return ctx.fail(make_error(Errc::store_write, "git bundle create exited " + std::to_string(r->status) + ": " + r->err));
+  return ctx.done({{"bundle", path}, {"ref", kStateRef}, {"tip", **ref}},
+                  "wrote " + path + " (" + std::string(kStateRef) + " at " + **ref + ")");
+}
+
+}  // namespace gitlocks::cli
