@@ -1,0 +1,385 @@
+"""Trusted admission time end to end (seed 002, SPEC §6): a real notary on
+loopback with its test clock, guard-time activation and recovery, attested
+leases, substituted proofs, clock rollback, a notary that is down."""
+
+import http.server
+import json
+import os
+import subprocess
+import threading
+import unittest
+import urllib.request
+
+from support import T0, Repo, binary
+
+P = T0 + 10_000  # proposal clock of the attested transitions
+SAFE_MAX = 2**53 - 1
+
+
+class Notary:
+    def __init__(self, tc, root, name, audience):
+        self.key = os.path.join(root, name + ".key")
+        self.state = os.path.join(root, name + "-state")
+        self.audience = audience
+        out = subprocess.run([binary(), "notary", "keygen", "--out", self.key], capture_output=True, text=True)
+        tc.assertEqual(out.returncode, 0, out.stderr)
+        self.service_key = json.loads(out.stdout)["service_key"]
+        os.makedirs(self.state, mode=0o700, exist_ok=True)
+        self.proc = None
+        tc.addCleanup(self.stop)
+
+    def clock(self, ms):
+        tmp = os.path.join(self.state, "test-clock-ms.tmp")
+        with open(tmp, "w") as f:
+            f.write(str(ms))
+        os.replace(tmp, os.path.join(self.state, "test-clock-ms"))
+
+    def start(self):
+        self.proc = subprocess.Popen([binary(), "notary", "serve", "--key", self.key, "--state", self.state,
+                                      "--listen", "127.0.0.1:0", "--audience", self.audience, "--test-clock"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = json.loads(self.proc.stdout.readline())
+        self.url = "http://" + line["listening"]
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        if self.proc:
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+        self.proc = None
+
+
+class Proxy:
+    """Serves discovery of `disc` but answers /v1/admit with `admit(body)`."""
+
+    def __init__(self, tc, disc_url, admit):
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def reply(self, code, body):
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                with urllib.request.urlopen(disc_url + self.path) as r:
+                    self.reply(200, r.read())
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                self.reply(200, admit(body))
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        tc.addCleanup(self.server.server_close)
+        tc.addCleanup(self.server.shutdown)
+
+
+def post(url, body):
+    req = urllib.request.Request(url + "/v1/admit", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        return r.read()
+
+
+class GuardTimeBase(unittest.TestCase):
+    def setUp(self):
+        self.repo = Repo(self)
+        self.repo.now = T0
+        with open(os.path.join(self.repo.root, "policy.json"), "w") as f:
+            json.dump({"min_ttl_ms": 1000, "max_ttl_ms": 60000}, f)
+        r = self.repo.run("alice", "init", "--policy", os.path.join(self.repo.root, "policy.json"))
+        self.assertEqual(r.code, 0, r)
+        self.notary = Notary(self, self.repo.root, "notary", "locks.test").start()
+        self.notary.clock(T0 + 1000)
+        self.repo.git("config", "locks.notary", self.notary.url)
+
+    def status(self):
+        r = self.repo.run("alice", "status", "--json")
+        self.assertEqual(r.code, 0, r)
+        return r.json
+
+    def enable(self, op_id="op-1", notary=None, extra_env=None, audience=None, key=None):
+        n = notary or self.notary
+        return self.repo.run("alice", "guard-time", "enable", "--audience", audience or n.audience,
+                             "--service-key", key or n.service_key, "--disclosure", "GUARD_WINDOW",
+                             "--expected-policy-hash", self.status()["policy_hash"], "--operation-id", op_id,
+                             "--allow-test-clock", "--json", env=extra_env)
+
+    def attested(self, actor, *args, proposal=P, env=None):
+        self.repo.now = None
+        e = {"GIT_LOCKS_PROPOSAL_MS": str(proposal)}
+        e.update(env or {})
+        return self.repo.run(actor, *args, "--allow-test-clock", "--json", env=e)
+
+    def enabled(self):
+        r = self.enable()
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json["status"], "ACCEPTED")
+        self.repo.now = None
+
+
+class ActivationTest(GuardTimeBase):
+    def test_enable_status_already_enabled_and_other_pins(self):
+        self.assertFalse(self.status()["guard_time"]["enabled"])
+        self.enabled()
+        st = self.status()
+        self.assertEqual(st["guard_time"], {"enabled": True, "audience": "locks.test",
+                                            "service_key": self.notary.service_key})
+        again = self.enable("op-2")
+        self.assertEqual(again.code, 0, again)
+        self.assertEqual(again.json["status"], "ALREADY_ENABLED")
+        tip = self.repo.tip()
+        other = self.enable("op-3", audience="other.test")
+        self.assertNotEqual(other.code, 0)
+        self.assertEqual(self.repo.tip(), tip)
+
+    def test_enable_refusals(self):
+        tip = self.repo.tip()
+        r = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
+                          self.notary.service_key, "--disclosure", "NONE", "--expected-policy-hash",
+                          self.status()["policy_hash"], "--operation-id", "x", "--allow-test-clock")
+        self.assertEqual(r.code, 64, r)  # no consent
+        r = self.repo.run("bob", "guard-time", "enable", "--audience", "locks.test", "--service-key",
+                          self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                          self.status()["policy_hash"], "--operation-id", "y", "--allow-test-clock")
+        self.assertEqual(r.code, 1, r)  # not the owner
+        self.assertEqual(self.enable("z", key="ab" * 32).code, 2)  # discovery does not match the pinned key
+        r = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
+                          self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                          "00" * 32, "--operation-id", "w", "--allow-test-clock")
+        self.assertEqual(r.code, 1, r)  # stale policy hash
+        r = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
+                          self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                          self.status()["policy_hash"], "--operation-id", "v")
+        self.assertEqual(r.code, 2, r)  # a test clock without --allow-test-clock
+        self.assertEqual(self.repo.tip(), tip)
+
+    def test_lost_answer_after_admission_then_resume(self):
+        tip = self.repo.tip()
+        r = self.enable(extra_env={"GIT_LOCKS_TEST_CRASH_AFTER": "admit"})
+        self.assertEqual(r.code, 137, r)
+        self.assertEqual(self.repo.tip(), tip)
+        path = os.path.join(self.repo.path, ".git", "git-locks", "guard-time", "op-1.json")
+        self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+        h = self.repo.run("alice", "guard-time", "history", "--json")
+        self.assertEqual([o["status"] for o in h.json["operations"]], ["PENDING"])
+        self.assertIn("not remote acceptance", h.json["note"])
+        self.notary.clock(T0 + 2000)
+        r = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock", "--json")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json["status"], "ACCEPTED")
+        self.assertTrue(self.status()["guard_time"]["enabled"])
+        # The identical saved packet was published.
+        saved = json.load(open(path))
+        self.assertEqual(self.repo.git("show", "refs/locks/state:txn/packet.json").strip(), saved["packet"])
+
+    def test_lost_answer_after_publication_then_resume(self):
+        r = self.enable(extra_env={"GIT_LOCKS_TEST_CRASH_AFTER": "publish"})
+        self.assertEqual(r.code, 137, r)
+        tip = self.repo.tip()
+        self.assertTrue(self.status()["guard_time"]["enabled"])
+        r = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock", "--json")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual((r.json["status"], r.json["commit"]), ("ACCEPTED", tip))
+        self.assertEqual(self.repo.tip(), tip)
+        # Repeating the same enable with the same operation id reports it too.
+        again = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
+                              self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                              json.load(open(os.path.join(self.repo.path, ".git", "git-locks", "guard-time",
+                                                          "op-1.json")))["input"]["expected_policy_hash"],
+                              "--operation-id", "op-1", "--allow-test-clock", "--json")
+        self.assertEqual(again.json["status"], "ACCEPTED", again)
+
+    def test_changed_source_and_changed_input_fail(self):
+        r = self.enable(extra_env={"GIT_LOCKS_TEST_CRASH_AFTER": "admit"})
+        self.assertEqual(r.code, 137, r)
+        changed = self.repo.run("alice", "guard-time", "enable", "--audience", "other.test", "--service-key",
+                                self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                                self.status()["policy_hash"], "--operation-id", "op-1", "--allow-test-clock")
+        self.assertEqual(changed.code, 64, changed)
+        self.assertIn("other input", changed.error["detail"])
+        self.repo.now = T0 + 5000
+        self.assertEqual(self.repo.run("bob", "claim", "--ttl", "30s", "x").code, 0)
+        tip = self.repo.tip()
+        r = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock")
+        self.assertEqual(r.code, 1, r)
+        self.assertIn("source changed", r.error["detail"])
+        self.assertEqual(self.repo.tip(), tip)
+        h = self.repo.run("alice", "guard-time", "history", "--json")
+        self.assertEqual(h.json["operations"][0]["status"], "FAILED")
+
+
+class LeaseTest(GuardTimeBase):
+    def setUp(self):
+        super().setUp()
+        self.enabled()
+
+    def claim(self, path, ttl="60000", proposal=P, actor="alice"):
+        return self.attested(actor, "claim", "--ttl", ttl, path, proposal=proposal)
+
+    def test_inclusive_ttl_boundaries(self):
+        # claim at proposal P with TTL 60 s: expires_at = P + 60000, T in [P, P + 59000].
+        for t, path, ok in [(P - 1, "a", False), (P, "a", True), (P + 59001, "b", False), (P + 59000, "b", True)]:
+            self.notary.clock(t)
+            tip = self.repo.tip()
+            r = self.claim(path)
+            if ok:
+                self.assertEqual(r.code, 0, r)
+                self.assertEqual(r.json["admitted_at_ms"], t)
+            else:
+                self.assertEqual((r.code, r.error["code"]), (1, "guard-window"), r)
+                self.assertEqual(self.repo.tip(), tip)
+
+    def test_renewal_non_increasing_and_reclaim(self):
+        self.notary.clock(P)
+        self.assertEqual(self.claim("a").code, 0)
+        e = P + 60000
+        self.notary.clock(P + 30000)  # renewal before expiry
+        r = self.attested("alice", "extend", "--ttl", "60000", "a", proposal=P + 30000)
+        self.assertEqual(r.code, 0, r)
+        e = P + 90000
+        r = self.attested("alice", "extend", "--ttl", "30000", "a", proposal=P + 60000)  # same expiry
+        self.assertEqual(r.code, 1, r)
+        self.notary.clock(e)  # renewal at expiry is admitted (T <= prev_expires_at)
+        r = self.attested("alice", "extend", "--ttl", "60000", "a", proposal=e)
+        self.assertEqual(r.code, 0, r)
+        e = e + 60000
+        # reclaim by bob: at expiry refused by the notary's T, after admitted.
+        self.notary.clock(e)
+        tip = self.repo.tip()
+        r = self.claim("a", proposal=e + 1, actor="bob")
+        self.assertEqual((r.code, r.error["code"]), (1, "guard-window"), r)
+        self.assertEqual(self.repo.tip(), tip)
+        r = self.claim("a", proposal=e - 1, actor="bob")  # before expiry the planner refuses
+        self.assertEqual(r.code, 1, r)
+        self.notary.clock(e + 1)
+        r = self.claim("a", proposal=e + 1, actor="bob")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json["leases"][0]["generation"], 2)
+        # stale generation: alice's generation 1 is gone
+        r = self.attested("alice", "release", "--generation", "1", "a", proposal=e + 2)
+        self.assertEqual(r.code, 1, r)
+
+    def test_overflow_and_invalid_bounds(self):
+        tip = self.repo.tip()
+        self.notary.clock(P)
+        r = self.claim("a", ttl="120000")  # beyond max_ttl: T would have to be later than P
+        self.assertEqual(r.code, 1, r)
+        r = self.claim("a", proposal=SAFE_MAX - 30000)  # expires_at beyond 2^53 - 1
+        self.assertNotEqual(r.code, 0, r)
+        self.assertEqual(self.repo.tip(), tip)
+        other = Repo(self, "other")
+        with open(os.path.join(other.root, "p.json"), "w") as f:
+            json.dump({"min_ttl_ms": 0, "max_ttl_ms": 60000}, f)
+        r = other.run("alice", "init", "--policy", os.path.join(other.root, "p.json"))
+        self.assertEqual(r.code, 64, r)
+
+    def test_client_clock_refused(self):
+        self.notary.clock(P)
+        r = self.repo.run("alice", "claim", "a", "--allow-test-clock", env={"GIT_LOCKS_NOW_MS": str(P)})
+        self.assertEqual(r.code, 64, r)
+        self.assertIn("GIT_LOCKS_NOW_MS", r.error["detail"])
+
+    def test_clock_rollback_also_across_restart(self):
+        self.notary.clock(P + 10)
+        self.assertEqual(self.claim("a").code, 0)
+        for restart in (False, True):
+            if restart:
+                self.notary.stop()
+                self.notary.start()
+                self.repo.git("config", "locks.notary", self.notary.url)
+            self.notary.clock(P + 5)
+            tip = self.repo.tip()
+            r = self.claim("b")
+            self.assertEqual(r.code, 2, r)
+            self.assertIn("clock-rollback", r.error["detail"])
+            self.assertEqual(self.repo.tip(), tip)
+        self.notary.clock(P + 10)
+        self.assertEqual(self.claim("b").code, 0)
+
+    def test_notary_down(self):
+        self.notary.stop()
+        tip = self.repo.tip()
+        r = self.claim("a")
+        self.assertEqual(r.code, 2, r)
+        self.assertEqual(r.error["error"], "store-write")
+        self.assertIn("unreachable", r.error["detail"])
+        self.assertEqual(self.repo.tip(), tip)
+
+    def test_substituted_admission_proofs(self):
+        self.notary.clock(P)
+        self.assertEqual(self.claim("a").code, 0)
+        old_att = self.repo.git("show", "refs/locks/state:txn/attestation.json").encode()
+        other = Notary(self, self.repo.root, "other", "other.test").start()
+        other.clock(P)
+        same_audience_other_key = Notary(self, self.repo.root, "rogue", "locks.test").start()
+        same_audience_other_key.clock(P)
+        for name, admit in [("another commit", lambda body: old_att),
+                            ("another audience", lambda body: post(other.url, body)),
+                            ("another key", lambda body: post(same_audience_other_key.url, body))]:
+            proxy = Proxy(self, self.notary.url, admit)
+            tip = self.repo.tip()
+            r = self.attested("alice", "claim", "--ttl", "60000", "b", "--notary", proxy.url)
+            self.assertEqual(r.code, 2, (name, r))
+            self.assertIn("attestation", r.error["detail"])
+            self.assertEqual(self.repo.tip(), tip, name)
+
+    def forge(self, replace):
+        """A commit with the tip's parent and tree but files replaced ({path: blob bytes})."""
+        def rebuild(tree, prefix):
+            lines = []
+            for entry in self.repo.git("ls-tree", tree).splitlines():
+                meta, name = entry.split("\t")
+                mode, kind, oid = meta.split()
+                full = prefix + name
+                if kind == "tree" and any(p.startswith(full + "/") for p in replace):
+                    oid = rebuild(oid, full + "/")
+                elif full in replace:
+                    oid = subprocess.run(["git", "-C", self.repo.path, "hash-object", "-w", "--stdin"],
+                                         input=replace[full], capture_output=True, check=True).stdout.decode().strip()
+                lines.append(f"{mode} {kind} {oid}\t{name}")
+            return subprocess.run(["git", "-C", self.repo.path, "mktree"], input="\n".join(lines) + "\n",
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        tip = self.repo.tip()
+        tree = rebuild(self.repo.git("rev-parse", tip + "^{tree}").strip(), "")
+        commit = self.repo.git("commit-tree", tree, "-p", tip + "^", "-m", "forged").strip()
+        self.repo.git("update-ref", "refs/locks/state", commit, tip)
+        return commit
+
+    def test_changed_checkpoints_detected_by_verify(self):
+        self.notary.clock(P)
+        self.assertEqual(self.claim("a").code, 0)
+        first = self.repo.git("show", "refs/locks/state:txn/attestation.json").encode()
+        self.notary.clock(P + 1)
+        self.assertEqual(self.claim("b").code, 0)
+        clean = self.repo.run("alice", "verify", "--allow-test-clock")
+        if clean.code == 64 and "unknown command" in clean.err:
+            self.skipTest("verify is not built yet")
+        self.assertEqual(clean.code, 0, clean)
+        self.forge({"txn/attestation.json": first})  # an attestation for another source/result
+        r = self.repo.run("alice", "verify", "--allow-test-clock")
+        self.assertEqual(r.code, 1, r)
+
+    def test_old_client_refuses_unknown_profile(self):
+        policy = json.loads(self.repo.git("show", "refs/locks/state:state/policy.json"))
+        policy["guard_time"]["profiles"].append("time-add-guard-window-v2")
+        data = json.dumps(policy, separators=(",", ":"), sort_keys=True).encode()
+        forged = self.forge({"state/policy.json": data})
+        self.notary.clock(P)
+        r = self.claim("a")
+        self.assertNotEqual(r.code, 0, r)
+        self.assertEqual(r.error["code"], "unknown-format", r)
+        self.assertEqual(self.repo.tip(), forged)
+
+
+if __name__ == "__main__":
+    unittest.main()

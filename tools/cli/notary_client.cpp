@@ -1,0 +1,113 @@
+#include "notary_client.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+
+#include "identity.h"
+
+namespace gitlocks::cli {
+namespace {
+
+Result<std::unique_ptr<httplib::Client>> connect(const NotaryEndpoint& ep) {
+  auto c = std::make_unique<httplib::Client>(ep.url);
+  if (!c->is_valid()) return make_error(Errc::usage, "notary URL " + ep.url + " is not usable (want http://HOST:PORT)");
+  c->set_connection_timeout(std::chrono::milliseconds(kNotaryConnectTimeoutMs));
+  c->set_read_timeout(std::chrono::milliseconds(kNotaryReadTimeoutMs));
+  c->set_write_timeout(std::chrono::milliseconds(kNotaryReadTimeoutMs));
+  return c;
+}
+
+Error unreachable(const NotaryEndpoint& ep, const std::string& what, httplib::Error e) {
+  return make_error(Errc::store_write, "notary " + ep.url + " is unreachable (" + what + ": " + httplib::to_string(e) +
+                                           "); nothing was published");
+}
+
+}  // namespace
+
+Result<NotaryEndpoint> notary_endpoint(Context& ctx) {
+  NotaryEndpoint ep;
+  ep.allow_test_clock = ctx.allow_test_clock;
+  if (ctx.notary_flag) {
+    ep.url = *ctx.notary_flag;
+  } else {
+    ep.url = ctx.git().begin_config("locks.notary").value();
+  }
+  if (ep.url.empty())
+    return make_error(Errc::usage, "this store requires trusted admission time: set `git config locks.notary "
+                                   "http://HOST:PORT` or pass --notary URL");
+  if (ep.url.rfind("http://", 0) != 0 || ep.url.size() <= 7)
+    return make_error(Errc::usage, "notary URL must be http://HOST:PORT, got " + ep.url);
+  while (ep.url.size() > 7 && ep.url.back() == '/') ep.url.pop_back();
+  return ep;
+}
+
+Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins) {
+  GITLOCKS_TRY(c, connect(ep));
+  auto res = c->Get("/v1/discovery");
+  if (!res) return unreachable(ep, "GET /v1/discovery", res.error());
+  if (res->status != 200)
+    return make_error(Errc::store_write, "notary discovery failed with HTTP " + std::to_string(res->status) + ": " +
+                                             res->body);
+  json d = json::parse(res->body, nullptr, false);
+  if (d.is_discarded() || !d.is_object()) return make_error(Errc::store_write, "notary discovery is not a JSON object");
+  auto str = [&](const char* k) { return d.contains(k) && d[k].is_string() ? d[k].get<std::string>() : std::string(); };
+  bool has_guard = false, has_time_add = false;
+  if (d.contains("profiles") && d["profiles"].is_array())
+    for (const auto& p : d["profiles"]) {
+      if (p == kProfileGuardTime) has_guard = true;
+      if (p == kProfileTimeAdd) has_time_add = true;
+    }
+  if (!has_guard || !has_time_add)
+    return make_error(Errc::store_write, "notary " + ep.url + " does not advertise both profiles " +
+                                             std::string(kProfileGuardTime) + " and " + std::string(kProfileTimeAdd));
+  if (str("audience") != pins.audience)
+    return make_error(Errc::store_write, "notary audience '" + str("audience") + "' is not the pinned '" +
+                                             pins.audience + "'");
+  if (str("service_key") != pins.service_key)
+    return make_error(Errc::store_write, "notary service key " + str("service_key") + " is not the pinned " +
+                                             pins.service_key);
+  if (str("clock") != "system" && !(str("clock") == "test" && ep.allow_test_clock))
+    return make_error(Errc::store_write, "notary runs a '" + str("clock") +
+                                             "' clock: refused (tests only: --allow-test-clock)");
+  return d;
+}
+
+Result<std::string> notary_admit(const NotaryEndpoint& ep, const std::string& request_stored) {
+  GITLOCKS_TRY(c, connect(ep));
+  auto res = c->Post("/v1/admit", request_stored, "application/json");
+  if (!res) return unreachable(ep, "POST /v1/admit", res.error());
+  if (res->status == 200) return res->body;
+  json e = json::parse(res->body, nullptr, false);
+  const std::string quoted = e.is_discarded() ? json(res->body).dump() : e.dump();
+  if (res->status == 422)
+    return make_error(Errc::guard_window,
+                      "the notary's admission time is outside the guard interval: " + quoted);
+  return make_error(Errc::store_write, "notary refused admission with HTTP " + std::to_string(res->status) + ": " +
+                                           quoted + "; nothing was published");
+}
+
+AdmitFn make_admit_fn(const NotaryEndpoint& ep, const Pins& pins) {
+  auto checked = std::make_shared<bool>(false);
+  return [ep, pins, checked](const std::string& request) -> Result<std::string> {
+    if (!*checked) {
+      GITLOCKS_TRY(d, check_discovery(ep, pins));
+      (void)d;
+      *checked = true;
+    }
+    return notary_admit(ep, request);
+  };
+}
+
+Result<std::int64_t> proposal_now_ms() {
+  if (const char* o = std::getenv("GIT_LOCKS_NOW_MS"); o && *o)
+    return make_error(Errc::usage, "GIT_LOCKS_NOW_MS is refused: this store uses trusted admission time from its "
+                                   "notary, never a client clock");
+  if (const char* p = std::getenv("GIT_LOCKS_PROPOSAL_MS"); p && *p) return parse_count(p, "GIT_LOCKS_PROPOSAL_MS");
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,53 @@
+// notary_client.h — the CLI's HTTP client of a notary (SPEC §6, seed 002;
+// docs/NOTARY.md is the server side).
+//
+// GET /v1/discovery is checked explicitly: both profiles the store needs
+// (signed-private-guard-time-v1 and time-add-guard-window-v1, never one
+// inferred from the other), the audience and service key equal to the pins,
+// and no test clock unless --allow-test-clock. POST /v1/admit sends a stored
+// admission request and returns the stored attestation. Error mapping:
+//   notary unreachable / timed out        store_write
+//   422 guard-window                      guard_window (refused, exit 1)
+//   any other HTTP error                  store_write, the notary's JSON
+//                                         error quoted in the message
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cli.h"
+#include "gitlocks/attest.hpp"
+#include "gitlocks/transition.hpp"
+
+namespace gitlocks::cli {
+
+inline constexpr int kNotaryConnectTimeoutMs = 3000;
+inline constexpr int kNotaryReadTimeoutMs = 10000;
+
+struct NotaryEndpoint {
+  std::string url;  // http://HOST:PORT
+  bool allow_test_clock = false;
+};
+
+// --notary URL, else `git config locks.notary`. Errors: usage when neither
+// is set or the URL is not http://HOST:PORT.
+Result<NotaryEndpoint> notary_endpoint(Context& ctx);
+
+// Fetches discovery and checks it against `pins` (the store's, or those an
+// owner is about to pin). Returns the discovery document.
+Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins);
+
+// POST /v1/admit with a stored admission request; the stored attestation.
+Result<std::string> notary_admit(const NotaryEndpoint& ep, const std::string& request_stored);
+
+// An AdmitFn for build_candidate that checks discovery once, then admits.
+AdmitFn make_admit_fn(const NotaryEndpoint& ep, const Pins& pins);
+
+// The proposal clock of a guard-time store: the system clock, or the test
+// seam $GIT_LOCKS_PROPOSAL_MS. It only proposes expires_at; T is the
+// notary's. Refuses $GIT_LOCKS_NOW_MS (usage): a fixed client clock must
+// never stand in for trusted time.
+Result<std::int64_t> proposal_now_ms();
+
+}  // namespace gitlocks::cli
