@@ -1,0 +1,129 @@
+#include "vault_host.h"
+
+#include <sodium.h>
+
+#include <map>
+
+#include "gitlocks/policy.hpp"
+
+namespace gitlocks::cli {
+
+namespace {
+
+std::array<std::uint8_t, 32> random_seed() {
+  std::array<std::uint8_t, 32> s{};
+  randombytes_buf(s.data(), s.size());
+  return s;
+}
+
+}  // namespace
+
+EpochKey random_epoch_key() {
+  EpochKey k{};
+  randombytes_buf(k.data(), k.size());
+  return k;
+}
+
+namespace {
+
+// Views opened in this process, by policy hash (the policy names the epoch
+// and the keyring, so one view serves every snapshot with that policy).
+std::map<std::string, std::unique_ptr<VaultView>> opened;
+
+}  // namespace
+
+const Vault* opened_vault(const Snapshot& snap) {
+  auto it = opened.find(snap.policy_hash);
+  return snap.is_private && it != opened.end() ? it->second->get() : nullptr;
+}
+
+const RecordCodec* opened_codec(const Snapshot& snap) {
+  auto it = opened.find(snap.policy_hash);
+  return snap.is_private && it != opened.end() ? it->second->codec.get() : nullptr;
+}
+
+Result<const VaultView*> open_vault(Context& ctx, ObjectStore& store, const Snapshot& snap) {
+  static const VaultView kPublic;
+  if (!snap.commit || !snap.is_private) return &kPublic;
+  if (auto it = opened.find(snap.policy_hash); it != opened.end()) return it->second.get();
+  GITLOCKS_TRY(me, ctx.identity());
+  StateReader reader(store, snap.state);
+  GITLOCKS_TRY(policy, reader.policy());
+  auto vault = Vault::open(policy, me->key);
+  if (!vault.ok()) {
+    if (vault.error().code == Errc::not_member)
+      return make_error(Errc::not_member, "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
+                                              ") is not one of its members: ask the owner to run `git-locks member add " +
+                                              me->actor + "`");
+    return vault.error();
+  }
+  if (!vault->key(snap.epoch))
+    return make_error(Errc::not_member, "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
+                                            ") cannot open its current epoch " + std::to_string(snap.epoch) +
+                                            " (removed from the members?)");
+  auto view = std::make_unique<VaultView>();
+  view->vault = std::move(*vault);
+  view->codec = make_private_codec(*view->vault, snap.store_id, snap.epoch);
+  if (!view->codec) return make_error(Errc::not_member, "cannot open epoch " + std::to_string(snap.epoch));
+  return opened.emplace(snap.policy_hash, std::move(view)).first->second.get();
+}
+
+void open_sealed_body(Context& ctx, ObjectStore& store, json& packet) {
+  if (!packet.contains("body") || !packet["body"].is_object() || !packet["body"].contains("sealed")) return;
+  static std::optional<std::optional<Vault>> tip_vault;  // opened once, from the tip's keyring
+  if (!tip_vault) {
+    tip_vault.emplace();
+    auto tip = store.read_ref(kStateRef);
+    auto me = ctx.identity();
+    if (tip.ok() && *tip && me.ok()) {
+      auto snap = read_snapshot(store, *tip);
+      if (snap.ok() && snap->is_private) {
+        StateReader reader(store, snap->state);
+        auto policy = reader.policy();
+        if (policy.ok())
+          if (auto v = Vault::open(*policy, (*me)->key); v.ok()) *tip_vault = std::move(*v);
+      }
+    }
+  }
+  if (!*tip_vault) return;
+  auto epoch = sealed_epoch(packet["body"]);
+  if (!epoch.ok() || !packet.contains("instance") || !packet["instance"].is_string() || !packet.contains("store") ||
+      !packet["store"].is_string())
+    return;
+  const EpochKey* key = (*tip_vault)->key(*epoch);
+  if (!key) return;
+  auto plain = open_document(packet["body"], *key, packet["store"].get<std::string>(),
+                             sealed_body_location(packet["instance"].get<std::string>()));
+  if (plain.ok()) packet["body"] = *plain;
+}
+
+Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members) {
+  json ring = json::object();
+  for (const auto& m : members) {
+    GITLOCKS_TRY(pk, public_key_from_hex(m));
+    GITLOCKS_TRY(sealed, seal_epoch_key(key, pk, random_seed()));
+    ring[m] = sealed;
+  }
+  return json{{std::to_string(epoch), ring}};
+}
+
+Result<json> make_private_policy(json policy) {
+  const std::string owner = policy["owner"].get<std::string>();
+  const std::string store = policy["store"].get<std::string>();
+  const EpochKey key = random_epoch_key();
+  policy["format"] = kPrivatePolicyFormat;
+  policy["visibility"] = "PRIVATE";
+  policy["members"] = json::array({owner});
+  policy["epoch"] = 1;
+  GITLOCKS_TRY(ring, seal_keyring(key, 1, {owner}));
+  policy["keyring"] = ring;
+  json families = policy.contains("families") ? policy["families"] : json::array();
+  policy.erase("families");
+  if (!families.empty()) {
+    GITLOCKS_TRY(sealed, seal_document(families, key, 1, store, "policy.json#families"));
+    policy["families"] = json::parse(sealed);
+  }
+  return policy;
+}
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,57 @@
+// vault_host.h — the host side of PRIVATE stores (docs/PRIVATE.md): the
+// member's vault for the current identity, and the randomness the core
+// leaves to the host (epoch keys, ephemeral seeds of sealed boxes).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "gitlocks/state.hpp"
+#include "gitlocks/transition.hpp"
+#include "gitlocks/vault.hpp"
+
+namespace gitlocks::cli {
+
+// What a command needs to read and write a snapshot's records: for a public
+// store both members are empty (plain records); for a PRIVATE store the
+// identity's epoch keys and a codec for the current epoch.
+struct VaultView {
+  std::optional<Vault> vault;
+  std::unique_ptr<RecordCodec> codec;
+  const Vault* get() const { return vault ? &*vault : nullptr; }
+};
+
+// The vault of the current identity on `snap` (the tip's policy), opened
+// once per policy and kept for the life of the process. Public stores and
+// "no store yet" give an empty view. Errors: not_member (the key is not a
+// member, or cannot open the current epoch), usage (no identity), store_read.
+Result<const VaultView*> open_vault(Context& ctx, ObjectStore& store, const Snapshot& snap);
+
+// What open_vault opened for `snap` (publish() opens it before building a
+// body), or nullptr: for a public store, or when nothing was opened.
+const Vault* opened_vault(const Snapshot& snap);
+const RecordCodec* opened_codec(const Snapshot& snap);
+
+// Replaces a PRIVATE packet's sealed body by its plaintext when the current
+// identity holds the key of the packet's epoch (from the tip's keyring);
+// otherwise leaves the packet as it is. For display only (`git-locks log`).
+void open_sealed_body(Context& ctx, ObjectStore& store, json& packet);
+
+// 32 fresh random bytes (libsodium randombytes_buf).
+EpochKey random_epoch_key();
+
+// {"<epoch>": {"<member hex>": sealed}} — `key` sealed to each member, each
+// with a fresh random ephemeral seed. Errors: bad_json (a malformed key).
+Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members);
+
+// Turns a public policy document (default_policy + the --policy file) into a
+// PRIVATE one: format v3, visibility PRIVATE, members [owner], epoch 1, a
+// fresh epoch key sealed to the owner, and the families sealed under it.
+Result<json> make_private_policy(json policy);
+
+}  // namespace gitlocks::cli
