@@ -1,0 +1,165 @@
+// web [--port P] [--site DIR]: serves the verification page (web/, built by
+// the wasm preset into build/wasm/web/site) and a live bundle of this
+// repository's refs/locks/state on 127.0.0.1 only. The bundle is made with
+// `git bundle create` through the Git adapter and made again whenever the
+// ref has moved since the last request; the page polls /live.json and
+// verifies again when the tip changes. Nothing is verified here: the browser
+// does all of it with the WASM core.
+//
+// Prints one JSON line when listening:
+//   {"op":"web","url":"http://127.0.0.1:P/?bundle=live.bundle&live=1","port":P,"site":DIR}
+#include <httplib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+
+#include "cli.h"
+#include "report.h"
+
+namespace gitlocks::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRef = "refs/locks/state";
+
+bool is_site(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "index.html", ec) && fs::is_regular_file(dir / "pkg" / "browser.mjs", ec);
+}
+
+// --site, else $GIT_LOCKS_WEB_DIR, else next to an installed or built binary.
+std::optional<fs::path> find_site(const std::optional<std::string>& flag) {
+  if (flag) return is_site(*flag) ? std::optional<fs::path>(fs::absolute(*flag)) : std::nullopt;
+  if (const char* env = std::getenv("GIT_LOCKS_WEB_DIR"); env && *env) {
+    return is_site(env) ? std::optional<fs::path>(fs::absolute(env)) : std::nullopt;
+  }
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  const fs::path bin = exe.parent_path();
+  for (const fs::path& candidate : {bin / ".." / "share" / "git-locks" / "web",            // installed
+                                    bin / ".." / ".." / ".." / "wasm" / "web" / "site"}) {  // build/<preset>/tools/cli
+    if (is_site(candidate)) return fs::weakly_canonical(candidate, ec);
+  }
+  return std::nullopt;
+}
+
+// The bundle of refs/locks/state, made again when the ref moves.
+class LiveBundle {
+ public:
+  explicit LiveBundle(Git git) : git_(std::move(git)) {}
+
+  // The current tip ("" when there is no store) and, with `bytes`, the bundle.
+  Result<std::string> tip() const {
+    auto r = git_.run({"rev-parse", "--verify", "--quiet", std::string(kRef) + "^{commit}"});
+    if (!r.ok()) return r.error();
+    if (r->status != 0) return std::string();
+    std::string oid = r->out;
+    while (!oid.empty() && (oid.back() == '\n' || oid.back() == '\r')) oid.pop_back();
+    return oid;
+  }
+
+  Result<std::pair<std::string, std::string>> bundle() {
+    auto t = tip();
+    if (!t.ok()) return t.error();
+    if (t->empty()) return make_error(Errc::store_read, std::string("no ") + kRef + " in this repository");
+    std::lock_guard<std::mutex> hold(mutex_);
+    if (*t != tip_) {
+      // `git bundle create -` writes the bundle on stdout.
+      auto r = git_.run({"bundle", "create", "-q", "-", kRef});
+      if (!r.ok()) return r.error();
+      if (r->status != 0) return make_error(Errc::store_read, "git bundle create failed: " + r->err);
+      tip_ = *t;
+      bytes_ = std::move(r->out);
+    }
+    return std::make_pair(tip_, bytes_);
+  }
+
+ private:
+  Git git_;
+  std::mutex mutex_;
+  std::string tip_, bytes_;
+};
+
+}  // namespace
+
+int cmd_web(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"port", true}, {"site", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "web takes no arguments"));
+  int port = 0;
+  if (auto p = a->value("port")) {
+    char* end = nullptr;
+    const long v = std::strtol(p->c_str(), &end, 10);
+    if (p->empty() || *end != '\0' || v < 0 || v > 65535)
+      return ctx.fail(make_error(Errc::usage, "--port needs a number from 0 to 65535"));
+    port = static_cast<int>(v);
+  }
+  const auto site = find_site(a->value("site"));
+  if (!site) {
+    return ctx.fail(make_error(Errc::usage,
+                               "the page is not there: build it with the wasm preset (build/wasm/web/site) and pass "
+                               "--site DIR or set GIT_LOCKS_WEB_DIR"));
+  }
+  LiveBundle live(ctx.git());
+  if (auto t = live.tip(); !t.ok()) return ctx.fail(t.error());
+  std::string repo_name = ctx.repo_dir.value_or(fs::current_path().string());
+
+  httplib::Server server;
+  for (const auto& [ext, type] : {std::pair<const char*, const char*>{"html", "text/html; charset=utf-8"},
+                                  {"css", "text/css"},
+                                  {"js", "text/javascript"},
+                                  {"mjs", "text/javascript"},
+                                  {"wasm", "application/wasm"},
+                                  {"png", "image/png"},
+                                  {"svg", "image/svg+xml"},
+                                  {"json", "application/json"}}) {
+    server.set_file_extension_and_mimetype_mapping(ext, type);
+  }
+  server.Get("/live.json", [&](const httplib::Request&, httplib::Response& res) {
+    auto t = live.tip();
+    res.set_header("Cache-Control", "no-store");
+    if (!t.ok()) {
+      res.status = 500;
+      res.set_content(json_line(error_object("web", t.error(), std::nullopt)), "application/json");
+      return;
+    }
+    json body = {{"repo", repo_name}, {"ref", kRef}, {"tip", t->empty() ? json(nullptr) : json(*t)}};
+    res.set_content(json_line(body), "application/json");
+  });
+  server.Get("/live.bundle", [&](const httplib::Request&, httplib::Response& res) {
+    auto b = live.bundle();
+    res.set_header("Cache-Control", "no-store");
+    if (!b.ok()) {
+      res.status = 404;
+      res.set_content(json_line(error_object("web", b.error(), std::nullopt)), "application/json");
+      return;
+    }
+    res.set_header("X-Git-Locks-Tip", b->first);
+    res.set_content(b->second, "application/octet-stream");
+  });
+  if (!server.set_mount_point("/", site->string())) {
+    return ctx.fail(make_error(Errc::usage, "cannot serve " + site->string()));
+  }
+
+  const char* host = "127.0.0.1";  // never anything else: the page and the store stay on this machine
+  if (port == 0) {
+    port = server.bind_to_any_port(host);
+    if (port < 0) return ctx.fail(make_error(Errc::usage, "cannot listen on 127.0.0.1"));
+  } else if (!server.bind_to_port(host, port)) {
+    return ctx.fail(make_error(Errc::usage, "cannot listen on 127.0.0.1:" + std::to_string(port)));
+  }
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/?bundle=live.bundle&live=1";
+  const std::string line =
+      json_line({{"op", "web"}, {"url", url}, {"port", port}, {"site", site->string()}}) + "\n";
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+  if (!server.listen_after_bind()) return ctx.fail(make_error(Errc::store_read, "the server stopped"));
+  return kExitOk;
+}
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,390 @@
+// The page: loads a bundle (drop, file chooser, ?bundle=URL, or the live
+// bundle of `git-locks web`), hands it to worker.mjs, and shows the verdict,
+// the pins in force, the timeline of leases and the table of transitions.
+// Query parameters: bundle=URL, live=1 (poll live.json and verify again when
+// the tip moves), audience=, serviceKey=, owner= (expected pins), testClock=1.
+
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(location.search);
+const PAGE_SIZE = 100;
+const SVG = 'http://www.w3.org/2000/svg';
+
+const view = { result: null, page: 0, rows: [] };
+let worker = null;
+let bytes = null;
+let liveTip = null;
+
+// ---------------------------------------------------------------- loading
+
+function expectedPins() {
+  const audience = $('pin-audience').value.trim();
+  const serviceKey = $('pin-key').value.trim().toLowerCase();
+  const owner = $('pin-owner').value.trim().toLowerCase();
+  return { pins: audience || serviceKey ? { audience, serviceKey } : null, owner: owner || null };
+}
+
+function verify(buffer, source) {
+  bytes = buffer;
+  $('reverify').disabled = false;
+  if (worker) worker.terminate();
+  worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
+  const { pins, owner } = expectedPins();
+  document.body.dataset.state = 'running';
+  setProgress(0, 1, 'verify');
+  $('summary').className = 'summary none';
+  $('summary').textContent = `Verifying ${source}…`;
+  const started = performance.now();
+  worker.onmessage = ({ data }) => {
+    if (data.type === 'progress') {
+      setProgress(data.done, data.total, data.phase);
+    } else if (data.type === 'result') {
+      setProgress(1, 1, 'done');
+      data.source = source;
+      data.expectedOwner = owner;
+      data.expectedPins = pins;
+      data.ms = Math.round(performance.now() - started);
+      show(data);
+      document.body.dataset.state = 'done';
+    } else {
+      setProgress(0, 1, 'failed');
+      showError(data, source);
+      document.body.dataset.state = 'done';
+    }
+  };
+  worker.onerror = (e) => {
+    showError({ code: 'store-read', message: e.message || 'the worker failed to start' }, source);
+    document.body.dataset.state = 'done';
+  };
+  worker.postMessage({ bytes: buffer.slice(0), pins, allowTestClock: $('test-clock').checked });
+}
+
+async function fetchBundle(url) {
+  const res = await fetch(url, { cache: 'no-store' });
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  return res.arrayBuffer();
+}
+
+function loadUrl(url) {
+  fetchBundle(url).then((b) => verify(b, url), (e) => showError({ code: 'store-read', message: e.message }, url));
+}
+
+function loadFile(file) {
+  file.arrayBuffer().then((b) => verify(b, file.name));
+}
+
+// ---------------------------------------------------------------- progress
+
+function setProgress(done, total, phase) {
+  // One bar over both passes: the replay, then reading every state.
+  let fraction = total ? done / total : 0;
+  if (phase === 'verify') fraction /= 2;
+  else if (phase === 'timeline') fraction = 0.5 + fraction / 2;
+  else if (phase === 'done') fraction = 1;
+  const pct = Math.floor(fraction * 100);
+  $('progress').value = pct;
+  $('progress-text').textContent = `${pct} %`;
+  $('progress-label').textContent =
+    phase === 'verify' ? `Verifying commit ${done} of ${total}` :
+    phase === 'timeline' ? `Reading the state of commit ${done} of ${total}` :
+    phase === 'done' ? 'Verification finished' : phase === 'failed' ? 'Verification failed' : 'Waiting for a bundle';
+}
+
+// ---------------------------------------------------------------- summary
+
+const fmtTime = (ms) => (ms == null ? '—' : new Date(ms).toISOString().replace('T', ' ').replace('Z', ''));
+const short = (hex, n = 12) => (hex ? hex.slice(0, n) : '—');
+
+function text(tag, content, attrs = {}) {
+  const el = document.createElement(tag);
+  if (content != null) el.textContent = content;
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  return el;
+}
+
+function showError(e, source) {
+  const s = $('summary');
+  s.className = 'summary unverifiable';
+  s.replaceChildren(text('strong', 'UNVERIFIABLE'), ` ${source}: ${e.code}: ${e.message}`);
+  s.dataset.verdict = 'unverifiable';
+  $('timeline-section').hidden = true;
+  $('table-section').hidden = true;
+  $('pins-in-force').hidden = true;
+}
+
+function show(r) {
+  view.result = r;
+  const { summary, pins } = r;
+  const s = $('summary');
+  const ownerMismatch = r.expectedOwner && pins.owner !== r.expectedOwner;
+  // replay checks the pins against every attestation; a store without guard
+  // time has none, so the policy in force must carry the expected pins too.
+  const notaryMismatch = r.expectedPins && (pins.audience !== r.expectedPins.audience ||
+    pins.serviceKey !== r.expectedPins.serviceKey);
+  let verdict;
+  let why;
+  if (summary.commits === 0) {
+    verdict = 'unverifiable';
+    why = 'the bundle holds no commits';
+  } else if (summary.invalid > 0) {
+    verdict = 'invalid';
+    const first = r.transitions.find((t) => !t.ok);
+    why = `${summary.invalid} of ${summary.commits} commits are invalid; the first is #${first.index} ` +
+      `${short(first.commit)} (${first.command}): ${first.reason}${first.detail ? ` — ${first.detail}` : ''}`;
+  } else if (notaryMismatch) {
+    verdict = 'invalid';
+    why = pins.audience == null ?
+      'the expected notary pins are not in force: the store has no guard time' :
+      `the notary pins in force (audience "${pins.audience}", key ${short(pins.serviceKey, 16)}…) are not the expected ones`;
+  } else if (ownerMismatch) {
+    verdict = 'invalid';
+    why = `the owner key ${short(pins.owner, 16)}… is not the expected ${short(r.expectedOwner, 16)}…`;
+  } else {
+    verdict = 'valid';
+    why = `all ${summary.commits} commits verified`;
+  }
+  s.className = `summary ${verdict}`;
+  s.dataset.verdict = verdict;
+  const parts = [text('strong', verdict.toUpperCase()), ` — ${why}. `,
+    text('span', `Tip ${short(summary.tip)} of ${r.source}; ${r.leases.length} leases; ${(r.ms / 1000).toFixed(1)} s.`)];
+  if (summary.structural > 0) {
+    parts.push(text('p', `${summary.structural} commits: structural verification only — not a semantic validation ` +
+      '(sealed private commits; the page holds no member key).', { class: 'structural' }));
+  }
+  if (r.expectedPins) {
+    parts.push(text('p', `Checked against the expected notary pins: audience "${r.expectedPins.audience}", ` +
+      `key ${short(r.expectedPins.serviceKey, 16)}….`, { class: 'checked' }));
+  }
+  s.replaceChildren(...parts);
+
+  const dl = $('pins-in-force');
+  dl.replaceChildren();
+  const row = (k, v, id) => {
+    dl.append(text('dt', k), text('dd', v ?? 'none (no guard time)', { id, title: v ?? '' }));
+  };
+  row('Store', pins.store, 'pin-store-value');
+  row('Owner key', pins.owner, 'pin-owner-value');
+  row('Notary audience', pins.audience, 'pin-audience-value');
+  row('Notary key', pins.serviceKey, 'pin-key-value');
+  dl.hidden = false;
+
+  $('timeline-section').hidden = false;
+  $('table-section').hidden = false;
+  const n = r.transitions.length;
+  const ws = $('window-start');
+  ws.max = String(Math.max(0, n - 1));
+  const size = Number($('window-size').value) || n;
+  ws.value = String(Math.max(0, n - size));
+  renderTimeline();
+  view.page = 0;
+  filterRows();
+}
+
+// ---------------------------------------------------------------- table
+
+function filterRows() {
+  const r = view.result;
+  if (!r) return;
+  const q = $('filter').value.trim().toLowerCase();
+  const only = $('only').value;
+  view.rows = r.transitions.filter((t) => {
+    if (only === 'invalid' && t.ok) return false;
+    if (only === 'valid' && !t.ok) return false;
+    if (!q) return true;
+    return [t.command, t.actor, t.commit, t.reason, t.detail, ...t.resources, String(t.index)]
+      .some((f) => f && f.toLowerCase().includes(q));
+  });
+  view.page = Math.min(view.page, Math.max(0, Math.ceil(view.rows.length / PAGE_SIZE) - 1));
+  renderTable();
+}
+
+function renderTable() {
+  const tbody = $('transitions').tBodies[0];
+  const pages = Math.max(1, Math.ceil(view.rows.length / PAGE_SIZE));
+  const rows = view.rows.slice(view.page * PAGE_SIZE, (view.page + 1) * PAGE_SIZE);
+  tbody.replaceChildren(...rows.map((t) => {
+    const tr = document.createElement('tr');
+    tr.className = t.ok ? 'ok' : 'bad';
+    tr.dataset.commit = t.commit;
+    tr.append(
+      text('td', String(t.index)),
+      text('td', fmtTime(t.time)),
+      text('td', t.command),
+      text('td', short(t.actor, 10), { title: t.actor }),
+      text('td', t.resources.join(', ') || '—'),
+      text('td', t.generations.join(', ') || '—'),
+      text('td', t.ok ? (t.level === 'structural' ? 'valid (structural)' : 'valid') : 'INVALID', { class: 'verdict' }),
+      text('td', t.ok ? '' : `${t.reason}${t.detail ? `: ${t.detail}` : ''}`),
+    );
+    tr.firstChild.title = t.commit;
+    return tr;
+  }));
+  $('count').textContent = `${view.rows.length} of ${view.result.transitions.length} commits`;
+  $('page-text').textContent = `page ${view.page + 1} of ${pages}`;
+  $('prev').disabled = view.page === 0;
+  $('next').disabled = view.page >= pages - 1;
+}
+
+// ---------------------------------------------------------------- timeline
+
+function svg(tag, attrs = {}, title) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, v);
+  if (title) {
+    const t = document.createElementNS(SVG, 'title');
+    t.textContent = title;
+    el.append(t);
+  }
+  return el;
+}
+
+function renderTimeline() {
+  const r = view.result;
+  const n = r.transitions.length;
+  const size = Number($('window-size').value) || n;
+  const from = Math.min(Number($('window-start').value), Math.max(0, n - 1));
+  const to = Math.min(n - 1, from + size - 1);
+  const ts = r.transitions.slice(from, to + 1);
+  const times = ts.map((t) => t.time).filter((t) => t != null);
+  const box = $('timeline');
+  if (!times.length) {
+    box.replaceChildren(text('p', 'No timed commits in this window.'));
+    return;
+  }
+  const t0 = Math.min(...times);
+  let t1 = Math.max(...times);
+  const inWindow = r.leases.filter((l) => l.start != null &&
+    l.startCommit <= to && (l.endCommit == null || l.endCommit >= from));
+  for (const l of inWindow) if (l.end == null) t1 = Math.max(t1, Math.min(l.expires_at, t1 + (t1 - t0) * 0.1 + 1));
+  if (t1 <= t0) t1 = t0 + 1;
+  const lanes = [...new Set([...inWindow.map((l) => l.resource),
+    ...ts.flatMap((t) => t.resources)])].sort();
+  const MAX_LANES = 60;
+  const shown = lanes.slice(0, MAX_LANES);
+  const laneOf = new Map(shown.map((k, i) => [k, i]));
+  const left = 170, width = 1100, laneH = 22, top = 24;
+  const height = top + Math.max(1, shown.length) * laneH + 24;
+  const x = (t) => left + ((Math.max(t0, Math.min(t1, t)) - t0) / (t1 - t0)) * (width - left - 10);
+  const root = svg('svg', {
+    viewBox: `0 0 ${width} ${height}`, width: '100%', role: 'img',
+    'aria-labelledby': 'timeline-desc',
+  });
+  const desc = svg('desc', { id: 'timeline-desc' });
+  const bad = ts.filter((t) => !t.ok);
+  desc.textContent = `Leases of ${shown.length} resources over commits ${from}–${to} ` +
+    `(${fmtTime(t0)} to ${fmtTime(t1)}); ${bad.length} invalid commits in this window.`;
+  root.append(desc);
+  root.append(svg('text', { x: left, y: 14, class: 'axis' }), svg('text', { x: width - 10, y: 14, class: 'axis end' }));
+  root.children[1].textContent = fmtTime(t0);
+  root.children[2].textContent = fmtTime(t1);
+  shown.forEach((name, i) => {
+    const y = top + i * laneH;
+    root.append(svg('rect', { x: 0, y, width, height: laneH, class: i % 2 ? 'lane odd' : 'lane' }));
+    const label = svg('text', { x: 6, y: y + 15, class: 'lane-label' }, name);
+    label.append(document.createTextNode(name.length > 24 ? `${name.slice(0, 23)}…` : name));
+    root.append(label);
+  });
+  for (const l of inWindow) {
+    const lane = laneOf.get(l.resource);
+    if (lane === undefined) continue;
+    const y = top + lane * laneH + 4;
+    const end = l.end ?? l.expires_at;
+    const x0 = x(l.start), x1 = Math.max(x0 + 2, x(Math.min(end, l.expires_at)));
+    const how = l.end == null ? `live, expires ${fmtTime(l.expires_at)}` :
+      `${l.endKind} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})`;
+    const title = `${l.resource} — generation ${l.generation}, ${l.mode} by ${l.name || short(l.holder, 10)}; ` +
+      `admitted ${fmtTime(l.start)}, ${how}`;
+    root.append(svg('rect', { x: x0, y, width: x1 - x0, height: laneH - 8, rx: 3, class: `bar ${l.kind === 'sem' ? 'sem' : l.mode}` }, title));
+    if (x1 - x0 > 22) {
+      const g = svg('text', { x: x0 + 3, y: y + 11, class: 'gen' });
+      g.textContent = `g${l.generation}`;
+      root.append(g);
+    }
+    if (l.endKind === 'reclaim') {
+      root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark reclaim' }, `reclaimed at ${fmtTime(l.end)}`));
+      root.lastChild.append(document.createTextNode('▲'));
+    }
+  }
+  for (const t of bad) {
+    if (t.time == null) continue;
+    const xs = x(t.time);
+    const why = `invalid commit #${t.index} ${short(t.commit)} (${t.command}): ${t.reason}${t.detail ? ` — ${t.detail}` : ''}`;
+    const lanesHit = t.resources.filter((k) => laneOf.has(k));
+    root.append(svg('line', { x1: xs, x2: xs, y1: top, y2: height - 24, class: 'invalid-line' }, why));
+    for (const k of lanesHit.length ? lanesHit : [null]) {
+      const y = k == null ? height - 8 : top + laneOf.get(k) * laneH + 16;
+      const m = svg('text', { x: xs - 5, y, class: 'mark refused', tabindex: '0', 'aria-label': why }, why);
+      m.append(document.createTextNode('✕'));
+      root.append(m);
+    }
+  }
+  const note = lanes.length > MAX_LANES ? [text('p', `${lanes.length - MAX_LANES} more resources not drawn; narrow the window.`)] : [];
+  box.replaceChildren(root, ...note);
+  $('window-text').textContent = `#${from} to #${to} of ${n}`;
+  const list = $('invalid-list');
+  list.replaceChildren(...r.transitions.filter((t) => !t.ok).slice(0, 50).map((t) =>
+    text('li', `#${t.index} ${short(t.commit)} ${fmtTime(t.time)} ${t.command}: ${t.reason}` +
+      `${t.detail ? ` — ${t.detail}` : ''}`, { class: 'invalid-item' })));
+}
+
+// ---------------------------------------------------------------- live mode
+
+async function pollLive(url) {
+  try {
+    const res = await fetch('live.json', { cache: 'no-store' });
+    const info = await res.json();
+    const p = $('live');
+    p.hidden = false;
+    if (info.tip && info.tip !== liveTip) {
+      liveTip = info.tip;
+      p.textContent = `Live: ${info.repo} — ${info.ref} at ${short(info.tip)}, verifying (checked ${new Date().toLocaleTimeString()})`;
+      p.dataset.tip = info.tip;
+      loadUrl(url);
+    } else {
+      p.textContent = `Live: ${info.repo} — ${info.ref} at ${short(info.tip)} (checked ${new Date().toLocaleTimeString()})`;
+    }
+  } catch (e) {
+    $('live').textContent = `Live: the server did not answer (${e.message})`;
+  }
+  setTimeout(() => pollLive(url), 1000);
+}
+
+// ---------------------------------------------------------------- wiring
+
+function wire() {
+  const drop = $('drop');
+  drop.tabIndex = 0;
+  drop.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      $('file').click();
+    }
+  });
+  drop.addEventListener('dragover', (e) => { e.preventDefault(); drop.classList.add('over'); });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    if (e.dataTransfer.files.length) loadFile(e.dataTransfer.files[0]);
+  });
+  $('file').addEventListener('change', (e) => { if (e.target.files.length) loadFile(e.target.files[0]); });
+  $('pins-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (bytes) verify(bytes, view.result ? view.result.source : 'bundle');
+  });
+  $('filter').addEventListener('input', () => { view.page = 0; filterRows(); });
+  $('only').addEventListener('change', () => { view.page = 0; filterRows(); });
+  $('prev').addEventListener('click', () => { view.page--; renderTable(); });
+  $('next').addEventListener('click', () => { view.page++; renderTable(); });
+  $('window-start').addEventListener('input', () => view.result && renderTimeline());
+  $('window-size').addEventListener('change', () => view.result && renderTimeline());
+
+  $('pin-audience').value = params.get('audience') || '';
+  $('pin-key').value = params.get('serviceKey') || '';
+  $('pin-owner').value = params.get('owner') || '';
+  $('test-clock').checked = params.get('testClock') === '1';
+  const url = params.get('bundle');
+  if (url && params.get('live') === '1') pollLive(url);
+  else if (url) loadUrl(url);
+}
+
+wire();

@@ -1,0 +1,140 @@
+// The verification worker: replays the bundle with the WASM core (pkg/ is
+// the npm package @git-locks/core, copied next to the page at build time)
+// and derives, from the state each commit recorded, which resources and
+// generations a transition touched and the leases for the timeline.
+// Messages in:  {bytes: ArrayBuffer, pins?, allowTestClock?}
+// Messages out: {type:'progress', phase, done, total}, {type:'result', ...},
+//               {type:'error', code, message}
+import { init, openStore } from './pkg/browser.mjs';
+
+const ready = init();
+
+function leaseKey(record) {
+  return record.kind === 'sem' ? `sem:${record.name}` : record.name;
+}
+
+// Every lease of a state, by id.
+function leasesOf(records) {
+  const out = new Map();
+  for (const r of records) {
+    if (!Array.isArray(r.leases)) continue;
+    for (const l of r.leases) {
+      out.set(l.id, {
+        resource: leaseKey(r), kind: r.kind, mode: l.mode || 'slot', generation: l.generation,
+        holder: l.holder, name: l.name || '', expires_at: l.expires_at,
+      });
+    }
+  }
+  return out;
+}
+
+function pinsOf(policy) {
+  const g = policy && policy.guard_time;
+  return {
+    owner: (policy && policy.owner) || null,
+    audience: g ? g.audience : null,
+    serviceKey: g ? g.service_key : null,
+    store: (policy && policy.store) || null,
+  };
+}
+
+self.onmessage = async (event) => {
+  const { bytes, pins, allowTestClock } = event.data;
+  let store;
+  try {
+    await ready;
+    store = openStore(new Uint8Array(bytes));
+    const tip = store.refs['refs/locks/state'];
+    if (!tip) throw Object.assign(new Error('the bundle holds no refs/locks/state'), { code: 'store-read' });
+    let next = 0;
+    const options = {
+      allowTestClock: !!allowTestClock,
+      onProgress: ({ done, total }) => {
+        if (done >= next || done === total) {
+          next = done + Math.max(1, Math.floor(total / 200));
+          self.postMessage({ type: 'progress', phase: 'verify', done, total });
+        }
+      },
+    };
+    if (pins) options.pins = pins;
+    const { verdicts, summary } = store.replay(options);
+
+    // Second pass: the state of every commit, diffed with its parent's.
+    const total = verdicts.length;
+    const transitions = [];
+    const leases = [];          // {id, resource, kind, mode, generation, holder, name, start, end, endKind, expires_at}
+    const open = new Map();     // lease id -> index in leases
+    let prev = new Map();
+    let lastTime = null;
+    let policy = null;
+    next = 0;
+    for (let i = 0; i < total; i++) {
+      const v = verdicts[i];
+      const time = v.time ?? lastTime;
+      if (v.time != null) lastTime = v.time;
+      const resources = new Set();
+      const generations = new Set();
+      const reclaims = [];
+      let stateError = null;
+      let cur = prev;
+      try {
+        const s = store.readState(v.commit);
+        policy = s.policy;
+        cur = leasesOf(s.records);
+      } catch (e) {
+        stateError = e.code || 'store-read';
+      }
+      if (!stateError) {
+        const added = [];
+        for (const [id, l] of cur) {
+          const before = prev.get(id);
+          if (!before) {
+            added.push(l.resource);
+            resources.add(l.resource);
+            generations.add(l.generation);
+            open.set(id, leases.length);
+            leases.push({ id, ...l, start: time, end: null, endKind: null, startCommit: i });
+          } else if (before.expires_at !== l.expires_at) {
+            resources.add(l.resource);
+            generations.add(l.generation);
+            leases[open.get(id)].expires_at = l.expires_at;
+          }
+        }
+        for (const [id, l] of prev) {
+          if (cur.has(id)) continue;
+          resources.add(l.resource);
+          generations.add(l.generation);
+          const lease = leases[open.get(id)];
+          open.delete(id);
+          lease.end = time;
+          lease.endCommit = i;
+          if (added.includes(l.resource) && v.command !== 'sweep') {
+            lease.endKind = 'reclaim';
+            reclaims.push(l.resource);
+          } else if (time != null && time > l.expires_at) {
+            lease.endKind = 'expired';
+          } else {
+            lease.endKind = 'release';
+          }
+        }
+        prev = cur;
+      }
+      transitions.push({
+        index: i, commit: v.commit, time, command: v.command, actor: v.actor, ok: v.ok, level: v.level,
+        reason: v.reason, detail: v.detail || '', resources: [...resources].sort(),
+        generations: [...generations].sort((a, b) => a - b), reclaims, stateError,
+      });
+      if (i + 1 >= next || i + 1 === total) {
+        next = i + 1 + Math.max(1, Math.floor(total / 200));
+        self.postMessage({ type: 'progress', phase: 'timeline', done: i + 1, total });
+      }
+    }
+    self.postMessage({
+      type: 'result', tip, summary, transitions, leases, pins: pinsOf(policy), endTime: lastTime,
+    });
+  } catch (e) {
+    self.postMessage({ type: 'error', code: e.code || 'store-read', message: e.message || String(e) });
+  } finally {
+    if (store) store.delete();
+  }
+};
