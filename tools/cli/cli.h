@@ -26,6 +26,8 @@ class Context {
   std::optional<std::string> repo_dir;  // --repo
   std::optional<std::string> key_flag;  // --key
   std::optional<int> attempts;          // update-ref runs of the last publication
+  std::optional<std::string> notary_flag;  // --notary URL (else git config locks.notary)
+  bool allow_test_clock = false;           // --allow-test-clock: accept a notary's test clock (tests)
 
   // Parses a command's flags; the global flags are accepted everywhere.
   Result<Parsed> parse(const Argv& argv, std::vector<FlagSpec> flags, bool stop_at_positional = false);
@@ -69,7 +71,20 @@ int cmd_fence(Context& ctx, const Argv& argv);
 int cmd_wait(Context& ctx, const Argv& argv);
 int cmd_log(Context& ctx, const Argv& argv);
 int cmd_whoami(Context& ctx, const Argv& argv);
+int cmd_verify(Context& ctx, const Argv& argv);
+int cmd_export(Context& ctx, const Argv& argv);
+int cmd_member_add(Context& ctx, const Argv& argv);
+int cmd_member_remove(Context& ctx, const Argv& argv);
+int cmd_member_rekey(Context& ctx, const Argv& argv);
+int cmd_member_list(Context& ctx, const Argv& argv);
 int cmd_hook_install(Context& ctx, const Argv& argv);
 int cmd_hook_check(Context& ctx, const Argv& argv);
+int cmd_web(Context& ctx, const Argv& argv);
+int cmd_notary(Context& ctx, const Argv& argv);
+int cmd_guard_time_enable(Context& ctx, const Argv& argv);
+int cmd_guard_time_resume(Context& ctx, const Argv& argv);
+int cmd_guard_time_history(Context& ctx, const Argv& argv);
+int cmd_doctor(Context& ctx, const Argv& argv);
+int cmd_migrate(Context& ctx, const Argv& argv);
 
 }  // namespace gitlocks::cli

@@ -153,7 +153,9 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   auto now = now_ms();
   if (!now.ok()) return ctx.fail(now.error());
-  StateReader reader(**store, snap->state);
+  auto vault = open_vault(ctx, **store, *snap);
+  if (!vault.ok()) return ctx.fail(vault.error());
+  StateReader reader(**store, snap->state, (*vault)->codec.get());
   auto policy = reader.policy();
   if (!policy.ok()) return ctx.fail(policy.error());
   const std::int64_t probe_ttl = (*policy)["min_ttl_ms"].get<std::int64_t>();
@@ -163,7 +165,7 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
     for (const auto& p : which)
       ops.push_back({{"op", "claim"}, {"path", p}, {"mode", "shared"}, {"expires_at", *now + probe_ttl}});
     HashOnlyScope dry_run(**store);
-    return plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes)}, transition_body(ctx, *now, ops), *now);
+    return plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()}, transition_body(ctx, *now, ops), *now);
   };
   auto violation = [](Errc c) { return c == Errc::held_path || c == Errc::family_policy; };
   std::vector<std::string> all(paths.begin(), paths.end());

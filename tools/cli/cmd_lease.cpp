@@ -61,7 +61,7 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
 }  // namespace
 
 int cmd_init(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"policy", true}});
+  auto a = ctx.parse(argv, {{"policy", true}, {"private", false}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "init takes no arguments"));
   auto me = ctx.identity();
@@ -78,6 +78,11 @@ int cmd_init(Context& ctx, const Argv& argv) {
   }
   auto valid = parse_policy(policy);
   if (!valid.ok()) return ctx.fail(valid.error());
+  if (a->has("private")) {  // docs/PRIVATE.md: sealed to the owner under epoch 1
+    auto sealed = make_private_policy(policy);
+    if (!sealed.ok()) return ctx.fail(sealed.error());
+    policy = std::move(*sealed);
+  }
   auto p = publish(ctx, "init", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
     if (snap.commit) return std::optional<json>{};
     return std::optional<json>{json{{"init", policy}}};
@@ -127,7 +132,7 @@ int cmd_sweep(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   auto p = publish(ctx, "sweep", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(snap));
-    GITLOCKS_TRY(op, propose_sweep(**store, snap.state, now));
+    GITLOCKS_TRY(op, propose_sweep(**store, snap.state, now, opened_vault(snap)));
     if (!op) return std::optional<json>{};
     return std::optional<json>{transition_body(ctx, now, json::array({*op}))};
   });

@@ -110,9 +110,16 @@ int cmd_status(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   std::string me;
   if (auto id = ctx.identity(); id.ok()) me = (*id)->actor;  // only marks "mine"
-  StateReader reader(**store, snap->state);
+  auto vault = open_vault(ctx, **store, *snap);
+  if (!vault.ok()) return ctx.fail(vault.error());
+  StateReader reader(**store, snap->state, (*vault)->codec.get());
   auto policy = reader.policy();
   if (!policy.ok()) return ctx.fail(policy.error());
+  if (auto v = (*vault)->get(); v && policy->contains("families")) {  // PRIVATE: the sealed families
+    auto families = open_document((*policy)["families"], *v->key(snap->epoch), snap->store_id, "policy.json#families");
+    if (!families.ok()) return ctx.fail(make_error(Errc::store_read, "policy.json families: " + families.error().message));
+    (*policy)["families"] = *families;
+  }
   auto leases = status_leases(reader, *now, filters, a->has("all"), me);
   if (!leases.ok()) return ctx.fail(leases.error());
   out["store"] = snap->store_id;
@@ -120,6 +127,10 @@ int cmd_status(Context& ctx, const Argv& argv) {
   out["policy"] = {{"min_ttl_ms", (*policy)["min_ttl_ms"]}, {"max_ttl_ms", (*policy)["max_ttl_ms"]},
                    {"families", (*policy)["families"]}, {"owner", (*policy)["owner"]}};
   out["leases"] = *leases;
+  out["policy_hash"] = snap->policy_hash;
+  out["guard_time"] = snap->guard_time ? json{{"enabled", true}, {"audience", snap->guard_time->audience},
+                                              {"service_key", snap->guard_time->service_key}}
+                                       : json{{"enabled", false}};
   return ctx.done(out, "refs/locks/state -> " + snap->commit->substr(0, 12) + " (store " +
                            snap->store_id.substr(0, 12) + "): " + std::to_string(leases->size()) +
                            (a->has("all") ? " leases\n" : " live leases\n") + status_table(*leases));
@@ -149,7 +160,9 @@ int cmd_fence(Context& ctx, const Argv& argv) {
   if (snap->commit) {
     auto store = ctx.store();
     if (!store.ok()) return ctx.fail(store.error());
-    StateReader reader(**store, snap->state);
+    auto vault = open_vault(ctx, **store, *snap);
+    if (!vault.ok()) return ctx.fail(vault.error());
+    StateReader reader(**store, snap->state, (*vault)->codec.get());
     auto r = reader.record(resource);
     if (!r.ok()) return ctx.fail(r.error());
     rec = *r;
@@ -193,7 +206,8 @@ int cmd_log(Context& ctx, const Argv& argv) {
     auto doc = canon_parse(tc->packet_stored, CanonMode::strict);
     if (!doc.ok() || !doc->contains("packet") || !(*doc)["packet"].is_object())
       return ctx.fail(make_error(Errc::store_read, "commit " + *at + " carries an unreadable packet"));
-    const json& p = (*doc)["packet"];
+    json& p = (*doc)["packet"];
+    open_sealed_body(ctx, **store, p);  // PRIVATE stores: members see the body
     const json& body = p.contains("body") ? p["body"] : json::object();
     std::string summary = describe_transition(p);
     if (summary.rfind("git-locks: ", 0) == 0) summary = summary.substr(11);

@@ -13,10 +13,14 @@ Result<Parsed> Context::parse(const Argv& argv, std::vector<FlagSpec> flags, boo
   flags.push_back({"repo", true});
   flags.push_back({"key", true});
   flags.push_back({"json", false});
+  flags.push_back({"notary", true});
+  flags.push_back({"allow-test-clock", false});
   GITLOCKS_TRY(p, parse_flags(argv, flags, stop_at_positional));
   if (auto r = p.value("repo")) repo_dir = *r;
   if (auto k = p.value("key")) key_flag = *k;
   if (p.has("json")) json_output = true;
+  if (auto n = p.value("notary")) notary_flag = *n;
+  if (p.has("allow-test-clock")) allow_test_clock = true;
   return p;
 }
 

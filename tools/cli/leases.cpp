@@ -6,6 +6,7 @@
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/state.hpp"
+#include "vault_host.h"
 
 namespace gitlocks::cli {
 
@@ -17,14 +18,14 @@ bool is_lease_id(const std::string& s) {
 bool lease_live(const json& lease, std::int64_t now) { return now <= lease["expires_at"].get<std::int64_t>(); }
 
 Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
-  StateReader reader(store_, snap_.state);
+  StateReader reader(store_, snap_.state, opened_codec(snap_));
   return reader.record(resource);
 }
 
 Result<const json*> LeaseResolver::find_id(const std::string& id) {
   if (!ids_) {
     std::map<std::string, json> ids;
-    StateReader reader(store_, snap_.state);
+    StateReader reader(store_, snap_.state, opened_codec(snap_));
     GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
       const std::string kind = rec.value("kind", "");
       if (kind != "path" && kind != "sem") return true;

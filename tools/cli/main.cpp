@@ -21,7 +21,8 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"init", cmd_init, "init [--policy FILE]", "create the lock store (an existing store is left alone)"},
+    {"init", cmd_init, "init [--private] [--policy FILE]",
+     "create the lock store (an existing store is left alone); --private: end-to-end encrypted (docs/PRIVATE.md)"},
     {"claim", cmd_claim, "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] PATH...",
      "claim paths, all or none; an expired lease of another holder is reclaimed"},
     {"extend", cmd_extend, "extend [--ttl DUR] [--generation G] (LEASE-ID|PATH)...",
@@ -42,9 +43,34 @@ constexpr Command kCommands[] = {
      "block until the paths are claimable (and with --claim, claim them)"},
     {"log", cmd_log, "log [--limit N]", "the history of refs/locks/state, newest first"},
     {"whoami", cmd_whoami, "whoami", "your actor key, display name and key file"},
+    {"verify", cmd_verify, "verify [--from COMMIT] [--accept-rewrite] [--allow-test-clock]",
+     "replay refs/locks/state and check every commit (exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
+    {"export", cmd_export, "export --bundle FILE", "write a Git bundle of refs/locks/state for other hosts to verify"},
+    {"doctor", cmd_doctor, "doctor",
+     "diagnose the reservation data (exit 0 healthy, 1 problems, 2 unreadable); repairs nothing"},
+    {"migrate", cmd_migrate, "migrate", "rewrite a format-1 store as the current format (one ordinary transition)"},
+    {"notary keygen", cmd_notary, "notary keygen --out FILE", "write a new notary service key (mode 0600)"},
+    {"notary serve", cmd_notary,
+     "notary serve --key FILE --state DIR --listen HOST:PORT --audience NAME [--test-clock]",
+     "run a trusted-time notary (docs/NOTARY.md)"},
+    {"guard-time enable", cmd_guard_time_enable,
+     "guard-time enable --audience A --service-key KEY --disclosure GUARD_WINDOW --expected-policy-hash H "
+     "--operation-id ID",
+     "owner: require a notary's attestation on every transition from now on"},
+    {"guard-time resume", cmd_guard_time_resume, "guard-time resume ID",
+     "finish an enable whose answer was lost: verify acceptance or re-send the identical packet"},
+    {"guard-time history", cmd_guard_time_history, "guard-time history", "local guard-time operations and their status"},
+    {"member add", cmd_member_add, "member add KEY",
+     "owner of a PRIVATE store: add a member (new epoch key sealed to every member; two commits)"},
+    {"member remove", cmd_member_remove, "member remove KEY",
+     "owner of a PRIVATE store: remove a member; nothing published afterwards is readable to it"},
+    {"member rekey", cmd_member_rekey, "member rekey", "owner: finish an interrupted member add/remove"},
+    {"member list", cmd_member_list, "member list", "the members and key epoch of a PRIVATE store"},
     {"hook install", cmd_hook_install, "hook install [--warn] [--force]",
      "install pre-commit and pre-push hooks that refuse changes under others' exclusive claims"},
     {"hook check", cmd_hook_check, "hook check pre-commit|pre-push [--warn]", "what the installed hooks run"},
+    {"web", cmd_web, "web [--port P] [--site DIR]",
+     "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
 };
 
 constexpr std::string_view kHelpTail = R"(
@@ -54,6 +80,8 @@ Global flags (anywhere before --):
   --key FILE     the actor key file (default: $GIT_LOCKS_KEY, else
                  $XDG_CONFIG_HOME/git-locks/actor.key or ~/.config/git-locks/actor.key;
                  created with mode 0600 on first use; refused if group/world accessible)
+  --notary URL   the notary of a guard-time store (default: git config locks.notary)
+  --allow-test-clock  accept a notary running its test clock (tests only)
   --help, --version
 
 Durations: 500ms, 30s, 10m, 2h, or plain milliseconds. Default TTL 10m (run: 60s).
@@ -77,6 +105,8 @@ Environment:
   GIT_LOCKS_KEY     key file (after --key)
   GIT_LOCKS_NOW_MS  fixed clock in ms since the epoch (tests)
   GIT_LOCKS_GIT     git executable to run (test seam; default "git")
+  GIT_LOCKS_PROPOSAL_MS  proposal clock of a guard-time store (test seam; never T)
+  GIT_LOCKS_TEST_CRASH_AFTER  admit|publish: guard-time enable/resume exits abruptly there (test seam)
 
 docs/CLI.md describes every command, schema and the publication protocol.
 )";
@@ -133,6 +163,11 @@ int main_impl(int argc, char** argv) {
     } else if (a == "--repo" || a == "--key") {
       if (at + 1 >= args.size()) return ctx.fail(make_error(Errc::usage, "flag '" + a + "' needs a value"));
       (a == "--repo" ? ctx.repo_dir : ctx.key_flag) = args[++at];
+    } else if (a == "--allow-test-clock") {
+      ctx.allow_test_clock = true;
+    } else if (a == "--notary") {
+      if (at + 1 >= args.size()) return ctx.fail(make_error(Errc::usage, "flag '--notary' needs a value"));
+      ctx.notary_flag = args[++at];
     } else if (a.rfind("--repo=", 0) == 0) {
       ctx.repo_dir = a.substr(7);
     } else if (a.rfind("--key=", 0) == 0) {

@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "gitlocks/state.hpp"
+#include "notary_client.h"
+#include "vault_host.h"
 
 namespace gitlocks::cli {
 
@@ -39,10 +41,17 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     if (replans > 0) cas = git.begin_cas();
     GITLOCKS_TRY(tip, store->read_ref(kStateRef));
     GITLOCKS_TRY(snap, read_snapshot(*store, tip));
-    GITLOCKS_TRY(now, now_ms());
+    // With guard time, T is the notary's alone: the local clock only proposes.
+    GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
+    GITLOCKS_TRY(vault, open_vault(ctx, *store, snap));  // PRIVATE stores: the member's epoch keys
     GITLOCKS_TRY(body, make_body(snap, now));
     if (!body) return Published{snap, std::nullopt};
-    GITLOCKS_TRY(cand, build_candidate(*store, snap, me->key, command, instance, *body, now));
+    AdmitFn admit;
+    if (snap.guard_time) {
+      GITLOCKS_TRY(ep, notary_endpoint(ctx));
+      admit = make_admit_fn(ep, *snap.guard_time);
+    }
+    GITLOCKS_TRY(cand, build_candidate(*store, snap, me->key, command, instance, *body, now, admit, vault->get()));
     bool replan = false;
     for (int lock_attempt = 1; !replan; ++lock_attempt) {
       CasResult r = cas.commit(kStateRef, cand.commit, snap.commit);

@@ -19,6 +19,7 @@
 
 #include "cli.h"
 #include "gitlocks/transition.hpp"
+#include "vault_host.h"
 
 namespace gitlocks::cli {
 
