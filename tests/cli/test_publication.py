@@ -150,7 +150,7 @@ class ImmediateStoreWrite(CliTest):
                         self.addCleanup(os.chmod, root, 0o755)
             return r.run("alice", "claim", "x", env=r.wrapped())
         if not shutil.which("setpriv"):
-            self.skipTest("needs setpriv to drop root")
+            self.fail("needs setpriv (util-linux) to drop root")
         home = os.path.join(r.root, "home")
         os.mkdir(home)
         with open(os.path.join(home, ".gitconfig"), "w") as f:
