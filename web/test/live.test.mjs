@@ -66,7 +66,8 @@ test('git-locks web listens on 127.0.0.1 only and refuses a bad port', async () 
   const bad = spawn(cli, ['--repo', store.repo, 'web', '--port', '70000', '--site', siteDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   bad.stderr.on('data', (c) => { err += c; });
-  const code = await new Promise((resolve) => bad.on('exit', resolve));
+  // 'close', not 'exit': stderr may still be unread when the process exits.
+  const code = await new Promise((resolve) => bad.on('close', resolve));
   assert.equal(code, 64);
   assert.equal(JSON.parse(err.trim()).code, 'usage');
   const { child, line } = startWeb(store.repo);
