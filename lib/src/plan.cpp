@@ -223,34 +223,44 @@ class Planner {
     return Ok{};
   }
 
-  // Removes the marker and family entries of a lease being removed from
-  // path `p`.
-  Status forget_path_lease(const RepoPath& p, const json& lease) {
-    const std::string holder = lease["holder"].get<std::string>();
-    const bool excl = lease["mode"] == "exclusive";
+  // The derived data of a lease on path `p`: `marker` edits the intention
+  // markers of every ancestor, `family` the holder entry of every exclusive
+  // family the path belongs to.
+  template <class MarkerFn, class FamilyFn>
+  Status update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family) {
     for (const auto& a : ancestors(p)) {
       GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
-      records::drop_marker(*rec, holder, excl);
+      marker(*rec);
     }
     for (const Family* f : families_of(p)) {
       if (!f->exclusive) continue;
       GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
-      records::drop_family_holder(*rec, holder);
+      family(*rec);
     }
     return Ok{};
   }
 
+  // A lease is being removed from path `p`.
+  Status forget_path_lease(const RepoPath& p, const json& lease) {
+    const std::string holder = lease["holder"].get<std::string>();
+    const bool excl = lease["mode"] == "exclusive";
+    return update_derived(
+        p, [&](json& rec) { records::drop_marker(rec, holder, excl); },
+        [&](json& rec) { records::drop_family_holder(rec, holder); });
+  }
+
+  // The actor's new lease on path `p`.
   Status remember_path_lease(const RepoPath& p, bool excl, std::int64_t until) {
-    for (const auto& a : ancestors(p)) {
-      GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
-      records::bump_marker(*rec, ctx_.actor, excl, until);
-    }
-    for (const Family* f : families_of(p)) {
-      if (!f->exclusive) continue;
-      GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
-      records::bump_family_holder(*rec, ctx_.actor, until);
-    }
-    return Ok{};
+    return update_derived(
+        p, [&](json& rec) { records::bump_marker(rec, ctx_.actor, excl, until); },
+        [&](json& rec) { records::bump_family_holder(rec, ctx_.actor, until); });
+  }
+
+  // The actor's lease on path `p` was renewed until `until`.
+  Status remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until) {
+    return update_derived(
+        p, [&](json& rec) { records::renew_marker(rec, ctx_.actor, excl, until); },
+        [&](json& rec) { records::renew_family_holder(rec, ctx_.actor, until); });
   }
 
   Result<std::int64_t> expiry(const json& op) {
@@ -501,18 +511,6 @@ class Planner {
     return Ok{};
   }
 
-  Status remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until) {
-    for (const auto& a : ancestors(p)) {
-      GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
-      records::renew_marker(*rec, ctx_.actor, excl, until);
-    }
-    for (const Family* f : families_of(p)) {
-      if (!f->exclusive) continue;
-      GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
-      records::renew_family_holder(*rec, ctx_.actor, until);
-    }
-    return Ok{};
-  }
 
   Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id) {
     GITLOCKS_TRY(rec, get_for_write(res, nullptr));
