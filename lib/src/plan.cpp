@@ -574,6 +574,20 @@ class Planner {
   json leases_;
 };
 
+// The outcome of a transition without guards (creation, policy changes,
+// migration): the universal interval, no leases.
+PlanOutcome time_free_outcome(const json& body, const std::string& action, const Oid& root, std::size_t records) {
+  PlanOutcome out;
+  out.body = body;
+  out.action = action;
+  out.result_state = root;
+  out.guards = json::array();
+  out.interval = kUniversalInterval;
+  out.leases = json::array();
+  out.records_written = records;
+  return out;
+}
+
 // Creation. {"init":POLICY} creates a format-2 store; old histories may carry
 // {"init":POLICY,"state_format":"gitlocks-state-v1"} (replayed, never written
 // by build_candidate).
@@ -593,27 +607,9 @@ Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const 
   GITLOCKS_TRY(policy_id, store.write_blob(policy_bytes));
   GITLOCKS_TRY(format_id, store.write_blob(format_bytes));
   GITLOCKS_TRY(root, store.write_tree({{"format.json", false, format_id}, {"policy.json", false, policy_id}}));
-  PlanOutcome out;
-  out.body = body;
-  out.action = "init";
-  out.result_state = root;
-  out.guards = json::array();
-  out.interval = kUniversalInterval;
-  out.leases = json::array();
-  return out;
+  return time_free_outcome(body, "init", root, 0);
 }
 
-PlanOutcome admin_outcome(const json& body, const std::string& action, const Oid& root, std::size_t records) {
-  PlanOutcome out;
-  out.body = body;
-  out.action = action;
-  out.result_state = root;
-  out.guards = json::array();
-  out.interval = kUniversalInterval;
-  out.leases = json::array();
-  out.records_written = records;
-  return out;
-}
 
 // PRIVATE membership: add/remove start a keyring transition to epoch E+1
 // (the new epoch key sealed to the new member list); rekey completes it by
@@ -652,7 +648,7 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
       next["families"] = json::parse(resealed);
     }
     GITLOCKS_TRY(root, write_state(store, next, records, 2, new_codec.get()));
-    return admin_outcome(body, "rekey", root, records.size());
+    return time_free_outcome(body, "rekey", root, records.size());
   }
   GITLOCKS_CHECK(check_keys(a, {"op", "member", "expected_policy_hash", "keyring"}, "admin op"));
   if (policy.pending) return make_error(Errc::usage, "a keyring transition is already pending; run `git-locks member rekey`");
@@ -676,7 +672,7 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
   GITLOCKS_TRY(bytes, canon_dump(next));
   GITLOCKS_TRY(blob, store.write_blob(bytes));
   GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
-  return admin_outcome(body, op, *root, 0);
+  return time_free_outcome(body, op, *root, 0);
 }
 
 // Owner-signed policy changes. The only one so far enables guard time:
@@ -722,14 +718,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   GITLOCKS_TRY(bytes, canon_dump(next));
   GITLOCKS_TRY(blob, store.write_blob(bytes));
   GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
-  PlanOutcome out;
-  out.body = body;
-  out.action = "guard-time-enable";
-  out.result_state = *root;
-  out.guards = json::array();
-  out.interval = kUniversalInterval;
-  out.leases = json::array();
-  return out;
+  return time_free_outcome(body, "guard-time-enable", *root, 0);
 }
 
 // Offline migration of the layout, format 1 -> 2:
@@ -757,15 +746,7 @@ Result<PlanOutcome> plan_migrate(ObjectStore& store, StateReader& reader, int ve
   }));
   GITLOCKS_CHECK(bad);
   GITLOCKS_TRY(root, write_state(store, policy_doc, records, 2));
-  PlanOutcome out;
-  out.body = body;
-  out.action = "migrate";
-  out.result_state = root;
-  out.guards = json::array();
-  out.interval = kUniversalInterval;
-  out.leases = json::array();
-  out.records_written = records.size();
-  return out;
+  return time_free_outcome(body, "migrate", root, records.size());
 }
 
 }  // namespace
