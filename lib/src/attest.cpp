@@ -50,6 +50,20 @@ Result<json> open_signed(std::string_view stored, const char* inner, std::string
   return json(doc[inner]);
 }
 
+// The counterpart of open_signed: {"<inner>":DOC,"sig":HEX} over domain ||
+// canonical(DOC).
+Result<std::string> seal_signed(const char* inner, const json& doc, std::string_view domain, const KeyPair& key) {
+  GITLOCKS_TRY(bytes, canon_dump(doc));
+  auto sig = sign_detached(domain, bytes, key);
+  return canon_dump(json{{inner, doc}, {"sig", to_hex(sig)}});
+}
+
+// Copies the bindings shared by request and attestation (missing ones become
+// null and fail check_bindings).
+void copy_bindings(const json& from, json& to) {
+  for (const char* k : kBindingFields) to[k] = from.contains(k) ? from[k] : json();
+}
+
 }  // namespace
 
 std::string packet_digest(std::string_view packet_stored) { return sha256_hex(packet_stored); }
@@ -57,12 +71,10 @@ std::string packet_digest(std::string_view packet_stored) { return sha256_hex(pa
 Result<std::string> make_admission_request(const json& packet, std::string_view packet_stored, const KeyPair& actor) {
   json req = {{"format", kAdmissionFormat}, {"packet_digest", packet_digest(packet_stored)},
               {"interval", packet.contains("interval") ? packet["interval"] : json()}};
-  for (const char* k : kBindingFields) req[k] = packet.contains(k) ? packet[k] : json();
+  copy_bindings(packet, req);
   GITLOCKS_CHECK(check_bindings(req, "admission request"));
   if (req["actor"] != to_hex(actor.public_key)) return make_error(Errc::usage, "request actor is not the signing key");
-  GITLOCKS_TRY(bytes, canon_dump(req));
-  auto sig = sign_detached(kAdmissionDomain, bytes, actor);
-  return canon_dump(json{{"request", req}, {"sig", to_hex(sig)}});
+  return seal_signed("request", req, kAdmissionDomain, actor);
 }
 
 Result<json> open_admission_request(std::string_view stored) {
@@ -85,10 +97,8 @@ Result<std::string> make_attestation(const json& request, const Pins& pins, std:
               {"audience", pins.audience},         {"service_key", pins.service_key},
               {"packet_digest", request["packet_digest"]}, {"interval", request["interval"]},
               {"admitted_at_ms", t},               {"clock", test_clock ? "test" : "system"}};
-  for (const char* k : kBindingFields) att[k] = request[k];
-  GITLOCKS_TRY(bytes, canon_dump(att));
-  auto sig = sign_detached(kAttestationDomain, bytes, service);
-  return canon_dump(json{{"attestation", att}, {"sig", to_hex(sig)}});
+  copy_bindings(request, att);
+  return seal_signed("attestation", att, kAttestationDomain, service);
 }
 
 Result<json> open_attestation(std::string_view stored) {
