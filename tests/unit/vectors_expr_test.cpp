@@ -12,28 +12,14 @@
 
 #include "gitlocks/canon.hpp"
 #include "gitlocks/expr.hpp"
+#include "vectors.h"
 
 namespace fs = std::filesystem;
 using gitlocks::json;
 
 namespace {
 
-std::vector<fs::path> expr_vector_files() {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  fs::path dir = fs::path(GITLOCKS_VECTORS_DIR) / "expr";
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".json") files.push_back(it->path());
-  std::sort(files.begin(), files.end());  // deterministic order on every host
-  return files;
-}
 
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Compares an outcome (ok, or an error) with a case's "expect". Returns an
 // empty string on a match, otherwise what differed.
@@ -79,11 +65,11 @@ std::string run_action_case(const json& c) {
 }  // namespace
 
 TEST_CASE("vectors: expr") {
-  auto files = expr_vector_files();
+  auto files = gitlocks::test::vector_files("expr");
   REQUIRE_MESSAGE(!files.empty(), "no vector files in " << GITLOCKS_VECTORS_DIR << "/expr");
   std::size_t total = 0;
   for (const auto& file : files) {
-    auto parsed = gitlocks::canon_parse(read_file(file), gitlocks::CanonMode::lenient);
+    auto parsed = gitlocks::canon_parse(gitlocks::test::read_bytes(file), gitlocks::CanonMode::lenient);
     if (!parsed.ok()) {
       FAIL_CHECK(file.filename().string() << ": " << parsed.error().message);
       continue;

@@ -15,28 +15,14 @@
 #include <sstream>
 
 #include "fixture.h"
+#include "vectors.h"
 
 namespace fs = std::filesystem;
 using gitlocks::json;
 
 namespace {
 
-std::vector<fs::path> plan_vector_files() {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (fs::directory_iterator it(fs::path(GITLOCKS_VECTORS_DIR) / "plan", ec), end; !ec && it != end;
-       it.increment(ec))
-    if (it->path().extension() == ".json") files.push_back(it->path());
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // "$K.J" names the J-th lease created by step K of the same case.
 json resolve_refs(json v, const std::vector<json>& step_leases) {
@@ -122,8 +108,8 @@ std::string run_case(const json& c, bool print) {
 TEST_CASE("vectors: planner scenarios give the recorded outcomes and tree ids") {
   const bool print = std::getenv("GITLOCKS_VECTORS_PRINT") != nullptr;
   std::size_t cases = 0;
-  for (const auto& file : plan_vector_files()) {
-    auto doc = gitlocks::canon_parse(slurp(file), gitlocks::CanonMode::lenient);
+  for (const auto& file : gitlocks::test::vector_files("plan")) {
+    auto doc = gitlocks::canon_parse(gitlocks::test::read_bytes(file), gitlocks::CanonMode::lenient);
     REQUIRE_MESSAGE(doc.ok(), file.string() << ": " << doc.error().message);
     REQUIRE((*doc)["kind"] == "plan");
     for (const auto& c : (*doc)["cases"]) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gitlocks/vault.hpp"
+#include "vectors.h"
 
 namespace fs = std::filesystem;
 using gitlocks::json;
@@ -16,10 +17,8 @@ using gitlocks::json;
 TEST_CASE("vectors: sealed documents and keyed names are identical on every host") {
   gitlocks::crypto_init();
   const bool print = std::getenv("GITLOCKS_VECTORS_PRINT") != nullptr;
-  std::ifstream in(fs::path(GITLOCKS_VECTORS_DIR) / "seal" / "cases.json", std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto doc = gitlocks::canon_parse(ss.str(), gitlocks::CanonMode::lenient);
+  auto doc = gitlocks::canon_parse(gitlocks::test::read_bytes(fs::path(GITLOCKS_VECTORS_DIR) / "seal" / "cases.json"),
+                                   gitlocks::CanonMode::lenient);
   REQUIRE_MESSAGE(doc.ok(), doc.error().message);
   std::size_t n = 0;
   for (const auto& c : (*doc)["cases"]) {
