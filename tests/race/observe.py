@@ -10,7 +10,20 @@ appends enter/leave events to a shared O_APPEND log. The checker then proves:
   4. every holder acted with the then-current generation (`fence` said so);
   5. the final history replays consistently (`git-locks verify`).
 
-  observe.py GIT_LOCKS_BIN [--workers N] [--seconds S]
+  observe.py GIT_LOCKS_BIN [--workers N] [--seconds S] [--transport KIND] [--max-ops N]
+
+By default every worker shares one local repository. With --transport
+file|daemon|http the store lives on a real server on loopback
+(tests/remote/servers.py: a bare repository over file://, `git daemon` with
+receive-pack, or `git http-backend` behind lighttpd) whose pre-receive hook is
+`git-locks hook install --server`, so every push is verified server-side. The
+owner and each worker get a clone of their own (a separate repository and key)
+with `git config locks.remote origin`, so every command fetches the server's
+refs/locks/state and publishes by `git push --atomic --force-with-lease`. The
+checks then run against the server's bare repository. --max-ops bounds the
+acquisition attempts of each worker (default: unbounded locally, 300 remotely)
+so a remote run is bounded in requests as well as in time.
+
 Prints throughput and the distribution of replans (attempts - 1 of every
 publication, from --json output and JSON errors). Exit 0 only if every check
 ran and passed; a check that cannot run is reported as SKIPPED (exit 77), never
@@ -27,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "remote"))
 
 PATHS = ["a/", "a/b", "a/b/c", "a/d", "e", "e/f/"]
 FAMILY = {"name": "db", "policy": "exclusive", "members": ["db/schema.sql", "db/migrations/"]}
@@ -59,7 +74,9 @@ def worker(args):
         os.write(fd, (json.dumps(ev, sort_keys=True) + "\n").encode())
 
     end = time.monotonic() + args.seconds
-    while time.monotonic() < end:
+    ops = 0
+    while time.monotonic() < end and (not args.max_ops or ops < args.max_ops):
+        ops += 1
         kind = rnd.choice(["path", "path", "family", "sem"])
         if kind == "sem":
             res, resource = run(args.bin, args.repo, key, "sem", "acquire", SEM, "--limit", str(LIMIT), "--ttl", "60s"), f"sem:{SEM}"
@@ -155,35 +172,87 @@ def check(events, binary, repo, key):
     return intervals, per, peak, problems, skipped
 
 
+class Unavailable(Exception):
+    """A transport this machine cannot provide: the run is skipped, not passed."""
+
+
+def setup_local(args, tmp, policy, owner):
+    """One local repository shared by every worker. Returns (check repo, worker repos, server)."""
+    repo = os.path.join(tmp, "repo")
+    subprocess.run(["git", "init", "-q", repo], check=True)
+    subprocess.run(["git", "-C", repo, "config", "user.name", "observer"], check=True)
+    init = run(args.bin, repo, owner, "init", "--policy", policy)
+    if init.returncode != 0:
+        raise RuntimeError(f"init failed: {init.stderr}")
+    return repo, [repo] * args.workers, None
+
+
+def setup_remote(args, tmp, policy, owner):
+    """A server on loopback, a hook that verifies every push, and one clone
+    (host repository) per writer, each with locks.remote = origin."""
+    import servers  # tests/remote/servers.py
+    if args.transport == "http" and not os.access(servers.LIGHTTPD, os.X_OK):
+        raise Unavailable(f"the http transport needs lighttpd ({servers.LIGHTTPD} is missing)")
+    srv = servers.Server.start(args.transport, tmp)
+    try:
+        hook = run(args.bin, srv.bare, owner, "hook", "install", "--server")
+        if hook.returncode != 0:
+            raise RuntimeError(f"hook install --server failed: exit {hook.returncode}: {hook.stderr}")
+
+        def host(name):
+            path = servers.clone(srv.url, os.path.join(tmp, f"{name}-host"), name)
+            subprocess.run(["git", "-C", path, "config", "locks.remote", "origin"], check=True)
+            return path
+
+        init = run(args.bin, host("owner"), owner, "init", "--policy", policy)
+        if init.returncode != 0:
+            raise RuntimeError(f"init through a clone failed: exit {init.returncode}: {init.stderr}")
+        if not srv.tip():
+            raise RuntimeError("init through a clone succeeded but the server has no refs/locks/state")
+        return srv.bare, [host(f"w{i}") for i in range(args.workers)], srv
+    except BaseException:
+        srv.close()
+        raise
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bin")
     ap.add_argument("--workers", type=int, default=6)
     ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--transport", choices=["file", "daemon", "http"],
+                    help="a store on a server on loopback instead of one local repository")
+    ap.add_argument("--max-ops", type=int, help="acquisition attempts per worker at most (0: unbounded)")
     ap.add_argument("--worker", type=int)
     ap.add_argument("--repo")
     ap.add_argument("--dir")
     ap.add_argument("--log")
     args = ap.parse_args()
+    if args.max_ops is None:
+        args.max_ops = 300 if args.transport else 0
     if args.worker is not None:
         return worker(args)
+    args.bin = os.path.abspath(args.bin)
     tmp = tempfile.mkdtemp(prefix="gitlocks-observe-")
+    srv = None
     try:
-        repo = os.path.join(tmp, "repo")
-        subprocess.run(["git", "init", "-q", repo], check=True)
-        subprocess.run(["git", "-C", repo, "config", "user.name", "observer"], check=True)
         policy = os.path.join(tmp, "policy.json")
         with open(policy, "w") as f:
             json.dump({"families": [FAMILY]}, f)
         owner = os.path.join(tmp, "owner.key")
-        init = run(args.bin, repo, owner, "init", "--policy", policy)
-        if init.returncode != 0:
-            print("init failed:", init.stderr)
+        try:
+            repo, hosts, srv = (setup_remote if args.transport else setup_local)(args, tmp, policy, owner)
+        except Unavailable as e:
+            print("SKIPPED (not counted as a pass):", e)
+            return 77
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
+            print("set-up failed:", e)
             return 1
         log = os.path.join(tmp, "events.jsonl")
         start = time.monotonic()
-        procs = [subprocess.Popen([sys.executable, __file__, args.bin, "--worker", str(i), "--repo", repo,
-                                   "--dir", tmp, "--log", log, "--seconds", str(args.seconds)])
+        procs = [subprocess.Popen([sys.executable, __file__, args.bin, "--worker", str(i), "--repo", hosts[i],
+                                   "--dir", tmp, "--log", log, "--seconds", str(args.seconds),
+                                   "--max-ops", str(args.max_ops)])
                  for i in range(args.workers)]
         codes = [p.wait() for p in procs]
         elapsed = time.monotonic() - start
@@ -192,6 +261,7 @@ def main():
             return 1
         with open(log) as f:
             events = [json.loads(line) for line in f]
+        # Remote: every check reads the server's bare repository, the authority.
         intervals, per, peak, problems, skipped = check(events, args.bin, repo, owner)
         pubs = [e for e in events if e["ev"] == "publish"]
         acquired = sum(1 for e in pubs if e["op"] == "acquire" and e["code"] == 0)
@@ -203,6 +273,9 @@ def main():
         replans = collections.Counter((e["attempts"] or 1) - 1 for e in pubs if e["attempts"] is not None)
         commits = len(subprocess.run(["git", "-C", repo, "rev-list", "refs/locks/state"], capture_output=True,
                                      text=True).stdout.split())
+        if args.transport:
+            print(f"transport: {args.transport} ({srv.url}), {args.workers} clones, server hook verifies every "
+                  f"push; at most {args.max_ops} acquisitions per worker")
         print(f"workers x seconds: {args.workers} x {args.seconds:g} (wall {elapsed:.1f}s)")
         print(f"critical sections: {len(intervals)} ({len(intervals) / elapsed:.1f}/s); "
               f"acquisitions refused: {dict(refused)}; commits: {commits} ({commits / elapsed:.1f}/s)")
@@ -213,6 +286,11 @@ def main():
             print("SKIPPED (not counted as a pass):", s)
         for p in problems:
             print("PROBLEM:", p)
+        if problems and srv and os.path.exists(srv.log):
+            with open(srv.log, errors="replace") as f:
+                tail = f.read()[-2000:]
+            if tail.strip():
+                print(f"server log ({srv.log}), last lines:\n{tail}")
         if problems or not intervals:
             return 1
         if skipped:
@@ -220,6 +298,8 @@ def main():
         print("all five checks passed")
         return 0
     finally:
+        if srv:
+            srv.close()
         shutil.rmtree(tmp, True)
 
 
