@@ -18,7 +18,9 @@ refs/locks/state, a publication `git push --atomic --force-with-lease`).
      commit (one blob, one tree) on refs/heads/bench of the same repository:
      the protocol's own cost of a compare-and-swap over the network;
    - `git fetch` of refs/locks/state alone (the argv git-locks uses), from
-     a clone that is one claim + release behind;
+     a clone that is one claim + release behind, and the same fetch with
+     `-c protocol.version=0` (git's default is v2, whose extra ls-refs round
+     trip costs one delayed-ACK wait, ~40 ms, over git:// on loopback);
    - a local claim (`git update-ref --stdin`, no network), for scale.
    Ratio claim / bare push, goal <= 1.5x. Each claim is followed by an
    untimed release, so the store stays small.
@@ -136,6 +138,7 @@ def latency(binary, root, reps):
         plain = Host(binary, root, srv.url, "plain")
         hooked = Host(binary, root, hooked_url, "hooked")
         watcher = Host(binary, root, srv.url, "watcher")
+        watcher0 = Host(binary, root, srv.url, "watcher0")
         local = Host(binary, root, None, "local", remote=False)
         tracer = Host(binary, root, srv.url, "tracer")
         for h in (plain, hooked, local):
@@ -175,6 +178,11 @@ def latency(binary, root, reps):
             if code != 0:
                 sys.exit(f"git fetch failed: {err.decode()}")
             t["fetch"].append(wall)
+            wall, code, _, _, err = spawn(["git", "-C", watcher0.path, "-c", "protocol.version=0", *FETCH_ARGS],
+                                          fetch_env)
+            if code != 0:
+                sys.exit(f"git fetch (protocol v0) failed: {err.decode()}")
+            t["fetch0"].append(wall)
             t["hooked"].append(hooked.gl("claim", "--ttl", "10m", "bench/file")[0])
             hooked.gl("release", "bench/file")
             t["local"].append(local.gl("claim", "--ttl", "10m", "bench/file")[0])
@@ -206,6 +214,8 @@ def latency(binary, root, reps):
         print(f"   git-locks release (remote, no hook)          {ms(med['release'])}   "
               f"{med['release'] / med['bare']:5.2f}x bare push")
         print(f"   git fetch of refs/locks/state alone          {ms(med['fetch'])}")
+        print(f"   the same fetch with protocol.version=0       {ms(med['fetch0'])}   "
+              "(v2: one more round trip, ls-refs)")
         print(f"   git-locks claim (local store, for scale)     {ms(med['local'])}")
         print(f"   fetch + bare push (the protocol floor of a snapshot + CAS) "
               f"{ms(med['fetch'] + med['bare'])}   claim is {med['claim'] / (med['fetch'] + med['bare']):4.2f}x that")
