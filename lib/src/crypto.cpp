@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "gitlocks/canon.hpp"
+
 namespace gitlocks {
 
 bool crypto_init() { return sodium_init() >= 0; }
@@ -17,6 +19,52 @@ KeyPair keypair_from_seed(const std::array<std::uint8_t, kSeedBytes>& seed) {
   crypto_sign_seed_keypair(kp.public_key.data(), kp.secret_key.data(), seed.data());
   return kp;
 }
+
+namespace {
+
+// Exactly 64 hex digits (either case, as sodium_hex2bin reads them) into a seed.
+bool seed_from_hex(std::string_view hex, std::array<std::uint8_t, kSeedBytes>& seed) {
+  std::size_t len = 0;
+  return hex.size() == 2 * kSeedBytes &&
+         sodium_hex2bin(seed.data(), seed.size(), hex.data(), hex.size(), nullptr, &len, nullptr) == 0 &&
+         len == kSeedBytes;
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+}  // namespace
+
+Result<KeyPair> parse_actor_key(std::string_view text) {
+  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+  auto bad = [](const std::string& why) {
+    return make_error(Errc::usage, "not a git-locks actor key (" + why + ")");
+  };
+  std::array<std::uint8_t, kSeedBytes> seed{};
+  if (text.empty() || text.front() != '{') {
+    if (!seed_from_hex(text, seed)) return bad("expected a key file or a seed of 64 hex digits");
+  } else {
+    // The parser's own messages may quote the input: they are not passed on.
+    auto doc = canon_parse(text, CanonMode::lenient);
+    if (!doc.ok() || !doc->is_object()) return bad("not a JSON object");
+    std::string* seed_hex = nullptr;
+    if (doc->contains("seed") && (*doc)["seed"].is_string()) seed_hex = &(*doc)["seed"].get_ref<std::string&>();
+    const bool known = check_keys(*doc, {"format", "seed"}, "key file").ok() && doc->contains("format") &&
+                       (*doc)["format"] == kActorKeyFormat;
+    const bool read = seed_hex && seed_from_hex(*seed_hex, seed);
+    if (seed_hex) sodium_memzero(seed_hex->data(), seed_hex->size());
+    if (!known || !read) {
+      sodium_memzero(seed.data(), seed.size());
+      return bad(known ? "seed must be 64 hex digits"
+                       : "format is not " + std::string(kActorKeyFormat) + ", or unknown fields");
+    }
+  }
+  KeyPair kp = keypair_from_seed(seed);
+  sodium_memzero(seed.data(), seed.size());
+  return kp;
+}
+
+void wipe(KeyPair& key) { sodium_memzero(key.secret_key.data(), key.secret_key.size()); }
 
 namespace {
 std::string framed(std::string_view domain, std::string_view message) {

@@ -313,6 +313,21 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
 
 }  // namespace
 
+MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member) {
+  MemberVault out;
+  auto tc = read_transition_commit(store, tip);
+  if (!tc.ok()) return out;
+  StateReader reader(store, tc->state);
+  auto doc = reader.policy();
+  if (!doc.ok()) return out;
+  auto pol = parse_policy(*doc);
+  if (!pol.ok() || !pol->is_private) return out;
+  out.is_private = true;
+  if (!member) return out;
+  if (auto vault = Vault::open(*doc, *member); vault.ok()) out.vault = std::move(vault).value();
+  return out;
+}
+
 Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const ReplayOptions& options,
                                    const std::function<void(const Verdict&)>& on_verdict) {
   // The chain, tip first. Only ids are kept: memory per commit is 40 bytes.

@@ -102,6 +102,10 @@ Result<Vault> Vault::open(const json& policy, const KeyPair& member) {
   return v;
 }
 
+Vault::~Vault() {
+  for (auto& [epoch, key] : keys_) sodium_memzero(key.data(), key.size());
+}
+
 const EpochKey* Vault::key(std::int64_t epoch) const {
   auto it = keys_.find(epoch);
   return it == keys_.end() ? nullptr : &it->second;

@@ -37,6 +37,18 @@ bool crypto_init();
 // Deterministic key pair from a 32-byte seed (the host supplies randomness).
 KeyPair keypair_from_seed(const std::array<std::uint8_t, kSeedBytes>& seed);
 
+// An actor key file: {"format":"gitlocks-actor-key-v1","seed":HEX64}.
+inline constexpr std::string_view kActorKeyFormat = "gitlocks-actor-key-v1";
+
+// The key pair of an actor key given as the contents of a key file, or as the
+// bare 64-hex-digit seed; surrounding whitespace is ignored. Errors: usage,
+// with a message that never quotes the input. Copies of the seed made while
+// parsing are wiped.
+Result<KeyPair> parse_actor_key(std::string_view text);
+
+// Overwrites a key pair's secret half (sodium_memzero).
+void wipe(KeyPair& key);
+
 // Detached Ed25519 signature over domain || message.
 Signature sign_detached(std::string_view domain, std::string_view message, const KeyPair& key);
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gitlocks/attest.hpp"
@@ -38,6 +39,10 @@ struct Verdict {
   std::string detail;  // human explanation
 };
 
+// What a verifier says whenever commits were verified structurally only, or
+// a PRIVATE store was verified without a member's keys.
+inline constexpr std::string_view kStructuralNote = "structural verification only: not a semantic validation";
+
 // {"commit","command","actor","time","ok","level","reason"} (+ "detail" when not ok);
 // keys sorted, one canonical line per verdict.
 json verdict_json(const Verdict& v);
@@ -54,6 +59,17 @@ struct ReplayOptions {
   // Called after every commit with (done, total).
   std::function<void(std::size_t, std::size_t)> progress;
 };
+
+// A member's keys for verifying the history ending at `tip`, opened from the
+// keyring of the policy that `tip` records (as `git-locks verify` does).
+// `vault` is empty when no member key is given (nullptr), when the store at
+// `tip` is public or unreadable (replay reports that), or when `member` is
+// not in its keyring: the sealed commits are then verified structurally.
+struct MemberVault {
+  bool is_private = false;  // the policy at `tip` is a PRIVATE one
+  std::optional<Vault> vault;
+};
+MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member);
 
 struct ReplaySummary {
   std::size_t commits = 0;

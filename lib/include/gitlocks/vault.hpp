@@ -47,6 +47,13 @@ Result<EpochKey> open_epoch_key(std::string_view sealed_hex, const KeyPair& memb
 class Vault {
  public:
   static Result<Vault> open(const json& policy_doc, const KeyPair& member);
+  Vault() = default;
+  Vault(const Vault&) = default;
+  Vault(Vault&&) = default;
+  Vault& operator=(const Vault&) = default;
+  Vault& operator=(Vault&&) = default;
+  // The epoch keys are wiped (sodium_memzero) when a vault is destroyed.
+  ~Vault();
   // Adds a key directly (e.g. one the member opened from an older policy).
   void add(std::int64_t epoch, const EpochKey& key) { keys_[epoch] = key; }
   const EpochKey* key(std::int64_t epoch) const;
