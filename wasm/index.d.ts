@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'empty-interval'
   | 'limit-mismatch'
   | 'stale-retries-exhausted'
+  | 'not-member'
   | 'usage'
   | 'bad-path'
   | 'bad-json'
@@ -44,6 +45,13 @@ export type Interval = [lo: number, hi: number];
 /** Exact stored bytes of signed material, or the object (encoded canonically). */
 export type Signed = string | Uint8Array | ArrayBufferLike | JsonObject;
 export type Bytes = Uint8Array | ArrayBufferLike | ArrayBufferView;
+/**
+ * A member's actor key: the contents of a git-locks key file
+ * (`{"format":"gitlocks-actor-key-v1","seed":HEX64}`) or the bare 64-hex
+ * seed, as a string or bytes. It stays in the module only for the call and
+ * is wiped afterwards; pass bytes (and zero them) to keep no copy yourself.
+ */
+export type MemberKey = string | Bytes;
 
 export interface InitOptions {
   /** Bytes of gitlocks-core.wasm (skips fetching/reading it). */
@@ -137,6 +145,16 @@ export interface ReplaySummary {
   structural: number;
   tip: Oid | null;
   first_invalid: Oid | null;
+  /** The store at the tip is PRIVATE. */
+  private: boolean;
+  /** A member key was given and opened the tip's keyring: sealed commits replay in full. */
+  member: boolean;
+  /**
+   * "structural verification only: not a semantic validation", exactly when
+   * `git-locks verify` says so: some commits were verified structurally, or a
+   * PRIVATE store was verified without a member's key.
+   */
+  note?: string;
 }
 
 export interface ReplayResult {
@@ -160,6 +178,17 @@ export interface ReplayOptions {
   pins?: Pins;
   /** Called after every commit, synchronously. */
   onProgress?: (progress: Progress) => void;
+  /**
+   * A member's key for a PRIVATE store: its sealed commits are then replayed
+   * in full (level "full"). A key that is not a member's gives structural
+   * verification; one that is not an actor key throws (usage).
+   */
+  memberKey?: MemberKey;
+}
+
+export interface ReadStateOptions {
+  /** A member's key: the records of a PRIVATE state are decrypted with it (else not-member). */
+  memberKey?: MemberKey;
 }
 
 export interface StateSnapshot {
@@ -177,7 +206,7 @@ export declare class Store {
   /** The bundle's refs (refs/locks/state when present). */
   readonly refs: { [name: string]: Oid };
   replay(options?: ReplayOptions): ReplayResult;
-  readState(commit: Oid): StateSnapshot;
+  readState(commit: Oid, options?: ReadStateOptions): StateSnapshot;
   /** Frees the store now (a finaliser frees forgotten ones eventually). */
   delete(): void;
 }
@@ -197,6 +226,8 @@ export declare function verifyAttestation(
 ): VerifiedAttestation;
 export declare function replay(bundle: Bytes | Store, options?: ReplayOptions): ReplayResult;
 export declare function openStore(bytes: Bytes): Store;
+/** The actor (Ed25519 public key, 64 hex) of a member key; the key never comes back. */
+export declare function keyActor(memberKey: MemberKey): string;
 
 export interface GitLocksApi {
   init: typeof init;
@@ -208,6 +239,7 @@ export interface GitLocksApi {
   verifyAttestation: typeof verifyAttestation;
   replay: typeof replay;
   openStore: typeof openStore;
+  keyActor: typeof keyActor;
   Store: typeof Store;
   GitLocksError: typeof GitLocksError;
 }

@@ -120,11 +120,13 @@ function createGitLocksApi(factory, host) {
 
   // Calls an export with arguments given as JS values: strings and byte
   // arrays are copied into the heap (NUL-terminated; byte arrays are followed
-  // by their length when `withLength`), numbers pass through. Returns the
-  // "ok" value or throws GitLocksError.
+  // by their length when `withLength`), numbers pass through. Copies of
+  // `secret` arguments are overwritten with zeros before they are freed.
+  // Returns the "ok" value or throws GitLocksError.
   function call(name, args) {
     const m = mod();
     const ptrs = [];
+    const secrets = [];
     const callArgs = [];
     try {
       for (const a of args) {
@@ -136,6 +138,7 @@ function createGitLocksApi(factory, host) {
         const p = m._malloc(bytes.length + 1);
         if (!p) throw new GitLocksError('usage', 'out of memory');
         ptrs.push(p);
+        if (a.secret) secrets.push([p, bytes.length + 1]);
         m.HEAPU8.set(bytes, p);
         m.HEAPU8[p + bytes.length] = 0;
         callArgs.push(p);
@@ -150,12 +153,28 @@ function createGitLocksApi(factory, host) {
       if (result.error) throw new GitLocksError(result.error.code, result.error.message);
       return result.ok;
     } finally {
+      for (const [p, n] of secrets) m.HEAPU8.fill(0, p, p + n);
       for (const p of ptrs) m._free(p);
     }
   }
 
   const str = (value, what) => ({ bytes: encoder.encode(json(value, what)) });
   const raw = (bytes) => ({ bytes, withLength: true });
+
+  // A member key (the text of a git-locks actor key file, or the bare seed
+  // in hex; a string or bytes) for a call, as two arguments: pointer and
+  // length, or 0, 0 for none. `body(args)` runs the call; a copy this API
+  // made of the key is zeroed afterwards (a caller's own string cannot be,
+  // so pass bytes and zero them yourself to keep no copy).
+  function withMemberKey(key, body) {
+    if (key === undefined || key === null) return body([0, 0]);
+    const bytes = typeof key === 'string' ? encoder.encode(key) : toBytes(key, 'memberKey');
+    try {
+      return body([{ bytes, withLength: true, secret: true }]);
+    } finally {
+      if (typeof key === 'string') bytes.fill(0);
+    }
+  }
 
   // Progress callbacks of running replays, by token.
   const progressCallbacks = new Map();
@@ -199,7 +218,8 @@ function createGitLocksApi(factory, host) {
     }
 
     // Verdicts for every commit from the root to options.tip (default:
-    // refs/locks/state of the bundle).
+    // refs/locks/state of the bundle). With options.memberKey, a member of a
+    // PRIVATE store gets full verification of its sealed commits.
     replay(options) {
       options = options || {};
       const o = {};
@@ -214,7 +234,8 @@ function createGitLocksApi(factory, host) {
         progressCallbacks.set(token, entry);
       }
       try {
-        const r = call('gitlocks_store_replay', [this._live(), str(o, 'options'), token]);
+        const r = withMemberKey(options.memberKey, (key) =>
+          call('gitlocks_store_replay', [this._live(), str(o, 'options'), ...key, token]));
         if (entry && entry.error) throw entry.error;
         return r;
       } finally {
@@ -222,9 +243,12 @@ function createGitLocksApi(factory, host) {
       }
     }
 
-    // The state recorded by a commit: {commit, tree, policy, records}.
-    readState(commit) {
-      return call('gitlocks_store_read_state', [this._live(), { bytes: encoder.encode(String(commit)) }]);
+    // The state recorded by a commit: {commit, tree, policy, records}. The
+    // records of a PRIVATE store need options.memberKey (decrypted with it).
+    readState(commit, options) {
+      options = options || {};
+      return withMemberKey(options.memberKey, (key) =>
+        call('gitlocks_store_read_state', [this._live(), { bytes: encoder.encode(String(commit)) }, ...key]));
     }
 
     delete() {
@@ -301,6 +325,13 @@ function createGitLocksApi(factory, host) {
     return Store.open(bytes);
   }
 
+  // The actor (Ed25519 public key, 64 hex) of a member key: which member it
+  // is. Throws GitLocksError usage for anything that is not an actor key.
+  function keyActor(memberKey) {
+    if (memberKey === undefined || memberKey === null) throw new GitLocksError('usage', 'keyActor needs a member key');
+    return withMemberKey(memberKey, (key) => call('gitlocks_key_actor', key)).actor;
+  }
+
   const api = {
     init,
     version,
@@ -311,6 +342,7 @@ function createGitLocksApi(factory, host) {
     verifyAttestation,
     replay,
     openStore,
+    keyActor,
     Store,
     GitLocksError,
   };

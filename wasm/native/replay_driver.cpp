@@ -3,14 +3,17 @@
 // or packfile read through the same pack store the WASM module uses.
 //
 //   gitlocks-native-replay (--repo DIR | --bundle FILE) [--tip OID]
-//                          [--allow-test-clock] [--quiet]
+//                          [--key FILE] [--allow-test-clock] [--quiet]
 //
+// --key: a member's actor key (key file or bare seed hex) for a PRIVATE
+// store, opened from the tip's keyring as `git-locks verify` does.
 // stdout: one canonical verdict_json line per commit, from the root (none
-// with --quiet). stderr: {"commits":N,"invalid":N,"open_ms":MS,"replay_ms":MS}.
-// Exit 0 all valid, 1 any invalid, 2 store-read.
+// with --quiet). stderr: {"commits":N,"invalid":N,"member":BOOL,
+// "open_ms":MS,"replay_ms":MS}. Exit 0 all valid, 1 any invalid, 2 store-read.
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -34,7 +37,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string repo, bundle, tip_arg;
+  std::string repo, bundle, tip_arg, key_file;
   bool quiet = false;
   gitlocks::ReplayOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -42,9 +45,10 @@ int main(int argc, char** argv) {
     if (a == "--repo" && i + 1 < argc) repo = argv[++i];
     else if (a == "--bundle" && i + 1 < argc) bundle = argv[++i];
     else if (a == "--tip" && i + 1 < argc) tip_arg = argv[++i];
+    else if (a == "--key" && i + 1 < argc) key_file = argv[++i];
     else if (a == "--allow-test-clock") options.allow_test_clock = true;
     else if (a == "--quiet") quiet = true;
-    else return fail("usage: (--repo DIR | --bundle FILE) [--tip OID] [--allow-test-clock] [--quiet]");
+    else return fail("usage: (--repo DIR | --bundle FILE) [--tip OID] [--key FILE] [--allow-test-clock] [--quiet]");
   }
   if (repo.empty() == bundle.empty()) return fail("give exactly one of --repo, --bundle");
   if (!gitlocks::crypto_init()) return fail("libsodium");
@@ -66,6 +70,19 @@ int main(int argc, char** argv) {
     if (!ref.ok() || !*ref) return fail("no refs/locks/state");
     tip = **ref;
   }
+  std::optional<gitlocks::KeyPair> key;
+  if (!key_file.empty()) {
+    std::ifstream in(key_file, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    if (!in) return fail("cannot read " + key_file);
+    auto kp = gitlocks::parse_actor_key(ss.str());
+    if (!kp.ok()) return fail(kp.error().message);
+    key = *kp;
+  }
+  gitlocks::MemberVault vault = gitlocks::open_member_vault(**store, tip, key ? &*key : nullptr);
+  if (key) gitlocks::wipe(*key);
+  if (vault.vault) options.vault = &*vault.vault;
   const double open_ms = ms_since(t0);
   auto t1 = std::chrono::steady_clock::now();
   std::string out;
@@ -77,7 +94,8 @@ int main(int argc, char** argv) {
   const double replay_ms = ms_since(t1);
   if (!r.ok()) return fail(r.error().message);
   std::cout << out << std::flush;
-  std::cerr << gitlocks::json{{"commits", r->commits}, {"invalid", r->invalid}, {"open_ms", open_ms},
+  std::cerr << gitlocks::json{{"commits", r->commits}, {"invalid", r->invalid}, {"member", vault.vault.has_value()},
+                              {"open_ms", open_ms},
                               {"replay_ms", replay_ms}}
                    .dump()
             << "\n";

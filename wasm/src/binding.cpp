@@ -5,7 +5,11 @@
 // Inputs are UTF-8 JSON, parsed leniently (whitespace and key order free, no
 // floats, safe integers); signed material (packets, attestations) is passed
 // as its exact stored bytes. Store handles are opaque integers owned by the
-// caller (gitlocks_store_free). The export list is wasm/exports.json.
+// caller (gitlocks_store_free). Member keys (the contents of an actor key
+// file, or the bare seed in hex) are passed as bytes that the JS side wipes
+// after the call; the key pairs and epoch keys made from them here are wiped
+// before returning, and no message ever quotes them. The export list is
+// wasm/exports.json.
 #include <emscripten/emscripten.h>
 
 #include <cstdlib>
@@ -20,9 +24,11 @@
 #include "gitlocks/expr.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/policy.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
+#include "gitlocks/vault.hpp"
 
 using gitlocks::Errc;
 using gitlocks::Error;
@@ -72,15 +78,43 @@ bool crypto_ready() {
 
 gitlocks::ObjectStore* store_of(int handle) { return reinterpret_cast<gitlocks::ObjectStore*>(handle); }
 
-gitlocks::Result<std::vector<json>> records_of(gitlocks::ObjectStore& store, const gitlocks::Oid& state) {
+gitlocks::Result<std::vector<json>> records_of(gitlocks::StateReader& reader) {
   std::vector<json> out;
-  gitlocks::StateReader reader(store, state);
   GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
     out.push_back(r);
     return true;
   }));
   return out;
 }
+
+gitlocks::Result<std::vector<json>> records_of(gitlocks::ObjectStore& store, const gitlocks::Oid& state) {
+  gitlocks::StateReader reader(store, state);
+  return records_of(reader);
+}
+
+// A member key given to a call, wiped when the call returns. No key: a null
+// pointer; an empty one is a usage error.
+class MemberKey {
+ public:
+  MemberKey() = default;
+  MemberKey(const MemberKey&) = delete;
+  MemberKey& operator=(const MemberKey&) = delete;
+  ~MemberKey() {
+    if (key_) gitlocks::wipe(*key_);
+  }
+  gitlocks::Status read(const char* bytes, std::size_t len) {
+    if (!bytes) return gitlocks::Ok{};
+    auto kp = gitlocks::parse_actor_key(std::string_view(bytes, len));
+    if (!kp.ok()) return gitlocks::make_error(kp.error().code, "member key: " + kp.error().message);
+    key_ = *kp;
+    gitlocks::wipe(*kp);
+    return gitlocks::Ok{};
+  }
+  const gitlocks::KeyPair* get() const { return key_ ? &*key_ : nullptr; }
+
+ private:
+  std::optional<gitlocks::KeyPair> key_;
+};
 
 }  // namespace
 
@@ -218,13 +252,21 @@ char* gitlocks_store_open(const std::uint8_t* bytes, std::size_t len) {
 
 void gitlocks_store_free(int handle) { delete store_of(handle); }
 
-// store_replay(handle, options, progress token): options {"tip":OID?,
-// "from":OID?, "allow_test_clock":BOOL?, "pins":{"audience","service_key"}?}.
-// The tip defaults to refs/locks/state. -> {"ok":{"verdicts":[VERDICT,...],
-// "summary":{"commits","invalid","structural","tip","first_invalid"}}}
-char* gitlocks_store_replay(int handle, const char* options_json, int progress_token) {
+// store_replay(handle, options, member key, progress token): options
+// {"tip":OID?, "from":OID?, "allow_test_clock":BOOL?,
+// "pins":{"audience","service_key"}?}; the tip defaults to refs/locks/state.
+// With the key of a member of a PRIVATE store (its vault opened from the
+// tip's keyring, as `git-locks verify` does), sealed commits replay in full;
+// without one, or with a key that is not a member's, structurally. A key
+// that does not parse is a usage error. -> {"ok":{"verdicts":[VERDICT,...],
+// "summary":{"commits","invalid","structural","tip","first_invalid",
+// "private","member","note"?}}}, "note" exactly when native verify adds it.
+char* gitlocks_store_replay(int handle, const char* options_json, const char* key, std::size_t key_len,
+                            int progress_token) {
   if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   gitlocks::ObjectStore* store = store_of(handle);
+  MemberKey member;
+  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
   auto options = parse(options_json, "options");
   if (!options.ok()) return fail(options.error());
   if (auto s = gitlocks::check_keys(*options, {"tip", "from", "allow_test_clock", "pins"}, "replay options"); !s.ok())
@@ -259,30 +301,70 @@ char* gitlocks_store_replay(int handle, const char* options_json, int progress_t
     ro.progress = [progress_token](std::size_t done, std::size_t total) {
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
     };
+  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, tip, member.get());
+  if (vault.vault) ro.vault = &*vault.vault;
   json verdicts = json::array();
   auto r = gitlocks::replay_chain(*store, tip, ro,
                                   [&](const gitlocks::Verdict& v) { verdicts.push_back(gitlocks::verdict_json(v)); });
   if (!r.ok()) return fail(r.error());
   auto opt = [](const std::optional<gitlocks::Oid>& o) { return o ? json(*o) : json(nullptr); };
-  return ok({{"verdicts", std::move(verdicts)},
-             {"summary",
-              {{"commits", r->commits}, {"invalid", r->invalid}, {"structural", r->structural}, {"tip", opt(r->tip)},
-               {"first_invalid", opt(r->first_invalid)}}}});
+  json summary = {{"commits", r->commits},         {"invalid", r->invalid},
+                  {"structural", r->structural},   {"tip", opt(r->tip)},
+                  {"first_invalid", opt(r->first_invalid)}, {"private", vault.is_private},
+                  {"member", vault.vault.has_value()}};
+  if (r->structural > 0 || (vault.is_private && !vault.vault)) summary["note"] = std::string(gitlocks::kStructuralNote);
+  return ok({{"verdicts", std::move(verdicts)}, {"summary", std::move(summary)}});
 }
 
-// store_read_state(handle, commit) -> {"ok":{"commit","tree","policy","records"}}
-char* gitlocks_store_read_state(int handle, const char* commit) {
+// store_read_state(handle, commit, member key) -> {"ok":{"commit","tree",
+// "policy","records"}}. The records of a PRIVATE state are decrypted with a
+// member key whose keyring (the commit's own policy, or the tip's: a member
+// keeps old epochs' keys) holds the state's epoch; otherwise not-member. The
+// policy is returned as stored (its families stay sealed).
+char* gitlocks_store_read_state(int handle, const char* commit, const char* key, std::size_t key_len) {
   if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   gitlocks::ObjectStore* store = store_of(handle);
+  MemberKey member;
+  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
   auto tc = gitlocks::read_transition_commit(*store, commit ? commit : "");
   if (!tc.ok()) return fail(tc.error());
   gitlocks::StateReader reader(*store, tc->state);
   if (auto s = reader.check_format(); !s.ok()) return fail(s.error());
   auto policy = reader.policy();
   if (!policy.ok()) return fail(policy.error());
-  auto records = records_of(*store, tc->state);
+  std::optional<gitlocks::Vault> vault;
+  std::unique_ptr<gitlocks::RecordCodec> codec;
+  auto is_private = reader.is_private();
+  if (!is_private.ok()) return fail(is_private.error());
+  if (*is_private && member.get()) {
+    auto pol = gitlocks::parse_policy(*policy);
+    if (!pol.ok()) return fail(pol.error());
+    if (auto own = gitlocks::Vault::open(*policy, *member.get()); own.ok()) vault = std::move(own).value();
+    auto ref = store->read_ref(gitlocks::kStateRef);
+    if (ref.ok() && *ref) {
+      auto at_tip = gitlocks::open_member_vault(*store, **ref, member.get());
+      if (at_tip.vault && vault) vault->merge(*at_tip.vault);
+      else if (at_tip.vault) vault = std::move(at_tip.vault);
+    }
+    if (vault) codec = gitlocks::make_private_codec(*vault, pol->store, pol->epoch);
+    if (!codec)
+      return fail(Errc::not_member, "this key is not a member of the PRIVATE store at epoch " +
+                                        std::to_string(pol->epoch) + " (the epoch of commit " + tc->commit + ")");
+    reader.set_codec(codec.get());
+  }
+  auto records = records_of(reader);
   if (!records.ok()) return fail(records.error());
   return ok({{"commit", tc->commit}, {"tree", tc->state}, {"policy", *policy}, {"records", *records}});
+}
+
+// key_actor(member key) -> {"ok":{"actor":HEX64}}: the public key of an actor
+// key (to show which member a key is; the key itself never comes back).
+char* gitlocks_key_actor(const char* key, std::size_t key_len) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  MemberKey member;
+  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
+  if (!member.get()) return fail(Errc::usage, "member key: none given");
+  return ok({{"actor", gitlocks::to_hex(member.get()->public_key)}});
 }
 
 }  // extern "C"

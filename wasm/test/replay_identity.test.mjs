@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { gitShow, loadPackage, makeStore, nativeVerdicts, run, tempDir, wasmSourceDir } from './support.mjs';
+import { findCli, gitShow, loadPackage, makeStore, nativeVerdicts, run, tempDir } from './support.mjs';
 
 const gl = loadPackage();
 await gl.init();
@@ -82,13 +82,6 @@ test('a tampered attested store (state-byte) gives the same verdicts', () => {
   const store = makeStore('tamper-attested', ['--commits', '40', '--seed', '5', '--attested', '--tamper', '20:state-byte']);
   checkIdentity(store, 'state-mismatch');
 });
-
-// The CLI, when it has been built (tests/run.sh builds the release preset
-// before the wasm one).
-function findCli() {
-  const candidates = [process.env.GITLOCKS_CLI, path.resolve(wasmSourceDir, '..', 'build', 'release', 'tools', 'cli', 'git-locks')];
-  return candidates.find((c) => c && fs.existsSync(c));
-}
 
 test('a store made by the git-locks CLI replays identically', (t) => {
   const cli = findCli();

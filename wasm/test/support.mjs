@@ -36,6 +36,13 @@ export function run(cmd, args, options = {}) {
   return execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 30, ...options });
 }
 
+// The git-locks CLI of the release preset (tests/run.sh builds it before the
+// wasm one), or GITLOCKS_CLI; undefined when it is not built.
+export function findCli() {
+  const candidates = [process.env.GITLOCKS_CLI, path.join(root, 'build', 'release', 'tools', 'cli', 'git-locks')];
+  return candidates.find((c) => c && fs.existsSync(c));
+}
+
 export const genHistory = path.join(nativeDir, 'gitlocks-gen-history');
 export const nativeReplay = path.join(nativeDir, 'gitlocks-native-replay');
 

@@ -1,8 +1,9 @@
 // Runs every file under tests/vectors/ through the JS API, with the native
 // runners' semantics (tests/unit/vectors_expr_test.cpp,
-// vectors_plan_test.cpp; formats in tests/vectors/README.md): intervals,
-// error codes and messages, actions, generations and state tree ids must
-// equal the recorded ones exactly.
+// vectors_plan_test.cpp, vectors_key_test.cpp; formats in
+// tests/vectors/README.md): intervals, error codes and messages, actions,
+// generations, state tree ids and actors must equal the recorded ones
+// exactly. (Sealing vectors run in the WASM doctest build.)
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -138,7 +139,34 @@ for (const file of files('plan')) {
   }
 }
 
+// Actor keys, through keyActor as a string and as bytes (the page passes the
+// bytes of a dropped key file).
+let keyCases = 0;
+for (const file of files('key')) {
+  test(`key vectors: ${path.basename(file)}`, () => {
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(doc.kind, 'key');
+    for (const c of doc.cases) {
+      keyCases++;
+      const where = `${path.basename(file)}: ${c.name}`;
+      for (const input of [c.text, new TextEncoder().encode(c.text)]) {
+        const bytesCopy = typeof input === 'string' ? null : input.slice();
+        const outcome = attempt(() => gl.keyActor(input));
+        if (bytesCopy) assert.deepEqual(input, bytesCopy, `${where}: the caller's bytes were changed`);
+        if ('actor' in c.expect) {
+          assert.ok(!outcome.error, `${where}: ${outcome.error && outcome.error.message}`);
+          assert.equal(outcome.value, c.expect.actor, where);
+        } else {
+          checkError(outcome, c.expect, where);
+          if (c.secret) assert.ok(!outcome.error.message.includes(c.secret), `${where}: the message quotes the key`);
+        }
+      }
+    }
+  });
+}
+
 test('vector corpus is not silently empty', () => {
   assert.ok(exprCases >= 70, `only ${exprCases} expression cases`);
   assert.ok(planCases >= 40, `only ${planCases} planner cases`);
+  assert.ok(keyCases >= 15, `only ${keyCases} key cases`);
 });

@@ -6,6 +6,7 @@ import gitlocks, {
   Store,
   deriveInterval,
   init,
+  keyActor,
   openStore,
   plan,
   preflightAction,
@@ -43,6 +44,12 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
   try {
     const tip: string | undefined = store.refs['refs/locks/state'];
     const state = store.readState(tip ?? '');
+    const sealed = store.readState(tip ?? '', { memberKey: new Uint8Array(0) });
+    const full = store.replay({ memberKey: '{"format":"gitlocks-actor-key-v1","seed":"00"}' });
+    const member: boolean = full.summary.member && full.summary.private;
+    const note: string | undefined = full.summary.note;
+    const actor: string = keyActor('00'.repeat(32));
+    void [sealed, member, note, actor];
     const kinds: Array<'path' | 'sem' | 'family'> = state.records.map((r) => r.kind);
     store.replay({ tip, from: undefined, pins: { audience: 'a', serviceKey: 'b' }, allowTestClock: true });
     void kinds;
@@ -70,6 +77,8 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
   const bad: ErrorCode = 'no-such-code';
   // @ts-expect-error: stores are opened, not constructed
   new Store();
+  // @ts-expect-error: a member key is text or bytes
+  replay(bundle, { memberKey: { seed: '00' } });
 
   void [v, lo, ok, tree, digest, t, when, detail, bad];
 }

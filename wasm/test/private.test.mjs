@@ -1,0 +1,233 @@
+// PRIVATE stores in WASM (docs/PRIVATE.md "Verification, labelled
+// honestly"): a store made by the git-locks CLI with sealed records, three
+// epochs of members and a removal, bundled with `git bundle create`, is
+// replayed with each member's key, a non-member's and none. Every run must
+// give verdict lines byte-identical to `git-locks verify --json` with the
+// same key (and to the native reference on the bundle), the same counts and
+// the same structural note; members get level "full" where they hold the
+// epoch keys, everyone else "structural"; full and structural verification
+// agree on every structural field. readState decrypts records for members
+// only.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { before, test } from 'node:test';
+
+import { findCli, loadPackage, nativeVerdicts, run, tempDir } from './support.mjs';
+
+const gl = loadPackage();
+await gl.init();
+
+const SECRET = 'secret/q3-budget.xlsx';
+const FORECAST = 'secret/forecast/2027-plan.csv';
+const NOTE = 'merger-talks-with-initech';
+const STRUCTURAL_NOTE = 'structural verification only: not a semantic validation';
+
+let cli;
+const store = {};
+
+function cliRun(who, args, now) {
+  const r = spawnSync(cli, ['--repo', store.repo, '--key', keyFile(who), ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, GIT_LOCKS_NOW_MS: String(now) },
+  });
+  return r;
+}
+
+function keyFile(who) {
+  return path.join(store.dir, `${who}.key`);
+}
+
+before(() => {
+  cli = findCli();
+  assert.ok(cli, 'git-locks CLI not built (build the release preset first, or set GITLOCKS_CLI)');
+  store.dir = tempDir('private');
+  store.repo = path.join(store.dir, 'repo');
+  run('git', ['init', '-q', store.repo]);
+  let now = 1_700_000_000_000;
+  const gl_ = (who, ...args) => {
+    now += 1000;
+    const r = cliRun(who, ['--json', ...args], now);
+    assert.equal(r.status, 0, `git-locks ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout ? JSON.parse(r.stdout) : null;
+  };
+  const actor = (who) => gl_(who, 'whoami').actor;
+  const policy = path.join(store.dir, 'policy.json');
+  fs.writeFileSync(policy, JSON.stringify({
+    families: [{ name: 'finance-room', policy: 'exclusive', members: [SECRET, 'secret/forecast/'] }],
+  }));
+  gl_('owner', 'init', '--private', '--policy', policy);
+  store.actors = { owner: actor('owner'), alice: actor('alice'), bob: actor('bob'), mallory: actor('mallory') };
+  gl_('owner', 'member', 'add', store.actors.alice); // epoch 2
+  gl_('alice', 'claim', '--ttl', '10m', '--note', NOTE, SECRET);
+  gl_('alice', 'sem', 'acquire', 'render-farm', '--limit', '2', '--ttl', '5m');
+  gl_('owner', 'member', 'add', store.actors.bob); // epoch 3
+  gl_('bob', 'claim', '--mode', 'shared', '--ttl', '5m', 'docs/roadmap.md');
+  gl_('alice', 'extend', '--ttl', '20m', SECRET);
+  gl_('alice', 'release', SECRET);
+  gl_('owner', 'member', 'remove', store.actors.alice); // epoch 4
+  gl_('bob', 'claim', '--ttl', '10m', FORECAST);
+  now += 6 * 60_000;
+  gl_('bob', 'sweep');
+  store.bundle = path.join(store.dir, 'store.bundle');
+  run('git', ['-C', store.repo, 'bundle', 'create', '-q', store.bundle, 'refs/locks/state'], { stdio: 'ignore' });
+  store.bytes = fs.readFileSync(store.bundle);
+  store.tip = run('git', ['-C', store.repo, 'rev-parse', 'refs/locks/state']).trim();
+  store.commits = Number(run('git', ['-C', store.repo, 'rev-list', '--count', 'refs/locks/state']).trim());
+});
+
+// `git-locks --json verify` as `who`: its verdict lines and its summary.
+function nativeVerify(who) {
+  const r = cliRun(who, ['--json', 'verify'], 1_800_000_000_000);
+  assert.ok(r.status === 0 || r.status === 1, `verify exited ${r.status}: ${r.stderr}`);
+  const lines = r.stdout.split('\n').filter((l) => l.length > 0);
+  const summary = JSON.parse(r.stderr.trim().split('\n').pop());
+  return { text: lines.map((l) => l + '\n').join(''), summary };
+}
+
+function wasmReplay(memberKey) {
+  const r = gl.replay(store.bytes, memberKey === undefined ? {} : { memberKey });
+  assert.equal(r.summary.commits, r.verdicts.length);
+  return { text: r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''), result: r };
+}
+
+// WASM with this key equals native verify with the same key.
+function checkAgainstNative(who, memberKey) {
+  const native = nativeVerify(who);
+  const { text, result } = wasmReplay(memberKey);
+  assert.equal(text, native.text, `${who}: WASM verdicts differ from git-locks verify --json`);
+  const s = result.summary;
+  assert.equal(s.commits, native.summary.commits);
+  assert.equal(s.invalid, native.summary.invalid);
+  assert.equal(s.structural, native.summary.structural);
+  assert.equal(s.tip, native.summary.tip);
+  assert.equal(s.first_invalid, native.summary.first_invalid);
+  assert.equal(s.note, native.summary.note, `${who}: the structural note differs from native verify's`);
+  assert.equal(s.private, true);
+  return result;
+}
+
+test('the owner (a member of every epoch) gets full verification, identical to native verify', () => {
+  const r = checkAgainstNative('owner', fs.readFileSync(keyFile('owner'), 'utf8'));
+  assert.equal(r.verdicts.length, store.commits);
+  assert.equal(r.summary.invalid, 0, JSON.stringify(r.verdicts.find((v) => !v.ok)));
+  assert.deepEqual([...new Set(r.verdicts.map((v) => v.level))], ['full']);
+  assert.equal(r.summary.structural, 0);
+  assert.equal(r.summary.member, true);
+  assert.equal(r.summary.note, undefined);
+  // The native reference on the bundle agrees too.
+  assert.equal(wasmReplay(fs.readFileSync(keyFile('owner'))).text,
+    nativeVerdicts(['--bundle', store.bundle, '--key', keyFile('owner')]));
+});
+
+test('no member key: structural verification, identical to native verify by a non-member', () => {
+  const r = checkAgainstNative('mallory', undefined);
+  assert.equal(r.summary.member, false);
+  assert.equal(r.summary.note, STRUCTURAL_NOTE);
+  assert.equal(r.summary.invalid, 0);
+  // Creation and membership changes are in the clear; every sealed commit is structural.
+  const structural = r.verdicts.filter((v) => v.level === 'structural');
+  assert.equal(structural.length, r.summary.structural);
+  assert.ok(structural.length >= 7, `only ${structural.length} structural verdicts`);
+  for (const v of structural) assert.notEqual(v.command, 'init');
+  assert.equal(wasmReplay(undefined).text, nativeVerdicts(['--bundle', store.bundle]));
+});
+
+test('a non-member key gives the same structural verdicts as no key, identical to native', () => {
+  const none = wasmReplay(undefined);
+  const r = checkAgainstNative('mallory', fs.readFileSync(keyFile('mallory'), 'utf8'));
+  assert.equal(JSON.stringify(r.verdicts), JSON.stringify(none.result.verdicts));
+  assert.equal(r.summary.member, false);
+  assert.equal(r.summary.note, STRUCTURAL_NOTE);
+  assert.equal(nativeVerdicts(['--bundle', store.bundle, '--key', keyFile('mallory')]), none.text);
+});
+
+test('members who joined later, or were removed, get full verification of their epochs only, as natively', () => {
+  for (const who of ['bob', 'alice']) {
+    const r = checkAgainstNative(who, fs.readFileSync(keyFile(who), 'utf8'));
+    assert.equal(r.summary.member, true, who);
+    assert.equal(r.summary.invalid, 0, who);
+    const levels = new Set(r.verdicts.map((v) => v.level));
+    assert.ok(levels.has('full') && levels.has('structural'), `${who}: levels ${[...levels]}`);
+    assert.equal(r.summary.note, STRUCTURAL_NOTE, who);
+    // More is verified in full than without a key.
+    assert.ok(r.summary.structural < wasmReplay(undefined).result.summary.structural, who);
+    assert.equal(wasmReplay(fs.readFileSync(keyFile(who), 'utf8')).text,
+      nativeVerdicts(['--bundle', store.bundle, '--key', keyFile(who)]), who);
+  }
+});
+
+test('full and structural verification agree on every structural field', () => {
+  const full = wasmReplay(fs.readFileSync(keyFile('owner'), 'utf8')).result.verdicts;
+  const structural = wasmReplay(undefined).result.verdicts;
+  assert.equal(full.length, structural.length);
+  const fields = (v) => ({ commit: v.commit, command: v.command, actor: v.actor, time: v.time, ok: v.ok });
+  assert.deepEqual(structural.map(fields), full.map(fields));
+  assert.ok(full.some((v, i) => v.level !== structural[i].level), 'the two levels must differ somewhere');
+});
+
+test('the key as a bare seed, in bytes or in upper case, is the same key', () => {
+  const file = fs.readFileSync(keyFile('bob'), 'utf8');
+  const expected = wasmReplay(file).text;
+  const seed = JSON.parse(file).seed;
+  assert.equal(wasmReplay(seed).text, expected);
+  assert.equal(wasmReplay(seed.toUpperCase() + '\n').text, expected);
+  const bytes = new Uint8Array(fs.readFileSync(keyFile('bob')));
+  const copy = bytes.slice();
+  assert.equal(wasmReplay(bytes).text, expected);
+  assert.deepEqual(bytes, copy, "the caller's key bytes are the caller's: left as they were");
+  assert.equal(gl.keyActor(file), store.actors.bob);
+  assert.equal(gl.keyActor(bytes), store.actors.bob);
+});
+
+// A key that parses but is no member's is verified structurally, as natively;
+// one that does not parse is refused (wasm/README.md: a pasted key that is
+// silently ignored would pass for a non-member's).
+test('a key that is not an actor key is a usage error that never quotes it', () => {
+  const seed = JSON.parse(fs.readFileSync(keyFile('bob'), 'utf8')).seed;
+  for (const bad of [seed.slice(0, 60), `{"format":"gitlocks-actor-key-v1","seed":"${seed}"`, `{"seed":"${seed}"}`, '']) {
+    for (const call of [() => gl.replay(store.bytes, { memberKey: bad }), () => gl.keyActor(bad)]) {
+      assert.throws(call, (e) => {
+        assert.ok(e instanceof gl.GitLocksError);
+        assert.equal(e.code, 'usage');
+        assert.match(e.message, /^member key: not a git-locks actor key/);
+        assert.ok(!e.message.includes(seed.slice(0, 16)), 'the message quotes the key');
+        return true;
+      });
+    }
+  }
+});
+
+test('readState decrypts the records for members only', () => {
+  const s = gl.openStore(store.bytes);
+  try {
+    const verdicts = s.replay().verdicts;
+    const owner = fs.readFileSync(keyFile('owner'), 'utf8');
+    const names = new Set();
+    let note = null;
+    for (const v of verdicts) {
+      const state = s.readState(v.commit, { memberKey: owner });
+      for (const r of state.records) {
+        names.add(r.name);
+        for (const l of r.leases || []) if (l.note) note = l.note;
+      }
+    }
+    for (const n of [SECRET, FORECAST, 'docs/roadmap.md', 'render-farm']) assert.ok(names.has(n), `${n} not decrypted: ${[...names]}`);
+    assert.equal(note, NOTE);
+    // The tip for bob (a member now) and for alice (removed before it) and mallory.
+    const tipRecords = s.readState(store.tip, { memberKey: fs.readFileSync(keyFile('bob')) }).records.map((r) => r.name);
+    assert.ok(tipRecords.includes(FORECAST), JSON.stringify(tipRecords));
+    for (const who of ['alice', 'mallory']) {
+      assert.throws(() => s.readState(store.tip, { memberKey: fs.readFileSync(keyFile(who)) }), (e) => e.code === 'not-member');
+    }
+    assert.throws(() => s.readState(store.tip), (e) => e.code === 'not-member');
+    // Bob joined at epoch 3: the state of alice's first claim (epoch 2) is not his to read.
+    const aliceClaim = verdicts.find((v) => v.command === 'claim' && v.actor === store.actors.alice);
+    assert.throws(() => s.readState(aliceClaim.commit, { memberKey: fs.readFileSync(keyFile('bob')) }), (e) => e.code === 'not-member');
+    const alice = s.readState(aliceClaim.commit, { memberKey: fs.readFileSync(keyFile('alice')) });
+    assert.ok(alice.records.some((r) => r.name === SECRET));
+  } finally {
+    s.delete();
+  }
+});
