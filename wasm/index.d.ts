@@ -198,6 +198,12 @@ export interface StateSnapshot {
   records: StateRecord[];
 }
 
+export interface PolicySnapshot {
+  commit: Oid;
+  tree: Oid;
+  policy: JsonObject;
+}
+
 /** An indexed bundle or packfile. Caller-owned: call delete() when done. */
 export declare class Store {
   private constructor();
@@ -207,6 +213,8 @@ export declare class Store {
   readonly refs: { [name: string]: Oid };
   replay(options?: ReplayOptions): ReplayResult;
   readState(commit: Oid, options?: ReadStateOptions): StateSnapshot;
+  /** The policy a commit recorded; in the clear in PRIVATE stores too. */
+  readPolicy(commit: Oid): PolicySnapshot;
   /** Frees the store now (a finaliser frees forgotten ones eventually). */
   delete(): void;
 }

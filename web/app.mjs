@@ -1,6 +1,10 @@
 // The page: loads a bundle (drop, file chooser, ?bundle=URL, or the live
-// bundle of `git-locks web`), hands it to worker.mjs, and shows the verdict,
-// the pins in force, the timeline of leases and the table of transitions.
+// bundle of `git-locks web`), hands it to worker.mjs, and shows the verdict
+// (with its level: full, or structural only for the sealed commits of a
+// PRIVATE store verified without a member key), the pins in force, the
+// timeline of leases and the table of transitions. A member key, dropped or
+// pasted, is held in this page and given to the worker only: no request
+// ever carries it, and nothing stores it.
 // Query parameters: bundle=URL, live=1 (poll live.json and verify again when
 // the tip moves), audience=, serviceKey=, owner= (expected pins), testClock=1.
 
@@ -12,7 +16,11 @@ const SVG = 'http://www.w3.org/2000/svg';
 const view = { result: null, page: 0, rows: [] };
 let worker = null;
 let bytes = null;
+let bytesSource = null;
 let liveTip = null;
+// The member key's bytes (a key file's contents or a pasted seed), or null.
+// The worker gets a transferred copy, which it zeroes when it is done.
+let memberKey = null;
 
 // ---------------------------------------------------------------- loading
 
@@ -25,6 +33,7 @@ function expectedPins() {
 
 function verify(buffer, source) {
   bytes = buffer;
+  bytesSource = source;
   $('reverify').disabled = false;
   if (worker) worker.terminate();
   worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
@@ -47,6 +56,7 @@ function verify(buffer, source) {
       document.body.dataset.state = 'done';
     } else {
       setProgress(0, 1, 'failed');
+      if (data.message.startsWith('member key:')) $('member-key-status').textContent = `This key cannot be used: ${data.message}.`;
       showError(data, source);
       document.body.dataset.state = 'done';
     }
@@ -55,7 +65,29 @@ function verify(buffer, source) {
     showError({ code: 'store-read', message: e.message || 'the worker failed to start' }, source);
     document.body.dataset.state = 'done';
   };
-  worker.postMessage({ bytes: buffer.slice(0), pins, allowTestClock: $('test-clock').checked });
+  const message = { bytes: buffer.slice(0), pins, allowTestClock: $('test-clock').checked };
+  const transfer = [message.bytes];
+  if (memberKey) {
+    message.memberKey = memberKey.slice().buffer;
+    transfer.push(message.memberKey);
+  }
+  worker.postMessage(message, transfer);
+}
+
+// ---------------------------------------------------------------- member key
+
+function setMemberKey(key, how) {
+  if (memberKey) memberKey.fill(0);
+  memberKey = key && key.length ? key : null;
+  $('member-key-forget').disabled = !memberKey;
+  $('member-key-status').textContent = memberKey ?
+    `Member key ${how}; it stays in this page.` :
+    'No member key: PRIVATE stores are verified structurally.';
+  if (bytes) verify(bytes, bytesSource);
+}
+
+function loadKeyFile(file) {
+  file.arrayBuffer().then((b) => setMemberKey(new Uint8Array(b), `read from ${file.name}`));
 }
 
 async function fetchBundle(url) {
@@ -71,6 +103,8 @@ function loadUrl(url) {
 function loadFile(file) {
   file.arrayBuffer().then((b) => verify(b, file.name));
 }
+
+const short16 = (hex) => `${short(hex, 16)}…`;
 
 // ---------------------------------------------------------------- progress
 
@@ -146,10 +180,7 @@ function show(r) {
   s.dataset.verdict = verdict;
   const parts = [text('strong', verdict.toUpperCase()), ` — ${why}. `,
     text('span', `Tip ${short(summary.tip)} of ${r.source}; ${r.leases.length} leases; ${(r.ms / 1000).toFixed(1)} s.`)];
-  if (summary.structural > 0) {
-    parts.push(text('p', `${summary.structural} commits: structural verification only — not a semantic validation ` +
-      '(sealed private commits; the page holds no member key).', { class: 'structural' }));
-  }
+  parts.push(levelLine(r));
   if (r.expectedPins) {
     parts.push(text('p', `Checked against the expected notary pins: audience "${r.expectedPins.audience}", ` +
       `key ${short(r.expectedPins.serviceKey, 16)}….`, { class: 'checked' }));
@@ -177,6 +208,24 @@ function show(r) {
   renderTimeline();
   view.page = 0;
   filterRows();
+}
+
+// Full, or structural only (the core's note, word for word), and why.
+function levelLine(r) {
+  const { summary, member } = r;
+  if (!summary.note) {
+    const how = summary.private ?
+      `Full verification with the member key of ${short16(member && member.actor)}: every sealed commit decrypted, ` +
+        're-planned and checked.' :
+      'Full verification: every commit re-planned and checked.';
+    return text('p', how, { id: 'level', class: 'level full', 'data-level': 'full' });
+  }
+  let why;
+  if (!member) why = 'sealed commits of a PRIVATE store; enter a member key for full verification';
+  else if (!summary.member) why = `the key of ${short16(member.actor)} is not a member of this PRIVATE store`;
+  else why = `epochs the member key of ${short16(member.actor)} cannot open; the other commits were verified in full`;
+  return text('p', `${summary.structural} of ${summary.commits} commits: ${summary.note} (${why}).`,
+    { id: 'level', class: 'level structural', 'data-level': 'structural' });
 }
 
 // ---------------------------------------------------------------- table
@@ -369,8 +418,29 @@ function wire() {
   $('file').addEventListener('change', (e) => { if (e.target.files.length) loadFile(e.target.files[0]); });
   $('pins-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    if (bytes) verify(bytes, view.result ? view.result.source : 'bundle');
+    if (bytes) verify(bytes, bytesSource);
   });
+  const keyDrop = $('key-drop');
+  keyDrop.addEventListener('dragover', (e) => { e.preventDefault(); keyDrop.classList.add('over'); });
+  keyDrop.addEventListener('dragleave', () => keyDrop.classList.remove('over'));
+  keyDrop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    keyDrop.classList.remove('over');
+    if (e.dataTransfer.files.length) loadKeyFile(e.dataTransfer.files[0]);
+  });
+  $('member-key-file').addEventListener('change', (e) => {
+    if (e.target.files.length) loadKeyFile(e.target.files[0]);
+    e.target.value = '';
+  });
+  // The pasted text is taken out of the page at once: only the bytes remain.
+  $('key-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const area = $('member-key-text');
+    const pasted = area.value;
+    area.value = '';
+    if (pasted.trim()) setMemberKey(new TextEncoder().encode(pasted), 'pasted');
+  });
+  $('member-key-forget').addEventListener('click', () => setMemberKey(null));
   $('filter').addEventListener('input', () => { view.page = 0; filterRows(); });
   $('only').addEventListener('change', () => { view.page = 0; filterRows(); });
   $('prev').addEventListener('click', () => { view.page--; renderTable(); });

@@ -1,11 +1,14 @@
 // The verification worker: replays the bundle with the WASM core (pkg/ is
 // the npm package @git-locks/core, copied next to the page at build time)
 // and derives, from the state each commit recorded, which resources and
-// generations a transition touched and the leases for the timeline.
-// Messages in:  {bytes: ArrayBuffer, pins?, allowTestClock?}
-// Messages out: {type:'progress', phase, done, total}, {type:'result', ...},
-//               {type:'error', code, message}
-import { init, openStore } from './pkg/browser.mjs';
+// generations a transition touched and the leases for the timeline. With a
+// member key (the bytes of a key file, or a pasted seed) the sealed commits
+// of a PRIVATE store replay in full and their states are decrypted; the key
+// is zeroed when the job ends and never leaves the worker.
+// Messages in:  {bytes: ArrayBuffer, pins?, allowTestClock?, memberKey?: ArrayBuffer}
+// Messages out: {type:'progress', phase, done, total}, {type:'result', ...,
+//               member: {actor} | null}, {type:'error', code, message}
+import { init, keyActor, openStore } from './pkg/browser.mjs';
 
 const ready = init();
 
@@ -40,9 +43,12 @@ function pinsOf(policy) {
 
 self.onmessage = async (event) => {
   const { bytes, pins, allowTestClock } = event.data;
+  const memberKey = event.data.memberKey ? new Uint8Array(event.data.memberKey) : null;
   let store;
   try {
     await ready;
+    // Which member the key is (a key that is no actor key throws usage here).
+    const member = memberKey ? { actor: keyActor(memberKey) } : null;
     store = openStore(new Uint8Array(bytes));
     const tip = store.refs['refs/locks/state'];
     if (!tip) throw Object.assign(new Error('the bundle holds no refs/locks/state'), { code: 'store-read' });
@@ -57,7 +63,9 @@ self.onmessage = async (event) => {
       },
     };
     if (pins) options.pins = pins;
+    if (memberKey) options.memberKey = memberKey;
     const { verdicts, summary } = store.replay(options);
+    const stateOptions = memberKey ? { memberKey } : undefined;
 
     // Second pass: the state of every commit, diffed with its parent's.
     const total = verdicts.length;
@@ -78,11 +86,18 @@ self.onmessage = async (event) => {
       let stateError = null;
       let cur = prev;
       try {
-        const s = store.readState(v.commit);
+        const s = store.readState(v.commit, stateOptions);
         policy = s.policy;
         cur = leasesOf(s.records);
       } catch (e) {
         stateError = e.code || 'store-read';
+        // A PRIVATE state without a key for its epoch: the policy (owner,
+        // pins) is still in the clear.
+        try {
+          policy = store.readPolicy(v.commit).policy;
+        } catch {
+          // unreadable: stateError says so
+        }
       }
       if (!stateError) {
         const added = [];
@@ -130,11 +145,12 @@ self.onmessage = async (event) => {
       }
     }
     self.postMessage({
-      type: 'result', tip, summary, transitions, leases, pins: pinsOf(policy), endTime: lastTime,
+      type: 'result', tip, summary, transitions, leases, pins: pinsOf(policy), endTime: lastTime, member,
     });
   } catch (e) {
     self.postMessage({ type: 'error', code: e.code || 'store-read', message: e.message || String(e) });
   } finally {
     if (store) store.delete();
+    if (memberKey) memberKey.fill(0);
   }
 };

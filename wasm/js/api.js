@@ -251,6 +251,12 @@ function createGitLocksApi(factory, host) {
         call('gitlocks_store_read_state', [this._live(), { bytes: encoder.encode(String(commit)) }, ...key]));
     }
 
+    // The policy a commit's state records: {commit, tree, policy}. In the
+    // clear in every store, PRIVATE ones included (no key needed).
+    readPolicy(commit) {
+      return call('gitlocks_store_read_policy', [this._live(), { bytes: encoder.encode(String(commit)) }]);
+    }
+
     delete() {
       if (!this._handle) return;
       if (registry) registry.unregister(this);

@@ -357,6 +357,21 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
   return ok({{"commit", tc->commit}, {"tree", tc->state}, {"policy", *policy}, {"records", *records}});
 }
 
+// store_read_policy(handle, commit) -> {"ok":{"commit","tree","policy"}}: the
+// policy a commit's state records. It is in the clear in every store (a
+// PRIVATE one's families stay sealed), so no key is needed.
+char* gitlocks_store_read_policy(int handle, const char* commit) {
+  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  gitlocks::ObjectStore* store = store_of(handle);
+  auto tc = gitlocks::read_transition_commit(*store, commit ? commit : "");
+  if (!tc.ok()) return fail(tc.error());
+  gitlocks::StateReader reader(*store, tc->state);
+  if (auto s = reader.check_format(); !s.ok()) return fail(s.error());
+  auto policy = reader.policy();
+  if (!policy.ok()) return fail(policy.error());
+  return ok({{"commit", tc->commit}, {"tree", tc->state}, {"policy", *policy}});
+}
+
 // key_actor(member key) -> {"ok":{"actor":HEX64}}: the public key of an actor
 // key (to show which member a key is; the key itself never comes back).
 char* gitlocks_key_actor(const char* key, std::size_t key_len) {

@@ -222,6 +222,13 @@ test('readState decrypts the records for members only', () => {
       assert.throws(() => s.readState(store.tip, { memberKey: fs.readFileSync(keyFile(who)) }), (e) => e.code === 'not-member');
     }
     assert.throws(() => s.readState(store.tip), (e) => e.code === 'not-member');
+    // The policy is in the clear: no key needed for the owner, members and pins.
+    const policy = s.readPolicy(store.tip);
+    assert.equal(policy.commit, store.tip);
+    assert.equal(policy.policy.visibility, 'PRIVATE');
+    assert.equal(policy.policy.owner, store.actors.owner);
+    assert.deepEqual([...policy.policy.members].sort(), [store.actors.owner, store.actors.bob].sort());
+    assert.ok(!JSON.stringify(policy.policy).includes('finance-room'), 'families are sealed');
     // Bob joined at epoch 3: the state of alice's first claim (epoch 2) is not his to read.
     const aliceClaim = verdicts.find((v) => v.command === 'claim' && v.actor === store.actors.alice);
     assert.throws(() => s.readState(aliceClaim.commit, { memberKey: fs.readFileSync(keyFile('bob')) }), (e) => e.code === 'not-member');

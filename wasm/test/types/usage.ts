@@ -15,7 +15,7 @@ import gitlocks, {
   verifyPacket,
   version,
 } from '@git-locks/core';
-import type { ErrorCode, Interval, PlanResult, ReplayResult, Verdict } from '@git-locks/core';
+import type { ErrorCode, Interval, Json, PlanResult, ReplayResult, Verdict } from '@git-locks/core';
 
 export async function main(bundle: Uint8Array, packet: string, attestation: Uint8Array): Promise<void> {
   const api = await init({ getRandomValue: () => 4 });
@@ -49,7 +49,8 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
     const member: boolean = full.summary.member && full.summary.private;
     const note: string | undefined = full.summary.note;
     const actor: string = keyActor('00'.repeat(32));
-    void [sealed, member, note, actor];
+    const owner: Json = store.readPolicy(tip ?? '').policy.owner;
+    void [sealed, member, note, actor, owner];
     const kinds: Array<'path' | 'sem' | 'family'> = state.records.map((r) => r.kind);
     store.replay({ tip, from: undefined, pins: { audience: 'a', serviceKey: 'b' }, allowTestClock: true });
     void kinds;
