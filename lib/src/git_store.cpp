@@ -255,7 +255,8 @@ class GitStore final : public ObjectStore {
 
 }  // namespace
 
-Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path) {
+Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
+                                                    const std::vector<std::string>& extra_object_dirs) {
   LibGit2 lib;  // keeps libgit2 initialised while we open
   git_repository* repo = nullptr;
   if (git_repository_open_ext(&repo, path.c_str(), 0, nullptr) != 0)
@@ -264,6 +265,14 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path) {
   if (git_repository_odb(&odb, repo) != 0) {
     git_repository_free(repo);
     return make_error(Errc::store_read, last_git_error("cannot open object database"));
+  }
+  for (const auto& dir : extra_object_dirs) {
+    if (git_odb_add_disk_alternate(odb, dir.c_str()) != 0) {
+      std::string e = last_git_error(("cannot add object directory " + dir).c_str());
+      git_odb_free(odb);
+      git_repository_free(repo);
+      return make_error(Errc::store_read, e);
+    }
   }
   return std::unique_ptr<ObjectStore>(new GitStore(repo, odb, nullptr));
 }

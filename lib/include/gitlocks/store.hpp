@@ -52,8 +52,11 @@ class ObjectStore {
   virtual void set_hash_only(bool on) = 0;
 };
 
-// Opens the repository at (or around) `path` with libgit2. Errors: store_read.
-Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path);
+// Opens the repository at (or around) `path` with libgit2; objects are also
+// read from `extra_object_dirs` (e.g. the quarantine of a push that a
+// pre-receive hook inspects). Errors: store_read.
+Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
+                                                    const std::vector<std::string>& extra_object_dirs = {});
 
 // An in-memory object database (libgit2 mempack): for tests, vectors and the
 // browser. Refs live in a map. Errors: store_read.
