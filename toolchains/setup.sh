@@ -22,6 +22,7 @@ native_pkgs=(
   build-essential cmake ninja-build git pkg-config clang
   libgit2-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
   libclang-rt-14-dev python3 python3-cryptography ca-certificates
+  lighttpd
 )
 wasm_pkgs=(
   emscripten node-acorn dpkg-dev autoconf automake libtool chromium
@@ -38,7 +39,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Packages that ship a service (lighttpd, the smart-HTTP front of the
+  # remote-store tests) must not start it: the tests start their own on
+  # 127.0.0.1. policy-rc.d is Debian's switch for that, for this install only.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    own_policy=1
+  fi
+  status=0
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || status=$?
+  [ "$own_policy" = 1 ] && $SUDO rm -f "$policy"
+  [ "$status" = 0 ] || exit "$status"
 else
   echo "setup: Debian packages already installed"
 fi
