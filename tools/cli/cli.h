@@ -27,7 +27,9 @@ class Context {
   std::optional<std::string> key_flag;  // --key
   std::optional<int> attempts;          // update-ref runs of the last publication
   std::optional<std::string> notary_flag;  // --notary URL (else git config locks.notary)
+  std::optional<std::string> remote_flag;  // --remote NAME (else git config locks.remote)
   bool allow_test_clock = false;           // --allow-test-clock: accept a notary's test clock (tests)
+  std::vector<std::string> extra_object_dirs;  // also read objects from these (a push's quarantine)
 
   // Parses a command's flags; the global flags are accepted everywhere.
   Result<Parsed> parse(const Argv& argv, std::vector<FlagSpec> flags, bool stop_at_positional = false);
@@ -37,10 +39,28 @@ class Context {
   Result<ObjectStore*> store();
   // The actor's identity, loaded once. Errors: usage.
   Result<const Identity*> identity();
-  // Starts reading `git config user.name` so that it overlaps other work.
-  void prefetch_name();
+  // Starts reading the configuration we use (user.name, locks.remote,
+  // locks.notary: one `git config` run) so that it overlaps other work.
+  void prefetch_config();
+  // A configuration value ("" when unset).
+  std::string config(const std::string& key);
   // The display name ("" when user.name is unset).
-  std::string display_name();
+  std::string display_name() { return config("user.name"); }
+
+  // Where the store lives: nullopt for this repository's refs/locks/state,
+  // else the name of the remote whose refs/locks/state it is (--remote,
+  // else git config locks.remote; "" or --remote "" means local). Errors:
+  // usage (not a usable remote name).
+  Result<std::optional<std::string>> remote();
+  // The local ref holding the store's tip: refs/locks/state, or for a
+  // remote store refs/locks/remotes/NAME/state (its tip as last fetched).
+  Result<std::string> state_ref();
+  // The store's current tip; a remote store is fetched first, so every call
+  // is a fresh snapshot. Errors: store_read, usage.
+  Result<std::optional<Oid>> read_tip();
+  // Starts one compare-and-swap of the store's refs/locks/state: a local
+  // update-ref, or a push to the remote.
+  Result<PendingCas> begin_cas();
 
   // Reports `e` on stderr (one JSON line) and returns its exit status.
   int fail(const Error& e);
@@ -50,11 +70,21 @@ class Context {
  private:
   std::unique_ptr<ObjectStore> store_;
   std::optional<Identity> identity_;
-  std::optional<Git::PendingConfig> name_;
+  std::optional<Git::PendingConfigs> config_;
+  std::optional<std::optional<std::string>> remote_;
 };
 
 // The contents of a file, or of stdin for "-". Errors: usage.
 Result<std::string> read_input(const std::string& name);
+
+// `git bundle create` of the store (PATH, or "-" for stdout): one ref,
+// refs/locks/state, at `tip` (the store's tip as just read). Errors:
+// store_read when git cannot run; git's own failure is in the result.
+Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::string& path);
+
+// `name` when it can name a remote in refs/locks/remotes/NAME/state
+// (letters, digits, - _ . /, no "..", "//", "/.", ".lock"). Errors: usage.
+Result<std::string> check_remote_name(const std::string& name);
 
 // Command handlers (tools/cli/cmd_*.cpp); main.cpp holds the table.
 int cmd_init(Context& ctx, const Argv& argv);

@@ -53,7 +53,7 @@ int cmd_batch(Context& ctx, const Argv& argv) {
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto p = publish(ctx, "batch", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     LeaseResolver resolve(**store, snap, (*me)->actor);
     json ops = json::array();
     for (const auto& l : lines) {

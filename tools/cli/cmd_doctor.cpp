@@ -28,7 +28,7 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
   if (!now.ok()) return ctx.fail(now.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto tip = (*store)->read_ref(kStateRef);
+  auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
   if (!*tip)
     return ctx.fail(make_error(Errc::usage, "no lock store in this repository (refs/locks/state is missing)"));

@@ -153,7 +153,7 @@ int finish(Context& ctx, const std::string& dir, json rec) {
   };
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto tip = (*store)->read_ref(kStateRef);
+  auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
   auto found = find_accepted(**store, *tip, rec);
   if (!found.ok()) return ctx.fail(found.error());
@@ -200,9 +200,10 @@ int finish(Context& ctx, const std::string& dir, json rec) {
   rec["admitted_at_ms"] = t;
   rec["updated_at_ms"] = wall_ms();
   if (auto st = save_record(dir, rec); !st.ok()) return ctx.fail(st.error());
-  const Git git = ctx.git();
   for (int attempt = 1;; ++attempt) {
-    CasResult r = git.compare_and_swap(kStateRef, *commit, source);
+    auto cas = ctx.begin_cas();
+    if (!cas.ok()) return ctx.fail(cas.error());
+    CasResult r = cas->commit(kStateRef, *commit, source);
     ctx.attempts = attempt;
     if (r.status == CasStatus::ok) break;
     if (r.status == CasStatus::stale)
@@ -210,7 +211,7 @@ int finish(Context& ctx, const std::string& dir, json rec) {
                                                                 rec["operation_id"].get<std::string>() +
                                                                 " was admitted; it was not published"));
     if (r.status == CasStatus::failed || attempt == kLockAttempts)
-      return ctx.fail(make_error(Errc::store_write, "git update-ref failed (operation stays PENDING; resume it): " +
+      return ctx.fail(make_error(Errc::store_write, "publication failed (operation stays PENDING; resume it): " +
                                                         r.detail));
     std::this_thread::sleep_for(std::chrono::milliseconds(kLockPauseMs));
   }
@@ -276,11 +277,11 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
   if (!me.ok()) return ctx.fail(me.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto tip = (*store)->read_ref(kStateRef);
+  auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
   auto snap = read_snapshot(**store, *tip);
   if (!snap.ok()) return ctx.fail(snap.error());
-  if (auto st = require_store(*snap); !st.ok()) return ctx.fail(st.error());
+  if (auto st = require_store(ctx, *snap); !st.ok()) return ctx.fail(st.error());
   const Pins pins{input["audience"].get<std::string>(), input["service_key"].get<std::string>()};
   const std::string instance = random_hex(kInstanceBytes);
   const json body = {{"admin",

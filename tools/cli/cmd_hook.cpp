@@ -3,9 +3,17 @@
 // reports) a commit or push changing a path under another holder's live
 // exclusive claim. "Would a shared claim of this path by me be refused?" is
 // exactly that question, so the planner answers it on a dry-run store view.
+//
+// hook install --server: a pre-receive hook for the repository that serves
+// a shared store (SPEC §8). Every push to refs/locks/state must replay as
+// legal, correctly signed (and, where guard time is in force, attested)
+// transitions on top of the current tip, verified by the same replay as
+// `git-locks verify`; anything else is rejected before the ref moves, so a
+// buggy or hostile client cannot publish an invalid state.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -13,6 +21,7 @@
 
 #include "cli.h"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "leases.h"
 #include "publish.h"
@@ -82,12 +91,99 @@ Result<std::set<std::string>> pushed_paths(const Git& git) {
   return paths;
 }
 
+// Writes `script` to `file` by rename; refuses to replace a hook that is
+// not ours unless `force`.
+Status install_hook(const std::string& file, const std::string& script, bool force) {
+  std::ifstream existing(file);
+  if (existing) {
+    std::stringstream ss;
+    ss << existing.rdbuf();
+    if (ss.str().find(kHookMarker) == std::string::npos && !force)
+      return make_error(Errc::usage, file + " exists and is not a git-locks hook (use --force to replace it)");
+  }
+  const std::string tmp = file + ".git-locks-tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << script;
+    if (!out) return make_error(Errc::store_write, "cannot write " + tmp);
+  }
+  if (::chmod(tmp.c_str(), 0755) != 0 || ::rename(tmp.c_str(), file.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return make_error(Errc::store_write, "cannot install " + file);
+  }
+  return Ok{};
+}
+
+// Object directories of a push under inspection: git runs pre-receive with
+// the pushed objects in a quarantine (GIT_OBJECT_DIRECTORY) and the
+// repository's own objects as alternates.
+std::vector<std::string> quarantine_object_dirs() {
+  std::vector<std::string> dirs;
+  if (const char* q = std::getenv("GIT_OBJECT_DIRECTORY"); q && *q) dirs.emplace_back(q);
+  if (const char* alt = std::getenv("GIT_ALTERNATE_OBJECT_DIRECTORIES"); alt && *alt) {
+    std::string all = alt;
+    for (std::size_t at = 0; at <= all.size();) {
+      std::size_t end = all.find(':', at);
+      if (end == std::string::npos) end = all.size();
+      if (end > at) dirs.push_back(all.substr(at, end - at));
+      at = end + 1;
+    }
+  }
+  return dirs;
+}
+
+// The server side: reads "<old> <new> <ref>" lines and verifies every update
+// of refs/locks/state. Returns the hook's exit status (0 accepts the push).
+int check_pre_receive(Context& ctx, bool allow_test_clock) {
+  struct Update {
+    std::string old_oid, new_oid;
+  };
+  std::vector<Update> updates;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string old_oid, new_oid, ref;
+    if (!(in >> old_oid >> new_oid >> ref)) continue;
+    if (ref == kStateRef) updates.push_back({old_oid, new_oid});
+  }
+  if (updates.empty()) return 0;
+  auto refuse = [&](const std::string& why) {
+    return print_error(ctx.op, make_error(Errc::invalid, "push rejected by the server's git-locks hook: refs/locks/state: " + why), std::nullopt);
+  };
+  ctx.extra_object_dirs = quarantine_object_dirs();
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  for (const auto& u : updates) {
+    if (u.new_oid == kZeroOid) return refuse("deleting the lock store is refused by the server's git-locks hook");
+    ReplayOptions options;
+    options.allow_test_clock = allow_test_clock;
+    if (u.old_oid != kZeroOid) options.from = u.old_oid;
+    std::optional<Verdict> bad;
+    auto summary = replay_chain(**store, u.new_oid, options, [&](const Verdict& v) {
+      if (!v.ok && !bad) bad = v;
+    });
+    if (!summary.ok()) {
+      if (summary.error().code == Errc::invalid && options.from)
+        return refuse(u.new_oid + " does not descend from the current tip " + u.old_oid +
+                      " (history rewrite refused)");
+      return refuse("cannot replay " + u.new_oid + ": " + summary.error().message);
+    }
+    if (bad)
+      return refuse("commit " + bad->commit + " (" + (bad->command.empty() ? "?" : bad->command) +
+                    ") is not a valid transition: " + bad->reason + (bad->detail.empty() ? "" : ": " + bad->detail));
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_hook_install(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"warn", false}, {"force", false}});
+  auto a = ctx.parse(argv, {{"warn", false}, {"force", false}, {"server", false}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "hook install takes no arguments"));
+  const bool server = a->has("server");
+  if (server && a->has("warn"))
+    return ctx.fail(make_error(Errc::usage, "--warn is for the client hooks; the server hook always rejects"));
   auto r = ctx.git().run({"rev-parse", "--path-format=absolute", "--git-path", "hooks"});
   if (!r.ok()) return ctx.fail(r.error());
   if (r->status != 0) return ctx.fail(make_error(Errc::store_read, "git rev-parse --git-path hooks failed: " + r->err));
@@ -95,31 +191,28 @@ int cmd_hook_install(Context& ctx, const Argv& argv) {
   ::mkdir(dir.c_str(), 0755);
   const std::string exe = self_path();
   json installed = json::array();
-  for (const char* hook : {"pre-commit", "pre-push"}) {
+  auto add = [&](const std::string& hook, const std::string& what, const std::string& flags) -> Status {
     const std::string file = dir + "/" + hook;
-    std::ifstream existing(file);
-    if (existing) {
-      std::stringstream ss;
-      ss << existing.rdbuf();
-      if (ss.str().find(kHookMarker) == std::string::npos && !a->has("force"))
-        return ctx.fail(make_error(Errc::usage, file + " exists and is not a git-locks hook (use --force to replace it)"));
-    }
-    std::string script = "#!/bin/sh\n" + std::string(kHookMarker) +
-                         ": refuses changes to paths under another holder's live exclusive claim.\n"
-                         "# Installed by `git-locks hook install`; run it again to update.\n"
-                         "exec " + shell_quote(exe) + " hook check " + hook + (a->has("warn") ? " --warn" : "") +
-                         " \"$@\"\n";
-    const std::string tmp = file + ".git-locks-tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << script;
-      if (!out) return ctx.fail(make_error(Errc::store_write, "cannot write " + tmp));
-    }
-    if (::chmod(tmp.c_str(), 0755) != 0 || ::rename(tmp.c_str(), file.c_str()) != 0) {
-      ::unlink(tmp.c_str());
-      return ctx.fail(make_error(Errc::store_write, "cannot install " + file));
-    }
+    std::string script = "#!/bin/sh\n" + std::string(kHookMarker) + ": " + what +
+                         "\n# Installed by `git-locks hook install`; run it again to update.\n"
+                         "exec " + shell_quote(exe) + " hook check " + hook + flags + " \"$@\"\n";
+    GITLOCKS_CHECK(install_hook(file, script, a->has("force")));
     installed.push_back(file);
+    return Ok{};
+  };
+  if (server) {
+    auto st = add("pre-receive",
+                  "rejects any push to refs/locks/state that does not replay as legal, signed transitions.",
+                  ctx.allow_test_clock ? " --allow-test-clock" : "");
+    if (!st.ok()) return ctx.fail(st.error());
+    return ctx.done({{"op", "hook install"}, {"hooks", installed}, {"server", true}},
+                    "installed " + installed[0].get<std::string>() +
+                        ": pushes to refs/locks/state must replay as valid transitions");
+  }
+  for (const char* hook : {"pre-commit", "pre-push"}) {
+    auto st = add(hook, "refuses changes to paths under another holder's live exclusive claim.",
+                  a->has("warn") ? " --warn" : "");
+    if (!st.ok()) return ctx.fail(st.error());
   }
   return ctx.done({{"op", "hook install"}, {"hooks", installed}, {"warn", a->has("warn")}},
                   "installed " + installed[0].get<std::string>() + " and " + installed[1].get<std::string>() +
@@ -129,9 +222,13 @@ int cmd_hook_install(Context& ctx, const Argv& argv) {
 int cmd_hook_check(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv, {{"warn", false}});
   if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty() && a->positionals[0] == "pre-receive") {
+    if (a->has("warn")) return ctx.fail(make_error(Errc::usage, "the pre-receive check has no --warn"));
+    return check_pre_receive(ctx, ctx.allow_test_clock);
+  }
   // Git passes pre-push its remote name and URL after the hook name.
   if (a->positionals.empty() || (a->positionals[0] != "pre-commit" && a->positionals[0] != "pre-push"))
-    return ctx.fail(make_error(Errc::usage, "usage: hook check pre-commit|pre-push [--warn]"));
+    return ctx.fail(make_error(Errc::usage, "usage: hook check pre-commit|pre-push|pre-receive [--warn]"));
   const bool push = a->positionals[0] == "pre-push";
   const Git git = ctx.git();
   std::set<std::string> paths;

@@ -46,7 +46,7 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   return publish_and_report(ctx, ctx.op, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     LeaseResolver resolve(**store, snap, (*me)->actor);
     json ops = json::array();
     for (const auto& arg : a->positionals) {
@@ -109,7 +109,7 @@ int cmd_claim(Context& ctx, const Argv& argv) {
   if (!ttl.ok()) return ctx.fail(ttl.error());
   const std::string mode = a->value("mode").value_or("exclusive");
   return publish_and_report(ctx, "claim", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     json ops = json::array();
     for (const auto& path : a->positionals) {
       json op = {{"op", "claim"}, {"path", path}, {"mode", mode}, {"expires_at", now + *ttl}};
@@ -131,7 +131,7 @@ int cmd_sweep(Context& ctx, const Argv& argv) {
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto p = publish(ctx, "sweep", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     GITLOCKS_TRY(op, propose_sweep(**store, snap.state, now, opened_vault(snap)));
     if (!op) return std::optional<json>{};
     return std::optional<json>{transition_body(ctx, now, json::array({*op}))};
@@ -153,7 +153,7 @@ int cmd_sem_acquire(Context& ctx, const Argv& argv) {
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
   return publish_and_report(ctx, "sem-acquire", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     json op = {{"op", "sem-acquire"}, {"sem", a->positionals[0]}, {"limit", *limit}, {"expires_at", now + *ttl}};
     if (auto note = a->value("note")) op["note"] = *note;
     return std::optional<json>{transition_body(ctx, now, json::array({op}))};
@@ -171,7 +171,7 @@ int cmd_sem_release(Context& ctx, const Argv& argv) {
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   return publish_and_report(ctx, "sem-release", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     LeaseResolver resolve(**store, snap, (*me)->actor);
     GITLOCKS_TRY(op, resolve.op_for({LeaseRef::Kind::sem, a->positionals[0], *gen}, false));
     return std::optional<json>{transition_body(ctx, now, json::array({op}))};

@@ -21,7 +21,7 @@ namespace {
 
 // The policy document of a PRIVATE store's snapshot. Errors: usage.
 Result<json> private_policy(Context& ctx, const Snapshot& snap) {
-  GITLOCKS_CHECK(require_store(snap));
+  GITLOCKS_CHECK(require_store(ctx, snap));
   if (!snap.is_private)
     return make_error(Errc::usage, "this lock store is not PRIVATE (membership needs `git-locks init --private`)");
   GITLOCKS_TRY(store, ctx.store());

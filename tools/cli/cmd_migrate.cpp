@@ -16,7 +16,7 @@ int cmd_migrate(Context& ctx, const Argv& argv) {
   auto me = ctx.identity();
   if (!me.ok()) return ctx.fail(me.error());
   auto p = publish(ctx, "migrate", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     if (snap.format == 2) return std::optional<json>{};
     if (snap.format != 1)
       return make_error(Errc::unknown_format, "no migration from store format " + std::to_string(snap.format));

@@ -196,7 +196,7 @@ int cmd_log(Context& ctx, const Argv& argv) {
   }
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto tip = (*store)->read_ref(kStateRef);
+  auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
   std::optional<Oid> at = *tip;
   std::string text;

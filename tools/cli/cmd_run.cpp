@@ -42,7 +42,7 @@ struct Held {
 // Publishes `ops` built at the current time as one "run" transition.
 Result<Published> publish_ops(Context& ctx, const std::function<json(std::int64_t now)>& ops) {
   return publish(ctx, "run", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(snap));
+    GITLOCKS_CHECK(require_store(ctx, snap));
     return std::optional<json>{transition_body(ctx, now, ops(now))};
   });
 }

@@ -16,6 +16,7 @@
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/vault.hpp"
+#include "publish.h"
 #include "report.h"
 
 namespace gitlocks::cli {
@@ -25,13 +26,22 @@ namespace fs = std::filesystem;
 
 constexpr const char* kStructuralNote = "structural verification only: not a semantic validation";
 
-// $GIT_DIR/git-locks/verified-tip: the last tip this clone verified as valid.
-Result<fs::path> verified_tip_file(Context& ctx) {
+Result<fs::path> git_dir(Context& ctx) {
   GITLOCKS_TRY(r, ctx.git().run({"rev-parse", "--absolute-git-dir"}));
   if (r.status != 0) return make_error(Errc::store_read, "git rev-parse --absolute-git-dir: " + r.err);
   std::string dir = r.out;
   while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r')) dir.pop_back();
-  return fs::path(dir) / "git-locks" / "verified-tip";
+  return fs::path(dir);
+}
+
+// $GIT_DIR/git-locks/verified-tip (for a remote store
+// $GIT_DIR/git-locks/remotes/NAME/verified-tip): the last tip this clone
+// verified as valid.
+Result<fs::path> verified_tip_file(Context& ctx) {
+  GITLOCKS_TRY(dir, git_dir(ctx));
+  GITLOCKS_TRY(remote, ctx.remote());
+  if (remote) return dir / "git-locks" / "remotes" / *remote / "verified-tip";
+  return dir / "git-locks" / "verified-tip";
 }
 
 std::optional<Oid> read_verified_tip(const fs::path& file) {
@@ -99,6 +109,46 @@ std::optional<Vault> member_vault(Context& ctx, ObjectStore& store, const Oid& t
   return std::move(vault).value();
 }
 
+// A bundle whose one ref is refs/locks/state at `tip` (a remote store's tip
+// lives under another local name): made in a throw-away bare repository that
+// borrows our objects through its alternates file.
+Result<ProcessResult> bundle_of_remote_tip(Context& ctx, const Oid& tip, const std::string& path) {
+  GITLOCKS_TRY(dir, git_dir(ctx));
+  std::error_code ec;
+  const fs::path tmp = dir / "git-locks" / ("export." + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  if (ec) return make_error(Errc::store_write, "cannot create " + tmp.string() + ": " + ec.message());
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code e;
+      fs::remove_all(p, e);
+    }
+  } cleanup{tmp};
+  const Git bare(tmp.string());
+  GITLOCKS_TRY(init, bare.run({"init", "--bare", "-q", "."}));
+  if (init.status != 0) return init;
+  {
+    std::ofstream alt(tmp / "objects" / "info" / "alternates", std::ios::trunc);
+    alt << (dir / "objects").string() << "\n";
+    if (!alt) return make_error(Errc::store_write, "cannot write the alternates of " + tmp.string());
+  }
+  GITLOCKS_TRY(set, bare.run({"update-ref", std::string(kStateRef), tip}));
+  if (set.status != 0) return set;
+  return bare.run({"bundle", "create", "-q", path, std::string(kStateRef)});
+}
+
+}  // namespace
+
+Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::string& path) {
+  GITLOCKS_TRY(remote, ctx.remote());
+  if (remote) return bundle_of_remote_tip(ctx, tip, path);
+  return ctx.git().run({"bundle", "create", "-q", path, std::string(kStateRef)});
+}
+
+namespace {
+
 std::string short_id(const std::string& s) { return s.substr(0, 12); }
 
 std::string human_verdict(const Verdict& v) {
@@ -122,9 +172,9 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, static_cast<ssize_t>(16) << 20);
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto ref = (*store)->read_ref(kStateRef);
+  auto ref = ctx.read_tip();
   if (!ref.ok()) return ctx.fail(ref.error());
-  if (!*ref) return ctx.fail(make_error(Errc::store_read, "no lock store in this repository (refs/locks/state is missing)"));
+  if (!*ref) return ctx.fail(make_error(Errc::store_read, no_store_message(ctx)));
   const Oid tip = **ref;
 
   ReplayOptions options;
@@ -236,16 +286,16 @@ int cmd_export(Context& ctx, const Argv& argv) {
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "export takes no arguments"));
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto ref = (*store)->read_ref(kStateRef);
+  auto ref = ctx.read_tip();
   if (!ref.ok()) return ctx.fail(ref.error());
-  if (!*ref) return ctx.fail(make_error(Errc::store_read, "no lock store in this repository (refs/locks/state is missing)"));
+  if (!*ref) return ctx.fail(make_error(Errc::store_read, no_store_message(ctx)));
   std::error_code ec;
   const std::string path = fs::absolute(*file, ec).string();  // git runs with -C DIR
   if (ec) return ctx.fail(make_error(Errc::usage, "bad path " + *file));
-  auto r = ctx.git().run({"bundle", "create", "-q", path, std::string(kStateRef)});
-  if (!r.ok()) return ctx.fail(r.error());
-  if (r->status != 0)
-    return ctx.fail(make_error(Errc::store_write, "git bundle create exited " + std::to_string(r->status) + ": " + r->err));
+  auto made = bundle_of_store(ctx, **ref, path);
+  if (!made.ok()) return ctx.fail(made.error());
+  if (made->status != 0)
+    return ctx.fail(make_error(Errc::store_write, "git bundle create exited " + std::to_string(made->status) + ": " + made->err));
   return ctx.done({{"bundle", path}, {"ref", kStateRef}, {"tip", **ref}},
                   "wrote " + path + " (" + std::string(kStateRef) + " at " + **ref + ")");
 }

@@ -61,7 +61,7 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     Error why{Errc::held_path, ""};
     if (a->has("claim")) {
       auto p = publish(ctx, "claim", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-        GITLOCKS_CHECK(require_store(snap));
+        GITLOCKS_CHECK(require_store(ctx, snap));
         return std::optional<json>{body_at(now)};
       });
       if (p.ok()) return report_published(ctx, *p);
@@ -70,7 +70,7 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     } else {
       auto snap = current_snapshot(ctx);
       if (!snap.ok()) return ctx.fail(snap.error());
-      if (auto st = require_store(*snap); !st.ok()) return ctx.fail(st.error());
+      if (auto st = require_store(ctx, *snap); !st.ok()) return ctx.fail(st.error());
       auto now = now_ms();
       if (!now.ok()) return ctx.fail(now.error());
       auto vault = open_vault(ctx, **store, *snap);

@@ -48,39 +48,40 @@ std::optional<fs::path> find_site(const std::optional<std::string>& flag) {
   return std::nullopt;
 }
 
-// The bundle of refs/locks/state, made again when the ref moves.
+// The bundle of refs/locks/state, made again when the ref moves. A remote
+// store is fetched on every look (the page polls /live.json).
 class LiveBundle {
  public:
-  explicit LiveBundle(Git git) : git_(std::move(git)) {}
+  explicit LiveBundle(Context& ctx) : ctx_(ctx) {}
 
-  // The current tip ("" when there is no store) and, with `bytes`, the bundle.
-  Result<std::string> tip() const {
-    auto r = git_.run({"rev-parse", "--verify", "--quiet", std::string(kRef) + "^{commit}"});
-    if (!r.ok()) return r.error();
-    if (r->status != 0) return std::string();
-    std::string oid = r->out;
-    while (!oid.empty() && (oid.back() == '\n' || oid.back() == '\r')) oid.pop_back();
-    return oid;
+  // The current tip ("" when there is no store).
+  Result<std::string> tip() {
+    std::lock_guard<std::mutex> hold(mutex_);
+    return tip_locked();
   }
 
+  // The current tip and its bundle.
   Result<std::pair<std::string, std::string>> bundle() {
-    auto t = tip();
-    if (!t.ok()) return t.error();
-    if (t->empty()) return make_error(Errc::store_read, std::string("no ") + kRef + " in this repository");
     std::lock_guard<std::mutex> hold(mutex_);
-    if (*t != tip_) {
+    GITLOCKS_TRY(t, tip_locked());
+    if (t.empty()) return make_error(Errc::store_read, std::string("no ") + kRef + " in this store");
+    if (t != tip_) {
       // `git bundle create -` writes the bundle on stdout.
-      auto r = git_.run({"bundle", "create", "-q", "-", kRef});
-      if (!r.ok()) return r.error();
-      if (r->status != 0) return make_error(Errc::store_read, "git bundle create failed: " + r->err);
-      tip_ = *t;
-      bytes_ = std::move(r->out);
+      GITLOCKS_TRY(r, bundle_of_store(ctx_, t, "-"));
+      if (r.status != 0) return make_error(Errc::store_read, "git bundle create failed: " + r.err);
+      tip_ = t;
+      bytes_ = std::move(r.out);
     }
     return std::make_pair(tip_, bytes_);
   }
 
  private:
-  Git git_;
+  Result<std::string> tip_locked() {
+    GITLOCKS_TRY(t, ctx_.read_tip());
+    return t.value_or(std::string());
+  }
+
+  Context& ctx_;  // not thread-safe: used under mutex_ only
   std::mutex mutex_;
   std::string tip_, bytes_;
 };
@@ -105,7 +106,7 @@ int cmd_web(Context& ctx, const Argv& argv) {
                                "the page is not there: build it with the wasm preset (build/wasm/web/site) and pass "
                                "--site DIR or set GIT_LOCKS_WEB_DIR"));
   }
-  LiveBundle live(ctx.git());
+  LiveBundle live(ctx);
   if (auto t = live.tip(); !t.ok()) return ctx.fail(t.error());
   std::string repo_name = ctx.repo_dir.value_or(fs::current_path().string());
 

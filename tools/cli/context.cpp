@@ -1,10 +1,12 @@
 #include "cli.h"
 
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "gitlocks/state.hpp"
 #include "report.h"
 
 namespace gitlocks::cli {
@@ -14,19 +16,24 @@ Result<Parsed> Context::parse(const Argv& argv, std::vector<FlagSpec> flags, boo
   flags.push_back({"key", true});
   flags.push_back({"json", false});
   flags.push_back({"notary", true});
+  flags.push_back({"remote", true});
   flags.push_back({"allow-test-clock", false});
   GITLOCKS_TRY(p, parse_flags(argv, flags, stop_at_positional));
   if (auto r = p.value("repo")) repo_dir = *r;
   if (auto k = p.value("key")) key_flag = *k;
   if (p.has("json")) json_output = true;
   if (auto n = p.value("notary")) notary_flag = *n;
+  if (auto r = p.value("remote")) {
+    remote_flag = *r;
+    remote_.reset();
+  }
   if (p.has("allow-test-clock")) allow_test_clock = true;
   return p;
 }
 
 Result<ObjectStore*> Context::store() {
   if (!store_) {
-    GITLOCKS_TRY(s, open_git_store(repo_dir.value_or(".")));
+    GITLOCKS_TRY(s, open_git_store(repo_dir.value_or("."), extra_object_dirs));
     store_ = std::move(s);
   }
   return store_.get();
@@ -41,13 +48,68 @@ Result<const Identity*> Context::identity() {
   return &*identity_;
 }
 
-void Context::prefetch_name() {
-  if (!name_) name_.emplace(git().begin_config("user.name"));
+void Context::prefetch_config() {
+  if (!config_) config_.emplace(git().begin_configs("^(user\\.name|locks\\.remote|locks\\.notary)$"));
 }
 
-std::string Context::display_name() {
-  prefetch_name();
-  return name_->value();
+std::string Context::config(const std::string& key) {
+  prefetch_config();
+  const auto& values = config_->values();
+  auto it = values.find(key);
+  return it == values.end() ? std::string() : it->second;
+}
+
+Result<std::optional<std::string>> Context::remote() {
+  if (!remote_) {
+    const std::string name = remote_flag ? *remote_flag : config("locks.remote");
+    if (name.empty()) {
+      remote_.emplace(std::nullopt);
+    } else {
+      // A remote's name becomes part of a ref name (refs/locks/remotes/NAME/state).
+      GITLOCKS_TRY(checked, check_remote_name(name));
+      remote_.emplace(checked);
+    }
+  }
+  return *remote_;
+}
+
+Result<std::string> Context::state_ref() {
+  GITLOCKS_TRY(r, remote());
+  if (!r) return std::string(kStateRef);
+  return "refs/locks/remotes/" + *r + "/state";
+}
+
+Result<std::optional<Oid>> Context::read_tip() {
+  GITLOCKS_TRY(r, remote());
+  GITLOCKS_TRY(s, store());
+  if (!r) return s->read_ref(kStateRef);
+  GITLOCKS_TRY(ref, state_ref());
+  GITLOCKS_TRY(found, git().fetch_state(*r, ref));
+  if (!found) return std::optional<Oid>{};
+  return s->read_ref(ref);
+}
+
+Result<PendingCas> Context::begin_cas() {
+  GITLOCKS_TRY(r, remote());
+  if (r) return git().begin_push(*r);
+  return git().begin_cas();
+}
+
+Result<std::string> check_remote_name(const std::string& name) {
+  auto bad = [&](const std::string& why) {
+    return make_error(Errc::usage, "remote '" + name + "' " + why +
+                                       " (give the name of a configured remote: git remote add NAME URL)");
+  };
+  if (name.size() > 200) return bad("is too long");
+  if (name.front() == '-' || name.front() == '/' || name.back() == '/' || name.back() == '.')
+    return bad("is not a remote name");
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/'))
+      return bad("is not a remote name");
+  if (name.find("..") != std::string::npos || name.find("//") != std::string::npos ||
+      name.find("/.") != std::string::npos || name.find(".lock") != std::string::npos)
+    return bad("is not a remote name");
+  return name;
 }
 
 Result<std::string> read_input(const std::string& name) {

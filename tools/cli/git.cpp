@@ -1,11 +1,17 @@
 #include "git.h"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
+
+#include "gitlocks/state.hpp"
 
 namespace gitlocks::cli {
 namespace {
 
 constexpr const char* kZeroOid = "0000000000000000000000000000000000000000";
+// Fetches of one clone racing for its cache ref (Git::fetch_state).
+constexpr int kFetchAttempts = 10;
 
 // The last line git died with ("fatal: ..."). Anything a hook printed comes
 // before it, so a hook cannot make its own words look like git's verdict.
@@ -25,48 +31,106 @@ std::string describe_failure(const ProcessResult& r) {
   return d + " (git exit status " + std::to_string(r.status) + ")";
 }
 
+// Why git could not lock `ref`, as git 2.39 words it after "cannot lock ref
+// 'REF': " (refs/files-backend.c, lock_raw_ref and the transaction code),
+// verified by experiment under LC_ALL=C:
+//   is at NEW but expected OLD
+//   reference already exists
+//   unable to resolve reference 'R'  (OLD given but the ref is gone: also an
+//        expected-root mismatch; a corrupt ref adds ": reference broken" and
+//        is not stale)
+//   Unable to create 'GITDIR/R.lock': File exists.
+// Anything else (e.g. "... .lock': Permission denied") is a failure.
+CasStatus classify_lock_reason(std::string_view ref, std::string_view why) {
+  auto starts = [&](std::string_view prefix) { return why.substr(0, prefix.size()) == prefix; };
+  if (starts("is at ") && why.find(" but expected ") != std::string_view::npos) return CasStatus::stale;
+  if (why == "reference already exists") return CasStatus::stale;
+  if (why == "unable to resolve reference '" + std::string(ref) + "'") return CasStatus::stale;
+  if (starts("Unable to create '")) {
+    const std::string lock_tail = "/" + std::string(ref) + ".lock': File exists.";
+    if (why.size() >= lock_tail.size() && why.substr(why.size() - lock_tail.size()) == lock_tail)
+      return CasStatus::locked;
+  }
+  return CasStatus::failed;
+}
+
+std::string trim_right(std::string_view s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
+  return std::string(s);
+}
+
 }  // namespace
 
 CasResult classify_update_ref(std::string_view ref, const ProcessResult& r) {
   if (r.status == 0 && r.out.find("commit: ok") != std::string::npos) return {CasStatus::ok, {}};
   CasResult out{CasStatus::failed, describe_failure(r)};
   if (r.status != 128) return out;  // died by a signal, or a wrapper's own status: not git's verdict
-  // The exact messages of git 2.39 (refs/files-backend.c, lock_raw_ref and
-  // the transaction code), verified by experiment under LC_ALL=C:
-  //   fatal: prepare: cannot lock ref 'R': is at NEW but expected OLD
-  //   fatal: prepare: cannot lock ref 'R': reference already exists
-  //   fatal: prepare: cannot lock ref 'R': unable to resolve reference 'R'
-  //        (OLD given but the ref is gone: also an expected-root mismatch;
-  //         a corrupt ref adds ": reference broken" and is not stale)
-  //   fatal: prepare: cannot lock ref 'R': Unable to create 'GITDIR/R.lock': File exists.
-  // Everything else is a store-write failure at once, e.g.
-  //   ... Unable to create 'GITDIR/R.lock': Permission denied
+  // Everything but the reasons above is a store-write failure at once, e.g.
   //   fatal: ref updates aborted by hook
   //   fatal: prepare: cannot update ref 'R': trying to write ref 'R' with nonexistent object X
   const std::string head = "fatal: prepare: cannot lock ref '" + std::string(ref) + "': ";
   std::string_view line = last_fatal_line(r.err);
   if (line.substr(0, head.size()) != head) return out;
-  std::string_view why = line.substr(head.size());
-  auto starts = [&](std::string_view prefix) { return why.substr(0, prefix.size()) == prefix; };
-  if (starts("is at ") && why.find(" but expected ") != std::string_view::npos) {
-    out.status = CasStatus::stale;
-  } else if (why == "reference already exists") {
-    out.status = CasStatus::stale;
-  } else if (why == "unable to resolve reference '" + std::string(ref) + "'") {
-    out.status = CasStatus::stale;
-  } else if (starts("Unable to create '")) {
-    const std::string lock_tail = "/" + std::string(ref) + ".lock': File exists.";
-    if (why.size() >= lock_tail.size() && why.substr(why.size() - lock_tail.size()) == lock_tail)
-      out.status = CasStatus::locked;
-  }
+  out.status = classify_lock_reason(ref, line.substr(head.size()));
   return out;
 }
 
+CasResult classify_push(std::string_view ref, const ProcessResult& r) {
+  // Porcelain status lines on stdout: "<flag>\t<src>:<dst>\t<summary>".
+  std::string_view out = r.out;
+  std::optional<std::string_view> line;
+  const std::string dst = ":" + std::string(ref) + "\t";
+  for (std::size_t at = 0; at < out.size();) {
+    std::size_t end = out.find('\n', at);
+    if (end == std::string_view::npos) end = out.size();
+    std::string_view l = out.substr(at, end - at);
+    if (l.size() > 2 && l[1] == '\t' && l.find(dst) != std::string_view::npos) line = l;
+    at = end + 1;
+  }
+  std::string detail = trim_right(r.err);
+  if (line) detail = std::string(line->substr(2)) + (detail.empty() ? "" : "\n" + detail);
+  if (detail.empty()) detail = "git push printed nothing";
+  detail += " (git exit status " + std::to_string(r.status) + ")";
+  if (!line) return {CasStatus::failed, detail};  // no verdict on the ref: network, server, protocol
+  const char flag = (*line)[0];
+  if (flag == ' ' || flag == '+' || flag == '*' || flag == '=') return {CasStatus::ok, {}};
+  std::string_view summary = line->substr(line->rfind('\t') + 1);
+  if (summary == "[rejected] (stale info)") return {CasStatus::stale, detail};  // the lease, checked client side
+  // The server's own compare-and-swap failed after the lease check passed.
+  // Only these summaries carry its reason; a hook's rejection ("pre-receive
+  // hook declined") is final whatever the hook printed.
+  if (summary != "[remote rejected] (atomic transaction failed)" && summary != "[remote rejected] (failed to update ref)")
+    return {CasStatus::failed, detail};
+  const std::string head = "remote: error: cannot lock ref '" + std::string(ref) + "': ";
+  std::string_view err = r.err;
+  for (std::size_t at = 0; at < err.size();) {
+    std::size_t end = err.find('\n', at);
+    if (end == std::string_view::npos) end = err.size();
+    std::string_view l = err.substr(at, end - at);
+    if (l.substr(0, head.size()) == head) {
+      const std::string why = trim_right(l.substr(head.size()));  // the side band pads lines with spaces
+      return {classify_lock_reason(ref, why), detail};
+    }
+    at = end + 1;
+  }
+  return {CasStatus::failed, detail};
+}
+
 CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid) {
-  if (!process_.ok()) return {CasStatus::failed, process_.error().message};
+  if (!process_) {
+    std::vector<std::string> argv = git_argv_;
+    for (const char* a : {"push", "--atomic", "--porcelain", "--no-verify"}) argv.emplace_back(a);
+    argv.push_back("--force-with-lease=" + std::string(ref) + ":" + old_oid.value_or(""));
+    argv.push_back(remote_);
+    argv.push_back(new_oid + ":" + std::string(ref));
+    auto p = Process::start(argv, {"LC_ALL=C"});
+    if (!p.ok()) return {CasStatus::failed, p.error().message};
+    return classify_push(ref, p->finish({}));
+  }
+  if (!process_->ok()) return {CasStatus::failed, process_->error().message};
   std::string input = "start\nupdate " + std::string(ref) + " " + new_oid + " " + old_oid.value_or(kZeroOid) +
                       "\nprepare\ncommit\n";
-  return classify_update_ref(ref, process_->finish(input));
+  return classify_update_ref(ref, (*process_)->finish(input));
 }
 
 std::string Git::executable() {
@@ -98,6 +162,64 @@ PendingCas Git::begin_cas() const {
   for (const char* a : {"-c", "core.filesRefLockTimeout=0", "-c", "core.packedRefsTimeout=0", "update-ref", "--stdin"})
     argv.emplace_back(a);
   return PendingCas(Process::start(argv, {"LC_ALL=C"}));
+}
+
+PendingCas Git::begin_push(const std::string& remote) const { return PendingCas(base_argv(), remote); }
+
+Result<bool> Git::fetch_state(const std::string& remote, const std::string& tracking) const {
+  // The tracking ref is this clone's cache, not the authority: a short lock
+  // wait there only serialises concurrent fetches of the same clone.
+  std::vector<std::string> args{"-c", "core.filesRefLockTimeout=1000", "fetch", "--quiet", "--no-tags",
+                                "--no-write-fetch-head", "--no-auto-gc", "--no-recurse-submodules",
+                                "--no-show-forced-updates", remote,
+                                "+" + std::string(kStateRef) + ":" + tracking};
+  // Concurrent commands of one clone fetch into the same cache ref; git
+  // refuses an update whose old value moved under it ("cannot lock ref
+  // 'TRACKING': is at X but expected Y"). The objects are in by then and the
+  // other fetch was just as fresh, so fetching again settles it.
+  const std::string contended = "cannot lock ref '" + tracking + "'";
+  ProcessResult r;
+  for (int attempt = 1;; ++attempt) {
+    GITLOCKS_TRY(once, run(args));
+    r = std::move(once);
+    if (r.status == 0) return true;
+    if (attempt == kFetchAttempts || r.err.find(contended) == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(attempt));
+  }
+  const std::string missing = "fatal: couldn't find remote ref " + std::string(kStateRef);
+  if (r.status == 128 && last_fatal_line(r.err) == missing) {
+    GITLOCKS_TRY(d, run({"update-ref", "-d", tracking}));
+    if (d.status != 0) return make_error(Errc::store_read, "git update-ref -d " + tracking + ": " + trim_right(d.err));
+    return false;
+  }
+  return make_error(Errc::store_read, "git fetch " + remote + " " + std::string(kStateRef) + " failed: " +
+                                          describe_failure(r));
+}
+
+Git::PendingConfigs Git::begin_configs(const std::string& pattern) const {
+  auto argv = base_argv();
+  for (const char* a : {"config", "-z", "--get-regexp"}) argv.emplace_back(a);
+  argv.push_back(pattern);
+  return PendingConfigs(Process::start(argv, {"LC_ALL=C"}));
+}
+
+const std::map<std::string, std::string>& Git::PendingConfigs::values() {
+  if (values_) return *values_;
+  values_.emplace();
+  if (!process_.ok()) return *values_;
+  ProcessResult r = process_->finish({});
+  if (r.status != 0) return *values_;  // 1: none set
+  // -z: "KEY\nVALUE\0" per entry ("KEY\0" for a valueless boolean).
+  std::string_view out = r.out;
+  for (std::size_t at = 0; at < out.size();) {
+    std::size_t end = out.find('\0', at);
+    if (end == std::string_view::npos) end = out.size();
+    std::string_view entry = out.substr(at, end - at);
+    std::size_t nl = entry.find('\n');
+    (*values_)[std::string(entry.substr(0, nl))] = nl == std::string_view::npos ? "" : std::string(entry.substr(nl + 1));
+    at = end + 1;
+  }
+  return *values_;
 }
 
 Git::PendingConfig Git::begin_config(const std::string& key) const {

@@ -1,12 +1,15 @@
 // git.h — the CLI's one adapter to the `git` program. Every git invocation
 // of tools/ goes through here: the compare-and-swap of refs/locks/state
-// (SPEC §5, seed 000), config reads, diffs for the hooks.
+// (SPEC §5, seed 000) — locally through `git update-ref --stdin`, on a
+// remote through `git push --atomic --force-with-lease` (SPEC §8) — the
+// fetch of a remote's refs/locks/state, config reads, diffs for the hooks.
 //
 // Test seam: $GIT_LOCKS_GIT names the git executable (default "git"). Tests
 // point it at a wrapper script that logs the exact update-ref input and can
 // inject failures; see tests/cli/git_wrapper.sh.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,17 +38,32 @@ struct CasResult {
 // exit status, stdout and stderr (git must run with LC_ALL=C).
 CasResult classify_update_ref(std::string_view ref, const ProcessResult& r);
 
+// Classifies the outcome of `git push --atomic --porcelain
+// --force-with-lease=REF:OLD REMOTE NEW:REF` (LC_ALL=C) the same way:
+// a stale lease (client side) or the server's expected-root mismatch is
+// stale, the server's REF.lock is locked, anything else (hook, permission,
+// network, server error, no atomic push) is failed.
+CasResult classify_push(std::string_view ref, const ProcessResult& r);
+
 // An update-ref process started ahead of time, so that git's start-up
 // overlaps the planning of the candidate. Dropping it without commit() kills
 // the idle process before it has read anything.
+//
+// On a remote store nothing can start early (the push names the new
+// commit): commit() runs the push.
 class PendingCas {
  public:
   explicit PendingCas(Result<Process> p) : process_(std::move(p)) {}
-  // Feeds start/update/prepare/commit and classifies the result.
+  // A push of refs/locks/state to `remote` with `git_argv` (`git [-C DIR]`).
+  PendingCas(std::vector<std::string> git_argv, std::string remote)
+      : git_argv_(std::move(git_argv)), remote_(std::move(remote)) {}
+  // Feeds start/update/prepare/commit (or pushes) and classifies the result.
   CasResult commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid);
 
  private:
-  Result<Process> process_;
+  std::optional<Result<Process>> process_;  // local: the started update-ref
+  std::vector<std::string> git_argv_;       // remote: `git [-C DIR]`
+  std::string remote_;
 };
 
 class Git {
@@ -63,12 +81,15 @@ class Git {
   // Starts `git -c core.filesRefLockTimeout=0 -c core.packedRefsTimeout=0
   // update-ref --stdin` with LC_ALL=C; feed it with PendingCas::commit.
   PendingCas begin_cas() const;
+  // The same for the refs/locks/state of `remote` (a configured remote's
+  // name): `git push --atomic --porcelain --no-verify
+  // --force-with-lease=refs/locks/state:OLD REMOTE NEW:refs/locks/state`.
+  PendingCas begin_push(const std::string& remote) const;
 
-  // One compare-and-swap of `ref` from `old_oid` (nullopt: the ref must not
-  // exist) to `new_oid`, as one update-ref transaction.
-  CasResult compare_and_swap(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid) const {
-    return begin_cas().commit(ref, new_oid, old_oid);
-  }
+  // Fetches `remote`'s refs/locks/state into the local ref `tracking`
+  // (forced); false when the remote has no such ref (`tracking` is then
+  // deleted). Errors: store_read, with git's diagnostics.
+  Result<bool> fetch_state(const std::string& remote, const std::string& tracking) const;
 
   // A started `git config --get KEY` (user.name is read this way); value()
   // waits for it. An unset key reads as "".
@@ -82,6 +103,19 @@ class Git {
     std::optional<std::string> value_;
   };
   PendingConfig begin_config(const std::string& key) const;
+
+  // A started `git config -z --get-regexp PATTERN`; values() waits for it:
+  // key (lower case, as git prints it) -> its last value.
+  class PendingConfigs {
+   public:
+    explicit PendingConfigs(Result<Process> p) : process_(std::move(p)) {}
+    const std::map<std::string, std::string>& values();
+
+   private:
+    Result<Process> process_;
+    std::optional<std::map<std::string, std::string>> values_;
+  };
+  PendingConfigs begin_configs(const std::string& pattern) const;
 
  private:
   std::vector<std::string> base_argv() const;

@@ -66,9 +66,12 @@ constexpr Command kCommands[] = {
      "owner of a PRIVATE store: remove a member; nothing published afterwards is readable to it"},
     {"member rekey", cmd_member_rekey, "member rekey", "owner: finish an interrupted member add/remove"},
     {"member list", cmd_member_list, "member list", "the members and key epoch of a PRIVATE store"},
-    {"hook install", cmd_hook_install, "hook install [--warn] [--force]",
-     "install pre-commit and pre-push hooks that refuse changes under others' exclusive claims"},
-    {"hook check", cmd_hook_check, "hook check pre-commit|pre-push [--warn]", "what the installed hooks run"},
+    {"hook install", cmd_hook_install, "hook install [--warn] [--force] | hook install --server [--force]",
+     "install pre-commit and pre-push hooks that refuse changes under others' exclusive claims; --server: a "
+     "pre-receive hook (for the repository serving a shared store) rejecting every push to refs/locks/state "
+     "that does not replay as valid transitions"},
+    {"hook check", cmd_hook_check, "hook check pre-commit|pre-push|pre-receive [--warn]",
+     "what the installed hooks run"},
     {"web", cmd_web, "web [--port P] [--site DIR]",
      "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
 };
@@ -81,6 +84,9 @@ Global flags (anywhere before --):
                  $XDG_CONFIG_HOME/git-locks/actor.key or ~/.config/git-locks/actor.key;
                  created with mode 0600 on first use; refused if group/world accessible)
   --notary URL   the notary of a guard-time store (default: git config locks.notary)
+  --remote NAME  use the store on remote NAME (default: git config locks.remote;
+                 "" for this repository's): every read fetches its refs/locks/state,
+                 every transition is `git push --atomic --force-with-lease`
   --allow-test-clock  accept a notary running its test clock (tests only)
   --help, --version
 
@@ -165,9 +171,9 @@ int main_impl(int argc, char** argv) {
       (a == "--repo" ? ctx.repo_dir : ctx.key_flag) = args[++at];
     } else if (a == "--allow-test-clock") {
       ctx.allow_test_clock = true;
-    } else if (a == "--notary") {
-      if (at + 1 >= args.size()) return ctx.fail(make_error(Errc::usage, "flag '--notary' needs a value"));
-      ctx.notary_flag = args[++at];
+    } else if (a == "--notary" || a == "--remote") {
+      if (at + 1 >= args.size()) return ctx.fail(make_error(Errc::usage, "flag '" + a + "' needs a value"));
+      (a == "--notary" ? ctx.notary_flag : ctx.remote_flag) = args[++at];
     } else if (a.rfind("--repo=", 0) == 0) {
       ctx.repo_dir = a.substr(7);
     } else if (a.rfind("--key=", 0) == 0) {

@@ -33,7 +33,7 @@ Result<NotaryEndpoint> notary_endpoint(Context& ctx) {
   if (ctx.notary_flag) {
     ep.url = *ctx.notary_flag;
   } else {
-    ep.url = ctx.git().begin_config("locks.notary").value();
+    ep.url = ctx.config("locks.notary");
   }
   if (ep.url.empty())
     return make_error(Errc::usage, "this store requires trusted admission time: set `git config locks.notary "

@@ -13,15 +13,21 @@ json transition_body(Context& ctx, std::int64_t now, json ops) {
   return json{{"created_at", now}, {"name", ctx.display_name()}, {"ops", std::move(ops)}};
 }
 
-Status require_store(const Snapshot& snap) {
-  if (!snap.commit)
-    return make_error(Errc::usage, "no lock store in this repository (refs/locks/state is missing): run `git-locks init`");
+std::string no_store_message(Context& ctx) {
+  auto remote = ctx.remote();
+  if (remote.ok() && *remote)
+    return "no lock store on remote " + **remote + " (its refs/locks/state is missing): run `git-locks init`";
+  return "no lock store in this repository (refs/locks/state is missing): run `git-locks init`";
+}
+
+Status require_store(Context& ctx, const Snapshot& snap) {
+  if (!snap.commit) return make_error(Errc::usage, no_store_message(ctx));
   return Ok{};
 }
 
 Result<Snapshot> current_snapshot(Context& ctx) {
   GITLOCKS_TRY(store, ctx.store());
-  GITLOCKS_TRY(tip, store->read_ref(kStateRef));
+  GITLOCKS_TRY(tip, ctx.read_tip());
   return read_snapshot(*store, tip);
 }
 
@@ -30,16 +36,25 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
   // update-ref overlaps libgit2's initialisation and our planning. A command
   // that ends without publishing drops the update-ref process before it has
   // read a single command.
-  ctx.prefetch_name();
-  const Git git = ctx.git();
-  PendingCas cas = git.begin_cas();
+  ctx.prefetch_config();
+  // Local is the common case: start its update-ref before we know; a remote
+  // store drops it unused.
+  std::optional<PendingCas> cas;
+  if (!ctx.remote_flag) cas.emplace(ctx.git().begin_cas());
   ctx.attempts = 0;
   GITLOCKS_TRY(store, ctx.store());
   GITLOCKS_TRY(me, ctx.identity());
+  GITLOCKS_TRY(remote, ctx.remote());
+  if (remote) cas.reset();
   const std::string instance = random_hex(kInstanceBytes);
+  auto next_cas = [&]() -> Status {
+    GITLOCKS_TRY(c, ctx.begin_cas());
+    cas.emplace(std::move(c));
+    return Ok{};
+  };
   for (int replans = 0; replans <= kMaxReplans; ++replans) {
-    if (replans > 0) cas = git.begin_cas();
-    GITLOCKS_TRY(tip, store->read_ref(kStateRef));
+    if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
+    GITLOCKS_TRY(tip, ctx.read_tip());
     GITLOCKS_TRY(snap, read_snapshot(*store, tip));
     // With guard time, T is the notary's alone: the local clock only proposes.
     GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
@@ -54,7 +69,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     GITLOCKS_TRY(cand, build_candidate(*store, snap, me->key, command, instance, *body, now, admit, vault->get()));
     bool replan = false;
     for (int lock_attempt = 1; !replan; ++lock_attempt) {
-      CasResult r = cas.commit(kStateRef, cand.commit, snap.commit);
+      CasResult r = cas->commit(kStateRef, cand.commit, snap.commit);
       *ctx.attempts += 1;
       switch (r.status) {
         case CasStatus::ok:
@@ -65,13 +80,16 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
         case CasStatus::locked:
           if (lock_attempt == kLockAttempts)
             return make_error(Errc::store_write,
-                              "refs/locks/state.lock is held by another writer (still there after " +
+                              std::string(remote ? "the remote " + *remote + "'s " : "") +
+                                  "refs/locks/state.lock is held by another writer (still there after " +
                                   std::to_string(kLockAttempts) + " attempts; git-locks never removes it): " + r.detail);
-          cas = git.begin_cas();
+          GITLOCKS_CHECK(next_cas());
           std::this_thread::sleep_for(std::chrono::milliseconds(kLockPauseMs));
           break;
         case CasStatus::failed:
-          return make_error(Errc::store_write, "git update-ref failed: " + r.detail);
+          return make_error(Errc::store_write,
+                            std::string(remote ? "git push to " + *remote : std::string("git update-ref")) +
+                                " failed: " + r.detail);
       }
     }
   }

@@ -44,7 +44,9 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
 json transition_body(Context& ctx, std::int64_t now, json ops);
 
 // Error for commands that need an existing store.
-Status require_store(const Snapshot& snap);
+Status require_store(Context& ctx, const Snapshot& snap);
+// "no lock store in this repository ..." (or "... on remote NAME ...").
+std::string no_store_message(Context& ctx);
 
 // The current snapshot (read-only commands).
 Result<Snapshot> current_snapshot(Context& ctx);

@@ -73,7 +73,8 @@ void open_sealed_body(Context& ctx, ObjectStore& store, json& packet) {
   static std::optional<std::optional<Vault>> tip_vault;  // opened once, from the tip's keyring
   if (!tip_vault) {
     tip_vault.emplace();
-    auto tip = store.read_ref(kStateRef);
+    auto ref = ctx.state_ref();  // as read (and fetched) by the caller
+    auto tip = ref.ok() ? store.read_ref(*ref) : Result<std::optional<Oid>>(ref.error());
     auto me = ctx.identity();
     if (tip.ok() && *tip && me.ok()) {
       auto snap = read_snapshot(store, *tip);
