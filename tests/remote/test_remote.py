@@ -1,0 +1,511 @@
+"""Stores shared across machines (SPEC §8, issue 9): every writer is its own
+clone ("host") of a repository served by a real Git server on loopback —
+a bare repository over file://, `git daemon` with receive-pack, and smart
+HTTP through `git http-backend` behind lighttpd. The store is the server's
+refs/locks/state: snapshots are fetched, publications are atomic pushes with
+a lease on the expected root, and the server's pre-receive hook
+(`git-locks hook install --server`) rejects anything that does not replay.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+sys.path.insert(0, HERE)
+
+from servers import KINDS, Server, clone  # noqa: E402
+from support import Result, binary  # noqa: E402
+
+PUSH_WRAPPER = os.path.join(HERE, "push_wrapper.sh")
+STATE = "refs/locks/state"
+
+
+class Host:
+    """One writer: its own clone, its own key, the server as `origin`."""
+
+    def __init__(self, test, root, name, url, configure=True):
+        self.name = name
+        self.path = clone(url, os.path.join(root, name), name)
+        self.key = os.path.join(root, f"{name}.key")
+        self.root = root
+        if configure:
+            self.git("config", "locks.remote", "origin")
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        for var in ("GIT_LOCKS_KEY", "GIT_LOCKS_NOW_MS", "GIT_LOCKS_GIT", "GIT_DIR", "GIT_WORK_TREE"):
+            env.pop(var, None)
+        env["GIT_LOCKS_KEY"] = self.key
+        env.update(extra or {})
+        return env
+
+    def run(self, *args, env=None, timeout=60):
+        proc = subprocess.run([binary(), "--repo", self.path, *args], capture_output=True, text=True,
+                              env=self.env(env), timeout=timeout)
+        return Result(proc)
+
+    def git(self, *args, check=True):
+        return subprocess.run(["git", "-C", self.path, *args], capture_output=True, text=True,
+                              check=check).stdout
+
+    def local_state(self):
+        r = subprocess.run(["git", "-C", self.path, "rev-parse", "-q", "--verify", STATE],
+                           capture_output=True, text=True)
+        return r.stdout.strip() or None
+
+
+def server_verify(test, srv, *extra):
+    """`git-locks verify` run on the server's own repository."""
+    r = Result(subprocess.run([binary(), "--repo", srv.bare, "--json", "verify", *extra], capture_output=True,
+                              text=True, env=dict(os.environ, GIT_LOCKS_KEY=os.path.join(srv.root, "auditor.key"))))
+    return r
+
+
+class RemoteTest(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="gitlocks-remote-")
+        self.addCleanup(shutil.rmtree, self.root, True)
+
+    def server(self, kind, hook=True):
+        srv = Server.start(kind, os.path.join(self.root, kind))
+        self.addCleanup(srv.close)
+        if hook:
+            r = Result(subprocess.run([binary(), "--repo", srv.bare, "--json", "hook", "install", "--server"],
+                                      capture_output=True, text=True))
+            self.assertEqual(r.code, 0, r)
+        return srv
+
+    def host(self, srv, name, **kw):
+        return Host(self, srv.root, name, srv.url, **kw)
+
+    def assertOk(self, res):
+        self.assertEqual(res.code, 0, res)
+        return res
+
+    def assertRefused(self, res, reason):
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual(res.error["reason"], reason, res)
+
+    def assertStore(self, res, kind):
+        self.assertEqual(res.code, 2, res)
+        self.assertEqual(res.error["error"], kind, res)
+        return res.error
+
+
+class EndToEnd(RemoteTest):
+    """The same life cycle through every transport."""
+
+    def life_cycle(self, kind):
+        srv = self.server(kind)
+        alice = self.host(srv, "alice")
+        bob = self.host(srv, "bob")
+        self.assertOk(alice.run("init"))
+        self.assertIsNotNone(srv.tip())
+        self.assertIsNone(alice.local_state(), "a remote store never writes the clone's own refs/locks/state")
+
+        claimed = self.assertOk(alice.run("--json", "claim", "--ttl", "10m", "src/parser/")).json
+        self.assertEqual(claimed["commit"], srv.tip())
+        self.assertEqual(claimed["attempts"], 1)
+
+        with_tip = srv.tip()
+        self.assertRefused(bob.run("--json", "claim", "src/parser/lexer.c"), "held-path")
+        self.assertEqual(srv.tip(), with_tip, "a refusal publishes nothing")
+
+        status = self.assertOk(bob.run("--json", "status")).json
+        self.assertEqual([l["resource"] for l in status["leases"]], ["path:src/parser"], status)
+
+        lease = claimed["leases"][0]["lease"]
+        self.assertOk(alice.run("--json", "extend", "--ttl", "20m", lease))
+        self.assertOk(alice.run("--json", "release", lease))
+        got = self.assertOk(bob.run("--json", "claim", "src/parser/lexer.c")).json
+        self.assertEqual(got["commit"], srv.tip())
+        self.assertOk(bob.run("--json", "sem", "acquire", "runners", "--limit", "1"))
+        self.assertRefused(alice.run("--json", "sem", "acquire", "runners", "--limit", "1"), "full-semaphore")
+
+        log = bob.run("--json", "log")
+        self.assertOk(log)
+        self.assertEqual(len(log.out.splitlines()), len(srv.history()))
+
+        # verify: on the server's own repository, and from a host through the remote.
+        self.assertOk(server_verify(self, srv))
+        v = self.assertOk(alice.run("--json", "verify"))
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["tip"], summary["commits"], summary["ok"]), (srv.tip(), len(srv.history()), True))
+
+        # export: a bundle whose one ref is refs/locks/state at the server's tip.
+        bundle = os.path.join(self.root, f"{kind}.bundle")
+        out = self.assertOk(alice.run("--json", "export", "--bundle", bundle)).json
+        self.assertEqual(out["tip"], srv.tip())
+        heads = subprocess.run(["git", "bundle", "list-heads", bundle], capture_output=True, text=True,
+                               check=True).stdout.split()
+        self.assertEqual(heads, [srv.tip(), STATE])
+        return srv, alice, bob
+
+    def test_file(self):
+        self.life_cycle("file")
+
+    def test_git_daemon(self):
+        self.life_cycle("daemon")
+
+    def test_smart_http(self):
+        self.life_cycle("http")
+
+    def test_remote_flag_and_run_renewals(self):
+        srv = self.server("daemon")
+        alice = self.host(srv, "alice", configure=False)
+        self.assertOk(alice.run("--remote", "origin", "init"))
+        before = len(srv.history())
+        marker = os.path.join(self.root, "ran")
+        # TTL 1.5 s, renewed every 0.5 s while the command runs for 1.6 s.
+        r = alice.run("--remote", "origin", "run", "--ttl", "1500ms", "--claim", "build/", "--",
+                      "sh", "-c", f"sleep 1.6; touch {marker}")
+        self.assertOk(r)
+        self.assertTrue(os.path.exists(marker))
+        commands = []
+        for c in srv.history()[:len(srv.history()) - before]:
+            msg = subprocess.run(["git", "-C", srv.bare, "log", "-1", "--format=%s", c], capture_output=True,
+                                 text=True, check=True).stdout.strip()
+            commands.append(msg)
+        self.assertGreaterEqual(len(commands), 4, commands)  # claim, >= 2 renewals, release
+        self.assertOk(server_verify(self, srv))
+        # Without --remote (and no locks.remote) the clone's own repository is the store.
+        self.assertIsNone(self.assertOk(alice.run("--json", "status")).json["commit"])
+        # --remote "" overrides locks.remote: this repository's store.
+        alice.git("config", "locks.remote", "origin")
+        self.assertIsNone(self.assertOk(alice.run("--remote", "", "--json", "status")).json["commit"])
+        self.assertEqual(self.assertOk(alice.run("--json", "status")).json["commit"], srv.tip())
+
+
+    def test_web_serves_the_remote_store(self):
+        srv = self.server("http")
+        alice = self.host(srv, "alice")
+        self.assertOk(alice.run("init"))
+        site = os.path.join(self.root, "site")
+        os.makedirs(os.path.join(site, "pkg"))
+        for name in ("index.html", os.path.join("pkg", "browser.mjs")):
+            open(os.path.join(site, name), "w").close()
+        web = subprocess.Popen([binary(), "--repo", alice.path, "web", "--site", site], env=alice.env(),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(web.wait)
+        self.addCleanup(web.kill)
+        port = json.loads(web.stdout.readline())["port"]
+        import urllib.request
+
+        def get(path):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/{path}", timeout=20) as r:
+                return r.read(), r.headers
+
+        live = json.loads(get("live.json")[0])
+        self.assertEqual(live["tip"], srv.tip())
+        self.assertOk(self.host(srv, "bob").run("claim", "docs/"))  # the ref moves on the server
+        self.assertEqual(json.loads(get("live.json")[0])["tip"], srv.tip())
+        data, headers = get("live.bundle")
+        self.assertEqual(headers["X-Git-Locks-Tip"], srv.tip())
+        bundle = os.path.join(self.root, "live.bundle")
+        with open(bundle, "wb") as f:
+            f.write(data)
+        heads = subprocess.run(["git", "bundle", "list-heads", bundle], capture_output=True, text=True,
+                               check=True).stdout.split()
+        self.assertEqual(heads, [srv.tip(), STATE])
+
+
+class Publication(RemoteTest):
+    def test_stale_push_fetches_and_replans(self):
+        srv = self.server("file")
+        alice, bob = self.host(srv, "alice"), self.host(srv, "bob")
+        self.assertOk(alice.run("init"))
+        state = os.path.join(self.root, "wrapper-state")
+        os.mkdir(state)
+        log = os.path.join(self.root, "push.log")
+        # Bob publishes between Alice's fetch and her push: her lease is stale.
+        race = f"GIT_LOCKS_KEY={bob.key} {binary()} --repo {bob.path} claim other/"
+        r = alice.run("--json", "claim", "mine/", env={"GIT_LOCKS_GIT": PUSH_WRAPPER, "PUSH_WRAPPER_LOG": log,
+                                                       "PUSH_WRAPPER_STATE": state, "PUSH_WRAPPER_RACE_CMD": race})
+        self.assertOk(r)
+        self.assertEqual(r.json["attempts"], 2, r)
+        with open(log) as f:
+            pushes = f.read().splitlines()
+        self.assertEqual([p.split()[0] for p in pushes], ["1", "0"], pushes)
+        self.assertIn("--atomic", pushes[0])
+        self.assertIn("--force-with-lease=refs/locks/state:", pushes[0])
+        leases = {l["resource"] for l in self.assertOk(alice.run("--json", "status")).json["leases"]}
+        self.assertEqual(leases, {"path:mine", "path:other"})
+        self.assertOk(server_verify(self, srv))
+
+    def test_server_side_race_is_stale_not_failure(self):
+        """Both pushes pass the lease check; the server's own compare-and-swap
+        rejects the slower one ("atomic transaction failed"), which replans."""
+        srv = self.server("daemon")
+        alice, bob = self.host(srv, "alice"), self.host(srv, "bob")
+        self.assertOk(alice.run("init"))
+        hook = os.path.join(srv.bare, "hooks", "pre-receive")
+        gate = os.path.join(self.root, "gate")
+        with open(hook) as f:
+            verify_hook = f.read()
+        with open(hook, "w") as f:
+            # The first push waits inside the hook (after the lease check)
+            # until the second one has landed.
+            f.write(f"#!/bin/sh\nif mkdir {gate} 2>/dev/null; then\n"
+                    f"  while [ ! -e {gate}/go ]; do sleep 0.02; done\nfi\n" +
+                    verify_hook.split("\n", 1)[1])
+        result = {}
+        t = threading.Thread(target=lambda: result.update(r=alice.run("--json", "claim", "a/")))
+        t.start()
+        deadline = time.monotonic() + 20
+        while not os.path.isdir(gate) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(os.path.isdir(gate), "the first push never reached the hook")
+        self.assertOk(bob.run("--json", "claim", "b/"))
+        open(os.path.join(gate, "go"), "w").close()
+        t.join(60)
+        r = result["r"]
+        self.assertOk(r)
+        self.assertEqual(r.json["attempts"], 2, r)
+        self.assertEqual(r.json["commit"], srv.tip())
+        self.assertOk(server_verify(self, srv))
+
+    def test_hook_rejection_is_store_write_with_the_servers_words(self):
+        srv = self.server("daemon", hook=False)
+        alice = self.host(srv, "alice")
+        self.assertOk(alice.run("init"))
+        before = srv.tip()
+        hook = os.path.join(srv.bare, "hooks", "pre-receive")
+        with open(hook, "w") as f:
+            # A hook that also mimics the server's compare-and-swap message:
+            # only git's own summary may make a rejection stale.
+            f.write('#!/bin/sh\necho \'policy says "no"\'\necho "second line"\n'
+                    'echo "error: cannot lock ref \'refs/locks/state\': is at 1111 but expected 2222"\nexit 1\n')
+        os.chmod(hook, 0o755)
+        r = alice.run("--json", "claim", "x/")
+        e = self.assertStore(r, "store-write")
+        self.assertEqual(e["attempts"], 1, r)  # not one of the 200 replans
+        self.assertIn('policy says "no"', e["detail"])
+        self.assertIn("second line", e["detail"])
+        self.assertIn("pre-receive hook declined", e["detail"])
+        self.assertEqual(len(r.err.splitlines()), 1, "one JSON line, newlines escaped")
+        self.assertEqual(srv.tip(), before)
+        self.assertEqual(r.out, "")
+
+    def test_held_server_ref_lock_retries_the_same_push_then_fails(self):
+        srv = self.server("file")
+        alice = self.host(srv, "alice")
+        self.assertOk(alice.run("init"))
+        before = srv.tip()
+        # The server's own lock wait (100 ms by default) would hide ours.
+        subprocess.run(["git", "-C", srv.bare, "config", "core.filesRefLockTimeout", "0"], check=True)
+        lock = os.path.join(srv.bare, "refs", "locks", "state.lock")
+        with open(lock, "w") as f:
+            f.write("planted\n")
+        log = os.path.join(self.root, "push.log")
+        r = alice.run("--json", "claim", "x/", env={"GIT_LOCKS_GIT": PUSH_WRAPPER, "PUSH_WRAPPER_LOG": log})
+        e = self.assertStore(r, "store-write")
+        self.assertEqual(e["attempts"], 6, r)
+        self.assertIn("state.lock", e["detail"])
+        with open(log) as f:
+            pushes = [line.split(" ", 1)[1] for line in f.read().splitlines()]
+        self.assertEqual(len(pushes), 6)
+        self.assertEqual(len(set(pushes)), 1, "the same candidate every time")
+        with open(lock) as f:
+            self.assertEqual(f.read(), "planted\n", "git-locks never touches another writer's lock")
+        self.assertEqual(srv.tip(), before)
+        # A lock that goes away during the retries: the same candidate lands.
+        state = os.path.join(self.root, "wrapper-state")
+        os.mkdir(state)
+        r = alice.run("--json", "claim", "x/", env={"GIT_LOCKS_GIT": PUSH_WRAPPER, "PUSH_WRAPPER_STATE": state,
+                                                    "PUSH_WRAPPER_AFTER_CMD": f"rm -f {lock}"})
+        self.assertOk(r)
+        self.assertEqual(r.json["attempts"], 2, r)
+        self.assertEqual(r.json["commit"], srv.tip())
+
+    def test_concurrent_commands_in_one_clone(self):
+        """Several writers share one clone (and so its cache ref of the remote tip)."""
+        srv = self.server("daemon")
+        shared = self.host(srv, "shared")
+        self.assertOk(shared.run("init"))
+        results, lock = [], threading.Lock()
+
+        def writer(i):
+            key = os.path.join(self.root, f"w{i}.key")
+            for n in range(6):
+                for args in (("claim", f"p{i}/{n}"), ("release", f"p{i}/{n}")):
+                    r = shared.run("--json", *args, env={"GIT_LOCKS_KEY": key})
+                    with lock:
+                        results.append(r)
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        failed = [r for r in results if r.code != 0]
+        self.assertEqual(failed, [], f"{len(failed)} of {len(results)} failed")
+        self.assertEqual(len(srv.history()), 1 + len(results))
+        self.assertOk(server_verify(self, srv))
+
+    def test_bad_remote_names_and_unreachable_remotes(self):
+        srv = self.server("file")
+        alice = self.host(srv, "alice", configure=False)
+        for bad in ("../x", "-x", "a..b", "a//b", "x.lock", "a b"):
+            r = alice.run("--remote", bad, "status")
+            self.assertEqual(r.code, 64, (bad, r))
+            self.assertEqual(r.error["error"], "usage")
+        e = self.assertStore(alice.run("--remote", "nosuch", "status"), "store-read")
+        self.assertIn("nosuch", e["detail"])
+        self.assertStore(alice.run("--remote", "nosuch", "init"), "store-read")
+        self.assertIsNone(srv.tip())
+
+    def test_creation_race_on_the_remote(self):
+        srv = self.server("daemon")
+        hosts = [self.host(srv, f"h{i}") for i in range(4)]
+        procs = [subprocess.Popen([binary(), "--repo", h.path, "--json", "init"], env=h.env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for h in hosts]
+        outs = [p.communicate(timeout=60) for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0] * 4, outs)
+        self.assertEqual(len(srv.history()), 1, "exactly one init landed")
+        self.assertOk(server_verify(self, srv))
+
+
+class ServerHook(RemoteTest):
+    """A buggy or hostile client cannot publish an invalid state."""
+
+    def setUp(self):
+        super().setUp()
+        self.srv = self.server("daemon")
+        self.alice = self.host(self.srv, "alice")
+        self.assertOk(self.alice.run("init"))
+        self.assertOk(self.alice.run("claim", "src/"))
+        self.alice.git("fetch", "-q", "origin", f"+{STATE}:{STATE}")  # a local copy to forge from
+        self.good = self.srv.tip()
+
+    def forge(self, tree=None, parent=None, message="git-locks: claim"):
+        a = self.alice
+        tree = tree or a.git("rev-parse", f"{STATE}^{{tree}}").strip()
+        parent = parent or a.git("rev-parse", STATE).strip()
+        return a.git("commit-tree", tree, "-p", parent, "-m", message).strip()
+
+    def push(self, spec):
+        return subprocess.run(["git", "-C", self.alice.path, "push", "--porcelain", "origin", spec],
+                              capture_output=True, text=True)
+
+    def assertRejected(self, spec, why):
+        r = self.push(spec)
+        self.assertNotEqual(r.returncode, 0, r)
+        self.assertIn("pre-receive hook declined", r.stdout, r)
+        self.assertIn(why, r.stderr, r)
+        self.assertEqual(self.srv.tip(), self.good, "the server's ref moved")
+
+    def test_replayed_packet_is_rejected(self):
+        # The tip's own tree (and packet) again on top of the tip: its source
+        # checkpoint is no longer the parent's state.
+        self.assertRejected(f"{self.forge()}:{STATE}", "is not a valid transition")
+
+    def test_tampered_state_is_rejected(self):
+        a = self.alice
+        tree = a.git("rev-parse", f"{STATE}^{{tree}}").strip()
+        parent_tree = a.git("rev-parse", f"{STATE}~1^{{tree}}").strip()
+        listing = a.git("ls-tree", tree)
+        old_state = [l for l in listing.splitlines() if l.endswith("\tstate")][0].split()[2]
+        parent_state = [l for l in a.git("ls-tree", parent_tree).splitlines() if l.endswith("\tstate")][0].split()[2]
+        self.assertNotEqual(old_state, parent_state)
+        # The claim's packet with the state of before the claim: a lease that vanished.
+        forged_tree = subprocess.run(["git", "-C", a.path, "mktree"], input=listing.replace(old_state, parent_state),
+                                     capture_output=True, text=True, check=True).stdout.strip()
+        self.assertRejected(f"+{self.forge(tree=forged_tree, parent=a.git('rev-parse', STATE + '~1').strip())}"
+                            f":{STATE}", "does not descend")
+        # and as a successor of the tip
+        self.assertRejected(f"{self.forge(tree=forged_tree)}:{STATE}", "is not a valid transition")
+
+    def test_unsigned_garbage_is_rejected(self):
+        a = self.alice
+        blob = subprocess.run(["git", "-C", a.path, "hash-object", "-w", "--stdin"], input="{}",
+                              capture_output=True, text=True, check=True).stdout.strip()
+        tree = subprocess.run(["git", "-C", a.path, "mktree"], input=f"100644 blob {blob}\tpacket.json\n",
+                              capture_output=True, text=True, check=True).stdout.strip()
+        self.assertRejected(f"{self.forge(tree=tree)}:{STATE}", "refs/locks/state")
+
+    def test_deletion_and_rewrite_are_rejected(self):
+        self.assertRejected(f":{STATE}", "deleting the lock store")
+        first = self.alice.git("rev-parse", f"{STATE}~1").strip()
+        self.assertRejected(f"+{first}:{STATE}", "does not descend")
+
+    def test_other_refs_pass_and_valid_transitions_still_land(self):
+        self.alice.git("commit", "-q", "--allow-empty", "-m", "work")
+        r = self.push("HEAD:refs/heads/main")
+        self.assertEqual(r.returncode, 0, r)
+        self.assertOk(self.alice.run("claim", "docs/"))
+        self.assertOk(server_verify(self, self.srv))
+
+    def test_private_store_is_checked_structurally(self):
+        srv = self.server("file")
+        owner = self.host(srv, "owner")
+        self.assertOk(owner.run("init", "--private"))
+        self.assertOk(owner.run("claim", "secret/plan.txt"))
+        self.assertIsNotNone(srv.tip())
+        # The server holds no member key: its verification is structural.
+        v = server_verify(self, srv)
+        self.assertOk(v)
+        self.assertIn("structural verification only", v.err)
+        objects = subprocess.run(["git", "-C", srv.bare, "cat-file", "--batch-all-objects", "--batch"],
+                                 capture_output=True, check=True).stdout
+        self.assertNotIn(b"secret/plan.txt", objects)
+
+
+class ServerGoesAway(RemoteTest):
+    def test_server_down_is_exit_2_and_nothing_is_lost(self):
+        srv = self.server("daemon")
+        alice, bob = self.host(srv, "alice"), self.host(srv, "bob")
+        self.assertOk(alice.run("init"))
+        self.assertOk(alice.run("claim", "a/"))
+        before = srv.history()
+
+        # Writers hammer the server; it goes away in the middle.
+        acked, lock = [], threading.Lock()
+        stop = time.monotonic() + 3.0
+        codes = []
+
+        def writer(h, i):
+            n = 0
+            while time.monotonic() < stop:
+                n += 1
+                r = h.run("--json", "claim", "--ttl", "2s", f"w{i}/{n}")
+                with lock:
+                    codes.append(r.code)
+                    if r.code == 0:
+                        acked.append(r.json["commit"])
+                    else:
+                        self.assertEqual(r.code, 2, r)
+                        self.assertIn(r.error["error"], ("store-read", "store-write"), r)
+        threads = [threading.Thread(target=writer, args=(h, i)) for i, h in enumerate((alice, bob))]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        srv.stop()
+        for t in threads:
+            t.join(120)
+        self.assertIn(2, codes, "no writer noticed the server going away")
+
+        marker = os.path.join(self.root, "launched")
+        r = bob.run("run", "--claim", "z/", "--", "touch", marker)
+        self.assertStore(r, "store-read")
+        self.assertFalse(os.path.exists(marker), "a command was launched without admission")
+
+        srv.restart()
+        history = srv.history()
+        self.assertEqual(history[-len(before):], before, "the history before the outage was rewritten")
+        for c in acked:
+            self.assertIn(c, history, f"{c} was reported as published but is not on the server")
+        self.assertOk(server_verify(self, srv))
+        self.assertOk(bob.run("claim", "after/"))
+
+
+if __name__ == "__main__":
+    unittest.main()
