@@ -37,9 +37,7 @@ bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; 
 Result<KeyPair> parse_actor_key(std::string_view text) {
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
   while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  auto bad = [](const std::string& why) {
-    return make_error(Errc::usage, "not a git-locks actor key (" + why + ")");
-  };
+  auto bad = [](const std::string& why) { return make_error(Errc::usage, "not a git-locks actor key (" + why + ")"); };
   std::array<std::uint8_t, kSeedBytes> seed{};
   if (text.empty() || text.front() != '{') {
     if (!seed_from_hex(text, seed)) return bad("expected a key file or a seed of 64 hex digits");

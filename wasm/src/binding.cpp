@@ -308,9 +308,12 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
                                   [&](const gitlocks::Verdict& v) { verdicts.push_back(gitlocks::verdict_json(v)); });
   if (!r.ok()) return fail(r.error());
   auto opt = [](const std::optional<gitlocks::Oid>& o) { return o ? json(*o) : json(nullptr); };
-  json summary = {{"commits", r->commits},         {"invalid", r->invalid},
-                  {"structural", r->structural},   {"tip", opt(r->tip)},
-                  {"first_invalid", opt(r->first_invalid)}, {"private", vault.is_private},
+  json summary = {{"commits", r->commits},
+                  {"invalid", r->invalid},
+                  {"structural", r->structural},
+                  {"tip", opt(r->tip)},
+                  {"first_invalid", opt(r->first_invalid)},
+                  {"private", vault.is_private},
                   {"member", vault.vault.has_value()}};
   if (r->structural > 0 || (vault.is_private && !vault.vault)) summary["note"] = std::string(gitlocks::kStructuralNote);
   return ok({{"verdicts", std::move(verdicts)}, {"summary", std::move(summary)}});
@@ -343,8 +346,11 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
     auto ref = store->read_ref(gitlocks::kStateRef);
     if (ref.ok() && *ref) {
       auto at_tip = gitlocks::open_member_vault(*store, **ref, member.get());
-      if (at_tip.vault && vault) vault->merge(*at_tip.vault);
-      else if (at_tip.vault) vault = std::move(at_tip.vault);
+      if (at_tip.vault && vault) {
+        vault->merge(*at_tip.vault);
+      } else if (at_tip.vault) {
+        vault = std::move(at_tip.vault);
+      }
     }
     if (vault) codec = gitlocks::make_private_codec(*vault, pol->store, pol->epoch);
     if (!codec)
