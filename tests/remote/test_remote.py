@@ -459,6 +459,69 @@ class ServerHook(RemoteTest):
         self.assertNotIn(b"secret/plan.txt", objects)
 
 
+class GuardTimeOnARemote(RemoteTest):
+    """Trusted admission time with the store on a server: activation and
+    attested claims through pushes, attestations checked by the server."""
+
+    def setUp(self):
+        super().setUp()
+        from test_guard_time import Notary  # tests/cli: a real notary with its test clock
+        self.Notary = Notary
+
+    def activated(self, hook_flags=()):
+        srv = Server.start("daemon", os.path.join(self.root, "daemon"))
+        self.addCleanup(srv.close)
+        r = Result(subprocess.run([binary(), "--repo", srv.bare, *hook_flags, "hook", "install", "--server"],
+                                  capture_output=True, text=True))
+        self.assertOk(r)
+        alice, bob = self.host(srv, "alice"), self.host(srv, "bob")
+        policy = os.path.join(self.root, "policy.json")
+        with open(policy, "w") as f:
+            json.dump({"min_ttl_ms": 1000, "max_ttl_ms": 60000}, f)
+        self.assertOk(alice.run("init", "--policy", policy))
+        notary = self.Notary(self, self.root, "notary", "locks.test").start()
+        self.p = int(time.time() * 1000) + 10_000  # the proposal clock of the attested claims
+        notary.clock(self.p + 5000)
+        for h in (alice, bob):
+            h.git("config", "locks.notary", notary.url)
+        policy_hash = self.assertOk(alice.run("--json", "status")).json["policy_hash"]
+        enable = alice.run("--json", "--allow-test-clock", "guard-time", "enable", "--audience", "locks.test",
+                           "--service-key", notary.service_key, "--disclosure", "GUARD_WINDOW",
+                           "--expected-policy-hash", policy_hash, "--operation-id", "remote-1")
+        return srv, alice, bob, notary, enable
+
+    def attested(self, host, *args):
+        return host.run("--json", "--allow-test-clock", *args, env={"GIT_LOCKS_PROPOSAL_MS": str(self.p)})
+
+    def test_activation_and_attested_claims_through_the_server(self):
+        srv, alice, bob, notary, enable = self.activated(hook_flags=("--allow-test-clock",))
+        self.assertOk(enable)
+        self.assertEqual(enable.json["status"], "ACCEPTED")
+        self.assertEqual(enable.json["commit"], srv.tip())
+        self.assertTrue(self.assertOk(bob.run("--json", "status")).json["guard_time"]["enabled"])
+        got = self.assertOk(self.attested(bob, "claim", "--ttl", "60000", "src/"))
+        self.assertEqual(got.json["admitted_at_ms"], self.p + 5000)
+        self.assertEqual(got.json["commit"], srv.tip())
+        # T outside the claim's window: refused by the notary, nothing pushed.
+        notary.clock(self.p + 59001)
+        tip = srv.tip()
+        r = self.attested(alice, "claim", "--ttl", "60000", "docs/")
+        self.assertRefused(r, "guard-window")
+        self.assertEqual(srv.tip(), tip)
+        v = server_verify(self, srv, "--allow-test-clock")
+        self.assertOk(v)
+        self.assertOk(alice.run("--allow-test-clock", "verify"))
+
+    def test_server_rejects_attestations_it_does_not_accept(self):
+        # The server's hook does not accept a notary's test clock: the
+        # attested activation is rejected there, and nothing moves.
+        srv, alice, bob, notary, enable = self.activated()
+        e = self.assertStore(enable, "store-write")
+        self.assertIn("pre-receive hook declined", e["detail"])
+        self.assertFalse(self.assertOk(bob.run("--json", "status")).json["guard_time"]["enabled"])
+        self.assertEqual(len(srv.history()), 1)
+
+
 class ServerGoesAway(RemoteTest):
     def test_server_down_is_exit_2_and_nothing_is_lost(self):
         srv = self.server("daemon")

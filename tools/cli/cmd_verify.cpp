@@ -164,7 +164,7 @@ std::string human_verdict(const Verdict& v) {
 }  // namespace
 
 int cmd_verify(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"from", true}, {"accept-rewrite", false}, {"allow-test-clock", false}});
+  auto a = ctx.parse(argv, {{"from", true}, {"accept-rewrite", false}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
   // libgit2's object cache (256 MiB by default) would otherwise grow with the
@@ -178,7 +178,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   const Oid tip = **ref;
 
   ReplayOptions options;
-  options.allow_test_clock = a->has("allow-test-clock");
+  options.allow_test_clock = ctx.allow_test_clock;  // global flag, before or after the command
   if (auto from = a->value("from")) {
     auto r = ctx.git().run({"rev-parse", "--verify", "--quiet", *from + "^{commit}"});
     if (!r.ok()) return ctx.fail(r.error());
