@@ -24,8 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kStructuralNote = "structural verification only: not a semantic validation";
-
 Result<fs::path> git_dir(Context& ctx) {
   GITLOCKS_TRY(r, ctx.git().run({"rev-parse", "--absolute-git-dir"}));
   if (r.status != 0) return make_error(Errc::store_read, "git rev-parse --absolute-git-dir: " + r.err);
@@ -88,25 +86,6 @@ Result<bool> descends_from(Context& ctx, ObjectStore& store, const Oid& remember
   if (r.status == 0) return true;
   if (r.status == 1) return false;
   return make_error(Errc::store_read, "git merge-base --is-ancestor: " + r.err);
-}
-
-// The member's keys when the tip's store is PRIVATE and the actor key is in
-// its keyring; nullopt otherwise (`why` says which).
-std::optional<Vault> member_vault(Context& ctx, ObjectStore& store, const Oid& tip, bool& is_private) {
-  is_private = false;
-  auto tc = read_transition_commit(store, tip);
-  if (!tc.ok()) return std::nullopt;
-  StateReader reader(store, tc->state);
-  auto doc = reader.policy();
-  if (!doc.ok()) return std::nullopt;
-  auto pol = parse_policy(*doc);
-  if (!pol.ok() || !pol->is_private) return std::nullopt;
-  is_private = true;
-  auto id = ctx.identity();
-  if (!id.ok()) return std::nullopt;
-  auto vault = Vault::open(*doc, (*id)->key);
-  if (!vault.ok()) return std::nullopt;
-  return std::move(vault).value();
 }
 
 // A bundle whose one ref is refs/locks/state at `tip` (a remote store's tip
@@ -187,8 +166,17 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     if (r->status != 0 || id.size() != 40) return ctx.fail(make_error(Errc::usage, "--from: no such commit '" + *from + "'"));
     options.from = id;
   }
-  bool is_private = false;
-  std::optional<Vault> vault = member_vault(ctx, **store, tip, is_private);
+  // A PRIVATE store is verified in full with a member's keys; any other key
+  // verifies it structurally. A broken key file is an error, not "no key".
+  // The key is loaded only for a PRIVATE store (loading may create one).
+  MemberVault member = open_member_vault(**store, tip, nullptr);
+  if (member.is_private) {
+    auto me = ctx.identity();
+    if (!me.ok()) return ctx.fail(me.error());
+    member = open_member_vault(**store, tip, &(*me)->key);
+  }
+  const bool is_private = member.is_private;
+  std::optional<Vault>& vault = member.vault;
   if (vault) options.vault = &*vault;
 
   // Fork detection against the tip this clone last verified.
@@ -257,7 +245,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
                       : std::string("accepted rewrite: no verified tip was remembered\n");
   }
   if (summary->structural > 0 || (is_private && !vault)) {
-    s["note"] = kStructuralNote;
+    s["note"] = std::string(kStructuralNote);
     text += std::string(kStructuralNote) + " for " + std::to_string(summary->structural) + " commit(s)" +
             (is_private && !vault ? " (this key is not a member of the PRIVATE store)" : "") + "\n";
   }

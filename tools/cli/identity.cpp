@@ -36,24 +36,13 @@ Status make_dirs(const std::string& dir) {
 }
 
 Result<Identity> parse_key(const std::string& path, const std::string& text) {
-  auto doc = canon_parse(text.substr(0, text.find_last_not_of("\r\n") + 1), CanonMode::lenient);
-  auto bad = [&](const std::string& why) {
-    return make_error(Errc::usage, "key file " + path + " is not a git-locks key (" + why + ")");
-  };
-  if (!doc.ok() || !doc->is_object()) return bad("not a JSON object");
-  if (!check_keys(*doc, {"format", "seed"}, "key file").ok()) return bad("unknown fields");
-  auto fmt = get_string(*doc, "format");
-  if (!fmt.ok() || *fmt != kKeyFormat) return bad("format is not " + std::string(kKeyFormat));
-  auto seed_hex = get_string(*doc, "seed");
-  std::array<std::uint8_t, kSeedBytes> seed{};
-  std::size_t len = 0;
-  if (!seed_hex.ok() || seed_hex->size() != 2 * kSeedBytes ||
-      sodium_hex2bin(seed.data(), seed.size(), seed_hex->data(), seed_hex->size(), nullptr, &len, nullptr) != 0 ||
-      len != kSeedBytes)
-    return bad("seed must be 64 hex digits");
+  // The core's parser, shared with the WASM module: the same key text means
+  // the same key on every host.
+  auto kp = parse_actor_key(text);
+  if (!kp.ok()) return make_error(Errc::usage, "key file " + path + " is " + kp.error().message);
   Identity id;
-  id.key = keypair_from_seed(seed);
-  sodium_memzero(seed.data(), seed.size());
+  id.key = *kp;
+  wipe(*kp);
   id.actor = to_hex(id.key.public_key);
   id.key_file = path;
   return id;

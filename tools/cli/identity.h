@@ -16,7 +16,7 @@
 
 namespace gitlocks::cli {
 
-inline constexpr std::string_view kKeyFormat = "gitlocks-actor-key-v1";
+inline constexpr std::string_view kKeyFormat = kActorKeyFormat;
 inline constexpr std::size_t kInstanceBytes = 32;
 
 struct Identity {
