@@ -296,6 +296,26 @@ class Publication(RemoteTest):
         self.assertEqual(srv.tip(), before)
         self.assertEqual(r.out, "")
 
+    def test_lost_push_answer_is_recognised_as_published(self):
+        """The server moves the ref and dies before it answers: the client
+        sees a hung-up connection, fetches, finds its own unique commit at
+        the tip and reports the success it had."""
+        srv = self.server("daemon")
+        alice = self.host(srv, "alice")
+        self.assertOk(alice.run("init"))
+        marker = os.path.join(self.root, "killed")
+        hook = os.path.join(srv.bare, "hooks", "reference-transaction")
+        with open(hook, "w") as f:
+            f.write(f"#!/bin/sh\n[ \"$1\" = committed ] || exit 0\n"
+                    f"grep -q ' refs/locks/state$' || exit 0\n"
+                    f"mkdir {marker} 2>/dev/null && kill -9 $PPID\nexit 0\n")
+        os.chmod(hook, 0o755)
+        r = alice.run("--json", "claim", "x/")
+        self.assertTrue(os.path.isdir(marker), "the server was not killed")
+        self.assertOk(r)
+        self.assertEqual(r.json["commit"], srv.tip())
+        self.assertOk(server_verify(self, srv))
+
     def test_held_server_ref_lock_retries_the_same_push_then_fails(self):
         srv = self.server("file")
         alice = self.host(srv, "alice")

@@ -222,23 +222,4 @@ const std::map<std::string, std::string>& Git::PendingConfigs::values() {
   return *values_;
 }
 
-Git::PendingConfig Git::begin_config(const std::string& key) const {
-  auto argv = base_argv();
-  for (const char* a : {"config", "--get"}) argv.emplace_back(a);
-  argv.push_back(key);
-  return PendingConfig(Process::start(argv, {"LC_ALL=C"}));
-}
-
-std::string Git::PendingConfig::value() {
-  if (value_) return *value_;
-  std::string v;
-  if (process_.ok()) {
-    ProcessResult r = process_->finish({});
-    if (r.status == 0) v = r.out;
-  }
-  while (!v.empty() && (v.back() == '\n' || v.back() == '\r')) v.pop_back();
-  value_ = v;
-  return v;
-}
-
 }  // namespace gitlocks::cli

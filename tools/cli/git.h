@@ -91,19 +91,6 @@ class Git {
   // deleted). Errors: store_read, with git's diagnostics.
   Result<bool> fetch_state(const std::string& remote, const std::string& tracking) const;
 
-  // A started `git config --get KEY` (user.name is read this way); value()
-  // waits for it. An unset key reads as "".
-  class PendingConfig {
-   public:
-    explicit PendingConfig(Result<Process> p) : process_(std::move(p)) {}
-    std::string value();
-
-   private:
-    Result<Process> process_;
-    std::optional<std::string> value_;
-  };
-  PendingConfig begin_config(const std::string& key) const;
-
   // A started `git config -z --get-regexp PATTERN`; values() waits for it:
   // key (lower case, as git prints it) -> its last value.
   class PendingConfigs {

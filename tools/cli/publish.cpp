@@ -40,7 +40,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
   // Local is the common case: start its update-ref before we know; a remote
   // store drops it unused.
   std::optional<PendingCas> cas;
-  if (!ctx.remote_flag) cas.emplace(ctx.git().begin_cas());
+  if (!ctx.remote_flag || ctx.remote_flag->empty()) cas.emplace(ctx.git().begin_cas());
   ctx.attempts = 0;
   GITLOCKS_TRY(store, ctx.store());
   GITLOCKS_TRY(me, ctx.identity());
@@ -87,6 +87,13 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
           std::this_thread::sleep_for(std::chrono::milliseconds(kLockPauseMs));
           break;
         case CasStatus::failed:
+          // A push whose answer was lost (the connection died after the
+          // server moved the ref) did publish: the candidate commit is
+          // unique, so the remote's tip being it proves it.
+          if (remote) {
+            auto now_at = ctx.read_tip();
+            if (now_at.ok() && *now_at == cand.commit) return Published{snap, std::move(cand)};
+          }
           return make_error(Errc::store_write,
                             std::string(remote ? "git push to " + *remote : std::string("git update-ref")) +
                                 " failed: " + r.detail);
