@@ -7,6 +7,8 @@
 #                          reaches git, to let another writer in
 #   PUSH_WRAPPER_AFTER_CMD a shell command run once, after the first push
 #                          has returned (e.g. to release a lock)
+#   PUSH_WRAPPER_FAIL=stale  answer every push as a stale lease would,
+#                          without contacting the server
 #   PUSH_WRAPPER_STATE     directory for the wrapper's own bookkeeping
 set -u
 real_git=${PUSH_WRAPPER_REAL_GIT:-git}
@@ -21,8 +23,15 @@ if [ -n "${PUSH_WRAPPER_RACE_CMD:-}" ] && [ -n "${PUSH_WRAPPER_STATE:-}" ] && \
   race_cmd=$PUSH_WRAPPER_RACE_CMD
   (unset GIT_LOCKS_GIT PUSH_WRAPPER_RACE_CMD; eval "$race_cmd") >/dev/null 2>&1
 fi
-"$real_git" "$@"
-status=$?
+if [ "${PUSH_WRAPPER_FAIL:-}" = stale ]; then
+  spec=${*: -1}
+  printf 'To server\n!\t%s\t[rejected] (stale info)\nDone\n' "$spec"
+  echo "error: failed to push some refs to 'server'" >&2
+  status=1
+else
+  "$real_git" "$@"
+  status=$?
+fi
 if [ -n "${PUSH_WRAPPER_AFTER_CMD:-}" ] && [ -n "${PUSH_WRAPPER_STATE:-}" ] && \
    mkdir "$PUSH_WRAPPER_STATE/after" 2>/dev/null; then
   (eval "$PUSH_WRAPPER_AFTER_CMD") >/dev/null 2>&1

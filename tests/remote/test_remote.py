@@ -242,6 +242,20 @@ class Publication(RemoteTest):
         self.assertEqual(leases, {"path:mine", "path:other"})
         self.assertOk(server_verify(self, srv))
 
+    def test_stale_pushes_are_bounded_by_the_200_replans(self):
+        srv = self.server("file")
+        alice = self.host(srv, "alice")
+        self.assertOk(alice.run("init"))
+        before = srv.tip()
+        log = os.path.join(self.root, "push.log")
+        r = alice.run("--json", "claim", "x/", env={"GIT_LOCKS_GIT": PUSH_WRAPPER, "PUSH_WRAPPER_LOG": log,
+                                                    "PUSH_WRAPPER_FAIL": "stale"}, timeout=300)
+        self.assertRefused(r, "stale-retries-exhausted")
+        self.assertEqual(r.error["attempts"], 201, r)
+        with open(log) as f:
+            self.assertEqual(len(f.read().splitlines()), 201)
+        self.assertEqual(srv.tip(), before)
+
     def test_server_side_race_is_stale_not_failure(self):
         """Both pushes pass the lease check; the server's own compare-and-swap
         rejects the slower one ("atomic transaction failed"), which replans."""
