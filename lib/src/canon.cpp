@@ -77,6 +77,50 @@ Status check_value(const json& v, int depth) {
   }
 }
 
+// nlohmann/json's DOM parser, plus what canonical JSON checks on the way:
+// duplicate keys and nesting depth. (Its callback parser could do the same,
+// but it rescans the enclosing container each time a value ends in it:
+// quadratic in the length of an array, a denial of service on a large
+// packet or policy.)
+class CheckedDomParser : public nlohmann::detail::json_sax_dom_parser<json> {
+  using Base = nlohmann::detail::json_sax_dom_parser<json>;
+
+ public:
+  explicit CheckedDomParser(json& result) : Base(result, /*allow_exceptions=*/false) {}
+  bool start_object(std::size_t n) {
+    enter();
+    keys_.emplace_back();
+    return Base::start_object(n);
+  }
+  bool end_object() {
+    --depth_;
+    keys_.pop_back();
+    return Base::end_object();
+  }
+  bool start_array(std::size_t n) {
+    enter();
+    return Base::start_array(n);
+  }
+  bool end_array() {
+    --depth_;
+    return Base::end_array();
+  }
+  bool key(std::string& k) {
+    if (!keys_.back().insert(k).second) duplicate = true;
+    return Base::key(k);
+  }
+
+  bool duplicate = false;
+  bool too_deep = false;
+
+ private:
+  void enter() {
+    if (++depth_ > kMaxDepth) too_deep = true;
+  }
+  int depth_ = 0;
+  std::vector<std::set<std::string>> keys_;  // of the open objects
+};
+
 }  // namespace
 
 Status canon_check(const json& value) { return check_value(value, 0); }
@@ -90,28 +134,12 @@ Result<json> canon_parse(std::string_view text, CanonMode mode) {
   if (text.find('\0') != std::string_view::npos)
     return make_error(Errc::bad_json, "input contains a NUL byte");
 
-  std::vector<std::set<std::string>> keys;
-  bool duplicate = false;
-  bool too_deep = false;
-  json::parser_callback_t cb = [&](int depth, json::parse_event_t event, json& parsed) {
-    bool opens = event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
-    if (depth + (opens ? 1 : 0) > kMaxDepth) too_deep = true;
-    switch (event) {
-      case json::parse_event_t::object_start: keys.emplace_back(); break;
-      case json::parse_event_t::object_end:
-        if (!keys.empty()) keys.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!keys.empty() && parsed.is_string() &&
-            !keys.back().insert(parsed.get<std::string>()).second)
-          duplicate = true;
-        break;
-      default: break;
-    }
-    return true;
-  };
-  json v = json::parse(text.begin(), text.end(), cb, /*allow_exceptions=*/false);
-  if (v.is_discarded()) return make_error(Errc::bad_json, "not valid JSON");
+  json v;
+  CheckedDomParser sax(v);
+  if (!json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, /*strict=*/true) ||
+      sax.is_errored())
+    return make_error(Errc::bad_json, "not valid JSON");
+  const bool duplicate = sax.duplicate, too_deep = sax.too_deep;
   if (duplicate) return make_error(Errc::bad_json, "duplicate object key");
   if (too_deep) return make_error(Errc::bad_json, "nesting deeper than 64 levels");
   GITLOCKS_CHECK(canon_check(v));
