@@ -105,7 +105,7 @@ Exit status:
 Errors: one JSON object per line on stderr,
   {"error":"refused"|"usage"|"store-read"|"store-write","code":CODE,
    "reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
-   "attempts":N (update-ref runs, when publication was attempted)}
+   "attempts":N (update-ref or push runs, when publication was attempted)}
 
 Environment:
   GIT_LOCKS_KEY     key file (after --key)
@@ -118,7 +118,7 @@ docs/CLI.md describes every command, schema and the publication protocol.
 )";
 
 void print_help() {
-  std::string out = "usage: git-locks [--repo DIR] [--json] [--key FILE] COMMAND [ARGS]\n\nCommands:\n";
+  std::string out = "usage: git-locks [--repo DIR] [--remote NAME] [--json] [--key FILE] COMMAND [ARGS]\n\nCommands:\n";
   for (const auto& c : kCommands) {
     out += "  " + std::string(c.usage) + "\n      " + std::string(c.summary) + "\n";
   }

@@ -6,7 +6,7 @@
 //   KIND     "refused" (exit 1) | "usage" (exit 64) | "store-read" | "store-write" (exit 2)
 //   CODE     the core's error code name (errc_name), always present
 //   reason   refusals only: the refusal name (same as code)
-//   attempts only when publication was attempted: update-ref runs made
+//   attempts only when publication was attempted: update-ref (or push) runs made
 #pragma once
 
 #include <optional>
