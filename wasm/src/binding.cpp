@@ -116,6 +116,21 @@ class MemberKey {
   std::optional<gitlocks::KeyPair> key_;
 };
 
+// A transition commit of a store and the policy its state records (a
+// state of a known format only).
+struct CommitPolicy {
+  gitlocks::TransitionCommit commit;
+  json policy;
+};
+
+gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const char* commit) {
+  GITLOCKS_TRY(tc, gitlocks::read_transition_commit(store, commit ? commit : ""));
+  gitlocks::StateReader reader(store, tc.state);
+  GITLOCKS_CHECK(reader.check_format());
+  GITLOCKS_TRY(policy, reader.policy());
+  return CommitPolicy{std::move(tc), std::move(policy)};
+}
+
 }  // namespace
 
 extern "C" {
@@ -329,12 +344,11 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto tc = gitlocks::read_transition_commit(*store, commit ? commit : "");
-  if (!tc.ok()) return fail(tc.error());
-  gitlocks::StateReader reader(*store, tc->state);
-  if (auto s = reader.check_format(); !s.ok()) return fail(s.error());
-  auto policy = reader.policy();
-  if (!policy.ok()) return fail(policy.error());
+  auto at = commit_policy(*store, commit);
+  if (!at.ok()) return fail(at.error());
+  const gitlocks::TransitionCommit* tc = &at->commit;
+  const json* policy = &at->policy;
+  gitlocks::StateReader reader(*store, tc->state);  // format checked by commit_policy
   std::optional<gitlocks::Vault> vault;
   std::unique_ptr<gitlocks::RecordCodec> codec;
   auto is_private = reader.is_private();
@@ -368,14 +382,9 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
 // PRIVATE one's families stay sealed), so no key is needed.
 char* gitlocks_store_read_policy(int handle, const char* commit) {
   if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  gitlocks::ObjectStore* store = store_of(handle);
-  auto tc = gitlocks::read_transition_commit(*store, commit ? commit : "");
-  if (!tc.ok()) return fail(tc.error());
-  gitlocks::StateReader reader(*store, tc->state);
-  if (auto s = reader.check_format(); !s.ok()) return fail(s.error());
-  auto policy = reader.policy();
-  if (!policy.ok()) return fail(policy.error());
-  return ok({{"commit", tc->commit}, {"tree", tc->state}, {"policy", *policy}});
+  auto at = commit_policy(*store_of(handle), commit);
+  if (!at.ok()) return fail(at.error());
+  return ok({{"commit", at->commit.commit}, {"tree", at->commit.state}, {"policy", at->policy}});
 }
 
 // key_actor(member key) -> {"ok":{"actor":HEX64}}: the public key of an actor
