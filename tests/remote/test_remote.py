@@ -88,6 +88,13 @@ class RemoteTest(unittest.TestCase):
     def host(self, srv, name, **kw):
         return Host(self, srv.root, name, srv.url, **kw)
 
+    def store(self, kind, *names, hook=True):
+        """A server of `kind`, a host per name, and a store the first one initialised."""
+        srv = self.server(kind, hook=hook)
+        hosts = [self.host(srv, n) for n in names]
+        self.assertOk(hosts[0].run("init"))
+        return (srv, *hosts)
+
     def assertOk(self, res):
         self.assertEqual(res.code, 0, res)
         return res
@@ -187,9 +194,7 @@ class EndToEnd(RemoteTest):
 
 
     def test_web_serves_the_remote_store(self):
-        srv = self.server("http")
-        alice = self.host(srv, "alice")
-        self.assertOk(alice.run("init"))
+        srv, alice = self.store("http", "alice")
         site = os.path.join(self.root, "site")
         os.makedirs(os.path.join(site, "pkg"))
         for name in ("index.html", os.path.join("pkg", "browser.mjs")):
@@ -221,9 +226,7 @@ class EndToEnd(RemoteTest):
 
 class Publication(RemoteTest):
     def test_stale_push_fetches_and_replans(self):
-        srv = self.server("file")
-        alice, bob = self.host(srv, "alice"), self.host(srv, "bob")
-        self.assertOk(alice.run("init"))
+        srv, alice, bob = self.store("file", "alice", "bob")
         state = os.path.join(self.root, "wrapper-state")
         os.mkdir(state)
         log = os.path.join(self.root, "push.log")
@@ -243,9 +246,7 @@ class Publication(RemoteTest):
         self.assertOk(server_verify(self, srv))
 
     def test_stale_pushes_are_bounded_by_the_200_replans(self):
-        srv = self.server("file")
-        alice = self.host(srv, "alice")
-        self.assertOk(alice.run("init"))
+        srv, alice = self.store("file", "alice")
         before = srv.tip()
         log = os.path.join(self.root, "push.log")
         r = alice.run("--json", "claim", "x/", env={"GIT_LOCKS_GIT": PUSH_WRAPPER, "PUSH_WRAPPER_LOG": log,
@@ -259,9 +260,7 @@ class Publication(RemoteTest):
     def test_server_side_race_is_stale_not_failure(self):
         """Both pushes pass the lease check; the server's own compare-and-swap
         rejects the slower one ("atomic transaction failed"), which replans."""
-        srv = self.server("daemon")
-        alice, bob = self.host(srv, "alice"), self.host(srv, "bob")
-        self.assertOk(alice.run("init"))
+        srv, alice, bob = self.store("daemon", "alice", "bob")
         hook = os.path.join(srv.bare, "hooks", "pre-receive")
         gate = os.path.join(self.root, "gate")
         with open(hook) as f:
@@ -289,9 +288,7 @@ class Publication(RemoteTest):
         self.assertOk(server_verify(self, srv))
 
     def test_hook_rejection_is_store_write_with_the_servers_words(self):
-        srv = self.server("daemon", hook=False)
-        alice = self.host(srv, "alice")
-        self.assertOk(alice.run("init"))
+        srv, alice = self.store("daemon", "alice", hook=False)
         before = srv.tip()
         hook = os.path.join(srv.bare, "hooks", "pre-receive")
         with open(hook, "w") as f:
@@ -314,9 +311,7 @@ class Publication(RemoteTest):
         """The server moves the ref and dies before it answers: the client
         sees a hung-up connection, fetches, finds its own unique commit at
         the tip and reports the success it had."""
-        srv = self.server("daemon")
-        alice = self.host(srv, "alice")
-        self.assertOk(alice.run("init"))
+        srv, alice = self.store("daemon", "alice")
         marker = os.path.join(self.root, "killed")
         hook = os.path.join(srv.bare, "hooks", "reference-transaction")
         with open(hook, "w") as f:
@@ -331,9 +326,7 @@ class Publication(RemoteTest):
         self.assertOk(server_verify(self, srv))
 
     def test_held_server_ref_lock_retries_the_same_push_then_fails(self):
-        srv = self.server("file")
-        alice = self.host(srv, "alice")
-        self.assertOk(alice.run("init"))
+        srv, alice = self.store("file", "alice")
         before = srv.tip()
         # The server's own lock wait (100 ms by default) would hide ours.
         subprocess.run(["git", "-C", srv.bare, "config", "core.filesRefLockTimeout", "0"], check=True)
@@ -363,9 +356,7 @@ class Publication(RemoteTest):
 
     def test_concurrent_commands_in_one_clone(self):
         """Several writers share one clone (and so its cache ref of the remote tip)."""
-        srv = self.server("daemon")
-        shared = self.host(srv, "shared")
-        self.assertOk(shared.run("init"))
+        srv, shared = self.store("daemon", "shared")
         results, lock = [], threading.Lock()
 
         def writer(i):
@@ -558,9 +549,7 @@ class GuardTimeOnARemote(RemoteTest):
 
 class ServerGoesAway(RemoteTest):
     def test_server_down_is_exit_2_and_nothing_is_lost(self):
-        srv = self.server("daemon")
-        alice, bob = self.host(srv, "alice"), self.host(srv, "bob")
-        self.assertOk(alice.run("init"))
+        srv, alice, bob = self.store("daemon", "alice", "bob")
         self.assertOk(alice.run("claim", "a/"))
         before = srv.history()
 

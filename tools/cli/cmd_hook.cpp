@@ -52,16 +52,8 @@ Result<std::vector<std::string>> split_z(const Result<ProcessResult>& r, const s
   if (!r.ok()) return r.error();
   if (r->status != 0) return make_error(Errc::store_read, what + " failed: " + r->err);
   std::vector<std::string> out;
-  std::string cur;
-  for (char c : r->out) {
-    if (c == '\0') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  if (!cur.empty()) out.push_back(cur);
+  for (std::string_view path : split_fields(r->out, '\0'))
+    if (!path.empty()) out.emplace_back(path);
   return out;
 }
 
@@ -121,13 +113,8 @@ std::vector<std::string> quarantine_object_dirs() {
   std::vector<std::string> dirs;
   if (const char* q = std::getenv("GIT_OBJECT_DIRECTORY"); q && *q) dirs.emplace_back(q);
   if (const char* alt = std::getenv("GIT_ALTERNATE_OBJECT_DIRECTORIES"); alt && *alt) {
-    std::string all = alt;
-    for (std::size_t at = 0; at <= all.size();) {
-      std::size_t end = all.find(':', at);
-      if (end == std::string::npos) end = all.size();
-      if (end > at) dirs.push_back(all.substr(at, end - at));
-      at = end + 1;
-    }
+    for (std::string_view dir : split_fields(alt, ':'))
+      if (!dir.empty()) dirs.emplace_back(dir);
   }
   return dirs;
 }

@@ -61,6 +61,17 @@ std::string trim_right(std::string_view s) {
 
 }  // namespace
 
+std::vector<std::string_view> split_fields(std::string_view text, char sep) {
+  std::vector<std::string_view> out;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find(sep, at);
+    if (end == std::string_view::npos) end = text.size();
+    out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 CasResult classify_update_ref(std::string_view ref, const ProcessResult& r) {
   if (r.status == 0 && r.out.find("commit: ok") != std::string::npos) return {CasStatus::ok, {}};
   CasResult out{CasStatus::failed, describe_failure(r)};
@@ -77,16 +88,11 @@ CasResult classify_update_ref(std::string_view ref, const ProcessResult& r) {
 
 CasResult classify_push(std::string_view ref, const ProcessResult& r) {
   // Porcelain status lines on stdout: "<flag>\t<src>:<dst>\t<summary>".
-  std::string_view out = r.out;
+  const std::string_view out = r.out;
   std::optional<std::string_view> line;
   const std::string dst = ":" + std::string(ref) + "\t";
-  for (std::size_t at = 0; at < out.size();) {
-    std::size_t end = out.find('\n', at);
-    if (end == std::string_view::npos) end = out.size();
-    std::string_view l = out.substr(at, end - at);
+  for (std::string_view l : split_fields(out, '\n'))
     if (l.size() > 2 && l[1] == '\t' && l.find(dst) != std::string_view::npos) line = l;
-    at = end + 1;
-  }
   std::string detail = trim_right(r.err);
   if (line) detail = std::string(line->substr(2)) + (detail.empty() ? "" : "\n" + detail);
   if (detail.empty()) detail = "git push printed nothing";
@@ -102,16 +108,11 @@ CasResult classify_push(std::string_view ref, const ProcessResult& r) {
   if (summary != "[remote rejected] (atomic transaction failed)" && summary != "[remote rejected] (failed to update ref)")
     return {CasStatus::failed, detail};
   const std::string head = "remote: error: cannot lock ref '" + std::string(ref) + "': ";
-  std::string_view err = r.err;
-  for (std::size_t at = 0; at < err.size();) {
-    std::size_t end = err.find('\n', at);
-    if (end == std::string_view::npos) end = err.size();
-    std::string_view l = err.substr(at, end - at);
+  for (std::string_view l : split_fields(r.err, '\n')) {
     if (l.substr(0, head.size()) == head) {
       const std::string why = trim_right(l.substr(head.size()));  // the side band pads lines with spaces
       return {classify_lock_reason(ref, why), detail};
     }
-    at = end + 1;
   }
   return {CasStatus::failed, detail};
 }
@@ -210,14 +211,9 @@ const std::map<std::string, std::string>& Git::PendingConfigs::values() {
   ProcessResult r = process_->finish({});
   if (r.status != 0) return *values_;  // 1: none set
   // -z: "KEY\nVALUE\0" per entry ("KEY\0" for a valueless boolean).
-  std::string_view out = r.out;
-  for (std::size_t at = 0; at < out.size();) {
-    std::size_t end = out.find('\0', at);
-    if (end == std::string_view::npos) end = out.size();
-    std::string_view entry = out.substr(at, end - at);
+  for (std::string_view entry : split_fields(r.out, '\0')) {
     std::size_t nl = entry.find('\n');
     (*values_)[std::string(entry.substr(0, nl))] = nl == std::string_view::npos ? "" : std::string(entry.substr(nl + 1));
-    at = end + 1;
   }
   return *values_;
 }

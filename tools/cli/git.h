@@ -34,6 +34,11 @@ struct CasResult {
   std::string detail;  // git's stderr (and exit status) when it failed
 };
 
+// The fields of `text` separated by `sep` (lines of git's output, -z
+// entries, a PATH-like list); a trailing separator ends the last field, so
+// it adds no empty one.
+std::vector<std::string_view> split_fields(std::string_view text, char sep);
+
 // Classifies the outcome of an update-ref transaction on `ref` from git's
 // exit status, stdout and stderr (git must run with LC_ALL=C).
 CasResult classify_update_ref(std::string_view ref, const ProcessResult& r);
