@@ -108,7 +108,7 @@ TEST_CASE("guard time: activation preconditions") {
   CHECK(enable(s, "owner", other.pins).error().message.find("not supported") != std::string::npos);
 }
 
-TEST_CASE("guard time: no client clock fallback; the notary's T must lie in the interval") {
+TEST_CASE("guard time: no client clock fallback, the notary's T must lie in the interval") {
   Store s;
   Notary n;
   s.admit = n.fn();

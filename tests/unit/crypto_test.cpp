@@ -102,7 +102,7 @@ TEST_CASE("crypto: keypair_from_seed matches RFC 8032 and is seed || public key"
         "d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
 }
 
-TEST_CASE("crypto: keypair_from_seed is deterministic; different seeds give different keys") {
+TEST_CASE("crypto: keypair_from_seed is deterministic, different seeds give different keys") {
   init();
   KeyPair a1 = gitlocks::keypair_from_seed(seed_filled(1));
   KeyPair a2 = gitlocks::keypair_from_seed(seed_filled(1));

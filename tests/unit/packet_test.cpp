@@ -47,7 +47,7 @@ TEST_CASE("tampering with any packet field is detected") {
   }
 }
 
-TEST_CASE("a packet re-signed by another key names the wrong actor; substituted actor fails") {
+TEST_CASE("a packet re-signed by another key names the wrong actor, substituted actor fails") {
   Store s;
   auto c = s.claim("alice", "a", 60'000);
   REQUIRE(c.ok());

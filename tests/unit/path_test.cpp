@@ -99,7 +99,7 @@ TEST_CASE("path: unicode names are kept byte for byte") {
   CHECK(must("a\xC2\xA0" "b").key() == "a\xC2\xA0" "b");
 }
 
-TEST_CASE("path: a trailing '/' marks a directory; display keeps it, key drops it") {
+TEST_CASE("path: a trailing '/' marks a directory, display keeps it, key drops it") {
   auto d = must("a/b/");
   CHECK(d.directory);
   CHECK(d.components == std::vector<std::string>{"a", "b"});

@@ -121,7 +121,7 @@ struct World {
 
 }  // namespace
 
-TEST_CASE("private: members plan on sealed records; nobody else sees paths, notes, names or expiries") {
+TEST_CASE("private: members plan on sealed records, nobody else sees paths, notes, names or expiries") {
   World w;
   auto& s = w.s;
   auto alice = vault_of(s, "alice");
@@ -153,7 +153,7 @@ TEST_CASE("private: members plan on sealed records; nobody else sees paths, note
   CHECK(blind.record("path:secret/q3-budget.xlsx").error().code == Errc::not_member);
 }
 
-TEST_CASE("private: a non-member cannot plan; a pending transition blocks writers and guard time") {
+TEST_CASE("private: a non-member cannot plan, a pending transition blocks writers and guard time") {
   World w;
   auto& s = w.s;
   s.vault = nullptr;
