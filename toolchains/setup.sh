@@ -21,7 +21,7 @@ SUDO=""
 native_pkgs=(
   build-essential cmake ninja-build git pkg-config clang
   libgit2-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
-  libclang-rt-14-dev python3 python3-cryptography ca-certificates
+  libclang-rt-14-dev python3 python3-cryptography python3-nacl ca-certificates
   lighttpd
 )
 wasm_pkgs=(
