@@ -87,7 +87,7 @@ const std::string kDoc =
 
 // ---------------------------------------------------------------- numbers
 
-TEST_CASE("canon: floats are rejected in every spelling, strict and lenient") {
+TEST_CASE("canon: floats are rejected in every spelling - strict and lenient") {
   const char* floats[] = {"1.0", "1e3", "1E3", "1e+3", "1E-2", "-0.0", "0.0", "0e0", "1e0", "1.5",
                           "-1.5", "2.5e-308", "1e400", "-1e400", "9007199254740991.0",
                           "[1.0]", "{\"a\":1e3}", "{\"a\":[0,{\"b\":-0.0}]}"};
@@ -108,7 +108,7 @@ TEST_CASE("canon: malformed number syntax is bad JSON") {
   }
 }
 
-TEST_CASE("canon: integers at +-(2^53-1) are accepted, one beyond is rejected") {
+TEST_CASE("canon: integers at +-(2^53-1) are accepted - one beyond is rejected") {
   auto hi = canon_parse("9007199254740991");
   REQUIRE(hi.ok());
   CHECK(hi->get<std::int64_t>() == 9007199254740991LL);
@@ -267,7 +267,7 @@ TEST_CASE("canon: UTF-8 boundary code points are accepted raw") {
 
 // ---------------------------------------------------------- \u escapes
 
-TEST_CASE("canon: \\u escapes of lone or misordered surrogates are rejected") {
+TEST_CASE("canon: backslash-u escapes of lone or misordered surrogates are rejected") {
   const char* bad[] = {
       "\"\\ud800\"",        "\"\\udbff\"",        "\"\\udc00\"",         "\"\\udfff\"",
       "\"\\ud800\\u0041\"", "\"\\udc00\\ud800\"", "\"\\ud800\\ud800\"",  "\"\\ud800x\"",
@@ -288,7 +288,7 @@ TEST_CASE("canon: a valid escaped surrogate pair is lenient-only and decodes to 
   CHECK(strict_outcome("\"\xF0\x9F\x98\x80\"") == "ok");
 }
 
-TEST_CASE("canon: \\u0000 decodes to a NUL byte and is canonical as \\u0000") {
+TEST_CASE("canon: the escape of U+0000 decodes to a NUL byte and is canonical as backslash-u0000") {
   auto r = canon_parse("\"a\\u0000b\"");
   REQUIRE(r.ok());
   CHECK(r->get<std::string>() == std::string("a\0b", 3));
@@ -321,7 +321,7 @@ TEST_CASE("canon: malformed escapes are bad JSON") {
 
 // ---------------------------------------------------------------- escapes
 
-TEST_CASE("canon: string escapes in canonical output, derived by hand") {
+TEST_CASE("canon: string escapes in canonical output - derived by hand") {
   struct Case {
     std::string value;
     std::string encoded;
@@ -381,7 +381,7 @@ TEST_CASE("canon: string escapes in canonical output, derived by hand") {
 
 // --------------------------------------------------------------- nesting
 
-TEST_CASE("canon: nesting of exactly 64 levels is accepted, 65 is rejected") {
+TEST_CASE("canon: nesting of exactly 64 levels is accepted - 65 is rejected") {
   for (const std::string& inner : {std::string(""), std::string("1"), std::string("\"s\""),
                                    std::string("{}")}) {
     INFO("inner: ", inner);
@@ -538,7 +538,7 @@ TEST_CASE("canon: unsorted keys are lenient-only") {
   }
 }
 
-TEST_CASE("canon: keys sort by UTF-8 bytes, including non-ASCII keys") {
+TEST_CASE("canon: keys sort by UTF-8 bytes - including non-ASCII keys") {
   json obj = json::object();
   // Insert in an order that is neither byte order nor code-unit order.
   obj["\xF0\x9F\x98\x80"] = 1;  // U+1F600: F0 9F 98 80 (UTF-16 D83D, sorts before U+FFFD there)
@@ -622,7 +622,7 @@ TEST_CASE("canon: canon_dump refuses values outside the data model") {
 
 // ------------------------------------------------------------- accessors
 
-TEST_CASE("canon: get_int checks presence, type and range") {
+TEST_CASE("canon: get_int checks presence - type and range") {
   json o = {{"n", 5},
             {"neg", -7},
             {"max", std::int64_t{9007199254740991}},

@@ -102,7 +102,7 @@ TEST_CASE("crypto: keypair_from_seed matches RFC 8032 and is seed || public key"
         "d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
 }
 
-TEST_CASE("crypto: keypair_from_seed is deterministic, different seeds give different keys") {
+TEST_CASE("crypto: keypair_from_seed is deterministic - different seeds give different keys") {
   init();
   KeyPair a1 = gitlocks::keypair_from_seed(seed_filled(1));
   KeyPair a2 = gitlocks::keypair_from_seed(seed_filled(1));
@@ -152,7 +152,7 @@ TEST_CASE("crypto: sign/verify round trip and deterministic signatures") {
   CHECK_FALSE(gitlocks::verify_detached(kPacketDomain, "m", s, PublicKey{}));
 }
 
-TEST_CASE("crypto: every single-bit flip of message, signature or public key fails") {
+TEST_CASE("crypto: every single-bit flip of message - signature or public key fails") {
   init();
   KeyPair kp = gitlocks::keypair_from_seed(seed_filled(0x5a));
   const std::string msg = "{\"command\":\"claim\",\"path\":\"a/b\",\"gen\":7}";
@@ -242,7 +242,7 @@ TEST_CASE("crypto: to_hex is lowercase and round-trips through the parsers") {
   CHECK((*pk)[31] == 0x1a);
 }
 
-TEST_CASE("crypto: hex parsers reject uppercase, wrong lengths and non-hex") {
+TEST_CASE("crypto: hex parsers reject uppercase - wrong lengths and non-hex") {
   init();
   const std::string pk = kPkHex;
   const std::string sig(128, 'a');

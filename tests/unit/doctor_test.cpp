@@ -45,7 +45,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("doctor: a healthy store has no findings, expired leases are reported as info only") {
+TEST_CASE("doctor: a healthy store has no findings - expired leases are reported as info only") {
   Fixture f;
   CHECK(f.diagnose(f.state).empty());
   auto later = f.diagnose(f.state, f.s.now + 60'001);

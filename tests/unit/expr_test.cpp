@@ -147,7 +147,7 @@ void expect_preflight_error(const json& guards, Errc code, const std::string& su
 
 // ---------------------------------------------------------------------------
 
-TEST_CASE("expr: the seed's example, 1000 <= e - T <= 60000 gives [e-60000, e-1000]") {
+TEST_CASE("expr: the seed's example - 1000 <= e - T <= 60000 gives [e-60000 - e-1000]") {
   auto g = seed_guards();
   auto iv = expect_interval(g, expires(100000));
   CHECK(iv == Interval{40000, 99000});  // [100000-60000, 100000-1000]
@@ -172,7 +172,7 @@ TEST_CASE("expr: e = 500 is empty") {
   expect_derive_error(seed_guards(), expires(500), Errc::empty_interval, "empty interval");
 }
 
-TEST_CASE("expr: lower bounds below 0 are cut at 0, never shifted") {
+TEST_CASE("expr: lower bounds below 0 are cut at 0 - never shifted") {
   // e=60000: T >= 0, T <= 59000.
   CHECK(expect_interval(seed_guards(), expires(60000)) == Interval{0, 59000});
   // e=59999: T >= -1 cut to 0; T <= 58999 (not shifted to [1, 59000]).

@@ -130,7 +130,7 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
   for (const auto& v : verdicts) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
 }
 
-TEST_CASE("migrate: refused on format 2, for unknown versions, and unknown formats are never guessed") {
+TEST_CASE("migrate: refused on format 2 - for unknown versions - and unknown formats are never guessed") {
   gitlocks::test::Store s;
   auto r = s.submit("alice", "migrate", migrate_body());
   REQUIRE_FALSE(r.ok());

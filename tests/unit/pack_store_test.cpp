@@ -59,7 +59,7 @@ TEST_CASE("pack store: a v2 bundle replays to the same verdicts as the store it 
   CHECK((*ps)->read_blob(*blob).value() == "overlay\n");
 }
 
-TEST_CASE("pack store: v3 bundles with sha1, and bare packfiles without refs") {
+TEST_CASE("pack store: v3 bundles with sha1 - and bare packfiles without refs") {
   Store s = small_history();
   Oid tip = *s.tip();
   std::string pack = gitlocks::memory_store_pack(s.objects()).value();

@@ -47,7 +47,7 @@ TEST_CASE("tampering with any packet field is detected") {
   }
 }
 
-TEST_CASE("a packet re-signed by another key names the wrong actor, substituted actor fails") {
+TEST_CASE("a packet re-signed by another key names the wrong actor - substituted actor fails") {
   Store s;
   auto c = s.claim("alice", "a", 60'000);
   REQUIRE(c.ok());
@@ -63,7 +63,7 @@ TEST_CASE("a packet re-signed by another key names the wrong actor, substituted 
   CHECK(opened->packet["actor"] != gitlocks::test::actor_hex("alice"));
 }
 
-TEST_CASE("signature bytes: flipped, truncated, extended, wrong domain") {
+TEST_CASE("signature bytes: flipped - truncated - extended - wrong domain") {
   Store s;
   auto c = s.claim("alice", "a", 60'000);
   REQUIRE(c.ok());
@@ -90,7 +90,7 @@ TEST_CASE("signature bytes: flipped, truncated, extended, wrong domain") {
   CHECK(gitlocks::open_packet(d.dump()).error().code == Errc::bad_signature);
 }
 
-TEST_CASE("stored packets must be canonical, complete and of a known format") {
+TEST_CASE("stored packets must be canonical - complete and of a known format") {
   Store s;
   auto c = s.claim("alice", "a", 60'000);
   REQUIRE(c.ok());

@@ -99,7 +99,7 @@ TEST_CASE("path: unicode names are kept byte for byte") {
   CHECK(must("a\xC2\xA0" "b").key() == "a\xC2\xA0" "b");
 }
 
-TEST_CASE("path: a trailing '/' marks a directory, display keeps it, key drops it") {
+TEST_CASE("path: a trailing '/' marks a directory - display keeps it - key drops it") {
   auto d = must("a/b/");
   CHECK(d.directory);
   CHECK(d.components == std::vector<std::string>{"a", "b"});
@@ -116,7 +116,7 @@ TEST_CASE("path: a trailing '/' marks a directory, display keeps it, key drops i
   CHECK(top.key() == "dir");
 }
 
-TEST_CASE("path: components of 255 bytes are accepted, 256 rejected") {
+TEST_CASE("path: components of 255 bytes are accepted - 256 rejected") {
   std::string c255(255, 'x');
   std::string c256(256, 'x');
   CHECK(must(c255).components[0].size() == 255);
@@ -136,7 +136,7 @@ TEST_CASE("path: components of 255 bytes are accepted, 256 rejected") {
   CHECK(rejected(e127 + "ab"));        // 256 bytes
 }
 
-TEST_CASE("path: paths of 4096 bytes are accepted, 4097 rejected") {
+TEST_CASE("path: paths of 4096 bytes are accepted - 4097 rejected") {
   for (std::size_t n : {1u, 255u, 256u, 257u, 511u, 512u, 4095u, 4096u}) {
     for (bool dir : {false, true}) {
       if (dir && n < 2) continue;
@@ -207,7 +207,7 @@ TEST_CASE("path: every byte below 0x20 and 0x7f is rejected anywhere in a path")
   CHECK(must("~").key() == "~");
 }
 
-TEST_CASE("path: overlap is equality or component-prefix, in both directions") {
+TEST_CASE("path: overlap is equality or component-prefix - in both directions") {
   CHECK(overlap("a/b", "a/b"));
   CHECK(overlap("a", "a/b"));
   CHECK(overlap("a/b", "a"));
@@ -233,7 +233,7 @@ TEST_CASE("path: overlap is equality or component-prefix, in both directions") {
   CHECK_FALSE(overlap("caf\xC3\xA9", "caf\xC3\xA9s/x"));
 }
 
-TEST_CASE("path: overlap is symmetric, reflexive and matches a string oracle") {
+TEST_CASE("path: overlap is symmetric - reflexive and matches a string oracle") {
   // Every path over the components {a, b, ab} up to depth 3, files and dirs.
   std::vector<std::string> keys;
   const char* comps[] = {"a", "b", "ab"};

@@ -17,7 +17,7 @@ Errc code_of(const gitlocks::Result<gitlocks::Candidate>& r) {
 }
 }  // namespace
 
-TEST_CASE("claim: exclusive conflicts with exclusive and shared, shared + shared admitted") {
+TEST_CASE("claim: exclusive conflicts with exclusive and shared - shared + shared admitted") {
   Store s;
   REQUIRE(s.claim("alice", "src/a.c", kTtl).ok());
   CHECK(code_of(s.claim("bob", "src/a.c", kTtl)) == Errc::held_path);
@@ -48,7 +48,7 @@ TEST_CASE("claim: the same holder claiming a live lease again is told to extend"
   CHECK(code_of(s.claim("alice", "a", kTtl)) == Errc::usage);
 }
 
-TEST_CASE("claim: bad paths are refused, never rewritten") {
+TEST_CASE("claim: bad paths are refused - never rewritten") {
   Store s;
   for (const char* p : {"", "/abs", "a//b", "./a", "a/../b", "a\\b", ".."}) {
     INFO(p);
@@ -56,7 +56,7 @@ TEST_CASE("claim: bad paths are refused, never rewritten") {
   }
 }
 
-TEST_CASE("TTL window: both inclusive bounds admitted, the adjacent milliseconds refused") {
+TEST_CASE("TTL window: both inclusive bounds admitted - the adjacent milliseconds refused") {
   Store s;  // defaults: MIN_TTL 1000, MAX_TTL 3600000
   CHECK(s.claim("a", "min", 1000).ok());
   // TTL 999: the interval [e-3600000, e-1000] is not empty but ends at now-1.
@@ -76,7 +76,7 @@ TEST_CASE("the derived interval is exact and recorded in the packet") {
   CHECK(c->packet["claimed_at_ms"] == s.now);
 }
 
-TEST_CASE("reclaim: refused before and at expiry, admitted after with generation + 1") {
+TEST_CASE("reclaim: refused before and at expiry - admitted after with generation + 1") {
   Store s;
   REQUIRE(s.claim("alice", "f", 5000).ok());
   const std::int64_t expiry = s.now + 5000;
@@ -97,7 +97,7 @@ TEST_CASE("reclaim: refused before and at expiry, admitted after with generation
   CHECK((*rec)["leases"][0]["generation"] == 2);
 }
 
-TEST_CASE("extend: renew before and at expiry, refused after it, when not increasing, by a non-holder") {
+TEST_CASE("extend: renew before and at expiry - refused after it - when not increasing - by a non-holder") {
   Store s;
   REQUIRE(s.claim("alice", "f", 5000).ok());
   json lease = s.lease_of("alice", "path:f");
@@ -131,7 +131,7 @@ TEST_CASE("stale generation: an operation naming an old generation is refused") 
   CHECK(s.op("bob", {{"op", "release"}, {"path", "f"}, {"lease", cur["id"]}, {"generation", 2}}).ok());
 }
 
-TEST_CASE("release: only by the holder, generations keep increasing across release") {
+TEST_CASE("release: only by the holder - generations keep increasing across release") {
   Store s;
   REQUIRE(s.claim("alice", "f", kTtl).ok());
   json l = s.lease_of("alice", "path:f");
@@ -145,7 +145,7 @@ TEST_CASE("release: only by the holder, generations keep increasing across relea
   CHECK(s.lease_of("bob", "path:f")["generation"] == 2);
 }
 
-TEST_CASE("families: exclusive family blocks other holders on any member, shared family refuses exclusive") {
+TEST_CASE("families: exclusive family blocks other holders on any member - shared family refuses exclusive") {
   json fams = {{"families", json::array({
                                 {{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql", "db/migrations/"}}},
                                 {{"name", "docs"}, {"policy", "shared"}, {"members", {"docs/"}}},
@@ -166,7 +166,7 @@ TEST_CASE("families: exclusive family blocks other holders on any member, shared
   CHECK(s.claim("bob", "db/migrations/002.sql", kTtl).ok());
 }
 
-TEST_CASE("semaphores: full, mismatched limit, reclaim of an expired slot") {
+TEST_CASE("semaphores: full - mismatched limit - reclaim of an expired slot") {
   Store s;
   auto acquire = [&](const std::string& who, std::int64_t limit, std::int64_t ttl = kTtl) {
     return s.op(who, {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", limit}, {"expires_at", s.now + ttl}});
@@ -219,7 +219,7 @@ TEST_CASE("sweep removes only expired leases and records each guard") {
   CHECK_FALSE(s.lease_of("bob", "path:new").is_null());
 }
 
-TEST_CASE("determinism: the same inputs give the same tree ids, replay reproduces the proposal") {
+TEST_CASE("determinism: the same inputs give the same tree ids - replay reproduces the proposal") {
   auto run = [] {
     Store s;
     REQUIRE(s.claim("alice", "src/a.c", kTtl).ok());

@@ -121,7 +121,7 @@ struct World {
 
 }  // namespace
 
-TEST_CASE("private: members plan on sealed records, nobody else sees paths, notes, names or expiries") {
+TEST_CASE("private: members plan on sealed records - nobody else sees paths - notes - names or expiries") {
   World w;
   auto& s = w.s;
   auto alice = vault_of(s, "alice");
@@ -153,7 +153,7 @@ TEST_CASE("private: members plan on sealed records, nobody else sees paths, note
   CHECK(blind.record("path:secret/q3-budget.xlsx").error().code == Errc::not_member);
 }
 
-TEST_CASE("private: a non-member cannot plan, a pending transition blocks writers and guard time") {
+TEST_CASE("private: a non-member cannot plan - a pending transition blocks writers and guard time") {
   World w;
   auto& s = w.s;
   s.vault = nullptr;
@@ -216,7 +216,7 @@ TEST_CASE("private: full and structural verification agree on everything structu
   CHECK(structural[3].level == "structural");
 }
 
-TEST_CASE("private: tampered, swapped, wrong-epoch and replayed sealed data are rejected") {
+TEST_CASE("private: tampered - swapped - wrong-epoch and replayed sealed data are rejected") {
   World w;
   auto& s = w.s;
   REQUIRE(s.claim("owner", "a", 60'000).ok());
@@ -272,7 +272,7 @@ TEST_CASE("private: tampered, swapped, wrong-epoch and replayed sealed data are 
   CHECK(vs2.back().reason == "bad-sealed-body");
 }
 
-TEST_CASE("private: sealing is deterministic, sealed epoch keys open only for their member") {
+TEST_CASE("private: sealing is deterministic - sealed epoch keys open only for their member") {
   auto k = epoch_key(7);
   auto a = gitlocks::seal_document(json{{"x", 1}}, k, 7, std::string(64, 'b'), "records/aa/bb/c.json");
   auto b = gitlocks::seal_document(json{{"x", 1}}, k, 7, std::string(64, 'b'), "records/aa/bb/c.json");

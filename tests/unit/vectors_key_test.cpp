@@ -12,7 +12,7 @@
 
 using gitlocks::json;
 
-TEST_CASE("vectors: actor keys parse to the same actor on every host, or are refused without quoting them") {
+TEST_CASE("vectors: actor keys parse to the same actor on every host - or are refused without quoting them") {
   REQUIRE(gitlocks::crypto_init());
   std::size_t n = 0;
   for (const auto& file : gitlocks::test::vector_files("key")) {
