@@ -9,6 +9,7 @@
 # cases. Either way an entry can pass while running nothing, so this check
 # compares doctest's --count with ctest's entries, name by name, and rejects
 # those characters in names.
+cmake_minimum_required(VERSION 3.25)
 foreach(var UNIT CTEST BUILD_DIR PREFIX)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "check-unit-registry: -D${var}= is required")
