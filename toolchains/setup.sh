@@ -22,7 +22,7 @@ native_pkgs=(
   build-essential cmake ninja-build git pkg-config clang
   libgit2-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
   libclang-rt-14-dev python3 python3-cryptography python3-nacl ca-certificates
-  lighttpd
+  lighttpd util-linux
 )
 wasm_pkgs=(
   emscripten node-acorn dpkg-dev autoconf automake libtool chromium
@@ -34,6 +34,14 @@ pkgs=("${native_pkgs[@]}")
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+
+# Node.js and npm run the WASM, npm-package and browser suites. Debian's
+# `nodejs` ships without npm (it is the separate `npm` package); a Node.js
+# from elsewhere (e.g. NodeSource's, which bundles npm) is used as it is.
+if [ "$want_wasm" = 1 ]; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
@@ -57,7 +65,22 @@ else
   echo "setup: Debian packages already installed"
 fi
 
+# The fault suite (tests/cli/faults.py) drops root with setpriv; util-linux
+# is essential in Debian, so its absence is a broken machine, not a skip.
+if ! command -v setpriv >/dev/null; then
+  echo "setup: setpriv is missing although util-linux is installed: reinstall util-linux" >&2
+  exit 1
+fi
+
 if [ "$want_wasm" = 1 ]; then
+  # The suites use `node --test --test-concurrency`, global WebCrypto and
+  # fetch: Node.js 20.10 or newer (the npm package itself runs on 18).
+  node_version=$(node -p 'process.versions.node' 2>/dev/null || echo none)
+  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=10)?0:1)' 2>/dev/null; then
+    echo "setup: the test suite needs Node.js >= 20.10, found $node_version (Debian bookworm's own nodejs is 18: install Node.js 20 from Debian trixie/bookworm-backports or NodeSource, then re-run)" >&2
+    exit 1
+  fi
+  command -v npm >/dev/null || { echo "setup: npm is missing after installing Debian's npm package" >&2; exit 1; }
   "$here/wasm-deps.sh"
 fi
 echo "setup: done"
