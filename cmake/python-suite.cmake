@@ -2,7 +2,9 @@
 #
 # One ctest per Python unittest module test_*.py of the current source
 # directory, named PREFIX/<module without test_>, run from that directory
-# with Python3::Interpreter; used by the CLI, notary and remote suites.
+# with Python3::Interpreter through tests/support/unittest_ci.py, so a skip
+# is reported as skipped (exit 77), and under CI=true fails; used by the CLI,
+# notary and remote suites.
 function(gitlocks_python_suite prefix)
   cmake_parse_arguments(S "" "TIMEOUT" "LABELS;ENVIRONMENT" ${ARGN})
   if(NOT S_TIMEOUT)
@@ -13,11 +15,12 @@ function(gitlocks_python_suite prefix)
     get_filename_component(module "${test_file}" NAME_WE)
     string(REPLACE "test_" "" name "${module}")
     add_test(NAME "${prefix}/${name}"
-             COMMAND Python3::Interpreter -m unittest -v "${module}"
+             COMMAND Python3::Interpreter "${PROJECT_SOURCE_DIR}/tests/support/unittest_ci.py" "${module}"
              WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
     set_tests_properties("${prefix}/${name}" PROPERTIES
       ENVIRONMENT "${S_ENVIRONMENT};PYTHONDONTWRITEBYTECODE=1"
       LABELS "${S_LABELS}"
+      SKIP_RETURN_CODE 77
       TIMEOUT ${S_TIMEOUT})
   endforeach()
 endfunction()
