@@ -8,13 +8,13 @@ import os
 import subprocess
 import unittest
 
-from support import CliTest, T0
+from support import CliTest, T0, skip
 
 
 def writer():
     path = os.environ.get("GITLOCKS_FORMAT1_WRITER")
     if not path:
-        raise unittest.SkipTest("GITLOCKS_FORMAT1_WRITER is not set")
+        skip("GITLOCKS_FORMAT1_WRITER is not set")
     return path
 
 
