@@ -8,9 +8,13 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from threads import Workers, run_parallel  # noqa: E402,F401 - for the suite's modules
 
 NOTARY = os.environ.get("GITLOCKS_NOTARY_BIN", "gitlocks-notary-test")
 HELPER = os.environ.get("GITLOCKS_NOTARY_REQUEST_BIN", "gitlocks-notary-request")
@@ -28,9 +32,9 @@ def canonical(value):
 class Notary:
     """One `serve` process. start() waits for its listening line."""
 
-    def __init__(self, key, state, test_clock=True, extra=()):
+    def __init__(self, key, state, test_clock=True, extra=(), prefix=()):
         self.key, self.state = key, state
-        self.args = [NOTARY, "serve", "--key", key, "--state", state, "--listen", "127.0.0.1:0",
+        self.args = list(prefix) + [NOTARY, "serve", "--key", key, "--state", state, "--listen", "127.0.0.1:0",
                      "--audience", AUDIENCE] + (["--test-clock"] if test_clock else []) + list(extra)
         self.proc = None
         self.ready = None
@@ -100,14 +104,15 @@ class NotaryCase(unittest.TestCase):
         if os.path.exists(self.tmp):  # a file appeared while removing: once more
             shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def serve(self, test_clock=True, extra=(), state=None):
-        n = Notary(self.key, state or self.state, test_clock, extra)
+    def serve(self, test_clock=True, extra=(), state=None, key=None, prefix=()):
+        n = Notary(key or self.key, state or self.state, test_clock, extra, prefix)
         self.notaries.append(n)
         return n.start()
 
-    def serve_fails(self, extra=(), key=None, state=None, listen="127.0.0.1:0"):
-        """Runs serve expecting a refusal; returns (exit status, error object)."""
-        args = [NOTARY, "serve", "--key", key or self.key, "--state", state or self.state, "--listen", listen,
+    def serve_fails(self, extra=(), key=None, state=None, listen="127.0.0.1:0", prefix=()):
+        """Runs serve (after the command `prefix`, e.g. setpriv) expecting a
+        refusal; returns (exit status, error object)."""
+        args = list(prefix) + [NOTARY, "serve", "--key", key or self.key, "--state", state or self.state, "--listen", listen,
                 "--audience", AUDIENCE] + list(extra)
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:

@@ -5,26 +5,20 @@ import os
 import threading
 import unittest
 
-from support import MAX_SAFE, NotaryCase
+from support import MAX_SAFE, NotaryCase, Workers, run_parallel
 
 PARALLEL = 50
 
 
 class Concurrency(NotaryCase):
     def admit_all(self, n, requests):
-        results = [None] * len(requests)
         barrier = threading.Barrier(len(requests))
 
         def worker(i):
-            barrier.wait()
-            results[i] = n.admit(requests[i])
+            barrier.wait(30)
+            return n.admit(requests[i])
 
-        threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(requests))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        return results
+        return run_parallel([lambda i=i: worker(i) for i in range(len(requests))], 90)
 
     def check_all_admitted(self, results):
         times = []
@@ -60,13 +54,12 @@ class Concurrency(NotaryCase):
                 t += 1
                 self.set_clock(t)
 
-        ticker = threading.Thread(target=tick)
-        ticker.start()
+        ticker = Workers(tick)
         try:
             results = self.admit_all(n, requests)
         finally:
             stop.set()
-            ticker.join()
+        ticker.join(30)  # a clock write that failed fails the test
         times = self.check_all_admitted(results)
         self.assertGreaterEqual(min(times), 10_000)
 

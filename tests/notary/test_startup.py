@@ -2,12 +2,15 @@
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import unittest
 
 from support import MAX_SAFE, NOTARY, NotaryCase, run
+
+NOBODY = 65534  # Debian's unprivileged user and group (nobody:nogroup)
 
 
 class Keygen(NotaryCase):
@@ -105,12 +108,40 @@ class Refusals(NotaryCase):
             f.write("x")
         self.refused("state-unwritable", state=not_a_dir)
         self.refused("state-unwritable", state=os.path.join(self.tmp, "no", "such", "parent"))
-        if os.geteuid() != 0:  # root writes anywhere
-            ro = os.path.join(self.tmp, "ro")
-            os.mkdir(ro, 0o500)
-            self.refused("state-unwritable", state=ro)
+        self.read_only_state_dir_is_refused()
         self.serve()
         self.refused("state-locked")
+
+    def read_only_state_dir_is_refused(self):
+        """A state directory its user may read but not write. Root writes
+        anywhere, so as root (always, in CI) the notary runs as `nobody`
+        through setpriv (util-linux), with a key and directories it owns; a
+        control start with a writable directory shows that the refusal is the
+        directory's doing, and that the process really is unprivileged."""
+        base = os.path.join(self.tmp, "unprivileged")
+        os.mkdir(base, 0o700)
+        ro, rw = os.path.join(base, "ro"), os.path.join(base, "rw")
+        os.mkdir(ro, 0o500)
+        os.mkdir(rw, 0o700)
+        key, prefix, uid = self.key, [], os.geteuid()
+        if uid == 0:
+            self.assertTrue(shutil.which("setpriv"), "setpriv (util-linux) is needed to drop root")
+            key, uid = os.path.join(base, "service.key"), NOBODY
+            shutil.copyfile(self.key, key)
+            os.chmod(key, 0o600)
+            os.chmod(self.tmp, 0o711)  # nobody may pass through, not list
+            for p in (base, ro, rw, key):
+                os.chown(p, NOBODY, NOBODY)
+            prefix = ["setpriv", "--reuid=%d" % NOBODY, "--regid=%d" % NOBODY, "--clear-groups"]
+        err = self.refused("state-unwritable", key=key, state=ro, prefix=prefix)
+        self.assertIn(ro + "/", err["detail"])
+        self.assertEqual(os.listdir(ro), [], "a refused start writes nothing")
+        n = self.serve(key=key, state=rw, prefix=prefix)
+        with open("/proc/%d/status" % n.proc.pid) as f:
+            uids = next(line for line in f if line.startswith("Uid:")).split()[1:]
+        self.assertEqual(uids, [str(uid)] * 4, "the notary runs unprivileged")
+        self.assertEqual(n.stop()[0], 0)
+        self.assertEqual(self.high_water(rw), 0)
 
     def test_non_loopback_listen_needs_allow_remote(self):
         self.refused("remote-listen", status=64, listen="0.0.0.0:0")

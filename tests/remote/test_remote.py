@@ -18,11 +18,13 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 sys.path.insert(0, HERE)
 
 from servers import KINDS, Server, clone  # noqa: E402
 from support import Result, binary  # noqa: E402
+from threads import Workers, run_parallel  # noqa: E402
 
 PUSH_WRAPPER = os.path.join(HERE, "push_wrapper.sh")
 STATE = "refs/locks/state"
@@ -271,17 +273,14 @@ class Publication(RemoteTest):
             f.write(f"#!/bin/sh\nif mkdir {gate} 2>/dev/null; then\n"
                     f"  while [ ! -e {gate}/go ]; do sleep 0.02; done\nfi\n" +
                     verify_hook.split("\n", 1)[1])
-        result = {}
-        t = threading.Thread(target=lambda: result.update(r=alice.run("--json", "claim", "a/")))
-        t.start()
+        first = Workers(lambda: alice.run("--json", "claim", "a/"))
         deadline = time.monotonic() + 20
         while not os.path.isdir(gate) and time.monotonic() < deadline:
             time.sleep(0.02)
         self.assertTrue(os.path.isdir(gate), "the first push never reached the hook")
         self.assertOk(bob.run("--json", "claim", "b/"))
         open(os.path.join(gate, "go"), "w").close()
-        t.join(60)
-        r = result["r"]
+        [r] = first.join(60)
         self.assertOk(r)
         self.assertEqual(r.json["attempts"], 2, r)
         self.assertEqual(r.json["commit"], srv.tip())
@@ -357,20 +356,15 @@ class Publication(RemoteTest):
     def test_concurrent_commands_in_one_clone(self):
         """Several writers share one clone (and so its cache ref of the remote tip)."""
         srv, shared = self.store("daemon", "shared")
-        results, lock = [], threading.Lock()
-
         def writer(i):
             key = os.path.join(self.root, f"w{i}.key")
+            out = []
             for n in range(6):
                 for args in (("claim", f"p{i}/{n}"), ("release", f"p{i}/{n}")):
-                    r = shared.run("--json", *args, env={"GIT_LOCKS_KEY": key})
-                    with lock:
-                        results.append(r)
-        threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
+                    out.append(shared.run("--json", *args, env={"GIT_LOCKS_KEY": key}))
+            return out
+        results = [r for rs in run_parallel([lambda i=i: writer(i) for i in range(4)], 300) for r in rs]
+        self.assertEqual(len(results), 4 * 6 * 2)
         failed = [r for r in results if r.code != 0]
         self.assertEqual(failed, [], f"{len(failed)} of {len(results)} failed")
         self.assertEqual(len(srv.history()), 1 + len(results))
@@ -570,13 +564,10 @@ class ServerGoesAway(RemoteTest):
                     else:
                         self.assertEqual(r.code, 2, r)
                         self.assertIn(r.error["error"], ("store-read", "store-write"), r)
-        threads = [threading.Thread(target=writer, args=(h, i)) for i, h in enumerate((alice, bob))]
-        for t in threads:
-            t.start()
+        writers = Workers(*(lambda h=h, i=i: writer(h, i) for i, h in enumerate((alice, bob))))
         time.sleep(1.0)
         srv.stop()
-        for t in threads:
-            t.join(120)
+        writers.join(120)  # re-raises a writer's failed assertion here
         self.assertIn(2, codes, "no writer noticed the server going away")
 
         marker = os.path.join(self.root, "launched")
