@@ -112,8 +112,8 @@ class NotaryCase(unittest.TestCase):
     def serve_fails(self, extra=(), key=None, state=None, listen="127.0.0.1:0", prefix=()):
         """Runs serve (after the command `prefix`, e.g. setpriv) expecting a
         refusal; returns (exit status, error object)."""
-        args = list(prefix) + [NOTARY, "serve", "--key", key or self.key, "--state", state or self.state, "--listen", listen,
-                "--audience", AUDIENCE] + list(extra)
+        args = list(prefix) + [NOTARY, "serve", "--key", key or self.key, "--state", state or self.state,
+                               "--listen", listen, "--audience", AUDIENCE] + list(extra)
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             out, err = p.communicate(timeout=10)
