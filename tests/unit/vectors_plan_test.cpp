@@ -1,7 +1,9 @@
 // Runs the shared planner vectors tests/vectors/plan/*.json (format in
 // tests/vectors/README.md, section "Planner vectors") through the real core
 // and an in-memory libgit2 store. The same files run natively and in WASM;
-// successor state tree ids must match the recorded ones byte for byte.
+// successor state tree ids must match the recorded ones byte for byte, and
+// the successor's records the expected ones (which tests/reference/
+// golden_plan.py turns into the same tree ids with git plumbing).
 //
 // GITLOCKS_VECTORS_PRINT=1 prints the produced tree ids as JSON Lines instead
 // of requiring them (used once to record golden ids; see gen_plan_vectors.py).
@@ -94,6 +96,18 @@ std::string run_case(const json& c, bool print) {
           return where + "generation of " + res + " is not " + gen.dump();
       }
     }
+    // The records are derived independently of the core (tests/reference/golden_store.py).
+    if (!expect.contains("records")) return where + "no expected records";
+    json records = json::array();
+    StateReader reader(*store, r->outcome.result_state);
+    auto walked = reader.for_each_record([&](const json& rec) {
+      records.push_back(rec);
+      return true;
+    });
+    if (!walked.ok()) return where + walked.error().message;
+    auto key = [](const json& rec) { return rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>(); };
+    std::sort(records.begin(), records.end(), [&](const json& a, const json& b) { return key(a) < key(b); });
+    if (records != expect["records"]) return where + "records " + records.dump() + " != " + expect["records"].dump();
     if (print) {
       std::cout << json{{"case", name}, {"step", i}, {"state", r->outcome.result_state}}.dump() << "\n";
     } else if (expect.value("state", "") != r->outcome.result_state) {

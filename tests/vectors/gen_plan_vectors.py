@@ -6,13 +6,20 @@ Semantics (ok/refusal code, action, generations) are written by hand below.
 Intervals are computed here from SPEC §4's default guards by an independent
 Python model of the TTL window (MIN 1000, MAX 3600000): a claim with
 expiry e admits [e - MAX, e - MIN]; a reclaim adds T > after; an extend adds
-T <= prev. The successor state tree ids ("state") are golden values: the
-first native run printed them (GITLOCKS_VECTORS_PRINT=1) and they were
-merged with --merge; the WASM build must reproduce them byte for byte.
+T <= prev. The expected records of every admitted step ("records") come from
+the independent model of docs/FORMAT.md in tests/reference/golden_store.py,
+never from the core. The successor state tree ids ("state") were recorded
+from the first native run (GITLOCKS_VECTORS_PRINT=1, merged with --merge);
+tests/reference/golden_plan.py derives each of them again from "records"
+with real git plumbing, and every host must reproduce them byte for byte.
 
-Usage: gen_plan_vectors.py [--merge PRINTED.jsonl]
+Usage: gen_plan_vectors.py [--merge PRINTED.jsonl | --check]
+  --check  exits 1 if plan/scenarios.json differs from what this writes
 """
 import json, os, sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+import golden_store  # noqa: E402
 
 MIN, MAX = 1000, 3600000
 NOW = 1700000000000
@@ -95,10 +102,14 @@ case("release by the holder", [ok("alice", [claim("f")], action="claim", interva
 case("release by a non-holder is refused", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("bob", [release("f", "$0.0")], "not-holder")])
 case("release of a superseded lease is a stale generation", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("bob", [claim("f", now=ES + 1)], now=ES + 1, action="reclaim", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1)), err("alice", [release("f", "$0.0", generation=1)], "stale-generation", now=ES + 2)])
 case("generations increase across release", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), ok("alice", [release("f", "$0.0")], action="release", interval=[0, 2**53 - 1]), ok("bob", [claim("f")], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
+# -- intention markers above a lease follow it (records checked by the runners)
+case("extend raises the marker expiry above the lease", [ok("alice", [claim("d/x", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("alice", [extend("d/x", "$0.0", ES + TTL)], now=ES - 10, action="extend", interval=ttl_iv(ES + TTL, hi_extra=ES), generations={"path:d/x": 1})])
+case("releasing the last exclusive lease below clears its marker expiry", [ok("alice", [claim("d/a"), claim("d/b", mode="shared")], action="batch", interval=ttl_iv(E)), ok("alice", [release("d/a", "$0.0")], action="release", interval=[0, 2**53 - 1], generations={"path:d/a": 1, "path:d/b": 1})])
 # -- families
 FAM = {"families": [{"name": "db", "policy": "exclusive", "members": ["db/schema.sql", "db/migrations/"]}, {"name": "docs", "policy": "shared", "members": ["docs/"]}]}
 case("exclusive family blocks another holder on another member", [ok("alice", [claim("db/schema.sql")], action="claim", interval=ttl_iv(E)), err("bob", [claim("db/migrations/001.sql", mode="shared")], "family-policy")], policy=FAM)
 case("exclusive family admits the same holder on every member", [ok("alice", [claim("db/schema.sql")], action="claim", interval=ttl_iv(E)), ok("alice", [claim("db/migrations/001.sql")], action="claim", interval=ttl_iv(E))], policy=FAM)
+case("a directory above a member belongs to the exclusive family", [ok("alice", [claim("db/")], action="claim", interval=ttl_iv(E)), err("bob", [claim("db/migrations/")], "held-path")], policy=FAM)
 case("shared family refuses an exclusive claim", [err("alice", [claim("docs/a.md")], "family-policy")], policy=FAM)
 case("shared family admits shared claims", [ok("alice", [claim("docs/a.md", mode="shared")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("docs/b.md", mode="shared")], action="claim", interval=ttl_iv(E))], policy=FAM)
 case("family is free again after release", [ok("alice", [claim("db/schema.sql")], action="claim", interval=ttl_iv(E)), ok("alice", [release("db/schema.sql", "$0.0")], action="release", interval=[0, 2**53 - 1]), ok("bob", [claim("db/migrations/7.sql")], action="claim", interval=ttl_iv(E))], policy=FAM)
@@ -111,6 +122,7 @@ case("full semaphore is refused", [ok("a", [acq("ci", 1)], action="sem-acquire",
 case("mismatched semaphore limit is refused", [ok("a", [acq("ci", 2)], action="sem-acquire", interval=ttl_iv(E)), err("b", [acq("ci", 3)], "limit-mismatch")])
 case("expired semaphore slot is reclaimed", [ok("a", [acq("ci", 1, ttl=S)], action="sem-acquire", interval=ttl_iv(ES)), ok("b", [acq("ci", 1, now=ES + 1)], now=ES + 1, action="sem-acquire", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1), generations={"sem:ci": 2})])
 case("semaphore release frees a slot", [ok("a", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E)), ok("a", [{"op": "sem-release", "sem": "ci", "lease": "$0.0"}], action="sem-release", interval=[0, 2**53 - 1]), ok("b", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E), generations={"sem:ci": 2})])
+case("semaphore extend keeps the generation", [ok("a", [acq("ci", 2, ttl=S)], action="sem-acquire", interval=ttl_iv(ES)), ok("a", [{"op": "extend", "sem": "ci", "lease": "$0.0", "expires_at": ES + TTL}], now=ES - 10, action="extend", interval=ttl_iv(ES + TTL, hi_extra=ES), generations={"sem:ci": 1})])
 # -- batch and sweep
 case("batch of claim and acquire", [ok("alice", [claim("a"), claim("b", mode="shared"), acq("s", 3)], action="batch", interval=ttl_iv(E))])
 case("batch is all or nothing", [ok("bob", [claim("taken")], action="claim", interval=ttl_iv(E)), err("alice", [claim("free"), claim("taken")], "held-path"), ok("carol", [claim("free")], action="claim", interval=ttl_iv(E), generations={"path:free": 1})])
@@ -122,6 +134,35 @@ case("unknown op is refused", [err("alice", [{"op": "steal", "path": "f"}], "bad
 case("unknown field is refused", [err("alice", [dict(claim("f"), colour="red")], "bad-json")])
 case("bad mode is refused", [err("alice", [claim("f", mode="sticky")], "usage")])
 case("note longer than 1024 bytes is refused", [err("alice", [dict(claim("f"), note="x" * 1025)], "usage")])
+
+def resolve(v, created):
+    """"$K.J" -> the id of the J-th lease created by step K."""
+    if isinstance(v, str) and len(v) > 1 and v[0] == "$":
+        k, j = map(int, v[1:].split("."))
+        return created[k][j]["id"]
+    if isinstance(v, list):
+        return [resolve(e, created) for e in v]
+    if isinstance(v, dict):
+        return {k: resolve(e, created) for k, e in v.items()}
+    return v
+
+
+def add_expected_records(c):
+    """expect.records of every admitted step: the state's records, sorted by
+    resource key, from the model's effects at T = now."""
+    policy = golden_store.default_policy("a" * 64, golden_store.actor_hex("owner"))
+    policy.update(c.get("policy", {}))
+    state = golden_store.State(policy)
+    created = []
+    for i, s in enumerate(c["steps"]):
+        if not s["expect"].get("ok"):
+            created.append([])
+            continue
+        instance = golden_store.sha256_hex(c["name"] + ":" + str(i))
+        created.append(state.apply(golden_store.actor_hex(s["actor"]), s["actor"], instance, s["now"], s["now"],
+                                   resolve(s["ops"], created)))
+        s["expect"]["records"] = json.loads(json.dumps(state.sorted_records()))  # a copy: later steps change them
+
 
 def main():
     out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plan")
@@ -150,9 +191,16 @@ def main():
                 s["expect"]["state"] = g["state"]
         if (c["name"], "init") in golden:
             c["init_state"] = golden[(c["name"], "init")]
+        add_expected_records(c)
+    text = json.dumps({"kind": "plan", "cases": cases}, indent=1, sort_keys=True) + "\n"
+    if "--check" in sys.argv:
+        with open(path) as f:
+            if f.read() != text:
+                print(f"{path} is not what gen_plan_vectors.py writes: run it")
+                sys.exit(1)
+        return
     with open(path, "w") as f:
-        json.dump({"kind": "plan", "cases": cases}, f, indent=1, sort_keys=True)
-        f.write("\n")
+        f.write(text)
     print(f"{len(cases)} cases, {sum(len(c['steps']) for c in cases)} steps -> {path}")
 
 main()

@@ -1,0 +1,346 @@
+"""An independent model of git-locks' stored state, written from
+docs/FORMAT.md (and docs/PRIVATE.md for sealing), never from lib/.
+
+It is what the golden checks stand on: canonical JSON, actor keys (PyNaCl
+Ed25519), the record effects of the planner's ops (path, semaphore and
+family records, intention markers, generations, lease ids), the sharded
+state tree built with real `git hash-object -w` / `git mktree`, packets
+signed under the documented prefix, and transition commits. Admission
+decisions (refused or not) are not modelled: the vectors state them by hand.
+
+Used by tests/reference/golden_plan.py, tests/vectors/gen_plan_vectors.py
+(the expected records of the planner vectors) and
+tests/reference/golden_format1_writer.py (format-1 stores for migration).
+"""
+import hashlib
+import json
+import os
+import subprocess
+
+import nacl.signing
+
+MAX_SAFE = 2**53 - 1
+PACKET_PREFIX = b"gitlocks/packet/v1\0"
+FORMATS = {1: "gitlocks-state-v1", 2: "gitlocks-state-v2"}
+COMMITTER = ("git-locks", "git-locks@invalid")
+
+
+# -- canonical JSON (FORMAT.md "Canonical JSON")
+
+def _check(v):
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return
+    if isinstance(v, int):
+        if not -MAX_SAFE <= v <= MAX_SAFE:
+            raise ValueError(f"unsafe integer {v}")
+        return
+    if isinstance(v, float):
+        raise ValueError("floats are not canonical")
+    if isinstance(v, list):
+        for e in v:
+            _check(e)
+        return
+    if isinstance(v, dict):
+        for k, e in v.items():
+            if not isinstance(k, str):
+                raise ValueError("object keys are strings")
+            _check(e)
+        return
+    raise ValueError(f"not JSON: {v!r}")
+
+
+def canon(v):
+    """Canonical bytes: keys sorted (code point order is UTF-8 byte order),
+    no whitespace, only '"', '\\' and control characters escaped."""
+    _check(v)
+    return json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sha256_hex(data):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- actors (tests/vectors/README.md: seed = sha256("test-actor:" + NAME))
+
+def actor_key(name):
+    return nacl.signing.SigningKey(hashlib.sha256(("test-actor:" + name).encode()).digest())
+
+
+def actor_hex(name):
+    return actor_key(name).verify_key.encode().hex()
+
+
+def default_policy(store, owner):
+    """The policy of a new public store with default TTL bounds."""
+    return {"format": "gitlocks-policy-v1", "store": store, "owner": owner,
+            "min_ttl_ms": 1000, "max_ttl_ms": 3600000, "families": []}
+
+
+# -- resources
+
+def path_key(path):
+    """Normalised resource key of a path: a trailing '/' names the same
+    resource as the path without it."""
+    p = path[:-1] if path.endswith("/") else path
+    comps = p.split("/")
+    if not p or any(c in ("", ".", "..") for c in comps) or "\0" in p:
+        raise ValueError(f"bad path {path!r}")
+    return p
+
+
+def record_location(resource, fmt):
+    h = sha256_hex(resource)
+    if fmt == 1:
+        return ["records", h[:2], h + ".json"]
+    return ["records", h[:2], h[2:4], h + ".json"]
+
+
+def record_key(rec):
+    return rec["kind"] + ":" + rec["name"]
+
+
+def lease_id(instance, op_index, resource):
+    return sha256_hex(f"{instance}\n{op_index}\n{resource}")[:24]
+
+
+def _covers(member, path):
+    """A path belongs to a family when it overlaps a member: equal, or one an
+    ancestor of the other, component by component (a trailing '/' aside)."""
+    m = path_key(member).split("/")
+    p = path_key(path).split("/")
+    n = min(len(m), len(p))
+    return m[:n] == p[:n]
+
+
+class State:
+    """The records of one state, keyed by resource key, and the effects of
+    the planner's ops on them (FORMAT.md "Path record", "Lease",
+    "Semaphore record", "Family record", "Body")."""
+
+    def __init__(self, policy, records=None):
+        self.policy = policy
+        self.records = {record_key(r): json.loads(json.dumps(r)) for r in (records or [])}
+
+    def sorted_records(self):
+        return [self.records[k] for k in sorted(self.records)]
+
+    # record helpers
+    def _path_record(self, key):
+        return self.records.setdefault("path:" + key, {"kind": "path", "name": key, "generation": 0,
+                                                      "leases": [], "below": {}})
+
+    def _drop_if_empty(self, resource):
+        r = self.records.get(resource)
+        if r is None:
+            return
+        if r["kind"] == "path" and r["generation"] == 0 and not r["leases"] and not r["below"]:
+            del self.records[resource]
+        if r["kind"] == "family" and not r["holders"]:
+            del self.records[resource]
+
+    def _ancestors(self, key):
+        comps = key.split("/")
+        return ["/".join(comps[:i]) for i in range(1, len(comps))]
+
+    def _exclusive_families(self, path):
+        return [f["name"] for f in self.policy.get("families", [])
+                if f["policy"] == "exclusive" and any(_covers(m, path) for m in f["members"])]
+
+    def _add_lease_effects(self, key, lease):
+        """Markers on every ancestor and the holder count of exclusive families."""
+        x = lease["mode"] == "exclusive"
+        for a in self._ancestors(key):
+            m = self._path_record(a)["below"].setdefault(lease["holder"], {"x": 0, "xu": 0, "s": 0, "su": 0})
+            m["x" if x else "s"] += 1
+            u = "xu" if x else "su"
+            m[u] = max(m[u], lease["expires_at"])
+        for fam in self._exclusive_families(lease["path"]):
+            rec = self.records.setdefault("family:" + fam, {"kind": "family", "name": fam, "holders": {}})
+            h = rec["holders"].setdefault(lease["holder"], {"n": 0, "until": 0})
+            h["n"] += 1
+            h["until"] = max(h["until"], lease["expires_at"])
+
+    def _extend_lease_effects(self, key, lease):
+        u = "xu" if lease["mode"] == "exclusive" else "su"
+        for a in self._ancestors(key):
+            m = self.records["path:" + a]["below"][lease["holder"]]
+            m[u] = max(m[u], lease["expires_at"])
+        for fam in self._exclusive_families(lease["path"]):
+            h = self.records["family:" + fam]["holders"][lease["holder"]]
+            h["until"] = max(h["until"], lease["expires_at"])
+
+    def _remove_lease_effects(self, key, lease):
+        x = lease["mode"] == "exclusive"
+        for a in self._ancestors(key):
+            rec = self.records["path:" + a]
+            m = rec["below"][lease["holder"]]
+            m["x" if x else "s"] -= 1
+            if m["x" if x else "s"] == 0:
+                m["xu" if x else "su"] = 0  # no lease of that mode left below
+            if m["x"] == 0 and m["s"] == 0:
+                del rec["below"][lease["holder"]]
+            self._drop_if_empty("path:" + a)
+        for fam in self._exclusive_families(lease["path"]):
+            rec = self.records["family:" + fam]
+            h = rec["holders"][lease["holder"]]
+            h["n"] -= 1
+            if h["n"] == 0:
+                del rec["holders"][lease["holder"]]
+            self._drop_if_empty("family:" + fam)
+
+    def _find(self, resource, lid):
+        rec = self.records[resource]
+        for i, l in enumerate(rec["leases"]):
+            if l["id"] == lid:
+                return rec, i
+        raise KeyError(f"no lease {lid} on {resource}")
+
+    # ops
+    def apply(self, holder, name, instance, created_at, now, ops):
+        """Applies a body's ops, admitted at T = now; returns the leases it
+        created, in op order."""
+        created = []
+        for i, op in enumerate(ops):
+            kind = op["op"]
+            if kind == "claim":
+                created.append(self._claim(holder, name, instance, i, created_at, now, op))
+            elif kind == "sem-acquire":
+                created.append(self._sem_acquire(holder, name, instance, i, created_at, now, op))
+            elif kind == "extend":
+                res = "sem:" + op["sem"] if "sem" in op else "path:" + path_key(op["path"])
+                rec, j = self._find(res, op["lease"])
+                lease = rec["leases"][j]
+                lease["expires_at"] = op["expires_at"]
+                if rec["kind"] == "path":
+                    self._extend_lease_effects(rec["name"], lease)
+            elif kind in ("release", "sem-release"):
+                res = "sem:" + op["sem"] if kind == "sem-release" else "path:" + path_key(op["path"])
+                self._remove(res, op["lease"])
+            elif kind == "sweep":
+                for s in op["leases"]:
+                    self._remove("sem:" + s["sem"] if "sem" in s else "path:" + path_key(s["path"]), s["lease"])
+            else:
+                raise ValueError(f"unknown op {kind}")
+        return created
+
+    def _remove(self, resource, lid):
+        rec, j = self._find(resource, lid)
+        lease = rec["leases"].pop(j)
+        if rec["kind"] == "path":
+            self._remove_lease_effects(rec["name"], lease)
+            self._drop_if_empty(resource)
+
+    def _claim(self, holder, name, instance, i, created_at, now, op):
+        key = path_key(op["path"])
+        res = "path:" + key
+        rec = self._path_record(key)
+        excl = op["mode"] == "exclusive"
+        # Expired leases on this very path that the new claim conflicts with
+        # (or the holder's own) are replaced: a reclaim.
+        for old in [l for l in rec["leases"] if l["expires_at"] < now and
+                    (excl or l["mode"] == "exclusive" or l["holder"] == holder)]:
+            rec["leases"].remove(old)
+            self._remove_lease_effects(key, old)
+        rec["generation"] += 1
+        lease = {"id": lease_id(instance, i, res), "holder": holder, "name": name, "mode": op["mode"],
+                 "generation": rec["generation"], "expires_at": op["expires_at"], "created_at": created_at,
+                 "path": op["path"]}
+        if "note" in op:
+            lease["note"] = op["note"]
+        rec["leases"].append(lease)
+        rec["leases"].sort(key=lambda l: l["generation"])
+        self._add_lease_effects(key, lease)
+        return lease
+
+    def _sem_acquire(self, holder, name, instance, i, created_at, now, op):
+        res = "sem:" + op["sem"]
+        rec = self.records.setdefault(res, {"kind": "sem", "name": op["sem"], "limit": op["limit"],
+                                            "generation": 0, "leases": []})
+        if len(rec["leases"]) >= rec["limit"]:
+            rec["leases"] = [l for l in rec["leases"] if l["expires_at"] >= now]
+        rec["generation"] += 1
+        lease = {"id": lease_id(instance, i, res), "holder": holder, "name": name,
+                 "generation": rec["generation"], "expires_at": op["expires_at"], "created_at": created_at}
+        if "note" in op:
+            lease["note"] = op["note"]
+        rec["leases"].append(lease)
+        return lease
+
+
+# -- Git objects through real git plumbing
+
+class Git:
+    """Writes blobs and trees into a repository with `git hash-object -w`
+    and `git mktree`, caching identical objects."""
+
+    def __init__(self, path):
+        self.path = path
+        self._blobs = {}
+        self._trees = {}
+
+    def run(self, *args, data=None, env=None):
+        out = subprocess.run(["git", "-C", self.path, *args], input=data, capture_output=True,
+                             env=dict(os.environ, LC_ALL="C", **(env or {})))
+        if out.returncode != 0:
+            raise RuntimeError(f"git {' '.join(args)}: {out.stderr.decode(errors='replace')}")
+        return out.stdout.decode().strip()
+
+    def ref(self, name):
+        """The commit a ref points at, or None when it does not exist."""
+        out = subprocess.run(["git", "-C", self.path, "rev-parse", "-q", "--verify", name + "^{commit}"],
+                             capture_output=True, text=True)
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    def blob(self, data):
+        if data not in self._blobs:
+            self._blobs[data] = self.run("hash-object", "-w", "--stdin", data=data)
+        return self._blobs[data]
+
+    def tree(self, entries):
+        """entries: {name: ("blob"|"tree", oid)}."""
+        text = "".join(f"{'100644' if t == 'blob' else '040000'} {t} {oid}\t{name}\n"
+                       for name, (t, oid) in sorted(entries.items()))
+        if text not in self._trees:
+            self._trees[text] = self.run("mktree", data=text.encode())
+        return self._trees[text]
+
+    def nested(self, files):
+        """files: {(component, ...): blob oid} -> tree oid."""
+        top = {}
+        sub = {}
+        for path, oid in files.items():
+            if len(path) == 1:
+                top[path[0]] = ("blob", oid)
+            else:
+                sub.setdefault(path[0], {})[path[1:]] = oid
+        for name, inner in sub.items():
+            top[name] = ("tree", self.nested(inner))
+        return self.tree(top)
+
+    def state_tree(self, policy, records, fmt=2):
+        """The state tree (FORMAT.md "State tree") of a policy and records."""
+        files = {("format.json",): self.blob(canon({"format": FORMATS[fmt]})),
+                 ("policy.json",): self.blob(canon(policy))}
+        for rec in records:
+            files[tuple(record_location(record_key(rec), fmt))] = self.blob(canon(rec))
+        return self.nested(files)
+
+    def commit(self, tree, parent, message, t_ms):
+        """A transition commit (FORMAT.md "Commit")."""
+        when = f"{t_ms // 1000} +0000"
+        env = {"GIT_AUTHOR_NAME": COMMITTER[0], "GIT_AUTHOR_EMAIL": COMMITTER[1], "GIT_AUTHOR_DATE": when,
+               "GIT_COMMITTER_NAME": COMMITTER[0], "GIT_COMMITTER_EMAIL": COMMITTER[1],
+               "GIT_COMMITTER_DATE": when}
+        args = ["commit-tree", tree, "-m", message]
+        if parent:
+            args += ["-p", parent]
+        return self.run(*args, env=env)
+
+
+def signed_packet(packet, key):
+    """txn/packet.json: {"packet":PACKET,"sig":HEX} with the Ed25519
+    signature over "gitlocks/packet/v1\\0" + canonical PACKET."""
+    sig = key.sign(PACKET_PREFIX + canon(packet)).signature
+    return canon({"packet": packet, "sig": sig.hex()})
