@@ -1,5 +1,6 @@
-"""doctor and migrate: a format-1 store written by the frozen format-1 writer
-(tests/cli/helpers/format1_writer.cpp) in a real repository is migrated
+"""doctor and migrate: a format-1 store written by the independent format-1
+writer (tests/reference/golden_format1_writer.py, from docs/FORMAT.md, not
+from the core) in a real repository is migrated
 through the ordinary publication path; doctor diagnoses stores damaged with
 git plumbing (and repairs nothing)."""
 
