@@ -43,7 +43,8 @@ Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip
 
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms, const AdmitFn& admit, const Vault* vault) {
+                                  std::int64_t now_ms, const AdmitFn& admit, const Vault* vault,
+                                  bool allow_test_clock) {
   PlanContext ctx{to_hex(key.public_key), instance, vault};
   // Old formats are read and migrated, never written.
   if (snap.commit && snap.format != 2 && !body.contains("migrate"))
@@ -99,7 +100,7 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
     GITLOCKS_TRY(att_stored, admit(request));
     auto att = open_attestation(att_stored);
     if (!att.ok()) return make_error(Errc::store_write, "notary returned an unusable attestation: " + att.error().message);
-    auto checked = check_attestation(*att, c.packet, stored, *pins, true);
+    auto checked = check_attestation(*att, c.packet, stored, *pins, allow_test_clock);
     if (!checked.ok()) return make_error(Errc::store_write, "notary attestation rejected: " + checked.error().message);
     c.admitted_at_ms = (*att)["admitted_at_ms"].get<std::int64_t>();
     if (snap.last_time && c.admitted_at_ms < *snap.last_time)

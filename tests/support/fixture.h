@@ -51,7 +51,8 @@ class Store {
     auto snap = read_snapshot(*store_, tip());
     if (!snap.ok()) return snap.error();
     std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
-    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit, vault);
+    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit, vault,
+                             allow_test_clock);
     if (c.ok()) (void)memory_store_set_ref(*store_, kStateRef, c->commit);
     return c;
   }
@@ -89,6 +90,10 @@ class Store {
   std::int64_t now = 1'700'000'000'000;
   // The notary, when a test enables guard time.
   AdmitFn admit;
+  // Whether build_candidate accepts an attestation signed with a notary's
+  // test clock (the CLI's --allow-test-clock). On here: the fixture's
+  // notaries are in-process doubles; a case about the refusal turns it off.
+  bool allow_test_clock = true;
   // The acting member's keys, for PRIVATE stores.
   const Vault* vault = nullptr;
 

@@ -50,12 +50,16 @@ struct Candidate {
 // snapshot.last_time) (admission time never decreases along the chain) and
 // records it as claimed_at_ms. With guard time (the snapshot's policy, or the
 // policy the transition installs, has pins) T comes only from `admit`: the
-// attestation is checked against the pins before it is used. Errors: the
-// planner's refusals, guard_window when T is outside the derived interval,
-// usage when guard time is on and no `admit` is given, and admit's errors.
+// attestation is checked against the pins before it is used, and one signed
+// with a notary's test clock is refused unless `allow_test_clock` (the
+// host's explicit --allow-test-clock). Errors: the planner's refusals,
+// guard_window when T is outside the derived interval, usage when guard time
+// is on and no `admit` is given, store_write for an attestation that fails a
+// check, and admit's errors.
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms, const AdmitFn& admit = nullptr, const Vault* vault = nullptr);
+                                  std::int64_t now_ms, const AdmitFn& admit = nullptr, const Vault* vault = nullptr,
+                                  bool allow_test_clock = false);
 
 // Where a PRIVATE packet's sealed body lives, for the associated data.
 std::string sealed_body_location(const std::string& instance);
