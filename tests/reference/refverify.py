@@ -1,0 +1,671 @@
+#!/usr/bin/python3
+"""An independent reference verifier of git-locks stores (issue 14, item 6).
+
+Written from docs/FORMAT.md, docs/PRIVATE.md and the product specification,
+never from lib/: it is a second oracle for `git-locks verify`, not a copy of
+it. It reads a repository with real `git` (rev-list, cat-file --batch) and
+checks, for every commit on refs/locks/state from the root:
+
+- the commit: exactly one parent (none for the root), tree entries exactly
+  `state/`, `txn/packet.json` and, under guard time, `txn/attestation.json`;
+- the packet: strict JSON, byte-identical to its canonical re-encoding, the
+  known format, every required field, the store id of the history, the
+  actor's Ed25519 signature over "gitlocks/packet/v1\\0" + canonical packet
+  (the owner's key for creation and admin transitions);
+- the chain: source = the parent's state tree id ("" at the root), result =
+  the commit's own state tree id, policy hash = SHA-256 of the source's
+  policy.json (of the new policy at creation), the policy unchanged by
+  non-admin transitions;
+- the state: format.json, canonical record blobs stored at
+  records/AA/BB/<sha256(resource key)>.json (public stores);
+- the interval: re-derived from the body by the guard table of FORMAT.md
+  (public stores), and T inside it: the attested T under guard time, else
+  `claimed_at_ms`;
+- guard time: the attestation is canonical, signed by the pinned service key
+  over "gitlocks/attestation/v1\\0" + canonical attestation, every binding
+  equal to the packet's, the packet digest, the pinned audience and key,
+  a known profile, the clock (`test` only with --allow-test-clock), and T
+  non-decreasing along the chain;
+- the exclusion invariant over the timeline (public stores): at the
+  admission time of every state, no two live leases (T <= expires_at) with
+  overlapping paths (equal, or component-wise ancestor/descendant), at least
+  one exclusive and different holders; no two holders live on members of an
+  exclusive family; no live exclusive lease on a member of a shared family;
+  no semaphore with more live leases than its limit.
+
+It does not re-run the planner. PRIVATE stores are checked structurally
+(records and bodies are sealed): everything above that does not need the
+plaintext.
+
+Output: one JSON line per commit, root first,
+{"commit":ID,"ok":BOOL,"reason":R?,"detail":D?}; exit 0 all valid, 1 any
+invalid, 2 the store cannot be read, 64 usage.
+
+Usage: refverify.py [--allow-test-clock] [--ref REF] REPO
+"""
+
+import hashlib
+import json
+import subprocess
+import sys
+
+import nacl.exceptions
+import nacl.signing
+
+MAX = 2**53 - 1
+PACKET_DOMAIN = b"gitlocks/packet/v1\x00"
+ATTESTATION_DOMAIN = b"gitlocks/attestation/v1\x00"
+PROFILES = {"signed-private-guard-time-v1", "time-add-guard-window-v1"}
+STATE_FORMATS = {"gitlocks-state-v1": 1, "gitlocks-state-v2": 2}
+ADMIN_ACTIONS = {"init", "guard-time-enable", "member-add", "member-remove", "rekey"}
+PACKET_FIELDS = {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
+                 "source", "body", "interval", "result"}
+BINDINGS = ("store", "actor", "command", "action", "instance", "epoch", "policy_hash", "source", "result",
+            "interval")
+ATT_FIELDS = set(BINDINGS) | {"format", "profile", "audience", "service_key", "admitted_at_ms", "clock",
+                              "packet_digest"}
+
+
+class Invalid(Exception):
+    def __init__(self, reason, detail):
+        super().__init__(reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class StoreRead(Exception):
+    pass
+
+
+# --- canonical JSON (FORMAT.md "Canonical JSON") ------------------------------
+
+def _escape(s):
+    out = ['"']
+    for ch in s:
+        c = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif c < 0x20:
+            out.append("\\u%04x" % c)
+        elif 0xD800 <= c <= 0xDFFF:
+            raise ValueError("lone surrogate")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def canon(value):
+    """The canonical encoding (bytes) of a JSON value made of dict/list/str/int/bool/None."""
+    def enc(v):
+        if v is True:
+            return "true"
+        if v is False:
+            return "false"
+        if v is None:
+            return "null"
+        if isinstance(v, int):
+            if not -MAX <= v <= MAX:
+                raise ValueError("unsafe integer")
+            return str(v)
+        if isinstance(v, str):
+            return _escape(v)
+        if isinstance(v, list):
+            return "[" + ",".join(enc(x) for x in v) + "]"
+        if isinstance(v, dict):
+            keys = sorted(v, key=lambda k: k.encode("utf-8"))
+            return "{" + ",".join(_escape(k) + ":" + enc(v[k]) for k in keys) + "}"
+        raise ValueError("not a JSON value: %r" % type(v))
+    return enc(value).encode("utf-8")
+
+
+def _no_dupes(pairs):
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError("duplicate key %r" % k)
+        out[k] = v
+    return out
+
+
+def _depth(v, d=1):
+    if d > 64:
+        raise ValueError("nesting deeper than 64")
+    if isinstance(v, dict):
+        for x in v.values():
+            _depth(x, d + 1)
+    elif isinstance(v, list):
+        for x in v:
+            _depth(x, d + 1)
+
+
+def _reject_float(s):
+    raise ValueError("float %s" % s)
+
+
+def _reject_constant(s):
+    raise ValueError("constant %s" % s)
+
+
+def parse_canonical(data, what):
+    """Strict decoding, then byte-identity with the canonical encoding."""
+    try:
+        text = data.decode("utf-8")  # strict: overlong forms, surrogates, > U+10FFFF
+        value = json.loads(text, object_pairs_hook=_no_dupes, parse_float=_reject_float,
+                           parse_constant=_reject_constant)
+        _depth(value)
+        again = canon(value)
+    except (ValueError, RecursionError) as e:
+        raise Invalid("malformed-json", "%s: %s" % (what, e))
+    if again != data:
+        raise Invalid("non-canonical", "%s is not in canonical encoding" % what)
+    return value
+
+
+# --- Git access ---------------------------------------------------------------
+
+class Git:
+    def __init__(self, repo):
+        self.repo = repo
+        self.proc = subprocess.Popen(["git", "-C", repo, "cat-file", "--batch"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+        self.cache = {}
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(30)
+        self.proc.stdout.close()
+
+    def object(self, oid):
+        if oid in self.cache:
+            return self.cache[oid]
+        self.proc.stdin.write(oid.encode() + b"\n")
+        self.proc.stdin.flush()
+        header = self.proc.stdout.readline().split()
+        if len(header) != 3:
+            raise StoreRead("object %s: %s" % (oid, b" ".join(header).decode(errors="replace")))
+        size = int(header[2])
+        data = self.proc.stdout.read(size)
+        self.proc.stdout.read(1)
+        obj = (header[1].decode(), data)
+        self.cache[oid] = obj
+        return obj
+
+    def typed(self, oid, kind):
+        t, data = self.object(oid)
+        if t != kind:
+            raise Invalid("bad-object", "%s is a %s, not a %s" % (oid, t, kind))
+        return data
+
+    def tree(self, oid):
+        """{name: (mode, oid)} of a tree object."""
+        data = self.typed(oid, "tree")
+        out, i = {}, 0
+        while i < len(data):
+            sp = data.index(b" ", i)
+            nul = data.index(b"\0", sp)
+            mode = data[i:sp].decode()
+            name = data[sp + 1:nul].decode("utf-8", "surrogateescape")
+            out[name] = (mode, data[nul + 1:nul + 21].hex())
+            i = nul + 21
+        return out
+
+    def commit(self, oid):
+        data = self.typed(oid, "commit")
+        head = data.split(b"\n\n", 1)[0].decode("utf-8", "replace")
+        tree, parents = None, []
+        for line in head.split("\n"):
+            if line.startswith("tree "):
+                tree = line[5:]
+            elif line.startswith("parent "):
+                parents.append(line[7:])
+        return tree, parents
+
+    def chain(self, ref):
+        r = subprocess.run(["git", "-C", self.repo, "rev-list", "--reverse", "--first-parent", ref],
+                           capture_output=True, text=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+        if r.returncode != 0:
+            raise StoreRead("rev-list %s: %s" % (ref, r.stderr.strip()))
+        return r.stdout.split()
+
+
+# --- paths (SPEC §3) -----------------------------------------------------------
+
+def components(path):
+    return path[:-1].split("/") if path.endswith("/") else path.split("/")
+
+
+def overlap(a, b):
+    ca, cb = components(a), components(b)
+    n = min(len(ca), len(cb))
+    return ca[:n] == cb[:n]
+
+
+def resource_hash(key):
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+# --- guard intervals (FORMAT.md "Guards") ---------------------------------------
+
+def derive_interval(body, policy):
+    """The exact admission interval [lo, hi] of a public body, or None when empty."""
+    lo, hi = 0, MAX
+    if "init" in body or "admin" in body:
+        return [lo, hi]
+    mn, mx = policy["min_ttl_ms"], policy["max_ttl_ms"]
+
+    def ttl(expires_at):
+        nonlocal lo, hi
+        # T + min <= e, T + max >= e; both time_add results in [0, MAX].
+        lo = max(lo, expires_at - mx)
+        hi = min(hi, expires_at - mn, MAX - mx, MAX - mn)
+
+    for op in body["ops"]:
+        kind = op["op"]
+        if kind in ("claim", "sem-acquire"):
+            ttl(op["expires_at"])
+            if "after" in op:
+                lo = max(lo, op["after"] + 1)
+            for r in op.get("reclaims", []):
+                lo = max(lo, r["expires_at"] + 1)
+        elif kind == "extend":
+            ttl(op["expires_at"])
+            hi = min(hi, op["prev_expires_at"])
+            if op["expires_at"] <= op["prev_expires_at"]:
+                return None
+        elif kind == "sweep":
+            for s in op["leases"]:
+                lo = max(lo, s["expires_at"] + 1)
+        elif kind in ("release", "sem-release"):
+            pass
+        else:
+            raise Invalid("unknown-op", "op %r" % kind)
+    return [lo, hi] if lo <= hi else None
+
+
+def expected_action(body):
+    """The planner action a public body names: creation, an admin op, migration,
+    else "batch" for several ops, "reclaim" for one claim that replaces leases, or the op."""
+    if "init" in body:
+        return "init"
+    if "admin" in body:
+        return body["admin"].get("op") if isinstance(body["admin"], dict) else None
+    if "migrate" in body:
+        return "migrate"
+    ops = body.get("ops")
+    if not isinstance(ops, list) or not ops or not all(isinstance(o, dict) for o in ops):
+        return None
+    if len(ops) > 1:
+        return "batch"
+    if ops[0].get("op") == "claim" and ops[0].get("reclaims"):
+        return "reclaim"
+    return ops[0].get("op")
+
+
+# --- the verifier --------------------------------------------------------------
+
+def hex_of(v, n):
+    return isinstance(v, str) and len(v) == n and all(c in "0123456789abcdef" for c in v)
+
+
+def ed25519_ok(key_hex, message, sig_hex):
+    if not (hex_of(key_hex, 64) and hex_of(sig_hex, 128)):
+        return False
+    try:
+        nacl.signing.VerifyKey(bytes.fromhex(key_hex)).verify(message, bytes.fromhex(sig_hex))
+        return True
+    except (nacl.exceptions.BadSignatureError, ValueError, TypeError):
+        return False
+
+
+class Verifier:
+    def __init__(self, repo, allow_test_clock=False, ref="refs/locks/state"):
+        self.git = Git(repo)
+        self.ref = ref
+        self.allow_test_clock = allow_test_clock
+        self.store = None      # store id, from the root's policy
+        self.pins = None       # (audience, service_key) once guard time is on
+        self.last_t = None     # the last attested T
+        self.record_cache = {}
+
+    def state_tree(self, commit):
+        tree, _ = self.git.commit(commit)
+        entry = self.git.tree(tree).get("state")
+        return entry[1] if entry and entry[0] == "40000" else None
+
+    def blob_at(self, tree, path):
+        parts = path.split("/")
+        for p in parts[:-1]:
+            e = self.git.tree(tree).get(p)
+            if not e or e[0] != "40000":
+                raise Invalid("missing-entry", "no %s" % path)
+            tree = e[1]
+        e = self.git.tree(tree).get(parts[-1])
+        if not e or not e[0].startswith("100"):
+            raise Invalid("missing-entry", "no %s" % path)
+        return self.git.typed(e[1], "blob")
+
+    def policy_of(self, state):
+        raw = self.blob_at(state, "policy.json")
+        return raw, parse_canonical(raw, "state/policy.json")
+
+    def run(self):
+        chain = self.git.chain(self.ref)
+        verdicts = []
+        parent_state = None
+        for i, commit in enumerate(chain):
+            try:
+                t = self.check(i, commit, chain[i - 1] if i else None, parent_state)
+                verdicts.append({"commit": commit, "ok": True, "time": t})
+            except Invalid as e:
+                verdicts.append({"commit": commit, "ok": False, "reason": e.reason, "detail": e.detail})
+            parent_state = self.state_tree(commit)
+        return verdicts
+
+    # One commit. Returns T; raises Invalid.
+    def check(self, index, commit, parent, parent_state):
+        tree, parents = self.git.commit(commit)
+        if index == 0 and parents:
+            raise Invalid("parents", "the root has %d parents" % len(parents))
+        if index > 0 and parents != [parent]:
+            raise Invalid("parents", "%d parents (exactly one, the previous commit, required)" % len(parents))
+        top = self.git.tree(tree)
+        for name, (mode, _) in top.items():
+            if name not in ("state", "txn") or mode != "40000":
+                raise Invalid("unexpected-entry", "tree entry %s" % name)
+        if "state" not in top or "txn" not in top:
+            raise Invalid("missing-entry", "state/ and txn/ required")
+        state = top["state"][1]
+        txn = self.git.tree(top["txn"][1])
+        for name, (mode, _) in txn.items():
+            if name not in ("packet.json", "attestation.json") or not mode.startswith("100"):
+                raise Invalid("unexpected-entry", "tree entry txn/%s" % name)
+        if "packet.json" not in txn:
+            raise Invalid("missing-entry", "no txn/packet.json")
+        raw_packet = self.git.typed(txn["packet.json"][1], "blob")
+        signed = parse_canonical(raw_packet, "txn/packet.json")
+        if not isinstance(signed, dict) or set(signed) != {"packet", "sig"} or not isinstance(signed["packet"], dict):
+            raise Invalid("bad-packet", "txn/packet.json must be {packet, sig}")
+        packet = signed["packet"]
+        missing = PACKET_FIELDS - set(packet)
+        extra = set(packet) - PACKET_FIELDS - {"claimed_at_ms"}
+        if missing or extra:
+            raise Invalid("bad-packet", "fields missing %s, unknown %s" % (sorted(missing), sorted(extra)))
+        if packet["format"] != "gitlocks-packet-v1":
+            raise Invalid("unknown-format", "packet format %r" % packet["format"])
+        body = packet["body"]
+        if not isinstance(body, dict):
+            raise Invalid("bad-packet", "body is not an object")
+        action = packet["action"]
+        if "sealed" not in body and action != expected_action(body):
+            raise Invalid("action-mismatch", "action %r, body says %r" % (action, expected_action(body)))
+
+        # Policies at the source and at the result.
+        new_raw, new_policy = self.policy_of(state)
+        fmt = parse_canonical(self.blob_at(state, "format.json"), "state/format.json")
+        if not isinstance(fmt, dict) or fmt.get("format") not in STATE_FORMATS or set(fmt) != {"format"}:
+            raise Invalid("unknown-format", "state format %r" % (fmt,))
+        if index == 0:
+            if action != "init" or "init" not in body:
+                raise Invalid("bad-root", "the root is not a creation")
+            src_raw, src_policy = new_raw, new_policy
+            self.store = new_policy.get("store")
+            if packet["source"] != "":
+                raise Invalid("source-mismatch", "creation names source %r" % packet["source"])
+        else:
+            if action == "init" or "init" in body:
+                raise Invalid("bad-packet", "creation after the root")
+            if packet["source"] != parent_state:
+                raise Invalid("source-mismatch", "source %s, parent state %s" % (packet["source"], parent_state))
+            src_raw, src_policy = self.policy_of(parent_state)
+        if packet["result"] != state:
+            raise Invalid("result-mismatch", "result %s, own state %s" % (packet["result"], state))
+        if packet["store"] != self.store or new_policy.get("store") != self.store:
+            raise Invalid("store-mismatch", "store %r, history's %r" % (packet["store"], self.store))
+        if packet["policy_hash"] != hashlib.sha256(src_raw).hexdigest():
+            raise Invalid("policy-mismatch", "policy_hash is not the source policy's")
+        admin = action in ADMIN_ACTIONS or "admin" in body or "init" in body
+        if not admin and new_raw != src_raw:
+            raise Invalid("policy-changed", "a %s transition changed policy.json" % action)
+
+        # The actor's signature (the owner's for creation and admin).
+        owner = src_policy.get("owner")
+        if admin and packet["actor"] != owner:
+            raise Invalid("not-owner", "admin transition by %s, owner %s" % (packet["actor"], owner))
+        if not ed25519_ok(packet["actor"], PACKET_DOMAIN + canon(packet), signed["sig"]):
+            raise Invalid("bad-signature", "packet signature does not verify under the actor key")
+
+        private = "keyring" in new_policy or "sealed" in body
+        if not private and packet["epoch"] != 0:
+            raise Invalid("bad-epoch", "epoch %r in a store without encryption" % (packet["epoch"],))
+        if not private:
+            self._records = self.check_records(state, STATE_FORMATS[fmt["format"]])
+
+        # The interval.
+        interval = packet["interval"]
+        if not (isinstance(interval, list) and len(interval) == 2 and all(type(x) is int for x in interval)
+                and 0 <= interval[0] <= interval[1] <= MAX):
+            raise Invalid("bad-interval", "interval %r" % (interval,))
+        if not private:
+            try:
+                derived = derive_interval(body, src_policy)
+            except (KeyError, TypeError) as e:
+                raise Invalid("bad-body", "body: %r" % (e,))
+            if derived != interval:
+                raise Invalid("interval-mismatch", "packet %r, derived %r" % (interval, derived))
+
+        # Time: attested under guard time, else the client's claim.
+        gt = new_policy.get("guard_time")
+        if gt is not None:
+            pins = (gt.get("audience"), gt.get("service_key"))
+            if self.pins is None:
+                self.pins = pins
+            elif pins != self.pins:
+                raise Invalid("pins-changed", "guard-time pins changed")
+        elif self.pins is not None:
+            raise Invalid("pins-changed", "guard time dropped from the policy")
+        if self.pins is not None:
+            if "attestation.json" not in txn:
+                raise Invalid("missing-attestation", "guard time is on and there is no attestation")
+            if "claimed_at_ms" in packet:
+                raise Invalid("bad-packet", "claimed_at_ms under guard time")
+            t = self.check_attestation(self.git.typed(txn["attestation.json"][1], "blob"), raw_packet, packet)
+        else:
+            if "attestation.json" in txn:
+                raise Invalid("unexpected-entry", "txn/attestation.json without guard time")
+            t = packet.get("claimed_at_ms")
+            if type(t) is not int:
+                raise Invalid("bad-packet", "no claimed_at_ms")
+        if not interval[0] <= t <= interval[1]:
+            raise Invalid("time-outside-interval", "T %d outside %r" % (t, interval))
+
+        if not private:
+            if index > 0:
+                self.check_effects(parent_state, packet["actor"], t)
+            self.check_exclusion(state, new_policy, t)
+        return t
+
+    def check_effects(self, parent_state, actor, t):
+        """Nobody touches another holder's live lease; generations are fencing tokens."""
+        pfmt = json.loads(self.blob_at(parent_state, "format.json"))["format"]
+        before = {r["kind"] + ":" + r["name"]: r for r in self.check_records(parent_state, STATE_FORMATS[pfmt])}
+        after = {r["kind"] + ":" + r["name"]: r for r in self._records}
+
+        def leases(recs):
+            return {l["id"]: (key, l) for key, r in recs.items() for l in r.get("leases", [])}
+        old, new = leases(before), leases(after)
+        for key, r in before.items():
+            if r["kind"] == "family":
+                continue
+            if key not in after and r["generation"] > 0:
+                raise Invalid("generation", "record %s (generation %d) vanished" % (key, r["generation"]))
+            if key in after and after[key]["generation"] < r["generation"]:
+                raise Invalid("generation", "%s: generation %d after %d" % (key, after[key]["generation"],
+                                                                             r["generation"]))
+        for lid, (key, l) in new.items():
+            if lid not in old:
+                if l["holder"] != actor:
+                    raise Invalid("foreign-effect", "new lease %s held by %s, actor %s" % (lid, l["holder"], actor))
+                prev = before.get(key, {}).get("generation", 0)
+                if l["generation"] != after[key]["generation"] or l["generation"] <= prev:
+                    raise Invalid("generation", "new lease %s: generation %d (record %d, before %d)"
+                                  % (lid, l["generation"], after[key]["generation"], prev))
+            elif old[lid][1] != l:
+                o = old[lid][1]
+                if l["holder"] != actor or o["holder"] != actor:
+                    raise Invalid("foreign-effect", "lease %s of %s changed by %s" % (lid, o["holder"], actor))
+                if {k: v for k, v in o.items() if k != "expires_at"} != \
+                        {k: v for k, v in l.items() if k != "expires_at"} or old[lid][0] != key:
+                    raise Invalid("foreign-effect", "lease %s changed beyond its expiry" % lid)
+                if l["expires_at"] <= o["expires_at"]:
+                    raise Invalid("foreign-effect", "lease %s: expiry not increased" % lid)
+        for lid, (key, o) in old.items():
+            if lid not in new and o["holder"] != actor and not o["expires_at"] < t:
+                raise Invalid("foreign-effect", "live lease %s of %s removed by %s" % (lid, o["holder"], actor))
+
+    def check_attestation(self, raw, raw_packet, packet):
+        signed = parse_canonical(raw, "txn/attestation.json")
+        if not isinstance(signed, dict) or set(signed) != {"attestation", "sig"} \
+                or not isinstance(signed["attestation"], dict):
+            raise Invalid("bad-attestation", "txn/attestation.json must be {attestation, sig}")
+        att = signed["attestation"]
+        if set(att) != ATT_FIELDS:
+            raise Invalid("bad-attestation", "fields %s" % sorted(set(att) ^ ATT_FIELDS))
+        if att["format"] != "gitlocks-attestation-v1":
+            raise Invalid("unknown-format", "attestation format %r" % att["format"])
+        if att["profile"] not in PROFILES:
+            raise Invalid("unknown-profile", "profile %r" % att["profile"])
+        audience, key = self.pins
+        if att["audience"] != audience or att["service_key"] != key:
+            raise Invalid("pin-mismatch", "attestation audience/key are not the pinned ones")
+        if not ed25519_ok(key, ATTESTATION_DOMAIN + canon(att), signed["sig"]):
+            raise Invalid("bad-attestation-signature", "attestation signature does not verify under the pin")
+        for b in BINDINGS:
+            if att[b] != packet[b]:
+                raise Invalid("binding-mismatch", "attestation %s differs from the packet's" % b)
+        if att["packet_digest"] != hashlib.sha256(raw_packet).hexdigest():
+            raise Invalid("packet-digest", "packet_digest is not SHA-256 of txn/packet.json")
+        if att["clock"] == "test":
+            if not self.allow_test_clock:
+                raise Invalid("test-clock", "attested by a test clock")
+        elif att["clock"] != "system":
+            raise Invalid("bad-attestation", "clock %r" % att["clock"])
+        t = att["admitted_at_ms"]
+        if type(t) is not int or not 0 <= t <= MAX:
+            raise Invalid("bad-attestation", "admitted_at_ms %r" % (t,))
+        if self.last_t is not None and t < self.last_t:
+            raise Invalid("time-decreased", "T %d below the previous %d" % (t, self.last_t))
+        self.last_t = t
+        return t
+
+    def records(self, state, shards):
+        """[(location, record)] of every record blob of a public state."""
+        out = []
+        top = self.git.tree(state)
+        for name in top:
+            if name not in ("format.json", "policy.json", "records"):
+                raise Invalid("unexpected-entry", "state/%s" % name)
+        if "records" not in top:
+            return out
+
+        def walk(oid, prefix, depth):
+            for name, (mode, sub) in self.git.tree(oid).items():
+                loc = prefix + name
+                if depth < shards:
+                    if mode != "40000" or len(name) != 2:
+                        raise Invalid("bad-layout", "state/records/%s" % loc)
+                    walk(sub, loc + "/", depth + 1)
+                else:
+                    if not mode.startswith("100"):
+                        raise Invalid("bad-layout", "state/records/%s" % loc)
+                    rec = parse_canonical(self.git.typed(sub, "blob"), "state/records/" + loc)
+                    out.append((loc, rec))
+        walk(top["records"][1], "", 0)
+        return out
+
+    def check_records(self, state, shards):
+        if (state, shards) in self.record_cache:
+            return self.record_cache[(state, shards)]
+        out = []
+        for loc, rec in self.records(state, shards):
+            if not isinstance(rec, dict) or rec.get("kind") not in ("path", "sem", "family"):
+                raise Invalid("bad-record", "state/records/%s: kind" % loc)
+            h = resource_hash(rec["kind"] + ":" + rec["name"])
+            want = "/".join([h[2 * k:2 * k + 2] for k in range(shards)] + [h + ".json"])
+            if loc != want:
+                raise Invalid("bad-layout", "record %s:%s at %s, not %s" % (rec["kind"], rec["name"], loc, want))
+            out.append(rec)
+        self.record_cache[(state, shards)] = out
+        return out
+
+    def check_exclusion(self, state, policy, t):
+        live = []  # path leases live at t
+        for rec in self._records:
+            leases = [l for l in rec.get("leases", []) if l["expires_at"] >= t]
+            if rec["kind"] == "sem":
+                if len(leases) > rec["limit"]:
+                    raise Invalid("exclusion", "semaphore %s: %d live leases, limit %d"
+                                  % (rec["name"], len(leases), rec["limit"]))
+            elif rec["kind"] == "path":
+                live.extend(leases)
+        for i, a in enumerate(live):
+            for b in live[i + 1:]:
+                if a["holder"] != b["holder"] and "exclusive" in (a["mode"], b["mode"]) \
+                        and overlap(a["path"], b["path"]):
+                    raise Invalid("exclusion", "conflicting live leases %s (%s) and %s (%s)"
+                                  % (a["id"], a["path"], b["id"], b["path"]))
+        for fam in policy.get("families", []):
+            on = [l for l in live if any(overlap(l["path"], m) for m in fam["members"])]
+            if fam["policy"] == "exclusive":
+                holders = {l["holder"] for l in on}
+                if len(holders) > 1:
+                    raise Invalid("exclusion", "family %s: %d live holders" % (fam["name"], len(holders)))
+            else:
+                for l in on:
+                    if l["mode"] == "exclusive":
+                        raise Invalid("exclusion", "family %s is shared: exclusive lease %s" % (fam["name"], l["id"]))
+
+
+def main(argv):
+    args = argv[1:]
+    allow, ref = False, "refs/locks/state"
+    while args and args[0].startswith("--"):
+        a = args.pop(0)
+        if a == "--allow-test-clock":
+            allow = True
+        elif a == "--ref" and args:
+            ref = args.pop(0)
+        else:
+            args = []
+            break
+    if len(args) != 1:
+        sys.stderr.write(__doc__.strip().splitlines()[-1] + "\n")
+        return 64
+    v = Verifier(args[0], allow, ref)
+    try:
+        verdicts = v.run()
+    except StoreRead as e:
+        sys.stderr.write(json.dumps({"error": "store-read", "detail": str(e)}) + "\n")
+        return 2
+    finally:
+        v.git.close()
+    for verdict in verdicts:
+        verdict.pop("time", None)
+        sys.stdout.write(canon(verdict).decode() + "\n")
+    return 0 if all(x["ok"] for x in verdicts) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

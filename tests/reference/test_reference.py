@@ -1,0 +1,561 @@
+"""The independent reference verifier (refverify.py, written from
+docs/FORMAT.md) against `git-locks --json verify`: on stores made by the real
+CLI (claims, shared/exclusive, extend, release, sweep, semaphores, families,
+batch, guard time with the test notary, a PRIVATE store) and on histories
+tampered with Git plumbing, both must give every commit the same ok/invalid,
+and on tampered stores both must flag the tampered commit. Where only the
+reference's own rules can catch a forgery (exclusion, foreign effects,
+canonical bytes), its reason is asserted too: the reference can fail."""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+
+import nacl.signing  # noqa: E402  Debian's python3-nacl (toolchains/setup.sh): required, never skipped
+
+import refverify  # noqa: E402
+import test_verify  # noqa: E402  its tamper corpus is replayed below with both verifiers
+from support import CliTest, Repo, T0  # noqa: E402
+from test_guard_time import Notary  # noqa: E402
+from test_verify import Plumbing  # noqa: E402
+
+REFVERIFY = os.path.join(HERE, "refverify.py")
+canon = refverify.canon
+
+
+def seed_of(path):
+    """The Ed25519 seed of an actor key file (JSON) or a notary key file (64 hex)."""
+    with open(path) as f:
+        text = f.read().strip()
+    return bytes.fromhex(json.loads(text)["seed"] if text.startswith("{") else text)
+
+
+def signed_packet(seed, packet):
+    sig = nacl.signing.SigningKey(seed).sign(refverify.PACKET_DOMAIN + canon(packet)).signature
+    return canon({"packet": packet, "sig": sig.hex()})
+
+
+def signed_attestation(seed, att):
+    sig = nacl.signing.SigningKey(seed).sign(refverify.ATTESTATION_DOMAIN + canon(att)).signature
+    return canon({"attestation": att, "sig": sig.hex()})
+
+
+class Agreement:
+    """Both verifiers over one repository; the same verdict for every commit."""
+
+    def both(self, repo, allow_test_clock=False, actor="dave"):
+        # verify remembers a fully valid tip (fork detection); the reference
+        # has no such memory, so each comparison starts without it.
+        memo = os.path.join(repo.gitdir(), "git-locks", "verified-tip")
+        if os.path.exists(memo):
+            os.remove(memo)
+        flag = ["--allow-test-clock"] if allow_test_clock else []
+        prod = repo.run(actor, "--json", *flag, "verify")
+        self.assertIn(prod.code, (0, 1), prod)
+        pv = [json.loads(line) for line in prod.out.splitlines()]
+        rv = self.agree(repo, pv, prod.code, flag)
+        return pv, rv
+
+    def agree(self, repo, pv, product_exit, flag=()):
+        """Runs the reference; asserts it gives every commit of `pv` the same ok/invalid."""
+        ref = subprocess.run([sys.executable, REFVERIFY, *flag, repo.path], capture_output=True, text=True,
+                             timeout=60)
+        self.assertEqual(ref.stderr, "")
+        rv = [json.loads(line) for line in ref.stdout.splitlines()]
+        chain = subprocess.run(["git", "-C", repo.path, "rev-list", "--reverse", "--first-parent",
+                                "refs/locks/state"], capture_output=True, text=True, check=True).stdout.split()
+        self.assertEqual([v["commit"] for v in pv], chain)
+        self.assertEqual([v["commit"] for v in rv], chain)
+        table = "\n".join("%d %s product=%s/%s reference=%s/%s" % (
+            i, c[:12], p["ok"], p.get("reason"), r["ok"], r.get("reason"))
+            for i, (c, p, r) in enumerate(zip(chain, pv, rv)))
+        self.assertEqual([v["ok"] for v in pv], [v["ok"] for v in rv], "verdicts differ:\n" + table)
+        self.assertEqual(ref.returncode, 0 if all(v["ok"] for v in rv) else 1, ref)
+        if product_exit is not None:
+            self.assertEqual(product_exit, ref.returncode)
+        return rv
+
+    def assertBothFlag(self, repo, index, reason=None, **kw):
+        """Both verifiers: every commit before `index` valid, `index` invalid (the reference with `reason`)."""
+        pv, rv = self.both(repo, **kw)
+        self.assertEqual([v["ok"] for v in rv[:index + 1]], [True] * index + [False],
+                         [(v["ok"], v.get("reason")) for v in rv])
+        if reason:
+            self.assertEqual(rv[index]["reason"], reason, rv[index])
+        self.assertTrue(pv[index]["reason"] and rv[index]["detail"])
+        return pv, rv
+
+
+class Scope(unittest.TestCase):
+    """What Repo and Notary need of a test case, for a store shared by a whole class."""
+
+    def __init__(self, cls):
+        super().__init__()
+        self.addCleanup = cls.addClassCleanup
+
+
+class SharedStore(Agreement, CliTest):
+    """One store per class, built once by `build(scope)`; every test starts from its recorded history."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.r = Repo(Scope(cls))
+        cls.r.now = T0
+        cls.build(Scope(cls))
+        cls.tip = cls.r.tip()
+
+    def setUp(self):
+        self.r.git("update-ref", "refs/locks/state", self.tip)
+        self.f = Forge(self, self.r)
+
+    @classmethod
+    def run_ok(cls, actor, *args, env=None, expect=0):
+        res = cls.r.run(actor, *args, env=env)
+        if res.code != expect or (expect == 0 and res.err):
+            raise AssertionError("%s %s: %r" % (actor, args, res))
+        return res
+
+
+class Forge:
+    """Rewrites of a recorded history with Git plumbing."""
+
+    def __init__(self, tc, repo):
+        self.tc = tc
+        self.repo = repo
+        self.p = Plumbing(repo)
+        self.ids = self.p.chain()
+        self.trees = [self.p.tree_of(c) for c in self.ids]
+        self.messages = [self.p.message(c) for c in self.ids]
+        self.original = list(self.trees)
+
+    def reset(self):
+        self.trees = list(self.original)
+
+    def packet(self, i):
+        return json.loads(self.p.cat(self.p.get(self.trees[i], "txn/packet.json")))["packet"]
+
+    def record_path(self, key):
+        h = hashlib.sha256(key.encode()).hexdigest()
+        return "state/records/%s/%s/%s.json" % (h[:2], h[2:4], h)
+
+    def record(self, i, key):
+        return json.loads(self.p.cat(self.p.get(self.trees[i], self.record_path(key))))
+
+    def put(self, tree, path, data):
+        return self.p.put(tree, path, self.p.blob(data))
+
+    def with_record(self, tree, key, rec):
+        return self.put(tree, self.record_path(key), canon(rec))
+
+    def resign(self, tree, packet, actor):
+        """`tree` with its packet's result set to its own state and signed by `actor`."""
+        packet["result"] = self.p.get(tree, "state")
+        return self.put(tree, "txn/packet.json", signed_packet(seed_of(self.repo.key(actor)), packet))
+
+    def publish(self, trees=None, parents=None, messages=None):
+        """A new chain (root first) with these trees; moves the ref; returns the commit ids."""
+        trees = trees or self.trees
+        messages = messages or self.messages + ["forged"] * (len(trees) - len(self.messages))
+        return self.p.rebuild(trees, messages)
+
+
+class LifecycleTest(SharedStore):
+    """One public store with every kind of transition, then tampered copies of its history."""
+
+    POLICY = {"families": [{"name": "db", "policy": "exclusive", "members": ["db/schema.sql", "db/migrations/"]},
+                           {"name": "gen", "policy": "shared", "members": ["tools/gen/"]}]}
+    NOTE = "q\"\\\x01\x1f\x7f\u2028\u00e9\U0001F600/"  # every escaping rule of the canonical form
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        pfile = os.path.join(r.root, "policy.json")
+        with open(pfile, "w") as f:
+            json.dump(cls.POLICY, f)
+        cls.run_ok("owner", "init", "--policy", pfile)
+
+        def step(actor, *args, dt=1000, expect=0):
+            r.now += dt
+            cls.run_ok(actor, *args, expect=expect)
+
+        step("alice", "claim", "--ttl", "60s", "--note", cls.NOTE, "src/a.c")              # 1
+        step("bob", "claim", "--mode", "shared", "--ttl", "60s", "docs/")                   # 2
+        step("carol", "claim", "--mode", "shared", "--ttl", "60s", "docs/x.md")             # 3
+        step("alice", "extend", "--ttl", "90s", "src/a.c")                                  # 4
+        step("carol", "sem", "acquire", "ci", "--limit", "2", "--ttl", "30s")               # 5
+        step("bob", "sem", "acquire", "ci", "--limit", "2", "--ttl", "30s")                 # 6
+        step("dave", "sem", "acquire", "ci", "--limit", "2", "--ttl", "30s", expect=1)      # full
+        step("alice", "claim", "--ttl", "10s", "db/schema.sql")                             # 7
+        step("bob", "claim", "--ttl", "10s", "db/migrations/1.sql", expect=1)               # family db
+        step("bob", "claim", "--mode", "shared", "--ttl", "10s", "tools/gen/x")             # 8
+        step("alice", "claim", "--mode", "shared", "--ttl", "10s", "tools/")                # 9
+        step("carol", "claim", "--ttl", "10s", "tools/", expect=1)                          # held / family
+        batch = os.path.join(r.root, "batch.jsonl")
+        with open(batch, "w") as f:
+            f.write('{"op":"claim","path":"lib/","ttl":"20s"}\n{"op":"sem-acquire","sem":"gpu","limit":1}\n'
+                    '{"op":"release","path":"docs/"}\n')
+        step("bob", "batch", "--ttl", "15s", batch)                                         # 10
+        step("dave", "sweep", dt=31000)                                                     # 11
+        step("dave", "claim", "--ttl", "10s", "db/")                                        # 12
+        step("carol", "claim", "--ttl", "20s", "docs/x.md", dt=30000)                       # 13 reclaim
+        step("alice", "release", "src/a.c")                                                 # 14
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 15)
+        self.assertEqual(self.f.packet(13)["body"]["ops"][0]["reclaims"][0]["generation"], 1)
+
+    def test_untouched_history_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertTrue(all(v["ok"] for v in rv), rv)
+        self.assertEqual([v["command"] for v in pv],
+                         ["init", "claim", "claim", "claim", "extend", "sem-acquire", "sem-acquire", "claim",
+                          "claim", "claim", "batch", "sweep", "claim", "claim", "release"])
+        # The reference's own encoder reproduces the stored note byte for byte.
+        rec = self.f.record(1, "path:src/a.c")
+        self.assertEqual(rec["leases"][0]["note"], self.NOTE)
+        raw = self.f.p.cat(self.f.p.get(self.f.trees[1], self.f.record_path("path:src/a.c")))
+        self.assertEqual(canon(rec), raw)
+        self.assertIn(b'\\u0001\\u001f\x7f\xe2\x80\xa8\xc3\xa9\xf0\x9f\x98\x80/', raw)
+
+    def test_tampered_state_blob(self):
+        f = self.f
+        rec = f.record(4, "path:src/a.c")
+        rec["leases"][0]["expires_at"] += 1
+        f.trees[4] = f.with_record(f.trees[4], "path:src/a.c", rec)
+        f.publish()
+        pv, rv = self.assertBothFlag(self.r, 4, "result-mismatch")
+        self.assertEqual((pv[4]["reason"], pv[5]["reason"]), ("state-mismatch", "source-mismatch"))
+
+    def test_forged_unsigned_commit(self):
+        # A commit that removes alice's live lease, with a packet nobody signed.
+        f = self.f
+        tip = f.trees[-1]
+        state = f.p.put(f.p.get(tip, "state"), f.record_path("path:db")[len("state/"):], None)
+        packet = f.packet(14)
+        packet.update(source=f.p.get(tip, "state"), result=state, instance="ab" * 32)
+        tree = f.p.put(tip, "state", state, kind="tree")
+        tree = f.put(tree, "txn/packet.json", canon({"packet": packet, "sig": "00" * 64}))
+        f.publish(f.trees + [tree])
+        self.assertBothFlag(self.r, 15, "bad-signature")
+
+    def test_packet_resigned_by_another_key(self):
+        f = self.f
+        tree = f.trees[4]
+        f.trees[4] = f.put(tree, "txn/packet.json", signed_packet(seed_of(self.r.key("bob")), f.packet(4)))
+        f.publish()
+        pv, rv = self.assertBothFlag(self.r, 4, "bad-signature")
+        self.assertEqual(pv[4]["reason"], "bad-signature")
+        self.assertTrue(all(v["ok"] for v in rv[5:]))
+
+    def test_packet_resigned_as_another_actor(self):
+        # bob's valid signature on alice's extend: only re-planning (product)
+        # or the effect rule (reference) can see that bob touched alice's lease.
+        f = self.f
+        packet = f.packet(4)
+        packet["actor"] = nacl.signing.SigningKey(seed_of(self.r.key("bob"))).verify_key.encode().hex()
+        f.trees[4] = f.resign(f.trees[4], packet, "bob")
+        f.publish()
+        pv, rv = self.assertBothFlag(self.r, 4, "foreign-effect")
+        self.assertEqual(pv[4]["reason"], "replay-refused")
+
+    def test_replayed_packet(self):
+        # alice's first claim, commit and all, published again at the tip.
+        f = self.f
+        f.publish(f.trees + [f.trees[1]])
+        self.assertBothFlag(self.r, 15, "source-mismatch")
+
+    def test_broken_chain(self):
+        f = self.f
+        keep = [i for i in range(15) if i != 6]
+        f.p.rebuild([f.trees[i] for i in keep], [f.messages[i] for i in keep])
+        self.assertBothFlag(self.r, 6, "source-mismatch")
+        # A merge: the tip with a second parent.
+        ids = f.publish()
+        merge = f.p.git("commit-tree", f.trees[-1], "-p", ids[-2], "-p", ids[3], "-m", "merge").decode().strip()
+        f.p.git("update-ref", "refs/locks/state", merge)
+        self.assertBothFlag(self.r, 14, "parents")
+
+    def test_non_canonical_packet_with_valid_signature(self):
+        f = self.f
+        raw = f.p.cat(f.p.get(f.trees[2], "txn/packet.json"))
+        spaced = json.dumps(json.loads(raw), sort_keys=True).encode()  # ", " and ": "
+        f.trees[2] = f.put(f.trees[2], "txn/packet.json", spaced)
+        f.publish()
+        self.assertBothFlag(self.r, 2, "non-canonical")
+
+    def test_forged_exclusive_under_shared(self):
+        # carol's shared claim below bob's live shared docs/ made exclusive, in
+        # the body and the state, signed by carol: the exclusion invariant breaks.
+        f = self.f
+        packet = f.packet(3)
+        packet["body"]["ops"][0]["mode"] = "exclusive"
+        rec = f.record(3, "path:docs/x.md")
+        rec["leases"][0]["mode"] = "exclusive"
+        tree = f.with_record(f.trees[3], "path:docs/x.md", rec)
+        f.trees[3] = f.resign(tree, packet, "carol")
+        f.publish()
+        self.assertBothFlag(self.r, 3, "exclusion")
+
+    def test_forged_semaphore_over_limit(self):
+        f = self.f
+        packet = f.packet(6)
+        packet["body"]["ops"][0]["limit"] = 1
+        rec = f.record(6, "sem:ci")
+        rec["limit"] = 1
+        f.trees[6] = f.resign(f.with_record(f.trees[6], "sem:ci", rec), packet, "bob")
+        f.publish()
+        self.assertBothFlag(self.r, 6, "exclusion")
+
+    def test_forged_exclusive_claim_in_shared_family(self):
+        # alice's shared tools/ (a member's ancestor, bob's tools/gen/x live below) made exclusive.
+        f = self.f
+        packet = f.packet(9)
+        packet["body"]["ops"][0]["mode"] = "exclusive"
+        rec = f.record(9, "path:tools")
+        rec["leases"][0]["mode"] = "exclusive"
+        f.trees[9] = f.resign(f.with_record(f.trees[9], "path:tools", rec), packet, "alice")
+        f.publish()
+        self.assertBothFlag(self.r, 9, "exclusion")
+
+    def test_forged_interval_and_claimed_time(self):
+        f = self.f
+        for index, change, reason in [
+                (1, lambda p: p["interval"].__setitem__(1, p["interval"][1] + 1), "interval-mismatch"),
+                (11, lambda p: p.__setitem__("claimed_at_ms", p["interval"][0] - 1), "time-outside-interval")]:
+            with self.subTest(reason):
+                g = f
+                g.reset()
+                packet = g.packet(index)
+                change(packet)
+                actor = {1: "alice", 11: "dave"}[index]
+                g.trees[index] = g.put(g.trees[index], "txn/packet.json",
+                                       signed_packet(seed_of(self.r.key(actor)), packet))
+                g.publish()
+                self.assertBothFlag(self.r, index, reason)
+
+    def test_packet_fields(self):
+        # Alice's claim (commit 7) re-signed by alice after one change: each must be refused.
+        sha = hashlib.sha256(b"x").hexdigest()
+        for name, change, reason in [
+                ("unknown field", lambda p: p.update(x=1), "bad-packet"),
+                ("no claimed_at_ms", lambda p: p.pop("claimed_at_ms"), "bad-packet"),
+                ("format", lambda p: p.update(format="gitlocks-packet-v2"), "unknown-format"),
+                ("store", lambda p: p.update(store=sha), "store-mismatch"),
+                ("policy hash", lambda p: p.update(policy_hash=sha), "policy-mismatch"),
+                ("epoch", lambda p: p.update(epoch=1), "bad-epoch"),
+                ("action", lambda p: p.update(action="extend"), "action-mismatch"),
+                # `command` names the CLI command (informational): a claim
+                # recorded under another command name is still valid to both.
+                ("command", lambda p: p.update(command="sweep"), None)]:
+            with self.subTest(name):
+                self.f.reset()
+                packet = self.f.packet(7)
+                change(packet)
+                self.f.trees[7] = self.f.resign(self.f.trees[7], packet, "alice")
+                self.f.publish()
+                if reason:
+                    self.assertBothFlag(self.r, 7, reason)
+                else:
+                    self.assertTrue(all(v["ok"] for v in self.both(self.r)[1]))
+
+    def test_reclaim_guard_without_after(self):
+        # carol's reclaim (commit 13) without its `after`, the interval widened
+        # to the TTL window alone: the reclaimed lease's expiry still bounds T.
+        packet = self.f.packet(13)
+        op = packet["body"]["ops"][0]
+        del op["after"]
+        packet["interval"][0] = op["expires_at"] - 3_600_000
+        self.f.trees[13] = self.f.resign(self.f.trees[13], packet, "carol")
+        self.f.publish()
+        self.assertBothFlag(self.r, 13, "interval-mismatch")
+
+    def test_stolen_lease_by_sweep(self):
+        # dave's sweep also drops alice's live src/a.c lease from the state
+        # (not from the body), signed by dave: only the effect rule sees it.
+        f = self.f
+        rec = f.record(11, "path:src/a.c")
+        self.assertGreater(rec["leases"][0]["expires_at"], f.packet(11)["claimed_at_ms"])
+        rec["leases"] = []
+        f.trees[11] = f.resign(f.with_record(f.trees[11], "path:src/a.c", rec), f.packet(11), "dave")
+        f.publish()
+        pv, rv = self.assertBothFlag(self.r, 11, "foreign-effect")
+        self.assertEqual(pv[11]["reason"], "result-mismatch")
+
+
+class GuardTimeStoreTest(SharedStore):
+    """Guard time on the notary's test clock: activation, attested claims,
+    renewal, reclaim, release, sweep, semaphores; then forged attestations."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        pfile = os.path.join(r.root, "policy.json")
+        with open(pfile, "w") as f:
+            json.dump({"min_ttl_ms": 1000, "max_ttl_ms": 60000}, f)
+        cls.run_ok("owner", "init", "--policy", pfile)
+        cls.notary = Notary(scope, r.root, "notary", "locks.test").start()
+        cls.rogue = Notary(scope, r.root, "rogue", "locks.test")  # its key only
+        r.git("config", "locks.notary", cls.notary.url)
+        cls.notary.clock(T0 + 1000)
+        st = cls.run_ok("owner", "--json", "status")
+        cls.run_ok("owner", "guard-time", "enable", "--audience", "locks.test", "--service-key",
+                   cls.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                   st.json["policy_hash"], "--operation-id", "op-1", "--allow-test-clock", "--json")
+        r.now = None
+        p = T0 + 10_000
+        for t, actor, args in [(p, "alice", ["claim", "--ttl", "60000", "a/"]),
+                               (p + 1, "bob", ["claim", "--mode", "shared", "--ttl", "30000", "b"]),
+                               (p + 2, "carol", ["sem", "acquire", "ci", "--limit", "1", "--ttl", "20000"]),
+                               (p + 30000, "alice", ["extend", "--ttl", "60000", "a/"]),
+                               (p + 40000, "dave", ["sweep"]),
+                               (p + 90001, "bob", ["claim", "--ttl", "10000", "a/"]),
+                               (p + 90002, "bob", ["release", "a/"])]:
+            cls.notary.clock(t)
+            cls.run_ok(actor, *args, "--allow-test-clock", "--json", env={"GIT_LOCKS_PROPOSAL_MS": str(t)})
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 9)
+        self.assertEqual(self.f.packet(7)["action"], "reclaim")
+
+    def attestation(self, i):
+        return json.loads(self.f.p.cat(self.f.p.get(self.f.trees[i], "txn/attestation.json")))["attestation"]
+
+    def forge_attestation(self, i, change, key=None):
+        att = self.attestation(i)
+        change(att)
+        seed = seed_of(key or self.notary.key)
+        self.f.trees[i] = self.f.put(self.f.trees[i], "txn/attestation.json", signed_attestation(seed, att))
+        self.f.publish()
+
+    def test_untouched_agrees(self):
+        pv, rv = self.both(self.r, allow_test_clock=True)
+        self.assertTrue(all(v["ok"] for v in rv), rv)
+        self.assertEqual(pv[1]["command"], "guard-time-enable")
+        # The test clock is refused unless allowed: both flag the first attested commit.
+        self.assertBothFlag(self.r, 1, "test-clock")
+
+    def test_attestation_by_another_key(self):
+        self.forge_attestation(3, lambda a: None, key=self.rogue.key)
+        self.assertBothFlag(self.r, 3, "bad-attestation-signature", allow_test_clock=True)
+
+    def test_attestation_claims_another_key(self):
+        rogue = self.rogue
+        self.forge_attestation(3, lambda a: a.update(service_key=rogue.service_key), key=rogue.key)
+        self.assertBothFlag(self.r, 3, "pin-mismatch", allow_test_clock=True)
+
+    def test_time_outside_interval(self):
+        self.forge_attestation(2, lambda a: a.update(admitted_at_ms=a["interval"][1] + 1))
+        self.assertBothFlag(self.r, 2, "time-outside-interval", allow_test_clock=True)
+
+    def test_time_decreased(self):
+        # bob's shared claim attested 2 ms before alice's (still inside its own interval).
+        self.forge_attestation(3, lambda a: a.update(admitted_at_ms=a["admitted_at_ms"] - 2))
+        self.assertBothFlag(self.r, 3, "time-decreased", allow_test_clock=True)
+
+    def test_bindings(self):
+        for field, value in [("packet_digest", "00" * 32), ("instance", "11" * 32), ("audience", "other.test"),
+                             ("interval", [0, 2**53 - 1])]:
+            with self.subTest(field):
+                self.f.reset()
+                self.forge_attestation(5, lambda a: a.update({field: value}))
+                self.assertBothFlag(self.r, 5, allow_test_clock=True)
+
+    def test_attestation_removed_or_moved(self):
+        f = self.f
+        moved = f.p.get(f.trees[4], "txn/attestation.json")
+        f.trees[5] = f.p.put(f.trees[5], "txn/attestation.json", moved)
+        f.publish()
+        self.assertBothFlag(self.r, 5, "binding-mismatch", allow_test_clock=True)
+        f.trees[5] = f.p.put(f.trees[5], "txn/attestation.json", None)
+        f.publish()
+        self.assertBothFlag(self.r, 5, "missing-attestation", allow_test_clock=True)
+
+
+class PrivateStoreTest(SharedStore):
+    """A PRIVATE store: the reference checks it structurally; verify by a
+    member (full) and by a non-member (structural) must agree with it."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.run_ok("owner", "--json", "init", "--private")
+        alice = cls.run_ok("alice", "--json", "whoami").json["actor"]
+        cls.run_ok("owner", "--json", "member", "add", alice)
+        for actor, args in [("alice", ["claim", "--ttl", "60s", "secret/a"]),
+                            ("owner", ["claim", "--mode", "shared", "--ttl", "60s", "secret/b/"]),
+                            ("alice", ["extend", "--ttl", "90s", "secret/a"]),
+                            ("alice", ["release", "secret/a"])]:
+            r.now += 1000
+            cls.run_ok(actor, *args)
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 7)
+
+    def test_untouched_agrees_member_and_structural(self):
+        for actor, level in [("alice", "full"), ("dave", "structural")]:
+            pv, rv = self.both(self.r, actor=actor)
+            self.assertTrue(all(v["ok"] for v in rv), rv)
+            self.assertEqual({v["level"] for v in pv[3:]}, {level})
+
+    def test_resigned_and_replayed(self):
+        f = self.f
+        f.trees[4] = f.put(f.trees[4], "txn/packet.json", signed_packet(seed_of(self.r.key("alice")), f.packet(4)))
+        f.publish()
+        for actor in ("alice", "dave"):
+            self.assertBothFlag(self.r, 4, "bad-signature", actor=actor)
+        f.reset()
+        f.publish(f.trees[:-1] + [f.trees[3]])
+        for actor in ("alice", "dave"):
+            self.assertBothFlag(self.r, 6, "source-mismatch", actor=actor)
+
+    def test_member_change_signed_by_a_member(self):
+        # The owner's member-add, re-signed by alice as its actor: not the owner.
+        f = self.f
+        packet = f.packet(1)
+        packet["actor"] = nacl.signing.SigningKey(seed_of(self.r.key("alice"))).verify_key.encode().hex()
+        f.trees[1] = f.resign(f.trees[1], packet, "alice")
+        f.publish()
+        self.assertBothFlag(self.r, 1, "not-owner", actor="dave")
+
+
+class ReferenceCliTest(unittest.TestCase):
+    def test_exit_statuses(self):
+        usage = subprocess.run([sys.executable, REFVERIFY], capture_output=True, text=True)
+        self.assertEqual((usage.returncode, usage.stdout), (64, ""))
+        empty = os.path.join(Repo(self).path)
+        r = subprocess.run([sys.executable, REFVERIFY, empty], capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stdout), (2, ""))
+        self.assertEqual(json.loads(r.stderr)["error"], "store-read")
+
+
+class TamperCorpusTest(Agreement, test_verify.VerifyTest):
+    """tests/cli/test_verify.py's tamper corpus, with the reference verifier
+    run next to every `git-locks verify` it makes."""
+
+    def verify(self, repo, *args, actor="dave"):
+        res, verdicts, summary = super().verify(repo, *args, actor=actor)
+        if not args:
+            # The same commits, the same verdicts; the exit status too unless
+            # verify saw a fork (a rewrite of a tip it had verified), which the
+            # memory-less reference cannot see.
+            self.agree(repo, verdicts, None if summary and "fork" in summary else res.code)
+        return res, verdicts, summary
+
+    # Not about commit verdicts (bundles, --from, an unreadable ref): not repeated here.
+    test_export_bundle = None
+    test_export_without_store = None
+    test_from_trusted_commit = None
+    test_unreadable_store_exits_2 = None
+
+
+if __name__ == "__main__":
+    unittest.main()
