@@ -460,16 +460,19 @@ class Planner {
       (void)g;
     }
     GITLOCKS_TRY(rec, get(res));
-    if (rec->is_null()) return make_error(Errc::not_holder, "no lease " + id + " on " + res);
+    // An empty id: the host found no lease of the actor's on the resource.
+    const std::string which = id.empty() ? "no lease of yours" : "no lease " + id;
+    if (rec->is_null()) return make_error(Errc::not_holder, which + " on " + res);
     auto& leases = (*rec)["leases"];
     auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
     if (it == leases.end()) {
       bool stale = op.contains("generation") && op["generation"].is_number_integer() &&
                    op["generation"].get<std::int64_t>() < (*rec)["generation"].get<std::int64_t>();
       return make_error(stale ? Errc::stale_generation : Errc::not_holder,
-                        stale ? "lease " + id + " on " + res + " was superseded (generation now " +
+                        stale ? which + " on " + res + " at generation " + op["generation"].dump() +
+                                    ": superseded (generation now " +
                                     std::to_string((*rec)["generation"].get<std::int64_t>()) + ")"
-                              : "no lease " + id + " on " + res);
+                              : which + " on " + res);
     }
     if ((*it)["holder"] != ctx_.actor)
       return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + holder_label(*it));
@@ -753,6 +756,21 @@ Result<PlanOutcome> plan_migrate(ObjectStore& store, StateReader& reader, int ve
 
 Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,
                          std::optional<std::int64_t> now) {
+  // A proposed expiry beyond the safe timestamp domain (a host's now + TTL
+  // near 2^53-1) is refused as what it is, before the generic range check.
+  auto beyond_safe = [](const json& v) {
+    if (!v.is_number_integer()) return false;
+    if (v.is_number_unsigned()) return v.get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxSafeInteger);
+    return v.get<std::int64_t>() > kMaxSafeInteger;
+  };
+  if (body.is_object() && body.contains("ops") && body["ops"].is_array())
+    for (std::size_t i = 0; i < body["ops"].size(); ++i) {
+      const json& op = body["ops"][i];
+      if (op.is_object() && op.contains("expires_at") && beyond_safe(op["expires_at"]))
+        return make_error(Errc::arithmetic_overflow, "op " + std::to_string(i) + ": expires_at " +
+                                                         op["expires_at"].dump() +
+                                                         " is beyond the safe timestamp domain [0, 2^53-1]");
+    }
   GITLOCKS_CHECK(canon_check(body));
   if (!body.is_object()) return make_error(Errc::bad_json, "body must be an object");
   if (source_state.empty()) return plan_init(store, ctx, body);

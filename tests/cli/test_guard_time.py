@@ -17,13 +17,18 @@ SAFE_MAX = 2**53 - 1
 
 
 class Notary:
-    def __init__(self, tc, root, name, audience):
-        self.key = os.path.join(root, name + ".key")
+    """A `git-locks notary serve` on loopback; `key` reuses another notary's key file."""
+
+    def __init__(self, tc, root, name, audience, key=None):
+        self.key = key or os.path.join(root, name + ".key")
         self.state = os.path.join(root, name + "-state")
         self.audience = audience
-        out = subprocess.run([binary(), "notary", "keygen", "--out", self.key], capture_output=True, text=True)
-        tc.assertEqual(out.returncode, 0, out.stderr)
-        self.service_key = json.loads(out.stdout)["service_key"]
+        if key is None:
+            out = subprocess.run([binary(), "notary", "keygen", "--out", self.key], capture_output=True, text=True)
+            tc.assertEqual(out.returncode, 0, out.stderr)
+            self.service_key = json.loads(out.stdout)["service_key"]
+        else:
+            self.service_key = None  # from the banner at start
         os.makedirs(self.state, mode=0o700, exist_ok=True)
         self.proc = None
         tc.addCleanup(self.stop)
@@ -34,12 +39,14 @@ class Notary:
             f.write(str(ms))
         os.replace(tmp, os.path.join(self.state, "test-clock-ms"))
 
-    def start(self):
+    def start(self, test_clock=True):
         self.proc = subprocess.Popen([binary(), "notary", "serve", "--key", self.key, "--state", self.state,
-                                      "--listen", "127.0.0.1:0", "--audience", self.audience, "--test-clock"],
+                                      "--listen", "127.0.0.1:0", "--audience", self.audience,
+                                      *(["--test-clock"] if test_clock else [])],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = json.loads(self.proc.stdout.readline())
-        self.url = "http://" + line["listening"]
+        self.banner = json.loads(self.proc.stdout.readline())
+        self.url = "http://" + self.banner["listening"]
+        self.service_key = self.service_key or self.banner["service_key"]
         return self
 
     def stop(self):
@@ -126,6 +133,21 @@ class GuardTimeBase(unittest.TestCase):
         self.assertEqual(r.json["status"], "ACCEPTED")
         self.repo.now = None
 
+    def assertFails(self, r, status, kind, code, op, detail=None, tip=None):
+        """Exit `status`, one JSON error {kind, code, reason == code, op}, `detail` (exact, or a
+        substring when given as ("in", TEXT)), nothing on stdout, and the ref at `tip` when given."""
+        self.assertEqual(r.code, status, r)
+        e = r.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), (kind, code, code, op), r)
+        if isinstance(detail, tuple):
+            self.assertIn(detail[1], e["detail"], r)
+        elif detail is not None:
+            self.assertEqual(e["detail"], detail, r)
+        self.assertEqual(r.out, "", r)
+        if tip is not None:
+            self.assertEqual(self.repo.tip(), tip, "refs/locks/state moved")
+        return e
+
 
 class ActivationTest(GuardTimeBase):
     def test_enable_status_already_enabled_and_other_pins(self):
@@ -139,29 +161,36 @@ class ActivationTest(GuardTimeBase):
         self.assertEqual(again.json["status"], "ALREADY_ENABLED")
         tip = self.repo.tip()
         other = self.enable("op-3", audience="other.test")
-        self.assertNotEqual(other.code, 0)
-        self.assertEqual(self.repo.tip(), tip)
+        self.assertFails(other, 64, "usage", "usage", "guard-time enable",
+                         "guard time is enabled with other pins; replacing them (signer rotation) is not supported",
+                         tip=tip)
 
     def test_enable_refusals(self):
         tip = self.repo.tip()
         r = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
                           self.notary.service_key, "--disclosure", "NONE", "--expected-policy-hash",
                           self.status()["policy_hash"], "--operation-id", "x", "--allow-test-clock")
-        self.assertEqual(r.code, 64, r)  # no consent
+        self.assertFails(r, 64, "usage", "usage", "guard-time enable", ("in", "--disclosure GUARD_WINDOW"), tip)
         r = self.repo.run("bob", "guard-time", "enable", "--audience", "locks.test", "--service-key",
                           self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
                           self.status()["policy_hash"], "--operation-id", "y", "--allow-test-clock")
-        self.assertEqual(r.code, 1, r)  # not the owner
-        self.assertEqual(self.enable("z", key="ab" * 32).code, 2)  # discovery does not match the pinned key
+        self.assertFails(r, 1, "refused", "not-holder", "guard-time enable",
+                         ("in", "only the store's owner"), tip)
+        # discovery does not match the pinned key
+        self.assertFails(self.enable("z", key="ab" * 32), 2, "store-write", "store-write", "guard-time enable",
+                         f"notary service key {self.notary.service_key} is not the pinned {'ab' * 32}", tip)
         r = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
                           self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
                           "00" * 32, "--operation-id", "w", "--allow-test-clock")
-        self.assertEqual(r.code, 1, r)  # stale policy hash
+        self.assertFails(r, 1, "refused", "stale-generation", "guard-time enable",
+                         f"the policy changed: expected policy hash {'00' * 32}, current {self.status()['policy_hash']}",
+                         tip)
         r = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
                           self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
                           self.status()["policy_hash"], "--operation-id", "v")
-        self.assertEqual(r.code, 2, r)  # a test clock without --allow-test-clock
-        self.assertEqual(self.repo.tip(), tip)
+        # a test clock without --allow-test-clock
+        self.assertFails(r, 2, "store-write", "store-write", "guard-time enable",
+                         "notary runs a 'test' clock: refused (tests only: --allow-test-clock)", tip)
 
     def test_lost_answer_after_admission_then_resume(self):
         tip = self.repo.tip()
@@ -205,15 +234,12 @@ class ActivationTest(GuardTimeBase):
         changed = self.repo.run("alice", "guard-time", "enable", "--audience", "other.test", "--service-key",
                                 self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
                                 self.status()["policy_hash"], "--operation-id", "op-1", "--allow-test-clock")
-        self.assertEqual(changed.code, 64, changed)
-        self.assertIn("other input", changed.error["detail"])
+        self.assertFails(changed, 64, "usage", "usage", "guard-time enable", ("in", "was prepared with other input"))
         self.repo.now = T0 + 5000
         self.assertEqual(self.repo.run("bob", "claim", "--ttl", "30s", "x").code, 0)
         tip = self.repo.tip()
         r = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock")
-        self.assertEqual(r.code, 1, r)
-        self.assertIn("source changed", r.error["detail"])
-        self.assertEqual(self.repo.tip(), tip)
+        self.assertFails(r, 1, "refused", "stale-generation", "guard-time resume", ("in", "source changed"), tip)
         h = self.repo.run("alice", "guard-time", "history", "--json")
         self.assertEqual(h.json["operations"][0]["status"], "FAILED")
 
@@ -236,8 +262,8 @@ class LeaseTest(GuardTimeBase):
                 self.assertEqual(r.code, 0, r)
                 self.assertEqual(r.json["admitted_at_ms"], t)
             else:
-                self.assertEqual((r.code, r.error["code"]), (1, "guard-window"), r)
-                self.assertEqual(self.repo.tip(), tip)
+                self.assertFails(r, 1, "refused", "guard-window", "claim",
+                                 ("in", "the notary's admission time is outside the guard interval"), tip)
 
     def test_renewal_non_increasing_and_reclaim(self):
         self.notary.clock(P)
@@ -247,8 +273,10 @@ class LeaseTest(GuardTimeBase):
         r = self.attested("alice", "extend", "--ttl", "60000", "a", proposal=P + 30000)
         self.assertEqual(r.code, 0, r)
         e = P + 90000
+        tip = self.repo.tip()
         r = self.attested("alice", "extend", "--ttl", "30000", "a", proposal=P + 60000)  # same expiry
-        self.assertEqual(r.code, 1, r)
+        self.assertFails(r, 1, "refused", "guard-window", "extend",
+                         f"a renewal must move the expiry later ({e} <= {e})", tip)
         self.notary.clock(e)  # renewal at expiry is admitted (T <= prev_expires_at)
         r = self.attested("alice", "extend", "--ttl", "60000", "a", proposal=e)
         self.assertEqual(r.code, 0, r)
@@ -257,37 +285,42 @@ class LeaseTest(GuardTimeBase):
         self.notary.clock(e)
         tip = self.repo.tip()
         r = self.claim("a", proposal=e + 1, actor="bob")
-        self.assertEqual((r.code, r.error["code"]), (1, "guard-window"), r)
-        self.assertEqual(self.repo.tip(), tip)
+        self.assertFails(r, 1, "refused", "guard-window", "claim",
+                         ("in", "the notary's admission time is outside the guard interval"), tip)
         r = self.claim("a", proposal=e - 1, actor="bob")  # before expiry the planner refuses
-        self.assertEqual(r.code, 1, r)
+        self.assertFails(r, 1, "refused", "held-path", "claim", None, tip)
         self.notary.clock(e + 1)
         r = self.claim("a", proposal=e + 1, actor="bob")
         self.assertEqual(r.code, 0, r)
         self.assertEqual(r.json["leases"][0]["generation"], 2)
         # stale generation: alice's generation 1 is gone
+        tip = self.repo.tip()
         r = self.attested("alice", "release", "--generation", "1", "a", proposal=e + 2)
-        self.assertEqual(r.code, 1, r)
+        self.assertFails(r, 1, "refused", "stale-generation", "release",
+                         "no lease of yours on path:a at generation 1: superseded (generation now 2)", tip)
 
     def test_overflow_and_invalid_bounds(self):
         tip = self.repo.tip()
         self.notary.clock(P)
         r = self.claim("a", ttl="120000")  # beyond max_ttl: T would have to be later than P
-        self.assertEqual(r.code, 1, r)
+        self.assertFails(r, 1, "refused", "guard-window", "claim", None, tip)
         r = self.claim("a", proposal=SAFE_MAX - 30000)  # expires_at beyond 2^53 - 1
-        self.assertNotEqual(r.code, 0, r)
-        self.assertEqual(self.repo.tip(), tip)
+        expires = SAFE_MAX - 30000 + 60000
+        self.assertFails(r, 64, "usage", "arithmetic-overflow", "claim",
+                         f"op 0: expires_at {expires} is beyond the safe timestamp domain [0, 2^53-1]", tip)
         other = Repo(self, "other")
         with open(os.path.join(other.root, "p.json"), "w") as f:
             json.dump({"min_ttl_ms": 0, "max_ttl_ms": 60000}, f)
         r = other.run("alice", "init", "--policy", os.path.join(other.root, "p.json"))
-        self.assertEqual(r.code, 64, r)
+        self.assertFails(r, 64, "usage", "usage", "init", "policy TTL bounds must satisfy 0 < min_ttl_ms <= max_ttl_ms")
+        self.assertIsNone(other.tip())
 
     def test_client_clock_refused(self):
         self.notary.clock(P)
+        tip = self.repo.tip()
         r = self.repo.run("alice", "claim", "a", "--allow-test-clock", env={"GIT_LOCKS_NOW_MS": str(P)})
-        self.assertEqual(r.code, 64, r)
-        self.assertIn("GIT_LOCKS_NOW_MS", r.error["detail"])
+        self.assertFails(r, 64, "usage", "usage", "claim", "GIT_LOCKS_NOW_MS is refused: this store uses trusted "
+                         "admission time from its notary, never a client clock", tip)
 
     def test_clock_rollback_also_across_restart(self):
         self.notary.clock(P + 10)
@@ -300,9 +333,11 @@ class LeaseTest(GuardTimeBase):
             self.notary.clock(P + 5)
             tip = self.repo.tip()
             r = self.claim("b")
-            self.assertEqual(r.code, 2, r)
-            self.assertIn("clock-rollback", r.error["detail"])
-            self.assertEqual(self.repo.tip(), tip)
+            e = self.assertFails(r, 2, "store-write", "store-write", "claim",
+                                 ("in", "notary refused admission with HTTP 409: "), tip)
+            notary_error = json.loads(e["detail"].split("HTTP 409: ", 1)[1].rsplit("; nothing was published", 1)[0])
+            self.assertEqual((notary_error["error"], notary_error["t"], notary_error["high_water_ms"]),
+                             ("clock-rollback", P + 5, P + 10))
         self.notary.clock(P + 10)
         self.assertEqual(self.claim("b").code, 0)
 
@@ -310,10 +345,7 @@ class LeaseTest(GuardTimeBase):
         self.notary.stop()
         tip = self.repo.tip()
         r = self.claim("a")
-        self.assertEqual(r.code, 2, r)
-        self.assertEqual(r.error["error"], "store-write")
-        self.assertIn("unreachable", r.error["detail"])
-        self.assertEqual(self.repo.tip(), tip)
+        self.assertFails(r, 2, "store-write", "store-write", "claim", ("in", "is unreachable"), tip)
 
     def test_substituted_admission_proofs(self):
         self.notary.clock(P)
@@ -329,9 +361,9 @@ class LeaseTest(GuardTimeBase):
             proxy = Proxy(self, self.notary.url, admit)
             tip = self.repo.tip()
             r = self.attested("alice", "claim", "--ttl", "60000", "b", "--notary", proxy.url)
-            self.assertEqual(r.code, 2, (name, r))
-            self.assertIn("attestation", r.error["detail"])
-            self.assertEqual(self.repo.tip(), tip, name)
+            with self.subTest(name):
+                self.assertFails(r, 2, "store-write", "store-write", "claim", ("in", "notary attestation rejected: "),
+                                 tip)
 
     def forge(self, replace):
         """A commit with the tip's parent and tree but files replaced ({path: blob bytes})."""
@@ -361,13 +393,27 @@ class LeaseTest(GuardTimeBase):
         first = self.repo.git("show", "refs/locks/state:txn/attestation.json").encode()
         self.notary.clock(P + 1)
         self.assertEqual(self.claim("b").code, 0)
-        clean = self.repo.run("alice", "verify", "--allow-test-clock")
-        if clean.code == 64 and "unknown command" in clean.err:
-            self.fail("git-locks verify is missing")
+        chain = self.repo.git("rev-list", "--reverse", "refs/locks/state").split()
+        clean = self.repo.run("alice", "--json", "verify", "--allow-test-clock")
         self.assertEqual(clean.code, 0, clean)
+        self.assertEqual([(v["commit"], v["ok"]) for v in map(json.loads, clean.out.splitlines())],
+                         [(c, True) for c in chain])
+        # Without --allow-test-clock the verifier refuses the notary's test clock, from the activation on.
+        strict = self.repo.run("alice", "--json", "verify")
+        self.assertEqual(strict.code, 1, strict)
+        verdicts = [json.loads(line) for line in strict.out.splitlines()]
+        self.assertEqual([v["commit"] for v in verdicts], chain)
+        self.assertTrue(verdicts[0]["ok"], verdicts[0])  # init: before guard time
+        self.assertEqual((verdicts[1]["ok"], verdicts[1]["reason"], verdicts[1]["detail"]),
+                         (False, "attestation-mismatch", 'test-clock: admitted by a notary running a "test" clock'),
+                         verdicts[1])
         self.forge({"txn/attestation.json": first})  # an attestation for another source/result
-        r = self.repo.run("alice", "verify", "--allow-test-clock")
+        r = self.repo.run("alice", "--json", "verify", "--allow-test-clock")
         self.assertEqual(r.code, 1, r)
+        verdicts = [json.loads(line) for line in r.out.splitlines()]
+        self.assertTrue(all(v["ok"] for v in verdicts[:-1]), verdicts)
+        self.assertEqual((verdicts[-1]["ok"], verdicts[-1]["reason"]), (False, "attestation-mismatch"), verdicts[-1])
+        self.assertTrue(verdicts[-1]["detail"].startswith("binding:"), verdicts[-1])
 
     def test_old_client_refuses_unknown_profile(self):
         policy = json.loads(self.repo.git("show", "refs/locks/state:state/policy.json"))
@@ -376,9 +422,7 @@ class LeaseTest(GuardTimeBase):
         forged = self.forge({"state/policy.json": data})
         self.notary.clock(P)
         r = self.claim("a")
-        self.assertNotEqual(r.code, 0, r)
-        self.assertEqual(r.error["code"], "unknown-format", r)
-        self.assertEqual(self.repo.tip(), forged)
+        self.assertFails(r, 64, "usage", "unknown-format", "claim", None, forged)
 
 
 if __name__ == "__main__":
