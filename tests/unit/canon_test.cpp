@@ -715,7 +715,7 @@ TEST_CASE("canon: single-byte mutations never crash and strict success is byte-e
       std::string("{}[],:\"\\/-+.0123456789eEtrufalsn \t\r\n\b\fu") +
       std::string("\x00\x01\x1f\x7f\x80\xbf\xc0\xc2\xdf\xe0\xed\xef\xf0\xf4\xf5\xff", 16);
   SplitMix64 rng{0x5EED'C0DE'2024ULL};
-  int accepted_strict = 0, accepted_lenient = 0, total = 0;
+  int accepted_strict = 0, non_canonical = 0, malformed = 0;
   for (const auto& seed : seeds) {
     REQUIRE(canon_parse(seed).ok());
     for (int i = 0; i < 1500; ++i) {
@@ -748,7 +748,6 @@ TEST_CASE("canon: single-byte mutations never crash and strict success is byte-e
           m.erase(m.begin() + static_cast<std::ptrdiff_t>(rng.below(m.size())));
           break;
       }
-      ++total;
       INFO("mutant: ", show(m));
       auto s = canon_parse(m, CanonMode::strict);
       auto l = canon_parse(m, CanonMode::lenient);
@@ -760,14 +759,15 @@ TEST_CASE("canon: single-byte mutations never crash and strict success is byte-e
         REQUIRE(l.ok());
         CHECK(*l == *s);
       } else if (s.error().code == Errc::non_canonical) {
+        ++non_canonical;
         // Non-canonical means well-formed: lenient must accept it.
         CHECK(l.ok());
       } else {
+        ++malformed;
         CHECK(s.error().code == Errc::bad_json);
         CHECK_FALSE(l.ok());
       }
       if (l.ok()) {
-        ++accepted_lenient;
         // Whatever lenient accepts has a canonical form that strict accepts.
         auto d = canon_dump(*l);
         REQUIRE(d.ok());
@@ -777,9 +777,9 @@ TEST_CASE("canon: single-byte mutations never crash and strict success is byte-e
       }
     }
   }
-  CHECK(total == 6000);
-  // The campaign actually exercised both outcomes.
+  // The campaign actually exercised every outcome: canonical mutants,
+  // well-formed but non-canonical ones, and malformed ones.
   CHECK(accepted_strict > 0);
-  CHECK(accepted_lenient > accepted_strict);
-  CHECK(accepted_lenient < total);
+  CHECK(non_canonical > 0);
+  CHECK(malformed > 0);
 }
