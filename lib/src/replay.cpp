@@ -195,9 +195,13 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
           auto checked = check_attestation(*att, p, tc.packet_stored, **result_pins, options.allow_test_clock);
           if (!checked.ok()) fail("attestation-mismatch", checked.error().message);
           t = (*att)["admitted_at_ms"].get<std::int64_t>();
-          if (cs.last_attested_time && *t < *cs.last_attested_time)
+          // T never decreases along the chain: across the activation too,
+          // where the previous T is a local-clock one.
+          std::optional<std::int64_t> previous = cs.last_attested_time;
+          if (cs.last_time && (!previous || *cs.last_time > *previous)) previous = cs.last_time;
+          if (previous && *t < *previous)
             fail("time-decreased", "attested T = " + std::to_string(*t) + " is before the previous " +
-                                       std::to_string(*cs.last_attested_time));
+                                       std::to_string(*previous));
         }
       }
     } else {

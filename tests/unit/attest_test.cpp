@@ -2,6 +2,10 @@
 // their verification, with an in-process notary whose clock the test sets.
 #include <doctest/doctest.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "fixture.h"
 #include "gitlocks/attest.hpp"
 #include "gitlocks/replay.hpp"
@@ -58,7 +62,7 @@ const gitlocks::Verdict* first_bad(const std::vector<gitlocks::Verdict>& vs) {
 
 }  // namespace
 
-TEST_CASE("guard time: activation by the owner, then every commit is attested and verifies") {
+TEST_CASE("guard time: activation by the owner - then every commit is attested and verifies") {
   Store s;
   Notary n;
   REQUIRE(s.claim("alice", "before", 60'000).ok());  // a local-clock commit
@@ -108,7 +112,7 @@ TEST_CASE("guard time: activation preconditions") {
   CHECK(enable(s, "owner", other.pins).error().message.find("not supported") != std::string::npos);
 }
 
-TEST_CASE("guard time: no client clock fallback, the notary's T must lie in the interval") {
+TEST_CASE("guard time: no client clock fallback - the notary's T must lie in the interval") {
   Store s;
   Notary n;
   s.admit = n.fn();
@@ -151,7 +155,7 @@ TEST_CASE("guard time: a notary that signs a substituted or out-of-window attest
   CHECK(s.claim("alice", "x", 60'000).error().code == Errc::store_write);
 }
 
-TEST_CASE("guard time: replay flags attestations from another commit, a test clock, decreasing T") {
+TEST_CASE("guard time: replay flags attestations from another commit - a test clock - decreasing T") {
   Store s;
   Notary n;
   s.admit = n.fn();
@@ -193,7 +197,7 @@ TEST_CASE("guard time: replay flags attestations from another commit, a test clo
   CHECK_FALSE(first_bad(verify(t, *t.tip(), allow)));
 }
 
-TEST_CASE("guard time: a store requiring an unknown profile is refused, never ignored") {
+TEST_CASE("guard time: a store requiring an unknown profile is refused - never ignored") {
   Store s;
   Notary n;
   s.admit = n.fn();
@@ -205,4 +209,223 @@ TEST_CASE("guard time: a store requiring an unknown profile is refused, never ig
   auto parsed = gitlocks::parse_policy(pol);
   REQUIRE_FALSE(parsed.ok());
   CHECK(parsed.error().code == Errc::unknown_format);
+}
+
+namespace {
+
+// A guard-time history (init, activation, alice's claim) and bob's genuine
+// next claim, built but not published: the tests below replace bob's commit
+// by a forgery on the same parent, so the commits before it stay valid.
+struct AttestedHistory {
+  Store s;
+  Notary n;
+  Oid parent;                    // alice's commit: the tip the forgeries build on
+  std::int64_t alice_t = 0;      // its attested T
+  gitlocks::Candidate bob;       // bob's genuine next commit
+  gitlocks::TransitionCommit bob_tc;
+
+  AttestedHistory() {
+    s.admit = n.fn();
+    n.clock = s.now;
+    REQUIRE(enable(s, "owner", n.pins).ok());
+    n.clock = alice_t = s.now + 10;
+    REQUIRE(s.claim("alice", "a", 60'000).ok());
+    parent = *s.tip();
+    n.clock = s.now + 20;
+    auto c = s.claim("bob", "b", 60'000);
+    REQUIRE(c.ok());
+    bob = *c;
+    bob_tc = gitlocks::read_transition_commit(s.objects(), bob.commit).value();
+  }
+
+  // The opened admission request of a stored packet, as the notary sees it.
+  json request_for(const json& packet, const std::string& stored, const std::string& actor) {
+    auto req = gitlocks::make_admission_request(packet, stored, gitlocks::test::actor_key(actor));
+    REQUIRE(req.ok());
+    return gitlocks::open_admission_request(*req).value();
+  }
+
+  // An attestation document signed with `key` (the pinned notary's unless
+  // told), whatever it says.
+  std::string sign_attestation(const json& att, const gitlocks::KeyPair* key = nullptr) {
+    const gitlocks::KeyPair& k = key ? *key : n.key;
+    auto bytes = gitlocks::canon_dump(att).value();
+    auto sig = gitlocks::sign_detached(gitlocks::kAttestationDomain, bytes, k);
+    return gitlocks::canon_dump(json{{"attestation", att}, {"sig", gitlocks::to_hex(sig)}}).value();
+  }
+
+  // The notary's genuine attestation of bob's packet at `t`, as a document.
+  json attestation_at(std::int64_t t) {
+    auto stored = gitlocks::make_attestation(request_for(bob.packet, bob.packet_stored, "bob"), n.pins, t, false, n.key);
+    REQUIRE(stored.ok());
+    return gitlocks::open_attestation(*stored).value();
+  }
+
+  // Bob's state on alice's commit, with the given packet and attestation.
+  Oid commit(const std::string& packet_stored, const std::string& attestation_stored) {
+    return gitlocks::write_transition_commit(s.objects(), parent, bob_tc.state, packet_stored, "forged\n", 0,
+                                             attestation_stored)
+        .value();
+  }
+};
+
+// Checks that the chain ending at `tip` (init, activation, alice, tip) has
+// exactly one invalid commit, the tip, for `reason`; returns its detail.
+std::string only_tip_invalid(Store& s, const Oid& tip, const std::string& reason) {
+  auto vs = verify(s, tip);
+  REQUIRE(vs.size() == 4);
+  for (std::size_t i = 0; i < 3; ++i) CHECK_MESSAGE(vs[i].ok, i << ": " << vs[i].reason << ": " << vs[i].detail);
+  CHECK(vs[3].commit == tip);
+  CHECK_FALSE(vs[3].ok);
+  CHECK(vs[3].reason == reason);
+  return vs[3].detail;
+}
+
+}  // namespace
+
+TEST_CASE("guard time: the genuine history the forgeries below start from verifies") {
+  AttestedHistory h;
+  auto vs = verify(h.s, h.bob.commit);
+  REQUIRE(vs.size() == 4);
+  for (const auto& v : vs) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
+  CHECK(vs[2].time == h.alice_t);
+  CHECK(vs[3].time == h.s.now + 20);
+  // The same packet attested at alice's T exactly: T may stay equal.
+  Oid equal = h.commit(h.bob.packet_stored, h.sign_attestation(h.attestation_at(h.alice_t)));
+  for (const auto& v : verify(h.s, equal)) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
+}
+
+TEST_CASE("guard time: replay flags an attested T before the previous attested T as time-decreased") {
+  AttestedHistory h;
+  // A correctly signed attestation of bob's packet, inside its interval, 1 ms
+  // before alice's T: the client would refuse it, the verifier must too.
+  const std::int64_t t = h.alice_t - 1;
+  json att = h.attestation_at(t);
+  REQUIRE(att["interval"][0].get<std::int64_t>() <= t);
+  Oid tip = h.commit(h.bob.packet_stored, h.sign_attestation(att));
+  CHECK(only_tip_invalid(h.s, tip, "time-decreased") ==
+        "attested T = " + std::to_string(t) + " is before the previous " + std::to_string(h.alice_t));
+}
+
+TEST_CASE("guard time: replay flags a client clock reading in an attested packet as time-source-mismatch") {
+  AttestedHistory h;
+  // Bob signs his packet with a claimed_at_ms and the notary attests that
+  // very packet: every binding and the digest agree, only the time source is wrong.
+  json packet = h.bob.packet;
+  packet["claimed_at_ms"] = h.bob.admitted_at_ms;
+  std::string stored = gitlocks::seal_packet(packet, gitlocks::test::actor_key("bob")).value();
+  auto att = gitlocks::make_attestation(h.request_for(packet, stored, "bob"), h.n.pins, h.bob.admitted_at_ms, false,
+                                        h.n.key);
+  REQUIRE(att.ok());
+  Oid tip = h.commit(stored, *att);
+  CHECK(only_tip_invalid(h.s, tip, "time-source-mismatch") == "a client clock reading under guard time");
+}
+
+TEST_CASE("guard time: replay flags an attestation bound to another packet digest") {
+  AttestedHistory h;
+  // Every binding of bob's packet, but the digest of another packet (his
+  // packet with another body name, signed by him too).
+  json other = h.bob.packet;
+  other["body"]["name"] = "not-bob";
+  std::string other_stored = gitlocks::seal_packet(other, gitlocks::test::actor_key("bob")).value();
+  json att = h.attestation_at(h.bob.admitted_at_ms);
+  att["packet_digest"] = gitlocks::sha256_hex(other_stored);
+  REQUIRE(att["packet_digest"] != gitlocks::sha256_hex(h.bob.packet_stored));
+  Oid tip = h.commit(h.bob.packet_stored, h.sign_attestation(att));
+  CHECK(only_tip_invalid(h.s, tip, "attestation-mismatch") == "packet-digest: attestation is for another packet");
+}
+
+TEST_CASE("guard time: replay flags a signed packet whose interval is not the derived one") {
+  AttestedHistory h;
+  // Bob's claim: TTL 60 s from now, so the seed's guards (T + 1000 <= e,
+  // T + 3600000 >= e) give [e - 3600000, e - 1000]. A packet narrowing it by
+  // 1 ms at the top, signed by bob and attested by the notary at a T inside.
+  const std::int64_t e = h.s.now + 60'000;
+  REQUIRE(h.bob.packet["interval"] == json::array({e - 3'600'000, e - 1000}));
+  json packet = h.bob.packet;
+  packet["interval"][1] = e - 1001;
+  std::string stored = gitlocks::seal_packet(packet, gitlocks::test::actor_key("bob")).value();
+  auto att = gitlocks::make_attestation(h.request_for(packet, stored, "bob"), h.n.pins, h.bob.admitted_at_ms, false,
+                                        h.n.key);
+  REQUIRE(att.ok());
+  Oid tip = h.commit(stored, *att);
+  CHECK(only_tip_invalid(h.s, tip, "interval-mismatch") ==
+        "derived interval [" + std::to_string(e - 3'600'000) + ", " + std::to_string(e - 1000) +
+            "] differs from the packet's");
+}
+
+TEST_CASE("guard time: replay checks every field of a pinned notary's signed attestation") {
+  AttestedHistory h;
+  const std::int64_t e = h.s.now + 60'000;
+  const gitlocks::KeyPair rogue = gitlocks::test::actor_key("rogue-notary");
+  struct Forgery {
+    const char* what;
+    std::function<void(json&)> edit;
+    bool rogue_signs;
+    const char* reason;
+    std::string detail_prefix;
+  };
+  const std::vector<Forgery> forgeries = {
+      {"T 1 ms above the signed interval", [&](json& a) { a["admitted_at_ms"] = e - 999; }, false,
+       "attestation-mismatch", "time-outside-interval: T = " + std::to_string(e - 999)},
+      {"signed interval other than the packet's", [&](json& a) { a["interval"][1] = e - 1001; }, false,
+       "attestation-mismatch", "interval: signed interval differs from the packet's"},
+      {"another audience", [&](json& a) { a["audience"] = "elsewhere"; }, false, "attestation-mismatch",
+       "audience: attested by audience \"elsewhere\""},
+      {"an unknown profile", [&](json& a) { a["profile"] = "time-add-guard-window-v1"; }, false,
+       "attestation-mismatch", "profile: unknown attestation profile"},
+      {"another source", [&](json& a) { a["source"] = std::string(40, '0'); }, false, "attestation-mismatch",
+       "binding:source: attestation binds \"" + std::string(40, '0') + "\""},
+      {"a test clock", [&](json& a) { a["clock"] = "test"; }, false, "attestation-mismatch",
+       "test-clock: admitted by a notary running a \"test\" clock"},
+      {"a key other than the pinned one",
+       [&](json& a) { a["service_key"] = gitlocks::to_hex(rogue.public_key); }, true, "attestation-mismatch",
+       "service-key: attested by key " + gitlocks::to_hex(rogue.public_key)},
+      {"a signature by another key than the embedded one", [&](json&) {}, true, "bad-attestation-signature",
+       "attestation signature does not verify"},
+      {"a missing admitted_at_ms", [&](json& a) { a.erase("admitted_at_ms"); }, false, "bad-attestation",
+       "attestation is missing audience, admitted_at_ms, clock or profile"},
+  };
+  for (const auto& f : forgeries) {
+    CAPTURE(f.what);
+    json att = h.attestation_at(h.bob.admitted_at_ms);
+    f.edit(att);
+    Oid tip = h.commit(h.bob.packet_stored, h.sign_attestation(att, f.rogue_signs ? &rogue : nullptr));
+    const std::string detail = only_tip_invalid(h.s, tip, f.reason);
+    CHECK_MESSAGE(detail.rfind(f.detail_prefix, 0) == 0, detail);
+  }
+}
+
+TEST_CASE("guard time: the first attested T may not go below the last local-clock T") {
+  // SPEC §6: T never decreases along the chain, across the activation too
+  // (the client refuses such an attestation: build_candidate's last_time).
+  Store s;
+  Notary n;
+  REQUIRE(s.claim("alice", "before", 60'000).ok());  // local T = s.now
+  const Oid parent = *s.tip();
+  s.admit = n.fn();
+  n.clock = s.now - 1;
+  auto refused = enable(s, "owner", n.pins);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == Errc::store_write);
+  n.clock = s.now;
+  auto en = enable(s, "owner", n.pins);
+  REQUIRE(en.ok());
+  for (const auto& v : verify(s, en->commit)) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
+  // The same activation packet, attested 1 ms before alice's local T.
+  auto req = gitlocks::make_admission_request(en->packet, en->packet_stored, gitlocks::test::actor_key("owner"));
+  REQUIRE(req.ok());
+  auto att = gitlocks::make_attestation(gitlocks::open_admission_request(*req).value(), n.pins, s.now - 1, false, n.key);
+  REQUIRE(att.ok());
+  auto tc = gitlocks::read_transition_commit(s.objects(), en->commit).value();
+  Oid forged = gitlocks::write_transition_commit(s.objects(), parent, tc.state, en->packet_stored, "forged\n", 0, *att)
+                   .value();
+  auto vs = verify(s, forged);
+  REQUIRE(vs.size() == 3);
+  CHECK(vs[0].ok);
+  CHECK(vs[1].ok);
+  CHECK_FALSE(vs[2].ok);
+  CHECK(vs[2].reason == "time-decreased");
+  CHECK(vs[2].detail == "attested T = " + std::to_string(s.now - 1) + " is before the previous " +
+                            std::to_string(s.now));
 }

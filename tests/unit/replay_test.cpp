@@ -1,6 +1,11 @@
 // Replay verification on in-memory histories, untouched and tampered.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "fixture.h"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/replay.hpp"
@@ -76,7 +81,7 @@ Oid rewrite(Store& s, const std::function<void(gitlocks::TransitionCommit&)>& ed
 
 }  // namespace
 
-TEST_CASE("replay: an untouched history verifies, with one verdict per commit") {
+TEST_CASE("replay: an untouched history verifies - with one verdict per commit") {
   Store s = history();
   Run r = verify(s.objects(), *s.tip());
   CHECK(r.summary.commits == 8);
@@ -144,7 +149,7 @@ TEST_CASE("replay: a changed generation in the body is flagged") {
   CHECK(r.first_bad()->reason == "replay-refused");
 }
 
-TEST_CASE("replay: swapped packets, a stray file and an unsigned edit are each flagged") {
+TEST_CASE("replay: swapped packets - a stray file and an unsigned edit are each flagged") {
   Store s = history();
   std::string packet3 = gitlocks::read_transition_commit(s.objects(), [&] {
     std::vector<Oid> chain;
@@ -252,4 +257,214 @@ TEST_CASE("replay: the independent checker catches a forged state that the packe
   auto ok = later.apply(store, tc.state, state, s.now + 60'001, gitlocks::Policy{});
   REQUIRE(ok.ok());
   CHECK(ok->empty());
+}
+
+namespace {
+
+// Rewrites commit `index` of the chain with its packet edited and re-signed
+// by `actor`: the signature is good, only what the edit changed is wrong.
+Oid resign(Store& s, std::size_t index, const std::string& actor, const std::function<void(json&)>& edit) {
+  return rewrite(s, [&](gitlocks::TransitionCommit& tc) {
+    json packet = json::parse(tc.packet_stored)["packet"];
+    edit(packet);
+    // Signed by hand: seal_packet would refuse some of the forgeries.
+    auto bytes = gitlocks::canon_dump(packet).value();
+    auto sig = gitlocks::sign_detached(gitlocks::kPacketDomain, bytes, gitlocks::test::actor_key(actor));
+    tc.packet_stored = gitlocks::canon_dump(json{{"packet", packet}, {"sig", gitlocks::to_hex(sig)}}).value();
+  }, index);
+}
+
+// Checks that exactly one commit, the one at `index`, is invalid, for
+// `reason`; returns its detail.
+std::string only_invalid(gitlocks::ObjectStore& store, const Oid& tip, std::size_t index, const std::string& reason) {
+  Run r = verify(store, tip);
+  REQUIRE(r.verdicts.size() > index);
+  CHECK(r.summary.invalid == 1);
+  for (std::size_t i = 0; i < r.verdicts.size(); ++i)
+    if (i != index) CHECK_MESSAGE(r.verdicts[i].ok, i << ": " << r.verdicts[i].reason << ": " << r.verdicts[i].detail);
+  CHECK_FALSE(r.verdicts[index].ok);
+  CHECK(r.verdicts[index].reason == reason);
+  return r.verdicts[index].detail;
+}
+
+void all_valid(gitlocks::ObjectStore& store, const Oid& tip) {
+  Run r = verify(store, tip);
+  CHECK(r.summary.invalid == 0);
+  for (const auto& v : r.verdicts) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
+}
+
+// Init at t0, then alice claims "f" for the longest TTL at t0 + 10 s: by the
+// seed's guards (T + 1000 <= e, T + 3600000 >= e, e = now + 3600000) the
+// claim admits T in [now, now + 3599000], and T = now was used.
+struct LongClaim {
+  Store s;
+  std::int64_t init_t = s.now;
+  std::int64_t lo = 0, hi = 0;
+  LongClaim() {
+    s.now += 10'000;
+    REQUIRE(s.claim("alice", "f", 3'600'000).ok());
+    lo = s.now;
+    hi = s.now + 3'599'000;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("replay: a local admission time outside the derived interval is time-outside-interval - its ends are inside") {
+  LongClaim h;
+  auto tip = gitlocks::read_transition_commit(h.s.objects(), *h.s.tip()).value();
+  REQUIRE(json::parse(tip.packet_stored)["packet"]["interval"] == json::array({h.lo, h.hi}));
+  REQUIRE(h.lo - 1 > h.init_t);  // so T = lo - 1 is no decrease
+  for (std::int64_t t : {h.lo - 1, h.hi + 1}) {
+    CAPTURE(t);
+    Oid forged = resign(h.s, 1, "alice", [&](json& p) { p["claimed_at_ms"] = t; });
+    CHECK(only_invalid(h.s.objects(), forged, 1, "time-outside-interval") ==
+          "T = " + std::to_string(t) + " is outside [" + std::to_string(h.lo) + ", " + std::to_string(h.hi) + "]");
+  }
+  for (std::int64_t t : {h.lo, h.hi}) {
+    CAPTURE(t);
+    all_valid(h.s.objects(), resign(h.s, 1, "alice", [&](json& p) { p["claimed_at_ms"] = t; }));
+  }
+}
+
+TEST_CASE("replay: a signed packet interval other than the derived one is interval-mismatch") {
+  LongClaim h;
+  const std::string want = "derived interval [" + std::to_string(h.lo) + ", " + std::to_string(h.hi) +
+                           "] differs from the packet's";
+  // Narrower and wider by 1 ms, each still containing the T used.
+  for (const json& iv : {json::array({h.lo, h.hi - 1}), json::array({h.lo - 1, h.hi})}) {
+    CAPTURE(iv.dump());
+    Oid forged = resign(h.s, 1, "alice", [&](json& p) { p["interval"] = iv; });
+    CHECK(only_invalid(h.s.objects(), forged, 1, "interval-mismatch") == want);
+  }
+  all_valid(h.s.objects(), resign(h.s, 1, "alice", [&](json& p) { p["interval"] = json::array({h.lo, h.hi}); }));
+}
+
+TEST_CASE("replay: a local admission time before the previous one is time-decreased - an equal one is not") {
+  LongClaim h;
+  const std::int64_t alice_t = h.s.now;
+  h.s.now += 5;
+  REQUIRE(h.s.claim("bob", "g", 60'000).ok());
+  all_valid(h.s.objects(), *h.s.tip());
+  Oid forged = resign(h.s, 2, "bob", [&](json& p) { p["claimed_at_ms"] = alice_t - 1; });
+  CHECK(only_invalid(h.s.objects(), forged, 2, "time-decreased") ==
+        "T = " + std::to_string(alice_t - 1) + " is before the previous " + std::to_string(alice_t));
+  all_valid(h.s.objects(), resign(h.s, 2, "bob", [&](json& p) { p["claimed_at_ms"] = alice_t; }));
+}
+
+TEST_CASE("replay: each signed-packet binding the chain fixes is checked") {
+  LongClaim h;
+  struct Forgery {
+    const char* what;
+    std::function<void(json&)> edit;
+    const char* reason;
+    std::string detail_prefix;
+  };
+  const std::vector<Forgery> forgeries = {
+      {"no admission time", [](json& p) { p.erase("claimed_at_ms"); }, "missing-time",
+       "packet carries no admission time"},
+      {"another policy hash", [](json& p) { p["policy_hash"] = std::string(64, 'b'); }, "policy-mismatch",
+       "policy_hash is not the policy in force at the source"},
+      {"another store id", [](json& p) { p["store"] = std::string(64, 'b'); }, "store-mismatch",
+       "packet names another store"},
+      {"another action name", [](json& p) { p["action"] = "reclaim"; }, "action-mismatch",
+       "re-planning gives action claim"},
+      {"another epoch", [](json& p) { p["epoch"] = 1; }, "wrong-epoch", "packet epoch 1, the store is at epoch 0"},
+      {"a sealed body in a public store", [](json& p) { p["body"] = json{{"sealed", "x"}}; }, "bad-packet",
+       "a sealed body in a store that is not PRIVATE"},
+      {"an unknown packet format", [](json& p) { p["format"] = "gitlocks-packet-v9"; }, "unknown-format",
+       "unknown packet format"},
+  };
+  for (const auto& f : forgeries) {
+    CAPTURE(f.what);
+    Oid forged = resign(h.s, 1, "alice", f.edit);
+    const std::string detail = only_invalid(h.s.objects(), forged, 1, f.reason);
+    CHECK_MESSAGE(detail.rfind(f.detail_prefix, 0) == 0, detail);
+  }
+}
+
+TEST_CASE("replay: the root must be the owner's creation with its own policy hash") {
+  LongClaim h;
+  // Mallory signs the creation as herself: the same policy, another creator.
+  Oid by_mallory = resign(h.s, 0, "mallory", [](json& p) { p["actor"] = gitlocks::test::actor_hex("mallory"); });
+  CHECK(only_invalid(h.s.objects(), by_mallory, 0, "not-owner") == "the store was not created by its owner");
+  Oid other_hash = resign(h.s, 0, "owner", [](json& p) { p["policy_hash"] = std::string(64, 'b'); });
+  // The next commit's policy_hash is the real policy's, which is still in force: only the root is wrong.
+  CHECK(only_invalid(h.s.objects(), other_hash, 0, "policy-mismatch") == "policy_hash is not the creation policy's");
+  Oid with_source = resign(h.s, 0, "owner", [&](json& p) { p["source"] = std::string(40, 'c'); });
+  CHECK(only_invalid(h.s.objects(), with_source, 0, "bad-packet") == "the root commit must create the store");
+}
+
+TEST_CASE("replay: a merge commit and a commit without a packet are flagged") {
+  LongClaim h;
+  auto& store = h.s.objects();
+  const Oid tip = *h.s.tip();
+  auto c = store.read_commit(tip).value();
+  REQUIRE(c.parents.size() == 1);
+  c.parents.push_back(c.parents.front());
+  Oid merge = store.write_commit(c).value();
+  CHECK(only_invalid(store, merge, 1, "bad-parents") == "commit has 2 parents");
+  auto tc = gitlocks::read_transition_commit(store, tip).value();
+  gitlocks::Commit no_packet;
+  no_packet.tree = store.write_tree({{"state", true, tc.state}}).value();
+  no_packet.parents = {c.parents.front()};
+  no_packet.message = "no packet\n";
+  Oid bare = store.write_commit(no_packet).value();
+  Run r = verify(store, bare);
+  REQUIRE(r.verdicts.size() == 2);
+  CHECK(r.verdicts[0].ok);
+  CHECK(r.verdicts[1].reason == "bad-layout");
+  CHECK(r.summary.invalid == 1);
+}
+
+TEST_CASE("replay: the independent checker flags a semaphore over its limit and a reissued generation") {
+  // Forged successor states of a genuine sem-acquire, fed to the invariant
+  // checker alone (the planner refuses them before it would run in replay).
+  Store s;
+  REQUIRE(s.op("carol", {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", 2}, {"expires_at", s.now + 10'000}}).ok());
+  auto& store = s.objects();
+  const Oid before = s.state();
+  gitlocks::StateReader reader(store, before);
+  const json rec = *reader.record("sem:ci").value();
+  REQUIRE(rec["leases"].size() == 1);
+  REQUIRE(rec["leases"][0]["generation"] == 1);
+  auto with_leases = [&](const std::vector<std::pair<std::string, std::int64_t>>& extra, bool drop_carol = false) {
+    json r = rec;
+    if (drop_carol) r["leases"] = json::array();
+    for (const auto& [who, generation] : extra) {
+      r["generation"] = std::max(r["generation"].get<std::int64_t>(), generation);
+      json l = rec["leases"][0];
+      l["id"] = std::string(24, who[0]);  // d, e: hex digits
+      l["holder"] = gitlocks::test::actor_hex(who);
+      l["generation"] = generation;
+      r["leases"].push_back(l);
+    }
+    auto blob = store.write_blob(r.dump()).value();
+    auto loc = gitlocks::record_location("sem:ci");
+    std::function<Oid(const Oid&, std::size_t)> put = [&](const Oid& tree, std::size_t depth) -> Oid {
+      auto t = store.read_tree(tree).value();
+      for (auto& e : t)
+        if (e.name == loc[depth]) e.oid = depth + 1 == loc.size() ? blob : put(e.oid, depth + 1);
+      return store.write_tree(t).value();
+    };
+    return put(before, 0);
+  };
+  auto check = [&](const Oid& after) {
+    gitlocks::detail::Timeline timeline;
+    REQUIRE(timeline.load(store, before).ok());
+    auto v = timeline.apply(store, before, after, s.now + 1, gitlocks::Policy{});
+    REQUIRE(v.ok());
+    return *v;
+  };
+  CHECK(check(with_leases({{"dave", 2}})).empty());  // two live holders, limit 2
+  auto over = check(with_leases({{"dave", 2}, {"erin", 3}}));
+  REQUIRE(over.size() == 1);
+  CHECK(over[0].reason == "semaphore-over-limit");
+  CHECK(over[0].detail == "semaphore ci has 3 live holders, limit 2");
+  // Carol's lease gone and dave's issued with her generation again.
+  CHECK(check(with_leases({{"dave", 2}}, true)).empty());
+  auto reused = check(with_leases({{"dave", 1}}, true));
+  REQUIRE(reused.size() == 1);
+  CHECK(reused[0].reason == "generation-reused");
+  CHECK(reused[0].detail == "generation 1 of sem:ci was issued before (highest 1)");
 }
