@@ -4,7 +4,8 @@
 #   tests/fuzz/run.sh [SECONDS-PER-TARGET]   (default 60)
 # Crashes are saved under build/fuzz/artifacts/; any crash fails the run.
 # Every crash found becomes a regression input in tests/fuzz/regressions/,
-# which the unit suite replays (tests/unit/fuzz_regressions_test.cpp).
+# which the unit suite replays with the seeds through the same property
+# functions (tests/fuzz/properties.h, tests/unit/fuzz_regressions_test.cpp).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-60}
@@ -19,7 +20,11 @@ run_one() {
   work=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$t/." "$work/"
   log="build/fuzz/fuzz_$t.log"
-  if "build/fuzz/tests/fuzz/fuzz_$t" -max_total_time="$secs" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+  # -max_len covers the largest seed (libFuzzer would cut longer ones), at least 4096.
+  local max_len
+  max_len=$(find "tests/fuzz/corpus/$t" -type f -printf '%s\n' | sort -n | tail -1)
+  if [ "${max_len:-0}" -lt 4096 ]; then max_len=4096; fi
+  if "build/fuzz/tests/fuzz/fuzz_$t" -max_total_time="$secs" -max_len="$max_len" -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="build/fuzz/artifacts/${t}-" "$work" >"$log" 2>&1; then
     runs=$(grep -Eo 'Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' || echo "?")
     echo "fuzz_$t: $runs executions in ${secs}s, no crash" >"build/fuzz/fuzz_$t.result"
