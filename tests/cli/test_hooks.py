@@ -32,6 +32,22 @@ class Hooks(CliTest):
     def head(self):
         return self.r.git("rev-parse", "HEAD").strip()
 
+    def assertHookRefused(self, proc, expected):
+        """git exits 1 after the hook; its stderr holds exactly one JSON error per offending
+        (path, claimed resource) of `expected`, each `held-path` from `hook check`."""
+        self.assertEqual(proc.returncode, 1, proc)
+        errors = [json.loads(l) for l in proc.stderr.splitlines() if l.startswith("{")]
+        self.assertEqual(len(errors), len(expected), proc.stderr)
+        for e, (path, resource) in zip(errors, expected):
+            self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("refused", "held-path", "held-path",
+                                                                          "hook check"), e)
+            self.assertIn(f"{path}: '{resource}' is held exclusive by ", e["detail"])
+        return errors
+
+    def remote_ref(self, remote, ref):
+        r = subprocess.run(["git", "-C", remote, "rev-parse", "-q", "--verify", ref], capture_output=True, text=True)
+        return r.stdout.strip() or None
+
     def test_pre_commit_blocks_another_holders_claimed_path(self):
         r = self.r
         self.assertOk(r.run("bob", "hook", "install"))
@@ -56,7 +72,9 @@ class Hooks(CliTest):
         self.assertEqual(self.commit("bob", "src/a.c").returncode, 0)  # shared claims do not block
         self.claimed(r, "carol", "docs/")
         os.makedirs(os.path.join(r.path, "docs"))
-        self.assertEqual(self.commit("bob", "docs/new.md").returncode, 1)
+        before = self.head()
+        self.assertHookRefused(self.commit("bob", "docs/new.md"), [("docs/new.md", "docs/")])
+        self.assertEqual(self.head(), before)
 
     def test_warn_only(self):
         r = self.r
@@ -84,16 +102,20 @@ class Hooks(CliTest):
         self.assertOk(r.run("bob", "hook", "install"))
         self.claimed(r, "alice", "src/b.c")
         self.assertEqual(self.commit("bob", "src/b.c", "--no-verify").returncode, 0)
+        main = self.remote_ref(remote, "refs/heads/main")
         push = subprocess.run(["git", "-C", r.path, "push", "-q", "origin", "HEAD:refs/heads/main"],
                               capture_output=True, text=True, env=r.env("bob"))
-        self.assertNotEqual(push.returncode, 0, push)
-        self.assertIn("held-path", push.stderr)
+        self.assertHookRefused(push, [("src/b.c", "src/b.c")])
+        self.assertEqual(self.remote_ref(remote, "refs/heads/main"), main)
         push = subprocess.run(["git", "-C", r.path, "push", "-q", "origin", "HEAD:refs/heads/topic"],
                               capture_output=True, text=True, env=r.env("bob"))
-        self.assertNotEqual(push.returncode, 0, push)  # a new branch: its commits not yet on a remote
+        # a new branch: its commits not yet on a remote
+        self.assertHookRefused(push, [("src/b.c", "src/b.c")])
+        self.assertIsNone(self.remote_ref(remote, "refs/heads/topic"))
         push = subprocess.run(["git", "-C", r.path, "push", "-q", "origin", "HEAD:refs/heads/main"],
                               capture_output=True, text=True, env=r.env("alice"))
         self.assertEqual(push.returncode, 0, push)
+        self.assertEqual(self.remote_ref(remote, "refs/heads/main"), self.head())
 
     def test_install_keeps_foreign_hooks(self):
         r = self.r
