@@ -164,8 +164,9 @@ class NotaryCase(unittest.TestCase):
         if allow_test_clock:
             args.append("--allow-test-clock")
         r = run(args)
-        self.assertIn(r.returncode, (0, 1), r.stderr)
-        return json.loads(r.stdout)
+        verdict = json.loads(r.stdout)
+        self.assertEqual(r.returncode, 0 if verdict["ok"] is True else 1, (r.stdout, r.stderr))
+        return verdict
 
     def assertError(self, reply, status, code):
         got_status, body = reply

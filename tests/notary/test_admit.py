@@ -82,17 +82,21 @@ class Admission(NotaryCase):
         self.assertEqual(v, {"ok": True, "admitted_at_ms": self.T0, "clock": "test"})
         # Verifiers refuse the test clock unless told otherwise, and other pins.
         v = self.check_attestation(packet, body, allow_test_clock=False)
-        self.assertFalse(v["ok"])
-        self.assertIn("test-clock", v["detail"])
+        self.assertEqual(v, {"ok": False, "code": "invalid",
+                             "detail": 'test-clock: admitted by a notary running a "test" clock'})
         v = self.check_attestation(packet, body, audience="elsewhere.example")
-        self.assertIn("audience", v["detail"])
+        self.assertEqual(v, {"ok": False, "code": "invalid",
+                             "detail": f'audience: attested by audience "{AUDIENCE}", pinned "elsewhere.example"'})
         v = self.check_attestation(packet, body, service_key="ab" * 32)
-        self.assertIn("service-key", v["detail"])
+        self.assertEqual(v, {"ok": False, "code": "invalid",
+                             "detail": f"service-key: attested by key {self.service_key}, pinned {'ab' * 32}"})
         # An attestation for another packet does not verify against this one.
         other = os.path.join(self.tmp, "q.json")
         status, body2 = n.admit(self.make_request(self.T0 - 1000, self.T0 + 1000, other))
         self.assertEqual(status, 200)
-        self.assertFalse(self.check_attestation(packet, body2)["ok"])
+        v = self.check_attestation(packet, body2)
+        self.assertEqual((v["ok"], v["code"]), (False, "invalid"), v)
+        self.assertTrue(v["detail"].startswith("binding:"), v)
 
     def test_interval_bounds_are_inclusive_and_adjacent_milliseconds_are_refused(self):
         n = self.serve()
