@@ -1,6 +1,8 @@
 """Fault cases (seed 000's test program), as an unprivileged user: every
-writer (claim, batch, extend, release, sweep, run admission, sem acquire, sem
-release, migrate) against a persistent ref lock, a permanent publication
+writer (claim, batch, extend, release, sweep, run admission, init, wait
+--claim; every semaphore writer: sem acquire, extend of a slot, sem release,
+batch sem-release, run --sem; the admin writers member add/remove and
+guard-time enable; migrate) against a persistent ref lock, a permanent publication
 failure injected by the logging wrapper, a read-only ref directory and a
 read-only object directory; plus a transient lock owned by a helper process.
 
@@ -16,7 +18,7 @@ import time
 import unittest
 
 from faults import Unprivileged, authority, blobs, candidates, new_record_blobs
-from support import CliTest, T0
+from support import CliTest, T0, binary
 
 LATER = T0 + 60_000
 INJECTED = ("fatal: prepare: cannot lock ref 'refs/locks/state': injected \"permanent\" failure\n"
@@ -34,59 +36,152 @@ def format1_store(test, r):
         r.git("update-ref", "refs/locks/state", out.stdout.strip())
 
 
-# writer: (setup(user, repo, test), command args, new record blobs of its candidate)
+class Writer:
+    """One row of the matrix: `setup(user, repo, test)` returns the values
+    substituted into `args` ({batch}, {marker} and whatever it adds); `init`
+    is who creates the store first ("repo": the repository's owner as root,
+    "self": the unprivileged user, who then owns it, "self private": the same
+    with `init --private`, None: nobody); `records`
+    is the number of new record blobs its candidate writes; `op` the JSON
+    error's op."""
+
+    def __init__(self, setup, args, records, op, init="repo"):
+        self.setup, self.args, self.records, self.op, self.init = setup, args, records, op, init
+
+
 def no_setup(u, r, t):
-    pass
+    return {}
 
 
 def claimed_x(u, r, t):
     u.ok("claim", "--ttl", "2s", "x")
+    return {}
 
 
 def sem_held(u, r, t):
-    u.ok("sem", "acquire", "ci", "--limit", "2")
+    lease = u.ok("sem", "acquire", "ci", "--limit", "2", "--ttl", "2s")["leases"][0]["lease"]
+    return {"lease": lease}
 
 
 def expired_x(u, r, t):
     claimed_x(u, r, t)
     r.now = LATER
+    return {}
 
 
-def batch_file(u, r, t):
-    path = os.path.join(r.root, "batch.jsonl")
-    with open(path, "w") as f:
-        f.write('{"op":"claim","path":"y"}\n{"op":"sem-acquire","sem":"s","limit":2}\n')
-    os.chmod(path, 0o644)
+def batch_of(*lines, before=no_setup):
+    def setup(u, r, t):
+        subst = before(u, r, t)
+        path = os.path.join(r.root, "batch.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in lines))
+        os.chmod(path, 0o644)
+        return subst
+    return setup
 
 
 def format1(u, r, t):
     format1_store(t, r)
+    return {}
 
+
+def no_store(u, r, t):
+    # refs/locks exists (empty, as git leaves it after a deleted ref), so the
+    # planted lock and the read-only ref directory apply to the first ref too.
+    os.makedirs(os.path.join(r.gitdir(), "refs", "locks"))
+    return {}
+
+
+def other_actor(r, name):
+    res = r.run(name, "--json", "whoami")
+    assert res.code == 0, res
+    return res.json["actor"]
+
+
+def private_store(u, r, t):
+    return {"member": other_actor(r, "bob")}
+
+
+def private_store_with_bob(u, r, t):
+    bob = other_actor(r, "bob")
+    u.ok("member", "add", bob)
+    return {"member": bob}
+
+
+def notary_running(u, r, t):
+    """A real notary on loopback (its test clock) for guard-time enable."""
+    n = GuardNotary(t, r.root)
+    r.git("config", "locks.notary", n.url)
+    st = u.ok("status")
+    return {"audience": n.audience, "service_key": n.service_key, "policy_hash": st["policy_hash"]}
+
+
+class GuardNotary:
+    audience = "locks.faults.test"
+
+    def __init__(self, test, root):
+        key, state = os.path.join(root, "notary.key"), os.path.join(root, "notary-state")
+        out = subprocess.run([binary(), "notary", "keygen", "--out", key], capture_output=True, text=True)
+        test.assertEqual(out.returncode, 0, out.stderr)
+        self.service_key = json.loads(out.stdout)["service_key"]
+        os.makedirs(state, mode=0o700)
+        with open(os.path.join(state, "test-clock-ms"), "w") as f:
+            f.write(str(T0 + 1000))
+        self.proc = subprocess.Popen([binary(), "notary", "serve", "--key", key, "--state", state, "--listen",
+                                      "127.0.0.1:0", "--audience", self.audience, "--test-clock"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        test.addCleanup(self.stop)
+        self.url = "http://" + json.loads(self.proc.stdout.readline())["listening"]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.proc.stdout.close()
+
+
+ENABLE = ["guard-time", "enable", "--audience", "{audience}", "--service-key", "{service_key}", "--disclosure",
+          "GUARD_WINDOW", "--expected-policy-hash", "{policy_hash}", "--operation-id", "op-1", "--allow-test-clock"]
 
 WRITERS = {
-    "claim": (no_setup, ["claim", "x"], 1),
-    "batch": (batch_file, ["batch", "BATCH"], 2),
-    "extend": (claimed_x, ["extend", "x"], 1),
-    "release": (claimed_x, ["release", "x"], 1),
-    "sweep": (expired_x, ["sweep"], 1),
-    "run": (no_setup, ["run", "--claim", "x", "--", "touch", "MARKER"], 1),
-    "sem acquire": (no_setup, ["sem", "acquire", "ci", "--limit", "2"], 1),
-    "sem release": (sem_held, ["sem", "release", "ci"], 1),
-    "migrate": (format1, ["migrate"], 0),  # records move unchanged: no new record blob
+    "claim": Writer(no_setup, ["claim", "x"], 1, "claim"),
+    "batch": Writer(batch_of({"op": "claim", "path": "y"}, {"op": "sem-acquire", "sem": "s", "limit": 2}),
+                    ["batch", "{batch}"], 2, "batch"),
+    "extend": Writer(claimed_x, ["extend", "x"], 1, "extend"),
+    "release": Writer(claimed_x, ["release", "x"], 1, "release"),
+    "sweep": Writer(expired_x, ["sweep"], 1, "sweep"),
+    "run": Writer(no_setup, ["run", "--claim", "x", "--", "touch", "{marker}"], 1, "run"),
+    "init": Writer(no_store, ["init"], 0, "init", init=None),  # a root state: policy, no records
+    "wait --claim": Writer(no_setup, ["wait", "--timeout", "1s", "--claim", "x"], 1, "wait"),
+    # every semaphore writer: acquire, extend, release, batch release, run --sem
+    "sem acquire": Writer(no_setup, ["sem", "acquire", "ci", "--limit", "2"], 1, "sem acquire"),
+    "sem extend": Writer(sem_held, ["extend", "{lease}"], 1, "extend"),
+    "sem release": Writer(sem_held, ["sem", "release", "ci"], 1, "sem release"),
+    "batch sem-release": Writer(batch_of({"op": "sem-release", "sem": "ci"}, before=sem_held),
+                                ["batch", "{batch}"], 1, "batch"),
+    "run --sem": Writer(no_setup, ["run", "--sem", "ci:2", "--", "touch", "{marker}"], 1, "run"),
+    # owner-signed admin transitions: the policy changes, no record does
+    "member add": Writer(private_store, ["member", "add", "{member}"], 0, "member add", init="self private"),
+    "member remove": Writer(private_store_with_bob, ["member", "remove", "{member}"], 0, "member remove",
+                            init="self private"),
+    "guard-time enable": Writer(notary_running, ENABLE, 0, "guard-time enable", init="self"),
+    "migrate": Writer(format1, ["migrate"], 0, "migrate", init=None),  # records move unchanged: no new blob
 }
 
 
 class Faults(CliTest):
     def prepare(self, writer):
-        setup, args, records = WRITERS[writer]
-        r = self.repo(init=writer != "migrate")
+        w = WRITERS[writer]
+        r = self.repo(init=w.init == "repo")
         u = Unprivileged(self, r)
-        setup(u, r, self)
+        if w.init and w.init.startswith("self"):
+            u.ok("init", *(["--private"] if w.init == "self private" else []))
+        marker = os.path.join(r.root, "marker")
+        subst = {"batch": os.path.join(r.root, "batch.jsonl"), "marker": marker}
+        subst.update(w.setup(u, r, self))
         u.open_up()
         u.reset_log()
-        marker = os.path.join(r.root, "marker")
-        args = [a.replace("BATCH", os.path.join(r.root, "batch.jsonl")).replace("MARKER", marker) for a in args]
-        return r, u, args, records, marker
+        args = [a.format(**subst) for a in w.args]
+        return r, u, args, w.records, marker
 
     def check_fault(self, writer, fault, expect_attempts):
         r, u, args, records, marker = self.prepare(writer)
@@ -106,7 +201,7 @@ class Faults(CliTest):
         start = time.monotonic()
         res = u.run("--json", *args, env=env)
         elapsed = time.monotonic() - start
-        op = writer
+        op = WRITERS[writer].op
         self.assertEqual(res.code, 2, res)
         self.assertEqual(res.out, "")
         e = res.error
@@ -117,6 +212,7 @@ class Faults(CliTest):
         self.assertEqual(e.get("attempts", 0), expect_attempts, res)
         self.assertEqual(len(log), expect_attempts)
         cands = candidates(r)
+        self.assertEqual(len(cands), expect_attempts, log)
         self.assertLessEqual(len(set(cands)), 1, "the candidate changed between attempts")
         self.assertEqual(len({stdin for _, stdin in log}), min(1, len(log)))  # identical transaction text
         if fault == "lock":
@@ -162,6 +258,7 @@ class Faults(CliTest):
                 self.assertEqual(helper.stdout.readline().strip(), "held")
                 res = u.run("--json", *args)
                 self.assertEqual(helper.wait(timeout=60), 0)
+                helper.stdout.close()
                 self.assertEqual(res.code, 0, res)
                 self.assertGreaterEqual(json.loads(res.out)["attempts"], 2)
                 self.assertLessEqual(json.loads(res.out)["attempts"], 6)
