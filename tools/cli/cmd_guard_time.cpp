@@ -114,6 +114,11 @@ Result<std::optional<json>> load_record(const std::string& dir, const std::strin
       !rec.contains("input") || !rec.contains("packet") || !rec["packet"].is_string() || !rec.contains("request") ||
       !rec["request"].is_string())
     return make_error(Errc::store_read, path + " is not a guard-time operation record");
+  // The record's own id names the file it is saved to again: it must be the
+  // id it was found under (and so a valid one), never a path of its own.
+  if (!rec.contains("operation_id") || rec["operation_id"] != id)
+    return make_error(Errc::store_read, path + " is not the record of operation " + id + " (it names " +
+                                            rec.value("operation_id", json()).dump() + ")");
   return std::optional<json>{rec};
 }
 

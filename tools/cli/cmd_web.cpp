@@ -1,5 +1,6 @@
 // web [--port P] [--site DIR]: serves the verification page (web/, built by
-// the wasm preset into build/wasm/web/site) and a live bundle of this
+// the wasm preset into build/wasm/web/site; site_file() keeps every request
+// inside it, symlinks included) and a live bundle of this
 // repository's refs/locks/state on 127.0.0.1 only. The bundle is made with
 // `git bundle create` through the Git adapter and made again whenever the
 // ref has moved since the last request; the page polls /live.json and
@@ -11,9 +12,12 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 
 #include "cli.h"
@@ -46,6 +50,58 @@ std::optional<fs::path> find_site(const std::optional<std::string>& flag) {
     if (is_site(candidate)) return fs::weakly_canonical(candidate, ec);
   }
   return std::nullopt;
+}
+
+// The file of the site `root` (canonical) that a request path names, or
+// nothing. `target` is httplib's decoded path (%2e%2e is "..", %2f is "/"):
+// every component must be a plain name — no empty, "." or ".." component,
+// no NUL or backslash — and the file, once every symlink is resolved, must
+// be a regular file inside `root`, so neither a traversal nor a symlink out
+// of the site serves anything else.
+std::optional<fs::path> site_file(const fs::path& root, const std::string& target) {
+  if (target.empty() || target[0] != '/') return std::nullopt;
+  std::string rel = target.substr(1);
+  if (rel.empty() || rel.back() == '/') rel += "index.html";
+  fs::path path = root;
+  for (std::size_t at = 0;;) {
+    const std::size_t slash = rel.find('/', at);
+    const std::string part = rel.substr(at, slash == std::string::npos ? std::string::npos : slash - at);
+    if (part.empty() || part == "." || part == ".." || part.find('\0') != std::string::npos ||
+        part.find('\\') != std::string::npos)
+      return std::nullopt;
+    path /= part;
+    if (slash == std::string::npos) break;
+    at = slash + 1;
+  }
+  std::error_code ec;
+  const fs::path real = fs::canonical(path, ec);
+  if (ec || !fs::is_regular_file(real, ec)) return std::nullopt;
+  auto [in_root, in_real] = std::mismatch(root.begin(), root.end(), real.begin(), real.end());
+  (void)in_real;
+  if (in_root != root.end()) return std::nullopt;
+  return real;
+}
+
+bool read_whole(const fs::path& file, std::string& out) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return false;
+  out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return !in.bad();
+}
+
+const char* mime_type(const fs::path& file) {
+  static const std::pair<const char*, const char*> types[] = {{".html", "text/html; charset=utf-8"},
+                                                              {".css", "text/css"},
+                                                              {".js", "text/javascript"},
+                                                              {".mjs", "text/javascript"},
+                                                              {".wasm", "application/wasm"},
+                                                              {".png", "image/png"},
+                                                              {".svg", "image/svg+xml"},
+                                                              {".json", "application/json"}};
+  const std::string ext = file.extension().string();
+  for (const auto& [e, type] : types)
+    if (ext == e) return type;
+  return "application/octet-stream";
 }
 
 // The bundle of refs/locks/state, made again when the ref moves. A remote
@@ -110,17 +166,11 @@ int cmd_web(Context& ctx, const Argv& argv) {
   if (auto t = live.tip(); !t.ok()) return ctx.fail(t.error());
   std::string repo_name = ctx.repo_dir.value_or(fs::current_path().string());
 
+  std::error_code ec;
+  const fs::path root = fs::canonical(*site, ec);
+  if (ec) return ctx.fail(make_error(Errc::usage, "cannot serve " + site->string() + ": " + ec.message()));
+
   httplib::Server server;
-  for (const auto& [ext, type] : {std::pair<const char*, const char*>{"html", "text/html; charset=utf-8"},
-                                  {"css", "text/css"},
-                                  {"js", "text/javascript"},
-                                  {"mjs", "text/javascript"},
-                                  {"wasm", "application/wasm"},
-                                  {"png", "image/png"},
-                                  {"svg", "image/svg+xml"},
-                                  {"json", "application/json"}}) {
-    server.set_file_extension_and_mimetype_mapping(ext, type);
-  }
   server.Get("/live.json", [&](const httplib::Request&, httplib::Response& res) {
     auto t = live.tip();
     res.set_header("Cache-Control", "no-store");
@@ -143,9 +193,18 @@ int cmd_web(Context& ctx, const Argv& argv) {
     res.set_header("X-Git-Locks-Tip", b->first);
     res.set_content(b->second, "application/octet-stream");
   });
-  if (!server.set_mount_point("/", site->string())) {
-    return ctx.fail(make_error(Errc::usage, "cannot serve " + site->string()));
-  }
+  // Every other GET is a file of the site, or 404 (registered last: the
+  // handlers above match first).
+  server.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    const auto file = site_file(root, req.path);
+    std::string body;
+    if (!file || !read_whole(*file, body)) {
+      res.status = 404;
+      res.set_content("not found\n", "text/plain");
+      return;
+    }
+    res.set_content(std::move(body), mime_type(*file));
+  });
 
   const char* host = "127.0.0.1";  // never anything else: the page and the store stay on this machine
   if (port == 0) {

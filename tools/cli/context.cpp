@@ -49,7 +49,10 @@ Result<const Identity*> Context::identity() {
 }
 
 void Context::prefetch_config() {
-  if (!config_) config_.emplace(git().begin_configs("^(user\\.name|locks\\.remote|locks\\.notary)$"));
+  // --get-regexp matches the lower-cased key: locks.notaryConnectTimeout, locks.notaryReadTimeout.
+  if (!config_)
+    config_.emplace(
+        git().begin_configs("^(user\\.name|locks\\.remote|locks\\.notary|locks\\.notary(connect|read)timeout)$"));
 }
 
 std::string Context::config(const std::string& key) {

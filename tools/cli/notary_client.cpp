@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -14,15 +16,36 @@ namespace {
 Result<std::unique_ptr<httplib::Client>> connect(const NotaryEndpoint& ep) {
   auto c = std::make_unique<httplib::Client>(ep.url);
   if (!c->is_valid()) return make_error(Errc::usage, "notary URL " + ep.url + " is not usable (want http://HOST:PORT)");
-  c->set_connection_timeout(std::chrono::milliseconds(kNotaryConnectTimeoutMs));
-  c->set_read_timeout(std::chrono::milliseconds(kNotaryReadTimeoutMs));
-  c->set_write_timeout(std::chrono::milliseconds(kNotaryReadTimeoutMs));
+  c->set_connection_timeout(std::chrono::milliseconds(ep.connect_timeout_ms));
+  c->set_read_timeout(std::chrono::milliseconds(ep.read_timeout_ms));
+  c->set_write_timeout(std::chrono::milliseconds(ep.read_timeout_ms));
   return c;
 }
 
-Error unreachable(const NotaryEndpoint& ep, const std::string& what, httplib::Error e) {
+using Clock = std::chrono::steady_clock;
+
+// httplib reports a timed-out read as a plain Read (or Write) error: the
+// elapsed time tells a notary that never answered from one that hung up.
+Error unreachable(const NotaryEndpoint& ep, const std::string& what, httplib::Error e, Clock::time_point start) {
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  if ((e == httplib::Error::Read || e == httplib::Error::Write) && elapsed >= ep.read_timeout_ms)
+    return make_error(Errc::store_write, "notary " + ep.url + " did not answer " + what + " within " +
+                                             format_duration(ep.read_timeout_ms) +
+                                             " (git config locks.notaryReadTimeout); nothing was published");
   return make_error(Errc::store_write, "notary " + ep.url + " is unreachable (" + what + ": " + httplib::to_string(e) +
                                            "); nothing was published");
+}
+
+// `name` as documented; git config --get-regexp reports it in lower case.
+Result<std::int64_t> timeout_config(Context& ctx, std::string name, std::int64_t fallback) {
+  std::string key = name;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string text = ctx.config(key);
+  if (text.empty()) return fallback;
+  auto ms = parse_duration(text);
+  if (!ms.ok() || *ms < 1 || *ms > kNotaryMaxTimeoutMs)
+    return make_error(Errc::usage, "git config " + name + " must be a duration from 1ms to 10m, got '" + text + "'");
+  return *ms;
 }
 
 }  // namespace
@@ -41,13 +64,18 @@ Result<NotaryEndpoint> notary_endpoint(Context& ctx) {
   if (ep.url.rfind("http://", 0) != 0 || ep.url.size() <= 7)
     return make_error(Errc::usage, "notary URL must be http://HOST:PORT, got " + ep.url);
   while (ep.url.size() > 7 && ep.url.back() == '/') ep.url.pop_back();
+  GITLOCKS_TRY(connect_ms, timeout_config(ctx, "locks.notaryConnectTimeout", kNotaryConnectTimeoutMs));
+  GITLOCKS_TRY(read_ms, timeout_config(ctx, "locks.notaryReadTimeout", kNotaryReadTimeoutMs));
+  ep.connect_timeout_ms = connect_ms;
+  ep.read_timeout_ms = read_ms;
   return ep;
 }
 
 Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins) {
   GITLOCKS_TRY(c, connect(ep));
+  const auto start = Clock::now();
   auto res = c->Get("/v1/discovery");
-  if (!res) return unreachable(ep, "GET /v1/discovery", res.error());
+  if (!res) return unreachable(ep, "GET /v1/discovery", res.error(), start);
   if (res->status != 200)
     return make_error(Errc::store_write, "notary discovery failed with HTTP " + std::to_string(res->status) + ": " +
                                              res->body);
@@ -77,8 +105,9 @@ Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins) {
 
 Result<std::string> notary_admit(const NotaryEndpoint& ep, const std::string& request_stored) {
   GITLOCKS_TRY(c, connect(ep));
+  const auto start = Clock::now();
   auto res = c->Post("/v1/admit", request_stored, "application/json");
-  if (!res) return unreachable(ep, "POST /v1/admit", res.error());
+  if (!res) return unreachable(ep, "POST /v1/admit", res.error(), start);
   if (res->status == 200) return res->body;
   json e = json::parse(res->body, nullptr, false);
   const std::string quoted = e.is_discarded() ? json(res->body).dump() : e.dump();

@@ -22,16 +22,24 @@
 
 namespace gitlocks::cli {
 
-inline constexpr int kNotaryConnectTimeoutMs = 3000;
-inline constexpr int kNotaryReadTimeoutMs = 10000;
+// Defaults of `git config locks.notaryConnectTimeout` / `locks.notaryReadTimeout`
+// (docs/CLI.md): a notary that accepts the connection and never answers
+// fails the command after the read timeout (exit 2), never hangs it.
+inline constexpr std::int64_t kNotaryConnectTimeoutMs = 3000;
+inline constexpr std::int64_t kNotaryReadTimeoutMs = 10000;
+inline constexpr std::int64_t kNotaryMaxTimeoutMs = 600000;
 
 struct NotaryEndpoint {
   std::string url;  // http://HOST:PORT
   bool allow_test_clock = false;
+  std::int64_t connect_timeout_ms = kNotaryConnectTimeoutMs;
+  std::int64_t read_timeout_ms = kNotaryReadTimeoutMs;  // also the write timeout
 };
 
-// --notary URL, else `git config locks.notary`. Errors: usage when neither
-// is set or the URL is not http://HOST:PORT.
+// --notary URL, else `git config locks.notary`; the timeouts from
+// `git config locks.notaryConnectTimeout|locks.notaryReadTimeout` (durations,
+// 1 ms to 10 min). Errors: usage when no URL is set, the URL is not
+// http://HOST:PORT, or a timeout is not such a duration.
 Result<NotaryEndpoint> notary_endpoint(Context& ctx);
 
 // Fetches discovery and checks it against `pins` (the store's, or those an
