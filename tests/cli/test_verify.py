@@ -348,7 +348,7 @@ class VerifyTest(CliTest):
         trees = [p.tree_of(c) for c in ids]
         trees[6] = p.put(trees[6], "stray", p.blob(b"x"))
         p.rebuild(trees, [p.message(c) for c in ids])
-        self.assertEqual(self.verify(r)[0].code, 1)
+        self.assertFlagged(r, 6, "unexpected-entry")
         self.assertFalse(os.path.exists(os.path.join(r.gitdir(), "git-locks", "verified-tip")))
 
     # --- export -----------------------------------------------------------
@@ -373,8 +373,16 @@ class VerifyTest(CliTest):
 
     def test_export_without_store(self):
         r = self.repo(init=False)
-        res = r.run("dave", "export", "--bundle", os.path.join(r.root, "x.bundle"))
+        bundle = os.path.join(r.root, "x.bundle")
+        res = r.run("dave", "export", "--bundle", bundle)
         self.assertEqual(res.code, 2, res)
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("store-read", "store-read", "store-read",
+                                                                      "export"), res)
+        self.assertEqual(e["detail"], "no lock store in this repository (refs/locks/state is missing): run "
+                                      "`git-locks init`")
+        self.assertEqual(res.out, "")
+        self.assertFalse(os.path.exists(bundle))
 
 
 if __name__ == "__main__":
