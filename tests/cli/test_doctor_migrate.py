@@ -145,7 +145,8 @@ class Doctor(CliTest):
         r.git("update-ref", "refs/locks/state", blob)
         res = self.doctor(r)
         self.assertEqual(res.code, 2, res)
-        self.assertEqual(res.error["error"], "store-read")
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("store-read",) * 3 + ("doctor",), res)
         self.assertEqual(res.out, "")
 
     def test_no_store(self):

@@ -99,7 +99,7 @@ class ImmediateStoreWrite(CliTest):
         self.assertEqual(res.code, 2, res)
         self.assertEqual(res.out, "")
         e = res.error
-        self.assertEqual((e["error"], e["attempts"]), ("store-write", 1))
+        self.assertEqual((e["error"], e["code"], e["reason"], e["attempts"]), ("store-write",) * 3 + (1,), res)
         self.assertEqual(len(r.update_ref_log()), 1)
         return e
 
@@ -137,7 +137,8 @@ class ImmediateStoreWrite(CliTest):
         with self.unchanged(r):
             res = r.run("alice", "claim", "x", env={"GIT_LOCKS_GIT": os.path.join(r.root, "no-such-git")})
         self.assertEqual(res.code, 2, res)
-        self.assertEqual(res.error["error"], "store-write")
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("store-write",) * 3 + ("claim",), res)
 
     def run_unprivileged(self, r, writable=()):
         """`claim x` as a user who may read the repository but write only `writable` (relative to .git)."""
@@ -185,7 +186,8 @@ class ImmediateStoreWrite(CliTest):
         with self.unchanged(r):
             res = self.run_unprivileged(r, writable=())
         self.assertEqual(res.code, 2, res)
-        self.assertEqual(res.error["error"], "store-write")
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("store-write",) * 3 + ("claim",), res)
         self.assertNotIn("attempts", res.error)  # failed before publication
         self.assertEqual(r.update_ref_log(), [])
 

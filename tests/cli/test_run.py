@@ -29,7 +29,9 @@ class Run(CliTest):
         with self.unchanged(r):
             res = r.run("alice", "run", "--claim", "f", "--", "touch", marker)
         self.assertEqual(res.code, 2, res)
-        self.assertEqual(res.error["error"], "store-write")
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"], e["attempts"]),
+                         ("store-write",) * 3 + ("run", 6), res)  # the held ref lock: 6 attempts (seed 000)
         self.assertFalse(os.path.exists(marker))
         self.assertTrue(os.path.exists(lock))
 

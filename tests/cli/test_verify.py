@@ -190,7 +190,9 @@ class VerifyTest(CliTest):
         p.git("update-ref", "refs/locks/state", p.blob(b"not a commit\n"))
         res = r.run("dave", "--json", "verify")
         self.assertEqual(res.code, 2, res)
-        self.assertEqual(res.error["error"], "store-read")
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("store-read",) * 3 + ("verify",), res)
+        self.assertEqual(res.out, "")
 
     # --- tampering --------------------------------------------------------
 
