@@ -91,7 +91,7 @@ class Run(CliTest):
         self.assertEqual(code, 0)
         self.assertTrue(errors)
         self.assertTrue(all(e["op"] == "run" for e in errors))
-        self.assertEqual(errors[0]["error"], "store-write")
+        self.assertEqual((errors[0]["error"], errors[0]["code"], errors[0]["reason"]), ("store-write",) * 3, errors)
         self.assertIn("renewal failed", errors[0]["detail"])
         self.assertTrue(any("no longer held" in e["detail"] for e in errors), errors)
 
