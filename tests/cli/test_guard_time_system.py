@@ -1,6 +1,6 @@
 """Guard time on the notary's SYSTEM clock (SPEC §6, seed 002), end to end:
 no test clock anywhere, no client or verifier passes --allow-test-clock.
-Real time passes (about 3 s of sleep in all): claim, renew before expiry,
+Real time passes (about 3.5 s of sleep in all): claim, renew before expiry,
 renewal after expiry refused by the notary's T, reclaim by another actor
 after expiry, a stale generation refused by `fence` and by operations that
 name it, and `verify` accepting the history. Every attested commit is checked
@@ -26,6 +26,10 @@ from test_guard_time import Notary, Proxy, post
 
 MIN_TTL = 1000
 MAX_TTL = 10000
+# Margins for a loaded machine: the renewal must land before CLAIM_TTL has run
+# out; the test then sleeps until RENEW_TTL after the renewal (about 3.5 s).
+CLAIM_TTL = 3000
+RENEW_TTL = 3500
 ATT_DOMAIN = b"gitlocks/attestation/v1\0"
 PACKET_DOMAIN = b"gitlocks/packet/v1\0"
 
@@ -143,13 +147,13 @@ class SystemClockTest(unittest.TestCase):
         self.assertRefused(r, "guard-window", tip)
 
         # Claim: expires_at is the client's proposal (local clock + TTL), T the notary's.
-        r, (lo, hi) = self.run_timed("alice", "--json", "claim", "--ttl", "1500", "a")
+        r, (lo, hi) = self.run_timed("alice", "--json", "claim", "--ttl", str(CLAIM_TTL), "a")
         claim = self.assertOkJson(r)
         self.assertEqual((claim["action"], claim["commit"]), ("claim", self.repo.tip()))
         [lease] = claim["leases"]
         self.assertEqual((lease["resource"], lease["generation"]), ("path:a", 1))
         e1 = lease["expires_at"]
-        self.assertTrue(lo + 1500 <= e1 <= hi + 1500, (lo, e1, hi))
+        self.assertTrue(lo + CLAIM_TTL <= e1 <= hi + CLAIM_TTL, (lo, e1, hi))
         self.assertEqual(claim["admitted_at_ms"], self.check_attestation(claim["commit"]))
 
         # Another actor before expiry: held.
@@ -160,13 +164,13 @@ class SystemClockTest(unittest.TestCase):
         self.assertEqual((f["live"], f["generation"], f["lease"], f["expires_at"]), (True, 1, lease["lease"], e1))
 
         # Renew before expiry: same generation, a later expiry.
-        r, (lo, hi) = self.run_timed("alice", "--json", "extend", "--ttl", "2000", "a")
+        r, (lo, hi) = self.run_timed("alice", "--json", "extend", "--ttl", str(RENEW_TTL), "a")
         ext = self.assertOkJson(r)
         self.assertEqual(ext["action"], "extend")
         [renewed] = ext["leases"]
         self.assertEqual((renewed["lease"], renewed["generation"]), (lease["lease"], 1))
         e2 = renewed["expires_at"]
-        self.assertTrue(lo + 2000 <= e2 <= hi + 2000 and e2 > e1, (lo, e1, e2, hi))
+        self.assertTrue(lo + RENEW_TTL <= e2 <= hi + RENEW_TTL and e2 > e1, (lo, e1, e2, hi))
         t_ext = self.check_attestation(ext["commit"])
         self.assertEqual(ext["admitted_at_ms"], t_ext)
         self.assertLessEqual(t_ext, e1)  # renewal at T <= prev_expires_at
