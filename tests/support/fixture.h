@@ -51,8 +51,8 @@ class Store {
     auto snap = read_snapshot(*store_, tip());
     if (!snap.ok()) return snap.error();
     std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
-    auto c = build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit, vault,
-                             allow_test_clock);
+    auto c =
+        build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit, vault, allow_test_clock);
     if (c.ok()) (void)memory_store_set_ref(*store_, kStateRef, c->commit);
     return c;
   }

@@ -32,11 +32,13 @@ struct ClockNotary {
 };
 
 gitlocks::Result<gitlocks::Candidate> enable(Store& s, const gitlocks::Pins& pins) {
-  return s.submit("owner", "guard-time", json{{"admin", {{"op", "guard-time-enable"},
-                                                         {"audience", pins.audience},
-                                                         {"service_key", pins.service_key},
-                                                         {"disclosure", "GUARD_WINDOW"},
-                                                         {"expected_policy_hash", s.snapshot().policy_hash}}}});
+  return s.submit("owner", "guard-time",
+                  json{{"admin",
+                        {{"op", "guard-time-enable"},
+                         {"audience", pins.audience},
+                         {"service_key", pins.service_key},
+                         {"disclosure", "GUARD_WINDOW"},
+                         {"expected_policy_hash", s.snapshot().policy_hash}}}});
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       admit = make_admit_fn(ep, *snap.guard_time);
     }
     GITLOCKS_TRY(cand, build_candidate(*store, snap, me->key, command, instance, *body, now, admit, vault->get(),
-                                               ctx.allow_test_clock));
+                                       ctx.allow_test_clock));
     bool replan = false;
     for (int lock_attempt = 1; !replan; ++lock_attempt) {
       CasResult r = cas->commit(kStateRef, cand.commit, snap.commit);
