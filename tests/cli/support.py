@@ -164,7 +164,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(res.code, 64, res)
         e = res.error
         self.assertEqual(e["error"], "usage", res)
-        self.assertNotIn("reason", e)
+        self.assertEqual(e["reason"], e["code"], res)
         if code:
             self.assertEqual(e["code"], code, res)
         return e

@@ -49,7 +49,10 @@ std::size_t replay(const std::string& target, const std::function<std::string(st
   REQUIRE_MESSAGE(!corpus.empty(), "tests/fuzz/corpus/" << target << " holds no seed");
   std::size_t n = 0;
   for (const auto& set : {regressions, corpus}) {
-    for (const auto& [name, bytes] : set) {
+    for (const auto& input : set) {
+      // A named copy: doctest's CAPTURE cannot take a structured binding in C++17.
+      const auto& name = input.first;
+      const auto& bytes = input.second;
       CAPTURE(name);
       CHECK(property(bytes) == "");
       ++n;
@@ -75,13 +78,19 @@ TEST_CASE("fuzz regressions: packets - attestations - admission requests") {
   CHECK(replay("packet", gitlocks::fuzz::packet_property) >= 15);
   CHECK(gitlocks::fuzz::packet_property(kDeep) == "");
   // No regression input is a genuinely signed document; every seed is one.
-  for (const auto& [name, bytes] : files_of(kFuzzDir / "regressions" / "packet")) {
+  for (const auto& input : files_of(kFuzzDir / "regressions" / "packet")) {
+    // Named copies: doctest's CAPTURE cannot take a structured binding in C++17.
+    const auto& name = input.first;
+    const auto& bytes = input.second;
     CAPTURE(name);
     CHECK_FALSE(gitlocks::open_packet(bytes).ok());
     CHECK_FALSE(gitlocks::open_attestation(bytes).ok());
     CHECK_FALSE(gitlocks::open_admission_request(bytes).ok());
   }
-  for (const auto& [name, bytes] : files_of(kFuzzDir / "corpus" / "packet")) {
+  for (const auto& input : files_of(kFuzzDir / "corpus" / "packet")) {
+    // Named copies: doctest's CAPTURE cannot take a structured binding in C++17.
+    const auto& name = input.first;
+    const auto& bytes = input.second;
     CAPTURE(name);
     CHECK((gitlocks::open_packet(bytes).ok() || gitlocks::open_attestation(bytes).ok() ||
            gitlocks::open_admission_request(bytes).ok()));

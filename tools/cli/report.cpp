@@ -50,8 +50,12 @@ std::string_view kind_name(ErrorKind kind) {
 
 json error_object(const std::string& op, const Error& e, std::optional<int> attempts) {
   ErrorClass c = classify(e.code);
-  json o = {{"error", kind_name(c.kind)}, {"code", errc_name(e.code)}, {"op", op}, {"detail", e.message}};
-  if (c.kind == ErrorKind::refused) o["reason"] = errc_name(e.code);
+  // SPEC §5: every error carries a stable reason; today it is the core's code.
+  json o = {{"error", kind_name(c.kind)},
+            {"code", errc_name(e.code)},
+            {"reason", errc_name(e.code)},
+            {"op", op},
+            {"detail", e.message}};
   if (attempts && *attempts > 0) o["attempts"] = *attempts;
   return o;
 }
