@@ -2,6 +2,8 @@
 """git-locks CLI benchmark: prints figures, asserts nothing.
 
   cli_bench.py PATH/TO/git-locks [--cycles N] [--leases N]
+               [--baseline PATH/TO/OLD/git-locks] [--gen-history PATH/TO/gitlocks-gen-history]
+               [--history 1000,20000]
 
 1. The median wall time of a `git-locks claim` + `release` cycle against bare
    `git update-ref --stdin` transactions (start/update/prepare/commit, the
@@ -13,8 +15,18 @@
 
 The big store is built through the CLI itself: N/10,000 `git-locks batch`
 transitions of 10,000 claims each (the planner's per-transition limit).
+3. Anchored trust (issue 15): a claim with a warm trust checkpoint (the
+   checkpoint at the tip: nothing to replay) against a claim WITHOUT the
+   check, i.e. the binary of the commit before anchored trust (--baseline,
+   e.g. a build of main before the change), on two stores of the same shape,
+   interleaved. There is no switch that turns the check off; without
+   --baseline the comparison is not printed.
+4. A claim with no checkpoint on generated histories (--gen-history, the
+   gitlocks-gen-history target; 1,000 and 20,000 commits by default): one
+   full replay of the history, as `verify` does.
 Goals (issue 3): claim <= 1.5x a bare update-ref transaction; claim on the
-big store <= 1.3x the empty store; peak RSS <= 64 MiB.
+big store <= 1.3x the empty store; peak RSS <= 64 MiB. Issue 15: with a
+checkpoint, a claim costs <= 1.1x a claim without the check.
 """
 
 import argparse
@@ -98,17 +110,78 @@ def ms(seconds):
     return f"{seconds * 1000:7.2f} ms"
 
 
+def checkpoint_of(path):
+    common = subprocess.run(["git", "-C", path, "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    return os.path.join(common, "git-locks", "trust", "local.json")
+
+
+def trust_sections(binary, root, args):
+    print("\n3. claim with a warm trust checkpoint vs a claim without the check")
+    if not args.baseline:
+        print("   (no --baseline binary given: the claim without the check is not measured)")
+    else:
+        new = Store(binary, root, "trust-new")
+        old = Store(os.path.abspath(args.baseline), root, "trust-old")
+        for s in (new, old):
+            s.gl("claim", "--ttl", "10m", "warm")  # checkpoint written by this own publication
+        with_check, without = [], []
+        for _ in range(args.cycles):
+            for store, times in ((new, with_check), (old, without)):
+                times.append(store.gl("claim", "--ttl", "10m", "bench/trust")[0])
+                store.gl("release", "bench/trust")
+        w, o = statistics.median(with_check), statistics.median(without)
+        print(f"   claim without the check       {ms(o)}   (the baseline binary: {args.baseline})")
+        print(f"   claim, warm checkpoint        {ms(w)}   {w / o:5.2f}x without   (goal <= 1.10x)")
+        print(f"   ({args.cycles} interleaved claim + release cycles per store, medians; every claim finds the")
+        print("    checkpoint at the tip its own previous release wrote, so it replays no commit)")
+    print("\n4. claim with no checkpoint: one full replay of the history")
+    if not args.gen_history:
+        print("   (no --gen-history given: not measured)")
+        return
+    for n in [int(x) for x in args.history.split(",") if x]:
+        bundle = os.path.join(root, f"h{n}.bundle")
+        subprocess.run([args.gen_history, "--commits", str(n), "--bundle", bundle, "--seed", "42"], check=True,
+                       capture_output=True)
+        repo = os.path.join(root, f"hist{n}")
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        subprocess.run(["git", "-C", repo, "fetch", "-q", bundle, "refs/locks/state:refs/locks/state"], check=True)
+        store = Store.__new__(Store)
+        store.binary, store.path = binary, repo
+        store.env = dict(os.environ)
+        store.env.pop("GIT_LOCKS_NOW_MS", None)
+        store.env["GIT_LOCKS_KEY"] = os.path.join(root, "bench.key")
+        cold, warm = [], []
+        for i in range(3):
+            try:
+                os.remove(checkpoint_of(repo))
+            except FileNotFoundError:
+                pass
+            cold.append(store.gl("claim", "--ttl", "10m", f"bench/cold{i}")[0])
+            warm.append(store.gl("claim", "--ttl", "10m", f"bench/warm{i}")[0])
+        c, wm = statistics.median(cold), statistics.median(warm)
+        print(f"   {n:>6,} commits: claim without checkpoint {ms(c)}, with the checkpoint it leaves {ms(wm)}"
+              f"   ({n / max(c - wm, 1e-9):,.0f} commits/s replayed)")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary")
     ap.add_argument("--cycles", type=int, default=60)
     ap.add_argument("--leases", type=int, default=100_000)
+    ap.add_argument("--baseline", help="git-locks built from the commit before anchored trust")
+    ap.add_argument("--gen-history", help="gitlocks-gen-history (histories for the no-checkpoint claim)")
+    ap.add_argument("--history", default="1000,20000")
+    ap.add_argument("--only-trust", action="store_true", help="sections 3 and 4 only")
     args = ap.parse_args()
     binary = os.path.abspath(args.binary)
     root = tempfile.mkdtemp(prefix="gitlocks-bench-")
     try:
         print(f"git-locks benchmark  ({subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.strip()}, "
               f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")
+        if args.only_trust:
+            trust_sections(binary, root, args)
+            return
         empty = Store(binary, root, "empty")
         # Two commits for the bare transactions to swing refs/bench/bare between.
         a = empty.tip()
@@ -167,6 +240,7 @@ def main():
         status_wall, status_rss, _ = big.gl("--json", "status")
         print(f"   (for scale: a full `status` of the big store takes {status_wall:.2f} s, "
               f"peak RSS {status_rss / 1024:.1f} MiB)")
+        trust_sections(binary, root, args)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

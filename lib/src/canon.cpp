@@ -31,6 +31,7 @@ std::string_view errc_name(Errc c) {
     case Errc::store_write: return "store-write";
     case Errc::bad_signature: return "bad-signature";
     case Errc::invalid: return "invalid";
+    case Errc::invalid_history: return "invalid-history";
   }
   return "unknown";
 }

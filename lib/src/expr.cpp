@@ -43,7 +43,7 @@ Error overflow(std::string msg) { return make_error(Errc::arithmetic_overflow, s
 
 // Prefixes an error message with where it happened, keeping its code.
 Error locate(const Error& e, const std::string& where) {
-  return Error{e.code, where + ": " + e.message};
+  return Error{e.code, where + ": " + e.message, e.fields};
 }
 
 // JSON text for messages; never throws (invalid UTF-8 is replaced).

@@ -348,8 +348,11 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     if (c.parents.empty()) break;
     cur = c.parents.front();
   }
-  if (options.from && !reached_from)
-    return make_error(Errc::invalid, "trusted commit " + *options.from + " is not an ancestor of " + tip);
+  if (options.from && !reached_from) {
+    Error e = make_error(Errc::invalid, "trusted commit " + *options.from + " is not an ancestor of " + tip);
+    e.fields["rewrite"] = *options.from;
+    return e;
+  }
   const std::size_t count = chain.size() / 40;
 
   HashOnlyScope hash_only(raw_store);
@@ -395,11 +398,22 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     if (v.level == "structural") ++summary.structural;
     if (!v.ok) {
       ++summary.invalid;
-      if (!summary.first_invalid) summary.first_invalid = v.commit;
+      if (!summary.first_invalid) {
+        summary.first_invalid = v.commit;
+        summary.first_invalid_verdict = v;
+      }
     }
     on_verdict(v);
     if (options.progress) options.progress(i + 1, count);
   }
+  summary.end.commit = tip;
+  summary.end.store_id = cs.store_id;
+  summary.end.policy_hash = cs.policy_hash;
+  summary.end.guard_time = cs.policy.guard_time;
+  summary.end.epoch = cs.policy.epoch;
+  summary.end.last_time = cs.last_attested_time;
+  if (cs.last_time && (!summary.end.last_time || *cs.last_time > *summary.end.last_time))
+    summary.end.last_time = cs.last_time;
   return summary;
 }
 

@@ -4,10 +4,11 @@
 
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
+#include "snapshot.h"
 
 namespace gitlocks {
 
-Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip) {
+Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std::optional<Oid>& tip) {
   Snapshot s;
   s.commit = tip;
   if (!tip) return s;

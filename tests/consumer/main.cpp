@@ -5,6 +5,7 @@
 #include <gitlocks/policy.hpp>
 #include <gitlocks/state.hpp>
 #include <gitlocks/transition.hpp>
+#include <gitlocks/trust.hpp>
 
 #include <cstdio>
 
@@ -21,7 +22,9 @@ int main() {
                               json{{"init", default_policy(std::string(64, 'a'), to_hex(key.public_key))}}, 0);
   if (!init.ok()) return 4;
   (void)memory_store_set_ref(**store, kStateRef, init->commit);
-  auto snap = read_snapshot(**store, init->commit);
+  auto trusted = verified_snapshot(**store, init->commit, TrustOptions{});
+  if (!trusted.ok()) return 6;
+  auto snap = &trusted->snapshot;
   json body = {{"created_at", 5000}, {"name", "consumer"},
                {"ops", {{{"op", "claim"}, {"path", "src/"}, {"mode", "exclusive"}, {"expires_at", 65000}}}}};
   auto claim = build_candidate(**store, *snap, key, "claim", std::string(64, '2'), body, 5000);

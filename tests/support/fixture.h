@@ -13,6 +13,7 @@
 #include "gitlocks/store.hpp"
 #include "gitlocks/transition.hpp"
 #include "gitlocks/vault.hpp"
+#include "snapshot.h"
 
 namespace gitlocks::test {
 
@@ -39,7 +40,7 @@ class Store {
 
   ObjectStore& objects() { return *store_; }
   std::optional<Oid> tip() { return store_->read_ref(kStateRef).value(); }
-  Snapshot snapshot() { return read_snapshot(*store_, tip()).value(); }
+  Snapshot snapshot() { return detail::read_unverified_snapshot(*store_, tip()).value(); }
   Oid state() { return snapshot().state; }
 
   // Builds and publishes one transition as `actor` at local time `now`.
@@ -48,7 +49,7 @@ class Store {
       if (!body.contains("created_at")) body["created_at"] = now;
       if (!body.contains("name")) body["name"] = actor;
     }
-    auto snap = read_snapshot(*store_, tip());
+    auto snap = detail::read_unverified_snapshot(*store_, tip());
     if (!snap.ok()) return snap.error();
     std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
     auto c =

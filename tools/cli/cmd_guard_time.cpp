@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "checkpoint.h"
 #include "cli.h"
 #include "gitlocks/attest.hpp"
 #include "gitlocks/packet.hpp"
@@ -176,7 +177,7 @@ int finish(Context& ctx, const std::string& dir, json rec) {
                                   "the source changed: operation " + rec["operation_id"].get<std::string>() +
                                       " was prepared at " + source + " but refs/locks/state is now " +
                                       tip->value_or("missing") + " and does not carry its packet; nothing was sent"));
-  auto snap = read_snapshot(**store, *tip);
+  auto snap = verified_tip_snapshot(ctx, *tip);  // verified from the checkpoint (SPEC §7)
   if (!snap.ok()) return ctx.fail(snap.error());
   auto opened = open_packet(rec["packet"].get<std::string>());
   if (!opened.ok()) return ctx.fail(make_error(Errc::store_read, "saved packet: " + opened.error().message));
@@ -284,7 +285,7 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
-  auto snap = read_snapshot(**store, *tip);
+  auto snap = verified_tip_snapshot(ctx, *tip);  // verified from the checkpoint (SPEC §7)
   if (!snap.ok()) return ctx.fail(snap.error());
   if (auto st = require_store(ctx, *snap); !st.ok()) return ctx.fail(st.error());
   const Pins pins{input["audience"].get<std::string>(), input["service_key"].get<std::string>()};

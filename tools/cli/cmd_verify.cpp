@@ -10,6 +10,7 @@
 #include <git2.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "cli.h"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/policy.hpp"
@@ -187,6 +188,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   std::optional<Oid> fork_from;
   if (a->has("accept-rewrite")) {
     forgotten = remembered;
+    if (auto st = forget_checkpoint(ctx); !st.ok()) return ctx.fail(st.error());
     if (remembered) {
       auto st = forget_verified_tip(*memo);
       if (!st.ok()) return ctx.fail(st.error());
@@ -225,6 +227,20 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   if (valid) {
     auto st = write_verified_tip(*memo, tip);
     if (!st.ok()) return ctx.fail(st.error());
+    // The whole history from the root verified: every writer of this clone
+    // may continue from here (the trust checkpoint, docs/FORMAT.md).
+    if (!options.from) {
+      auto cp = record_verified(ctx, summary->end);
+      if (!cp.ok()) return ctx.fail(cp.error());
+    }
+  }
+  // How the store's owner recovers: reset the ref to the last valid commit.
+  std::optional<std::string> recovery;
+  if (summary->first_invalid) {
+    std::string last_valid;
+    if (auto c = (*store)->read_commit(*summary->first_invalid); c.ok() && !c->parents.empty())
+      last_valid = c->parents.front();
+    recovery = recovery_command(ctx, last_valid, tip);
   }
   json s = {{"tip", tip},
             {"commits", summary->commits},
@@ -232,7 +248,8 @@ int cmd_verify(Context& ctx, const Argv& argv) {
             {"structural", summary->structural},
             {"ok", valid},
             {"first_invalid", summary->first_invalid ? json(*summary->first_invalid) : json(nullptr)},
-            {"from", options.from ? json(*options.from) : json(nullptr)}};
+            {"from", options.from ? json(*options.from) : json(nullptr)},
+            {"recovery", recovery ? json(*recovery) : json(nullptr)}};
   std::string text;
   if (fork_from) {
     s["fork"] = {{"verified_tip", *fork_from}, {"tip", tip}};
@@ -254,6 +271,9 @@ int cmd_verify(Context& ctx, const Argv& argv) {
                       std::to_string(summary->invalid) + " invalid" +
                       (summary->first_invalid ? ", first at " + *summary->first_invalid : std::string()) +
                       (fork_from ? std::string(", history rewritten") : std::string()) + "\n";
+  if (recovery)
+    text += "to recover, the store's owner resets refs/locks/state to the last valid commit (after inspecting the "
+            "verdicts above): " + *recovery + "\n";
   if (ctx.json_output) {
     std::fflush(stdout);
     std::string line = json_line(s) + "\n";

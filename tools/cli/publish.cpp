@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "checkpoint.h"
 #include "gitlocks/state.hpp"
 #include "notary_client.h"
 #include "vault_host.h"
@@ -26,9 +27,8 @@ Status require_store(Context& ctx, const Snapshot& snap) {
 }
 
 Result<Snapshot> current_snapshot(Context& ctx) {
-  GITLOCKS_TRY(store, ctx.store());
   GITLOCKS_TRY(tip, ctx.read_tip());
-  return read_snapshot(*store, tip);
+  return verified_tip_snapshot(ctx, tip);
 }
 
 Result<Published> publish(Context& ctx, const std::string& command, const BodyFn& make_body) {
@@ -55,7 +55,8 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
   for (int replans = 0; replans <= kMaxReplans; ++replans) {
     if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
     GITLOCKS_TRY(tip, ctx.read_tip());
-    GITLOCKS_TRY(snap, read_snapshot(*store, tip));
+    // Only a tip whose history verifies is built on (SPEC §7).
+    GITLOCKS_TRY(snap, verified_tip_snapshot(ctx, tip));
     // With guard time, T is the notary's alone: the local clock only proposes.
     GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
     GITLOCKS_TRY(vault, open_vault(ctx, *store, snap));  // PRIVATE stores: the member's epoch keys
@@ -74,6 +75,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       *ctx.attempts += 1;
       switch (r.status) {
         case CasStatus::ok:
+          record_publication(ctx, cand);
           return Published{snap, std::move(cand)};
         case CasStatus::stale:
           replan = true;
@@ -93,7 +95,10 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
           // unique, so the remote's tip being it proves it.
           if (remote) {
             auto now_at = ctx.read_tip();
-            if (now_at.ok() && *now_at == cand.commit) return Published{snap, std::move(cand)};
+            if (now_at.ok() && *now_at == cand.commit) {
+              record_publication(ctx, cand);
+              return Published{snap, std::move(cand)};
+            }
           }
           return make_error(Errc::store_write,
                             std::string(remote ? "git push to " + *remote : std::string("git update-ref")) +

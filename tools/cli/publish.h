@@ -48,7 +48,8 @@ Status require_store(Context& ctx, const Snapshot& snap);
 // "no lock store in this repository ..." (or "... on remote NAME ...").
 std::string no_store_message(Context& ctx);
 
-// The current snapshot (read-only commands).
+// The current snapshot, verified from the clone's checkpoint (checkpoint.h):
+// what every command whose answer is relied on acts on.
 Result<Snapshot> current_snapshot(Context& ctx);
 
 // Prints the success of a publication: one JSON object with --json

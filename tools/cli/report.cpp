@@ -33,6 +33,7 @@ ErrorClass classify(Errc code) {
     // CLI reports it as store-read (the code tells which), never as input.
     case Errc::bad_signature:
     case Errc::invalid:
+    case Errc::invalid_history:
       return {ErrorKind::store_read, kExitStore};
   }
   return {ErrorKind::store_read, kExitStore};
@@ -56,6 +57,7 @@ json error_object(const std::string& op, const Error& e, std::optional<int> atte
             {"reason", errc_name(e.code)},
             {"op", op},
             {"detail", e.message}};
+  for (const auto& [k, v] : e.fields) o[k] = v;
   if (attempts && *attempts > 0) o["attempts"] = *attempts;
   return o;
 }

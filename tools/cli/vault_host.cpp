@@ -1,5 +1,7 @@
 #include "vault_host.h"
 
+#include "gitlocks/replay.hpp"
+
 #include <sodium.h>
 
 #include <map>
@@ -77,13 +79,8 @@ void open_sealed_body(Context& ctx, ObjectStore& store, json& packet) {
     auto tip = ref.ok() ? store.read_ref(*ref) : Result<std::optional<Oid>>(ref.error());
     auto me = ctx.identity();
     if (tip.ok() && *tip && me.ok()) {
-      auto snap = read_snapshot(store, *tip);
-      if (snap.ok() && snap->is_private) {
-        StateReader reader(store, snap->state);
-        auto policy = reader.policy();
-        if (policy.ok())
-          if (auto v = Vault::open(*policy, (*me)->key); v.ok()) *tip_vault = std::move(*v);
-      }
+      MemberVault member = open_member_vault(store, **tip, &(*me)->key);
+      if (member.vault) *tip_vault = std::move(member.vault);
     }
   }
   if (!*tip_vault) return;

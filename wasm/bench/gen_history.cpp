@@ -34,6 +34,7 @@
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/transition.hpp"
+#include "snapshot.h"
 
 using gitlocks::json;
 using gitlocks::Oid;
@@ -91,7 +92,7 @@ class Generator {
           return gitlocks::make_error(gitlocks::Errc::guard_window, "T outside the interval");
         return gitlocks::make_attestation(*req, pins_, t, false, notary_);
       };
-      auto snap = must(gitlocks::read_snapshot(*store_, tip_), "snapshot");
+      auto snap = must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snapshot");
       json enable = {{"admin", {{"op", "guard-time-enable"}, {"audience", pins_.audience},
                                 {"service_key", pins_.service_key}, {"disclosure", "GUARD_WINDOW"},
                                 {"expected_policy_hash", snap.policy_hash}}}};
@@ -120,7 +121,7 @@ class Generator {
       body["created_at"] = now_;
       body["name"] = actor;
     }
-    auto snap = must(gitlocks::read_snapshot(*store_, tip_), "snapshot");
+    auto snap = must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snapshot");
     std::string instance = gitlocks::sha256_hex("gen:" + std::to_string(counter_++));
     auto c = gitlocks::build_candidate(*store_, snap, key_of(actor), command, instance, body, now_, admit_);
     if (c.ok()) {
@@ -166,7 +167,7 @@ class Generator {
     std::string command;
     std::size_t held_index = held_.size();
     if (kind < 8) {
-      auto sweep = gitlocks::propose_sweep(*store_, must(gitlocks::read_snapshot(*store_, tip_), "snap").state, now_);
+      auto sweep = gitlocks::propose_sweep(*store_, must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snap").state, now_);
       if (!sweep.ok() || !*sweep) return false;
       ops.push_back(**sweep);
       command = "sweep";

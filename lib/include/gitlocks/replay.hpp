@@ -71,12 +71,30 @@ struct MemberVault {
 };
 MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member);
 
+// What a verified history establishes at its tip, and all a later
+// verification needs to continue from it (the checkpoint, docs/FORMAT.md).
+struct TrustState {
+  Oid commit;                              // the verified tip
+  std::string store_id;
+  std::string policy_hash;                 // sha256 of the policy in force at the tip
+  std::optional<Pins> guard_time;          // the notary pins in force (from the verified chain)
+  std::optional<std::int64_t> last_time;   // the last admitted T along the chain
+  std::int64_t epoch = 0;                  // the keyring epoch (PRIVATE stores; 0 otherwise)
+  bool operator==(const TrustState& o) const {
+    return commit == o.commit && store_id == o.store_id && policy_hash == o.policy_hash &&
+           guard_time == o.guard_time && last_time == o.last_time && epoch == o.epoch;
+  }
+};
+
 struct ReplaySummary {
   std::size_t commits = 0;
   std::size_t invalid = 0;
   std::size_t structural = 0;  // commits verified structurally only
   std::optional<Oid> tip;
   std::optional<Oid> first_invalid;
+  std::optional<Verdict> first_invalid_verdict;
+  // The chain's state after its tip (meaningful when invalid == 0).
+  TrustState end;
 };
 
 // Verifies the chain ending at `tip`. Calls `on_verdict` for every commit, in

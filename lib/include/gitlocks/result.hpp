@@ -6,6 +6,7 @@
 // in exactly one place (tools/cli/exit_codes).
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,9 @@ enum class Errc {
   // Storage (exit 2).
   store_read,
   store_write,
+  // The history up to the tip does not verify (a forged or rewritten
+  // commit): nothing may act on it. Reported as store-read (exit 2).
+  invalid_history,
   // Verification of signed material failed.
   bad_signature,
   invalid,
@@ -48,6 +52,10 @@ std::string_view errc_name(Errc c);
 struct Error {
   Errc code;
   std::string message;
+  // Structured fields a caller may branch on (never on the message), e.g.
+  // for invalid_history: "commit" (the first invalid one), "verdict" (its
+  // reason), "last_valid" (its parent, "" for the root).
+  std::map<std::string, std::string> fields;
 };
 
 template <class T>
@@ -78,7 +86,7 @@ class [[nodiscard]] Result {
 struct Ok {};
 using Status = Result<Ok>;
 
-inline Error make_error(Errc c, std::string message) { return Error{c, std::move(message)}; }
+inline Error make_error(Errc c, std::string message) { return Error{c, std::move(message), {}}; }
 
 }  // namespace gitlocks
 

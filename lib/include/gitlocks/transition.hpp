@@ -16,6 +16,7 @@
 
 namespace gitlocks {
 
+// What a writer builds on: the tip and the facts of the verified history.
 struct Snapshot {
   std::optional<Oid> commit;      // current tip of refs/locks/state
   Oid state;                      // its state tree ("" when no store)
@@ -28,8 +29,8 @@ struct Snapshot {
   std::int64_t epoch = 0;                 // its current key epoch
 };
 
-// Reads the tip commit's layout, policy and last admission time.
-Result<Snapshot> read_snapshot(ObjectStore& store, const std::optional<Oid>& tip);
+// A Snapshot is obtained only from verified_snapshot() (gitlocks/trust.hpp):
+// its trust facts come from the verified chain, never from the tip alone.
 
 // The host's way to a notary: takes a stored admission request, returns the
 // stored attestation (or an error: store_write when the notary is

@@ -1,0 +1,60 @@
+// gitlocks/trust.hpp — anchored trust (SPEC §7 "Acting on history"): nobody
+// acts on a tip whose history has not been verified.
+//
+// verified_snapshot() replays the history from a trusted anchor (the
+// checkpoint a host kept from its last verification or publication) or from
+// the root to the tip, with the same verifier as `git-locks verify`
+// (replay_chain: full re-execution), and returns the snapshot to build on
+// with every fact a writer trusts — store id, policy hash, guard-time pins,
+// last admitted T, keyring epoch — taken from the verified chain.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/replay.hpp"
+#include "gitlocks/transition.hpp"
+
+namespace gitlocks {
+
+struct TrustOptions {
+  // The last verified tip and its trust state. It is used only when its
+  // commit exists and agrees with it; otherwise the replay starts at the root.
+  std::optional<TrustState> anchor;
+  // Accept attestations of a notary running its test clock (--allow-test-clock).
+  bool allow_test_clock = false;
+  // A member's keys: PRIVATE commits are verified in full only with them.
+  const Vault* vault = nullptr;
+};
+
+struct Trusted {
+  Snapshot snapshot;                // commit == nullopt: there is no store
+  std::optional<TrustState> trust;  // the new checkpoint (nullopt: no store)
+  std::size_t replayed = 0;         // commits re-executed
+  bool anchored = false;            // the anchor was used (else: from the root)
+};
+
+// Errors: invalid_history when a commit between the anchor (or the root) and
+// the tip does not verify — fields "commit" (the first invalid one),
+// "verdict" (its reason), "last_valid" (its parent; "" for the root) — or
+// when the tip does not descend from the anchor (a rewrite: "commit" is the
+// tip, "verdict" is "rewrite", "last_valid" the anchor); store_read when the
+// chain cannot be read.
+Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& tip, const TrustOptions& options);
+
+// The trust state after one's own publication `c` built on a verified
+// snapshot: the new commit follows from it without re-verification.
+Result<TrustState> trust_after(ObjectStore& store, const Candidate& c);
+
+// The snapshot a verified trust state describes at its commit (its layout
+// read from the store, its facts from `trust`).
+Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust);
+
+// {"commit","store","policy_hash","guard_time":{"audience","service_key"}|null,
+//  "last_time":T|null,"epoch"} — canonical JSON in checkpoint files.
+json trust_state_json(const TrustState& t);
+// nullopt for anything malformed.
+std::optional<TrustState> parse_trust_state(const json& j);
+
+}  // namespace gitlocks

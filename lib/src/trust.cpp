@@ -1,0 +1,145 @@
+#include "gitlocks/trust.hpp"
+
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
+#include "snapshot.h"
+
+namespace gitlocks {
+namespace {
+
+bool agrees(const Snapshot& at, const TrustState& t) {
+  return at.store_id == t.store_id && at.policy_hash == t.policy_hash && at.guard_time == t.guard_time &&
+         at.last_time == t.last_time && at.epoch == t.epoch;
+}
+
+Error history_error(const std::string& message, const Oid& commit, const std::string& verdict,
+                    const std::string& last_valid) {
+  Error e = make_error(Errc::invalid_history, message);
+  e.fields = {{"commit", commit}, {"verdict", verdict}, {"last_valid", last_valid}};
+  return e;
+}
+
+Error rewrite_error(const std::optional<Oid>& tip, const Oid& anchor) {
+  return history_error(
+      "the history was rewritten: refs/locks/state is " +
+          (tip ? "at " + *tip + ", which does not descend from " : std::string("gone, but this clone verified ")) +
+          anchor + (tip ? ", the tip this clone last verified" : std::string()),
+      tip.value_or(""), "rewrite", anchor);
+}
+
+bool hex_oid(const json& j) {
+  if (!j.is_string()) return false;
+  const auto& s = j.get_ref<const std::string&>();
+  return s.size() == 40 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+}  // namespace
+
+Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust) {
+  GITLOCKS_TRY(snap, detail::read_unverified_snapshot(store, trust.commit));
+  snap.store_id = trust.store_id;
+  snap.policy_hash = trust.policy_hash;
+  snap.guard_time = trust.guard_time;
+  snap.last_time = trust.last_time;
+  snap.epoch = trust.epoch;
+  return snap;
+}
+
+Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& tip, const TrustOptions& options) {
+  Trusted out;
+  std::optional<TrustState> anchor = options.anchor;
+  // An anchor naming a commit that is not here, or disagreeing with it, is
+  // not trusted: the replay starts at the root (slower, still correct).
+  if (anchor) {
+    auto at = store.read_commit(anchor->commit).ok() ? detail::read_unverified_snapshot(store, anchor->commit)
+                                                     : Result<Snapshot>(make_error(Errc::store_read, "gone"));
+    if (!at.ok() || !agrees(*at, *anchor)) anchor.reset();
+  }
+  if (!tip) {
+    if (anchor) return rewrite_error(tip, anchor->commit);
+    return out;
+  }
+  TrustState trust;
+  if (anchor && anchor->commit == *tip) {
+    trust = *anchor;
+    out.anchored = true;
+  } else {
+    ReplayOptions ro;
+    if (anchor) ro.from = anchor->commit;
+    ro.allow_test_clock = options.allow_test_clock;
+    ro.vault = options.vault;
+    auto summary = replay_chain(store, *tip, ro, [](const Verdict&) {});
+    if (!summary.ok()) {
+      if (anchor && summary.error().fields.count("rewrite")) return rewrite_error(tip, anchor->commit);
+      return summary.error();
+    }
+    if (summary->first_invalid_verdict) {
+      const Verdict& v = *summary->first_invalid_verdict;
+      std::string parent;
+      if (auto c = store.read_commit(v.commit); c.ok() && !c->parents.empty()) parent = c->parents.front();
+      return history_error("the history of refs/locks/state does not verify: commit " + v.commit + " is invalid (" +
+                               v.reason + (v.detail.empty() ? "" : ": " + v.detail) + "); nothing was done",
+                           v.commit, v.reason, parent);
+    }
+    trust = summary->end;
+    out.replayed = summary->commits;
+    out.anchored = anchor.has_value();
+  }
+  GITLOCKS_TRY(snap, snapshot_at(store, trust));
+  out.snapshot = std::move(snap);
+  out.trust = std::move(trust);
+  return out;
+}
+
+Result<TrustState> trust_after(ObjectStore& store, const Candidate& c) {
+  StateReader reader(store, c.outcome.result_state);
+  GITLOCKS_TRY(bytes, reader.policy_bytes());
+  GITLOCKS_TRY(doc, reader.policy());
+  GITLOCKS_TRY(pol, parse_policy(doc));
+  TrustState t;
+  t.commit = c.commit;
+  t.store_id = pol.store;
+  t.policy_hash = sha256_hex(bytes);
+  t.guard_time = pol.guard_time;
+  t.last_time = c.admitted_at_ms;
+  t.epoch = pol.epoch;
+  return t;
+}
+
+json trust_state_json(const TrustState& t) {
+  json j = {{"commit", t.commit}, {"store", t.store_id}, {"policy_hash", t.policy_hash}, {"epoch", t.epoch}};
+  j["guard_time"] = t.guard_time
+                        ? json{{"audience", t.guard_time->audience}, {"service_key", t.guard_time->service_key}}
+                        : json(nullptr);
+  j["last_time"] = t.last_time ? json(*t.last_time) : json(nullptr);
+  return j;
+}
+
+std::optional<TrustState> parse_trust_state(const json& j) {
+  if (!j.is_object() || j.size() != 6) return std::nullopt;
+  for (const char* k : {"commit", "store", "policy_hash", "epoch", "guard_time", "last_time"})
+    if (!j.contains(k)) return std::nullopt;
+  if (!hex_oid(j["commit"]) || !j["store"].is_string() || !j["policy_hash"].is_string() ||
+      !j["epoch"].is_number_integer())
+    return std::nullopt;
+  TrustState t;
+  t.commit = j["commit"].get<std::string>();
+  t.store_id = j["store"].get<std::string>();
+  t.policy_hash = j["policy_hash"].get<std::string>();
+  t.epoch = j["epoch"].get<std::int64_t>();
+  const json& g = j["guard_time"];
+  if (g.is_object()) {
+    if (g.size() != 2 || !g.contains("audience") || !g.contains("service_key") || !g["audience"].is_string() ||
+        !g["service_key"].is_string())
+      return std::nullopt;
+    t.guard_time = Pins{g["audience"].get<std::string>(), g["service_key"].get<std::string>()};
+  } else if (!g.is_null()) {
+    return std::nullopt;
+  }
+  const json& l = j["last_time"];
+  if (l.is_number_integer()) t.last_time = l.get<std::int64_t>();
+  else if (!l.is_null()) return std::nullopt;
+  return t;
+}
+
+}  // namespace gitlocks

@@ -1,0 +1,273 @@
+"""Anchored trust (SPEC §7 "Acting on history", issue 15): every forgery is
+made with real Git plumbing on top of an honest history, and the next honest
+writer (claim) and reader (status, fence) refuse it — exit 2, store-read,
+reason invalid-history, the forged commit named — leaving the ref exactly
+where the forger put it. The clone's trust checkpoint is shared by linked
+worktrees; a corrupted one costs a full replay, never correctness."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from support import T0, CliTest, Repo
+from test_guard_time import P, SAFE_MAX, GuardTimeBase
+from test_verify import Plumbing, canon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "remote"))
+from servers import Server, clone  # noqa: E402
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat  # noqa: E402
+
+PACKET_DOMAIN = b"gitlocks/packet/v1\x00"
+ATTESTATION_DOMAIN = b"gitlocks/attestation/v1\x00"
+
+
+def checkpoint_file(repo_path, remote=None):
+    common = subprocess.run(["git", "-C", repo_path, "rev-parse", "--path-format=absolute", "--git-common-dir"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    base = os.path.join(common, "git-locks", "trust")
+    return os.path.join(base, "remotes", remote + ".json") if remote else os.path.join(base, "local.json")
+
+
+def forge_on_tip(p, replace, packet_from=None):
+    """A commit on top of the tip: the tip's tree with `replace` ({path: bytes | tree id}) applied,
+    and (when given) the txn/ of commit `packet_from`. Unsigned by anyone for this transition."""
+    tip = p.chain()[-1]
+    tree = p.tree_of(tip)
+    if packet_from:
+        tree = p.put(tree, "txn", p.get(p.tree_of(packet_from), "txn"), "tree")
+    for path, value in replace.items():
+        if isinstance(value, bytes):
+            tree = p.put(tree, path, p.blob(value))
+        else:
+            tree = p.put(tree, path, value, "tree")
+    commit = p.git("commit-tree", tree, "-p", tip, "-m", "forged").decode().strip()
+    p.git("update-ref", "refs/locks/state", commit, tip)
+    return commit
+
+
+class Refusals:
+    def assertInvalidHistory(self, res, op, commit, repo_tip, verdict=None):
+        self.assertEqual(res.code, 2, res)
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]),
+                         ("store-read", "invalid-history", "invalid-history", op), res)
+        self.assertEqual(e["commit"], commit, res)
+        self.assertTrue(e["verdict"], res)
+        if verdict:
+            self.assertEqual(e["verdict"], verdict, res)
+        self.assertIn(commit, e["detail"], res)
+        self.assertIn(e["recovery"], e["detail"], res)
+        self.assertEqual(res.out, "", res)
+        self.assertEqual(repo_tip(), commit if verdict != "rewrite" else repo_tip(), "refs/locks/state moved")
+        return e
+
+
+class LocalTrustTest(CliTest, Refusals):
+    def honest(self):
+        r = self.repo(policy={"min_ttl_ms": 1000, "max_ttl_ms": 600000})
+        r.now = T0 + 1000
+        self.claimed(r, "alice", "src/a.c")
+        return r, Plumbing(r)
+
+    def refused_everywhere(self, r, forged, verdict=None):
+        self.assertInvalidHistory(self.claim(r, "bob", "src/a.c"), "claim", forged, r.tip, verdict)
+        self.assertInvalidHistory(r.run("bob", "--json", "status"), "status", forged, r.tip, verdict)
+        self.assertInvalidHistory(r.run("bob", "--json", "fence", "src/a.c", "--generation", "1"), "fence", forged,
+                                  r.tip, verdict)
+        self.assertEqual(r.tip(), forged)
+
+    def test_deleted_lease_forgery_refused_then_recovered_by_the_owner(self):
+        r, p = self.honest()
+        root, honest_tip = p.chain()[0], p.chain()[-1]
+        # alice's live lease gone: the state of the store before her claim, under her packet.
+        forged = forge_on_tip(p, {"state": p.get(p.tree_of(root), "state")})
+        self.refused_everywhere(r, forged)
+        marker = os.path.join(r.root, "ran")
+        run = r.run("bob", "--json", "run", "--ttl", "60s", "src/b.c", "--", "touch", marker)
+        self.assertInvalidHistory(run, "run", forged, r.tip)
+        self.assertFalse(os.path.exists(marker), "run launched its command on invalid history")
+        # verify names the recovery; the owner applies it; honest writers go on.
+        v = r.run("owner", "verify")
+        self.assertEqual(v.code, 1, v)
+        recovery = f"git update-ref refs/locks/state {honest_tip} {forged}"
+        self.assertIn(recovery, v.out)
+        vj = r.run("owner", "--json", "verify")
+        self.assertEqual(json.loads(vj.err.strip().splitlines()[-1])["recovery"], recovery)
+        e = self.claim(r, "bob", "src/a.c").error
+        self.assertEqual(e["recovery"], recovery)
+        r.git(*recovery.split()[1:])
+        self.assertRefused(self.claim(r, "bob", "src/a.c"), "held-path")  # alice's lease is back
+        self.claimed(r, "bob", "src/b.c")
+
+    def test_widened_ttl_bounds_refused(self):
+        r, p = self.honest()
+        policy = json.loads(p.cat(p.get(p.tree_of(p.chain()[-1]), "state/policy.json")))
+        policy["max_ttl_ms"] = SAFE_MAX
+        forged = forge_on_tip(p, {"state/policy.json": canon(policy)}, packet_from=p.chain()[-1])
+        self.refused_everywhere(r, forged)
+
+    def test_replayed_packet_refused(self):
+        r, p = self.honest()
+        claim_commit = p.chain()[-1]
+        r.now += 1000
+        self.assertOk(r.run("alice", "release", "src/a.c"))
+        # alice's signed claim again, on top of her release: a replay of a genuine packet.
+        forged = forge_on_tip(p, {"state": p.get(p.tree_of(claim_commit), "state")}, packet_from=claim_commit)
+        self.refused_everywhere(r, forged, "source-mismatch")
+
+    def test_admin_change_signed_by_a_non_owner_refused(self):
+        r, p = self.honest()
+        tip = p.chain()[-1]
+        packet = json.loads(p.cat(p.get(p.tree_of(tip), "txn/packet.json")))["packet"]
+        policy = json.loads(p.cat(p.get(p.tree_of(tip), "state/policy.json")))
+        policy["max_ttl_ms"] = SAFE_MAX
+        new_policy = p.blob(canon(policy))
+        state = p.put(p.get(p.tree_of(tip), "state"), "policy.json", new_policy)
+        packet.update({"command": "admin", "action": "policy", "source": p.get(p.tree_of(tip), "state"),
+                       "result": state, "body": {"admin": {"op": "policy", "policy": policy}}})
+        with open(r.key("alice")) as f:
+            key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(json.loads(f.read())["seed"]))
+        signed = canon({"packet": packet, "sig": key.sign(PACKET_DOMAIN + canon(packet)).hex()})
+        forged = forge_on_tip(p, {"state": state, "txn/packet.json": signed})
+        self.refused_everywhere(r, forged)
+
+    def test_rewrite_below_the_checkpoint_refused(self):
+        r, p = self.honest()
+        r.now += 1000
+        self.claimed(r, "bob", "src/b.c")  # the checkpoint is now at this tip
+        ids = p.chain()
+        new = p.rebuild([p.tree_of(c) for c in ids], ["rewritten"] * len(ids))  # faithful, but not ours
+        res = self.claim(r, "carol", "src/c.c")
+        self.assertInvalidHistory(res, "claim", new[-1], r.tip, "rewrite")
+        self.assertIn(ids[-1], res.error["detail"])
+        self.assertEqual(res.error["recovery"], f"git update-ref refs/locks/state {ids[-1]} {new[-1]}")
+        self.assertEqual(r.tip(), new[-1])
+
+    def test_corrupted_checkpoint_full_replay_still_correct(self):
+        r, p = self.honest()
+        cp = checkpoint_file(r.path)
+        with open(cp) as f:
+            doc = json.load(f)
+        self.assertEqual(doc["format"], "git-locks-trust-v1")
+        self.assertEqual(doc["trust"]["commit"], r.tip())
+        self.assertEqual(doc["trust"]["last_time"], T0 + 1000)
+        for garbage in [b"{not json", b"", canon({"format": "git-locks-trust-v1", "trust": dict(doc["trust"],
+                                                                                        commit="0" * 40)})]:
+            with open(cp, "wb") as f:
+                f.write(garbage)
+            r.now += 1000
+            out = self.claimed(r, "bob", f"src/{r.now}.c")
+            with open(cp) as f:
+                self.assertEqual(json.load(f)["trust"]["commit"], out["commit"])
+        # A checkpoint lying about the last T (2^53-1) is not believed either: full replay.
+        doc = json.load(open(cp))
+        doc["trust"]["last_time"] = SAFE_MAX
+        with open(cp, "wb") as f:
+            f.write(canon(doc))
+        r.now += 1000
+        self.claimed(r, "bob", "src/z.c")
+        # A corrupted checkpoint never hides a forgery.
+        forged = forge_on_tip(p, {"state": p.get(p.tree_of(p.chain()[0]), "state")})
+        with open(cp, "wb") as f:
+            f.write(b"garbage")
+        self.assertInvalidHistory(self.claim(r, "bob", "src/a.c"), "claim", forged, r.tip)
+
+    def test_linked_worktrees_share_the_checkpoint(self):
+        r, p = self.honest()
+        r.git("commit", "-q", "--allow-empty", "-m", "base")
+        wt = os.path.join(r.root, "wt")
+        r.git("worktree", "add", "-q", wt)
+        other = subprocess.run(["git", "-C", wt, "rev-parse", "--absolute-git-dir"], capture_output=True, text=True,
+                               check=True).stdout.strip()
+        self.assertNotEqual(other, r.gitdir())
+        self.assertEqual(checkpoint_file(wt), checkpoint_file(r.path))
+        res = subprocess.run([os.environ["GIT_LOCKS_BIN"], "--repo", wt, "--json", "claim", "--ttl", "60s", "x"],
+                             capture_output=True, text=True, env=r.env("bob"))
+        self.assertEqual(res.returncode, 0, res.stderr)
+        with open(checkpoint_file(r.path)) as f:
+            self.assertEqual(json.load(f)["trust"]["commit"], json.loads(res.stdout)["commit"])
+
+
+class GuardTimeTrustTest(GuardTimeBase, Refusals):
+    def setUp(self):
+        super().setUp()
+        self.enabled()
+        self.notary.clock(P)
+        r = self.attested("alice", "claim", "--ttl", "60000", "a")
+        self.assertEqual(r.code, 0, r)
+        self.p = Plumbing(self.repo)
+
+    def test_dropped_guard_time_refused_even_with_the_notary_down(self):
+        tip = self.p.chain()[-1]
+        policy = json.loads(self.p.cat(self.p.get(self.p.tree_of(tip), "state/policy.json")))
+        del policy["guard_time"]
+        forged = forge_on_tip(self.p, {"state/policy.json": canon(policy)}, packet_from=tip)
+        self.notary.stop()
+        r = self.attested("bob", "claim", "--ttl", "60000", "b")
+        self.assertInvalidHistory(r, "claim", forged, self.repo.tip)
+        st = self.repo.run("bob", "--json", "status", "--allow-test-clock")
+        self.assertInvalidHistory(st, "status", forged, self.repo.tip)
+
+    def test_end_of_time_attestation_by_an_unpinned_key_refused(self):
+        tip = self.p.chain()[-1]
+        stored = json.loads(self.p.cat(self.p.get(self.p.tree_of(tip), "txn/attestation.json")))
+        att = stored["attestation"]
+        rogue = Ed25519PrivateKey.generate()
+        att["service_key"] = rogue.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+        att["admitted_at_ms"] = SAFE_MAX
+        forged_att = canon({"attestation": att, "sig": rogue.sign(ATTESTATION_DOMAIN + canon(att)).hex()})
+        forged = forge_on_tip(self.p, {"txn/attestation.json": forged_att}, packet_from=tip)
+        # A forged "last T" of 2^53-1 would block every writer; it is invalid history instead.
+        r = self.attested("bob", "claim", "--ttl", "60000", "b")
+        self.assertInvalidHistory(r, "claim", forged, self.repo.tip)
+        f = self.repo.run("bob", "--json", "fence", "a", "--generation", "1", "--allow-test-clock")
+        self.assertInvalidHistory(f, "fence", forged, self.repo.tip)
+
+    def test_test_clock_accepted_only_with_allow_test_clock(self):
+        os.remove(checkpoint_file(self.repo.path))  # replayed from the root
+        r = self.repo.run("bob", "--json", "status")
+        self.assertEqual(r.code, 2, r)
+        self.assertEqual((r.error["code"], r.error["verdict"]), ("invalid-history", "attestation-mismatch"), r)
+        self.assertEqual(self.repo.run("bob", "--json", "status", "--allow-test-clock").code, 0)
+
+
+class RemoteTrustTest(unittest.TestCase, Refusals):
+    def test_forgery_through_git_daemon_refused_by_a_fresh_clone(self):
+        root = tempfile.mkdtemp(prefix="gitlocks-trust-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", root])
+        server = Server.start("daemon", root)
+        self.addCleanup(server.close)
+        a = Repo(self, "a")
+        b = Repo(self, "b")
+        for repo in (a, b):
+            repo.git("remote", "add", "origin", server.url)
+            repo.git("config", "locks.remote", "origin")
+        self.assertEqual(a.run("owner", "init").code, 0)
+        self.assertEqual(a.run("alice", "claim", "--ttl", "60s", "src/a.c").code, 0)
+        # The forger: a plain clone of the server, plumbing and a push.
+        f = os.path.join(root, "forger")
+        clone(server.url, f, "forger")
+        subprocess.run(["git", "-C", f, "fetch", "-q", "origin", "refs/locks/state:refs/locks/state"], check=True)
+        fake = Repo.__new__(Repo)
+        fake.path = f
+        p = Plumbing(fake)
+        root_state = p.get(p.tree_of(p.chain()[0]), "state")
+        forged = forge_on_tip(p, {"state": root_state})
+        subprocess.run(["git", "-C", f, "push", "-q", "origin", "refs/locks/state:refs/locks/state"], check=True)
+        self.assertEqual(server.tip(), forged)
+        res = b.run("bob", "--json", "claim", "--ttl", "60s", "src/a.c")
+        self.assertInvalidHistory(res, "claim", forged, server.tip)
+        self.assertIn(f"git push --force-with-lease=refs/locks/state:{forged} origin", res.error["recovery"])
+        self.assertTrue(os.path.exists(checkpoint_file(a.path, "origin")))
+        res = a.run("alice", "--json", "status")
+        self.assertInvalidHistory(res, "status", forged, server.tip)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,244 @@
+// Anchored trust (SPEC §7 "Acting on history"): verified_snapshot replays
+// from a trusted anchor or the root with the verifier of `verify`, and hands
+// a writer only facts of the verified chain. Forgeries are made in memory on
+// top of honest histories.
+#include "gitlocks/trust.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "fixture.h"
+#include "gitlocks/attest.hpp"
+#include "gitlocks/packet.hpp"
+
+using gitlocks::Errc;
+using gitlocks::json;
+using gitlocks::Oid;
+using gitlocks::TrustOptions;
+using gitlocks::test::Store;
+
+namespace {
+
+struct Notary {
+  gitlocks::KeyPair key;
+  gitlocks::Pins pins;
+  std::int64_t* clock;
+  explicit Notary(const std::string& name, std::int64_t* c)
+      : key(gitlocks::test::actor_key(name)), pins{"locks." + name, gitlocks::to_hex(key.public_key)}, clock(c) {}
+  gitlocks::AdmitFn fn() {
+    return [this](const std::string& stored) -> gitlocks::Result<std::string> {
+      auto req = gitlocks::open_admission_request(stored);
+      if (!req.ok()) return req.error();
+      return gitlocks::make_attestation(*req, pins, *clock, false, key);
+    };
+  }
+};
+
+void enable_guard_time(Store& s, Notary& n) {
+  s.admit = n.fn();
+  auto r = s.submit("owner", "guard-time",
+                    json{{"admin",
+                          {{"op", "guard-time-enable"},
+                           {"audience", n.pins.audience},
+                           {"service_key", n.pins.service_key},
+                           {"disclosure", "GUARD_WINDOW"},
+                           {"expected_policy_hash", s.snapshot().policy_hash}}}});
+  REQUIRE_MESSAGE(r.ok(), r.error().message);
+}
+
+// A commit on top of the tip with `state` and the packet (and attestation)
+// copied from commit `packet_from`: what anyone who can write the ref can make.
+Oid forge(Store& s, const Oid& state, const Oid& packet_from) {
+  auto tc = gitlocks::read_transition_commit(s.objects(), packet_from).value();
+  auto c = gitlocks::write_transition_commit(s.objects(), s.tip(), state, tc.packet_stored, "forged\n", 0,
+                                             tc.attestation_stored);
+  REQUIRE(c.ok());
+  REQUIRE(gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, *c).ok());
+  return *c;
+}
+
+// The state `state` with policy.json replaced by `policy`.
+Oid with_policy(Store& s, const Oid& state, const json& policy) {
+  auto& o = s.objects();
+  auto tree = o.read_tree(state).value();
+  auto blob = o.write_blob(gitlocks::canon_dump(policy).value()).value();
+  for (auto& e : tree)
+    if (e.name == "policy.json") e.oid = blob;
+  return o.write_tree(tree).value();
+}
+
+gitlocks::Error refused(Store& s, const TrustOptions& o = {}) {
+  auto r = gitlocks::verified_snapshot(s.objects(), s.tip(), o);
+  REQUIRE_FALSE(r.ok());
+  return r.error();
+}
+
+void check_invalid(const gitlocks::Error& e, const Oid& commit, const Oid& parent) {
+  CHECK(e.code == Errc::invalid_history);
+  CHECK(e.fields.at("commit") == commit);
+  CHECK(e.fields.at("last_valid") == parent);
+  CHECK_FALSE(e.fields.at("verdict").empty());
+  CHECK(e.message.find(commit) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("trust: a valid chain gives the trust state of its history - and an anchor replays only what follows") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  s.now += 10;
+  REQUIRE(s.claim("bob", "docs/", 60'000).ok());
+  auto full = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
+  REQUIRE_MESSAGE(full.ok(), full.error().message);
+  CHECK(full->replayed == 3);
+  CHECK_FALSE(full->anchored);
+  REQUIRE(full->trust);
+  const auto& t = *full->trust;
+  CHECK(t.commit == *s.tip());
+  CHECK(t.store_id == std::string(64, 'a'));
+  CHECK(t.policy_hash == s.snapshot().policy_hash);
+  CHECK(t.last_time == s.now);
+  CHECK_FALSE(t.guard_time);
+  CHECK(t.epoch == 0);
+  CHECK(full->snapshot.state == s.state());
+  CHECK(gitlocks::parse_trust_state(gitlocks::trust_state_json(t)) == t);
+
+  // At the anchor itself: nothing to replay.
+  auto same = gitlocks::verified_snapshot(s.objects(), s.tip(), TrustOptions{t});
+  REQUIRE(same.ok());
+  CHECK(same->replayed == 0);
+  CHECK(same->anchored);
+
+  // Two more commits: only they are replayed; one's own publication follows without replay.
+  s.now += 10;
+  auto c1 = s.claim("carol", "lib/", 60'000);
+  REQUIRE(c1.ok());
+  s.now += 10;
+  auto c2 = s.claim("dave", "web/", 60'000);
+  REQUIRE(c2.ok());
+  auto next = gitlocks::verified_snapshot(s.objects(), s.tip(), TrustOptions{t});
+  REQUIRE(next.ok());
+  CHECK(next->anchored);
+  CHECK(next->replayed == 2);
+  CHECK(next->trust->last_time == s.now);
+  CHECK(gitlocks::trust_after(s.objects(), *c2).value() == *next->trust);
+
+  // An anchor that disagrees with its commit is not trusted: replay from the root.
+  auto bad = t;
+  bad.last_time = gitlocks::kMaxSafeInteger;
+  auto fallback = gitlocks::verified_snapshot(s.objects(), s.tip(), TrustOptions{bad});
+  REQUIRE(fallback.ok());
+  CHECK_FALSE(fallback->anchored);
+  CHECK(fallback->replayed == 5);
+  CHECK(fallback->trust == next->trust);
+}
+
+TEST_CASE("trust: an unsigned commit deleting another holder's live lease is invalid history") {
+  Store s;
+  const Oid root_state = s.state();
+  auto claimed = s.claim("alice", "src/a.c", 60'000);
+  REQUIRE(claimed.ok());
+  const Oid honest = *s.tip();
+  // The state without alice's lease, under alice's own (old) packet.
+  const Oid forged = forge(s, root_state, honest);
+  check_invalid(refused(s), forged, honest);
+  // With the anchor at the honest tip too: the forged commit is replayed.
+  auto anchor = gitlocks::trust_after(s.objects(), *claimed).value();
+  check_invalid(refused(s, TrustOptions{anchor}), forged, honest);
+  CHECK(*s.tip() == forged);  // verification never moves the ref
+}
+
+TEST_CASE("trust: a policy without guard time on a guarded store is invalid history - pins come from the chain") {
+  Store s;
+  std::int64_t clock = s.now;
+  Notary n("notary", &clock);
+  enable_guard_time(s, n);
+  REQUIRE(s.claim("alice", "a", 60'000).ok());
+  const Oid honest = *s.tip();
+  json policy = gitlocks::StateReader(s.objects(), s.state()).policy().value();
+  REQUIRE(policy.contains("guard_time"));
+  policy.erase("guard_time");
+  const Oid forged = forge(s, with_policy(s, s.state(), policy), honest);
+  // Read unverified, the tip says guard time is off: that is what a writer must never act on.
+  CHECK_FALSE(gitlocks::detail::read_unverified_snapshot(s.objects(), s.tip()).value().guard_time);
+  check_invalid(refused(s), forged, honest);
+}
+
+TEST_CASE("trust: an attestation with T = 2^53-1 by a key the history never pinned is invalid history") {
+  Store s;
+  std::int64_t clock = s.now;
+  Notary n("notary", &clock);
+  enable_guard_time(s, n);
+  REQUIRE(s.claim("alice", "a", 60'000).ok());
+  const Oid honest = *s.tip();
+  // A correctly signed claim of bob's, attested by a notary nobody pinned at the end of time.
+  auto snap = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
+  REQUIRE(snap.ok());
+  json body = {{"created_at", s.now},
+               {"name", "bob"},
+               {"ops", {{{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}}}}};
+  auto cand = gitlocks::build_candidate(s.objects(), snap->snapshot, gitlocks::test::actor_key("bob"), "claim",
+                                        std::string(64, '7'), body, s.now, n.fn(), nullptr, false);
+  REQUIRE(cand.ok());
+  std::int64_t end_of_time = gitlocks::kMaxSafeInteger;
+  Notary rogue("rogue", &end_of_time);
+  auto request = gitlocks::make_admission_request(cand->packet, cand->packet_stored, gitlocks::test::actor_key("bob"));
+  REQUIRE(request.ok());
+  auto att = rogue.fn()(*request);
+  REQUIRE(att.ok());
+  auto forged = gitlocks::write_transition_commit(s.objects(), honest, cand->outcome.result_state, cand->packet_stored,
+                                                  "forged\n", 0, *att);
+  REQUIRE(forged.ok());
+  REQUIRE(gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, *forged).ok());
+  // Unverified, it would become the store's last T and block every writer.
+  CHECK(gitlocks::detail::read_unverified_snapshot(s.objects(), s.tip()).value().last_time == end_of_time);
+  auto e = refused(s);
+  check_invalid(e, *forged, honest);
+  CHECK(e.fields.at("verdict") == "attestation-mismatch");
+}
+
+TEST_CASE("trust: a tip that does not descend from the anchor is a rewrite") {
+  Store s;
+  auto c = s.claim("alice", "src/a.c", 60'000);
+  REQUIRE(c.ok());
+  auto anchor = gitlocks::trust_after(s.objects(), *c).value();
+  // The same transitions under new commit ids (a faithful rewrite still is one).
+  auto& o = s.objects();
+  auto root = gitlocks::read_transition_commit(o, o.read_commit(*s.tip()).value().parents.front()).value();
+  auto top = gitlocks::read_transition_commit(o, *s.tip()).value();
+  auto r1 = gitlocks::write_transition_commit(o, std::nullopt, root.state, root.packet_stored, "re\n", 1, std::nullopt);
+  REQUIRE(r1.ok());
+  auto r2 = gitlocks::write_transition_commit(o, *r1, top.state, top.packet_stored, "re\n", 1, std::nullopt);
+  REQUIRE(r2.ok());
+  REQUIRE(gitlocks::memory_store_set_ref(o, gitlocks::kStateRef, *r2).ok());
+  REQUIRE(gitlocks::verified_snapshot(o, s.tip(), {}).ok());  // valid on its own
+  auto e = refused(s, TrustOptions{anchor});
+  CHECK(e.code == Errc::invalid_history);
+  CHECK(e.fields.at("verdict") == "rewrite");
+  CHECK(e.fields.at("commit") == *r2);
+  CHECK(e.fields.at("last_valid") == anchor.commit);
+}
+
+TEST_CASE("trust: a test-clock attestation is accepted only when the caller allows the test clock") {
+  Store s;
+  std::int64_t clock = s.now;
+  Notary n("notary", &clock);
+  auto test_clock = [&](const std::string& stored) -> gitlocks::Result<std::string> {
+    auto req = gitlocks::open_admission_request(stored);
+    if (!req.ok()) return req.error();
+    return gitlocks::make_attestation(*req, n.pins, clock, true, n.key);
+  };
+  enable_guard_time(s, n);
+  s.admit = test_clock;
+  auto claimed = s.claim("alice", "a", 60'000);
+  REQUIRE(claimed.ok());
+  auto e = refused(s);
+  check_invalid(e, claimed->commit,
+                gitlocks::read_transition_commit(s.objects(), claimed->commit).ok()
+                    ? s.objects().read_commit(claimed->commit).value().parents.front()
+                    : Oid());
+  TrustOptions allow;
+  allow.allow_test_clock = true;
+  CHECK(gitlocks::verified_snapshot(s.objects(), s.tip(), allow).ok());
+}

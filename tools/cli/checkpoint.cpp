@@ -1,0 +1,161 @@
+#include "checkpoint.h"
+
+#include <fcntl.h>
+#include <git2.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "gitlocks/replay.hpp"
+#include "report.h"
+
+namespace gitlocks::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kCheckpointFormat = "git-locks-trust-v1";
+
+// `git rev-parse --git-common-dir`, through libgit2 (no process).
+Result<fs::path> common_dir(Context& ctx) {
+  static std::map<std::string, fs::path> known;
+  const std::string at = ctx.repo_dir.value_or(".");
+  if (auto it = known.find(at); it != known.end()) return it->second;
+  git_libgit2_init();
+  git_repository* repo = nullptr;
+  if (git_repository_open_ext(&repo, at.c_str(), 0, nullptr) != 0) {
+    const git_error* e = git_error_last();
+    return make_error(Errc::store_read, "cannot open the repository at " + at + ": " + (e ? e->message : "?"));
+  }
+  fs::path dir = git_repository_commondir(repo);
+  git_repository_free(repo);
+  return known.emplace(at, dir).first->second;
+}
+
+Result<fs::path> checkpoint_file(Context& ctx) {
+  GITLOCKS_TRY(dir, common_dir(ctx));
+  GITLOCKS_TRY(remote, ctx.remote());
+  fs::path base = dir / "git-locks" / "trust";
+  if (remote) return base / "remotes" / (*remote + ".json");
+  return base / "local.json";
+}
+
+std::optional<TrustState> load_checkpoint(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto doc = canon_parse(ss.str(), CanonMode::strict);
+  if (!doc.ok() || !doc->is_object() || doc->size() != 2 || doc->value("format", json()) != kCheckpointFormat ||
+      !doc->contains("trust"))
+    return std::nullopt;
+  return parse_trust_state((*doc)["trust"]);
+}
+
+Status write_all(int fd, const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return make_error(Errc::store_write, "write failed");
+    done += static_cast<std::size_t>(n);
+  }
+  return Ok{};
+}
+
+// Temporary file beside it (one per process: writers of one clone race),
+// fsync, rename over it.
+Status save_checkpoint(const fs::path& file, const TrustState& t) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) return make_error(Errc::store_write, "cannot create " + file.parent_path().string() + ": " + ec.message());
+  auto text = canon_dump(json{{"format", kCheckpointFormat}, {"trust", trust_state_json(t)}});
+  if (!text.ok()) return text.error();
+  const std::string tmp = file.string() + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(Errc::store_write, "cannot write " + tmp);
+  auto wrote = write_all(fd, *text);
+  const bool synced = wrote.ok() && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!synced || ::rename(tmp.c_str(), file.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return make_error(Errc::store_write, "cannot persist " + file.string());
+  }
+  return Ok{};
+}
+
+}  // namespace
+
+std::string recovery_command(Context& ctx, const std::string& last_valid, const Oid& tip) {
+  auto remote = ctx.remote();
+  if (remote.ok() && *remote) {
+    const std::string& r = **remote;
+    if (last_valid.empty())
+      return "git push --force-with-lease=refs/locks/state:" + tip + " " + r + " :refs/locks/state";
+    return "git push --force-with-lease=refs/locks/state:" + tip + " " + r + " " + last_valid + ":refs/locks/state";
+  }
+  if (last_valid.empty()) return "git update-ref -d refs/locks/state " + tip;
+  return "git update-ref refs/locks/state " + last_valid + " " + tip;
+}
+
+Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& tip) {
+  GITLOCKS_TRY(store, ctx.store());
+  auto file = checkpoint_file(ctx);
+  std::optional<TrustState> anchor = file.ok() ? load_checkpoint(*file) : std::nullopt;
+  TrustOptions options;
+  options.anchor = anchor;
+  options.allow_test_clock = ctx.allow_test_clock;
+  // A PRIVATE store's commits are re-executed in full with the member's keys
+  // (as `verify` does); without them, structurally. Needed only to replay.
+  std::optional<Vault> vault;
+  if (tip && !(anchor && anchor->commit == *tip)) {
+    MemberVault member = open_member_vault(*store, *tip, nullptr);
+    if (member.is_private)
+      if (auto me = ctx.identity(); me.ok()) member = open_member_vault(*store, *tip, &(*me)->key);
+    vault = std::move(member.vault);
+    if (vault) options.vault = &*vault;
+  }
+  auto trusted = verified_snapshot(*store, tip, options);
+  if (!trusted.ok()) {
+    Error e = trusted.error();
+    if (e.code == Errc::invalid_history && tip) {
+      const std::string last_valid = e.fields["last_valid"];
+      e.fields["recovery"] = recovery_command(ctx, last_valid, *tip);
+      e.message += e.fields["verdict"] == "rewrite"
+                       ? ". If the rewrite is not the store owner's, the owner restores the verified tip: " +
+                             e.fields["recovery"] + " (after inspecting `git-locks verify`)"
+                       : ". The store's owner recovers: inspect `git-locks verify`, then " + e.fields["recovery"];
+    }
+    return e;
+  }
+  if (trusted->trust && file.ok() && !(anchor && *anchor == *trusted->trust))
+    (void)save_checkpoint(*file, *trusted->trust);  // best effort: without it the next command replays
+  return std::move(trusted->snapshot);
+}
+
+void record_publication(Context& ctx, const Candidate& c) {
+  auto store = ctx.store();
+  if (!store.ok()) return;
+  auto t = trust_after(**store, c);
+  auto file = checkpoint_file(ctx);
+  if (t.ok() && file.ok()) (void)save_checkpoint(*file, *t);
+}
+
+Status record_verified(Context& ctx, const TrustState& trust) {
+  GITLOCKS_TRY(file, checkpoint_file(ctx));
+  return save_checkpoint(file, trust);
+}
+
+Status forget_checkpoint(Context& ctx) {
+  GITLOCKS_TRY(file, checkpoint_file(ctx));
+  std::error_code ec;
+  fs::remove(file, ec);
+  if (ec) return make_error(Errc::store_write, "cannot remove " + file.string() + ": " + ec.message());
+  return Ok{};
+}
+
+}  // namespace gitlocks::cli

@@ -1,0 +1,43 @@
+// checkpoint.h — anchored trust in the CLI (SPEC §7 "Acting on history";
+// docs/FORMAT.md "The trust checkpoint"): every command that publishes or
+// whose answer is relied on gets its snapshot here, verified from the
+// clone's checkpoint to the tip by the core (verified_snapshot).
+//
+// The checkpoint lives in the COMMON git dir, so linked worktrees share it:
+//   <common>/git-locks/trust/local.json           this repository's store
+//   <common>/git-locks/trust/remotes/NAME.json    the store on remote NAME
+// {"format":"git-locks-trust-v1","trust":{...trust_state_json...}}, canonical
+// JSON, written to a temporary file, fsynced and renamed over the old one.
+// Missing, unreadable or malformed, or naming a commit that is not here (or
+// disagreeing with it): ignored, and the history is replayed from the root.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cli.h"
+#include "gitlocks/transition.hpp"
+#include "gitlocks/trust.hpp"
+
+namespace gitlocks::cli {
+
+// Verifies the history ending at `tip` (as just read by ctx.read_tip()) from
+// the checkpoint, records the new checkpoint, and returns the snapshot.
+// Errors: invalid_history (with the owner's recovery in the detail and a
+// "recovery" field), store_read.
+Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& tip);
+
+// The checkpoint after one's own publication `c` (built on a verified
+// snapshot). A failure to write it is not an error: the next command replays.
+void record_publication(Context& ctx, const Candidate& c);
+
+// The checkpoint after `git-locks verify` found the whole history valid.
+Status record_verified(Context& ctx, const TrustState& trust);
+// Forgets the checkpoint (`verify --accept-rewrite`).
+Status forget_checkpoint(Context& ctx);
+
+// The command that resets the store to `last_valid` from `tip` (for a
+// remote store: the push that does it); `last_valid` "" deletes the ref.
+std::string recovery_command(Context& ctx, const std::string& last_valid, const Oid& tip);
+
+}  // namespace gitlocks::cli
