@@ -35,8 +35,7 @@ bool hex_oid(const json& j) {
 
 }  // namespace
 
-Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust) {
-  GITLOCKS_TRY(snap, detail::read_unverified_snapshot(store, trust.commit));
+static Snapshot with_trust(Snapshot snap, const TrustState& trust) {
   snap.store_id = trust.store_id;
   snap.policy_hash = trust.policy_hash;
   snap.guard_time = trust.guard_time;
@@ -45,15 +44,22 @@ Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust) {
   return snap;
 }
 
+Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust) {
+  GITLOCKS_TRY(snap, detail::read_unverified_snapshot(store, trust.commit));
+  return with_trust(std::move(snap), trust);
+}
+
 Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& tip, const TrustOptions& options) {
   Trusted out;
   std::optional<TrustState> anchor = options.anchor;
   // An anchor naming a commit that is not here, or disagreeing with it, is
   // not trusted: the replay starts at the root (slower, still correct).
+  std::optional<Snapshot> at_anchor;
   if (anchor) {
     auto at = store.read_commit(anchor->commit).ok() ? detail::read_unverified_snapshot(store, anchor->commit)
                                                      : Result<Snapshot>(make_error(Errc::store_read, "gone"));
-    if (!at.ok() || !agrees(*at, *anchor)) anchor.reset();
+    if (at.ok() && agrees(*at, *anchor)) at_anchor = std::move(at).value();
+    else anchor.reset();
   }
   if (!tip) {
     if (anchor) return rewrite_error(tip, anchor->commit);
@@ -77,16 +83,24 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
       const Verdict& v = *summary->first_invalid_verdict;
       std::string parent;
       if (auto c = store.read_commit(v.commit); c.ok() && !c->parents.empty()) parent = c->parents.front();
-      return history_error("the history of refs/locks/state does not verify: commit " + v.commit + " is invalid (" +
-                               v.reason + (v.detail.empty() ? "" : ": " + v.detail) + "); nothing was done",
-                           v.commit, v.reason, parent);
+      Error e = history_error("the history of refs/locks/state does not verify: commit " + v.commit + " is invalid (" +
+                                  v.reason + (v.detail.empty() ? "" : ": " + v.detail) + "); nothing was done",
+                              v.commit, v.reason, parent);
+      // A format or profile this version does not know is refused as such
+      // (usage, exit 64), never ignored (seed 002): the fields still name it.
+      if (v.reason == "unknown-format") e.code = Errc::unknown_format;
+      return e;
     }
     trust = summary->end;
     out.replayed = summary->commits;
     out.anchored = anchor.has_value();
   }
-  GITLOCKS_TRY(snap, snapshot_at(store, trust));
-  out.snapshot = std::move(snap);
+  if (out.replayed == 0 && at_anchor) {
+    out.snapshot = with_trust(std::move(*at_anchor), trust);  // the anchor is the tip: read once
+  } else {
+    GITLOCKS_TRY(snap, snapshot_at(store, trust));
+    out.snapshot = std::move(snap);
+  }
   out.trust = std::move(trust);
   return out;
 }

@@ -420,9 +420,15 @@ class LeaseTest(GuardTimeBase):
         policy["guard_time"]["profiles"].append("time-add-guard-window-v2")
         data = json.dumps(policy, separators=(",", ":"), sort_keys=True).encode()
         forged = self.forge({"state/policy.json": data})
+        # A clone without a trust checkpoint (this one's names the replaced
+        # tip: a rewrite), replaying the history: the unknown profile is
+        # refused as such, the commit named (issue 15).
+        common = self.repo.git("rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+        os.remove(os.path.join(common, "git-locks", "trust", "local.json"))
         self.notary.clock(P)
         r = self.claim("a")
-        self.assertFails(r, 64, "usage", "unknown-format", "claim", None, forged)
+        e = self.assertFails(r, 64, "usage", "unknown-format", "claim", None, forged)
+        self.assertEqual((e["commit"], e["verdict"]), (forged, "unknown-format"), r)
 
 
 if __name__ == "__main__":

@@ -160,14 +160,15 @@ class PrivateTest(CliTest):
                               capture_output=True, text=True, check=True).stdout.strip()
 
     def assertForgeryRejected(self, forged):
-        """A member reads nothing from the forged tip, and full verification
+        """A member reads nothing from the forged tip (it replaces the
+        verified tip: invalid history, issue 15), and full verification
         flags exactly the forged commit: re-planning its body does not give
         the sealed state it carries."""
         res = self.status("owner")
         self.assertEqual(res.code, 2, res)
         e = res.error
-        self.assertEqual((e["error"], e["code"], e["op"]), ("store-read", "store-read", "status"), res)
-        self.assertIn("does not authenticate", e["detail"])
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"], e["commit"]),
+                         ("store-read", "invalid-history", "invalid-history", "status", forged), res)
         res = self.run_as("owner", "--json", "verify")
         self.assertEqual(res.code, 1, res)
         verdicts = [json.loads(line) for line in res.out.splitlines()]

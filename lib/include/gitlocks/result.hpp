@@ -50,6 +50,8 @@ enum class Errc {
 std::string_view errc_name(Errc c);
 
 struct Error {
+  Error(Errc c, std::string m, std::map<std::string, std::string> f = {})
+      : code(c), message(std::move(m)), fields(std::move(f)) {}
   Errc code;
   std::string message;
   // Structured fields a caller may branch on (never on the message), e.g.
@@ -86,7 +88,7 @@ class [[nodiscard]] Result {
 struct Ok {};
 using Status = Result<Ok>;
 
-inline Error make_error(Errc c, std::string message) { return Error{c, std::move(message), {}}; }
+inline Error make_error(Errc c, std::string message) { return Error{c, std::move(message)}; }
 
 }  // namespace gitlocks
 

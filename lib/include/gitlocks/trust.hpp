@@ -40,7 +40,8 @@ struct Trusted {
 // "verdict" (its reason), "last_valid" (its parent; "" for the root) — or
 // when the tip does not descend from the anchor (a rewrite: "commit" is the
 // tip, "verdict" is "rewrite", "last_valid" the anchor); store_read when the
-// chain cannot be read.
+// chain cannot be read; unknown_format (with the same fields) when the
+// first invalid commit uses a format or profile this version does not know.
 Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& tip, const TrustOptions& options);
 
 // The trust state after one's own publication `c` built on a verified
