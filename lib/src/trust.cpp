@@ -1,5 +1,6 @@
 #include "gitlocks/trust.hpp"
 
+#include "gitlocks/crypto.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
 #include "snapshot.h"

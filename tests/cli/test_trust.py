@@ -78,7 +78,7 @@ class LocalTrustTest(CliTest, Refusals):
     def refused_everywhere(self, r, forged, verdict=None):
         self.assertInvalidHistory(self.claim(r, "bob", "src/a.c"), "claim", forged, r.tip, verdict)
         self.assertInvalidHistory(r.run("bob", "--json", "status"), "status", forged, r.tip, verdict)
-        self.assertInvalidHistory(r.run("bob", "--json", "fence", "src/a.c", "--generation", "1"), "fence", forged,
+        self.assertInvalidHistory(r.run("bob", "--json", "fence", "src/a.c", "1"), "fence", forged,
                                   r.tip, verdict)
         self.assertEqual(r.tip(), forged)
 
@@ -89,7 +89,7 @@ class LocalTrustTest(CliTest, Refusals):
         forged = forge_on_tip(p, {"state": p.get(p.tree_of(root), "state")})
         self.refused_everywhere(r, forged)
         marker = os.path.join(r.root, "ran")
-        run = r.run("bob", "--json", "run", "--ttl", "60s", "src/b.c", "--", "touch", marker)
+        run = r.run("bob", "--json", "run", "--ttl", "60s", "--claim", "src/b.c", "--", "touch", marker)
         self.assertInvalidHistory(run, "run", forged, r.tip)
         self.assertFalse(os.path.exists(marker), "run launched its command on invalid history")
         # verify names the recovery; the owner applies it; honest writers go on.
@@ -226,7 +226,7 @@ class GuardTimeTrustTest(GuardTimeBase, Refusals):
         # A forged "last T" of 2^53-1 would block every writer; it is invalid history instead.
         r = self.attested("bob", "claim", "--ttl", "60000", "b")
         self.assertInvalidHistory(r, "claim", forged, self.repo.tip)
-        f = self.repo.run("bob", "--json", "fence", "a", "--generation", "1", "--allow-test-clock")
+        f = self.repo.run("bob", "--json", "fence", "a", "1", "--allow-test-clock")
         self.assertInvalidHistory(f, "fence", forged, self.repo.tip)
 
     def test_test_clock_accepted_only_with_allow_test_clock(self):
