@@ -198,7 +198,7 @@ class GuardTimeStore(SecurityTest):
     def enable(self, op_id, action="enable"):
         if action == "resume":
             return self.r.run("owner", "guard-time", "resume", op_id, "--allow-test-clock", "--json")
-        st = self.r.run("owner", "--json", "status")
+        st = self.r.run("owner", "--json", "status", "--allow-test-clock")  # replays test-clock attestations
         self.assertEqual(st.code, 0, st)
         return self.r.run("owner", "guard-time", "enable", "--audience", self.notary.audience, "--service-key",
                           self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",

@@ -166,7 +166,8 @@ class LocalTrustTest(CliTest, Refusals):
             with open(cp) as f:
                 self.assertEqual(json.load(f)["trust"]["commit"], out["commit"])
         # A checkpoint lying about the last T (2^53-1) is not believed either: full replay.
-        doc = json.load(open(cp))
+        with open(cp) as f:
+            doc = json.load(f)
         doc["trust"]["last_time"] = SAFE_MAX
         with open(cp, "wb") as f:
             f.write(canon(doc))
