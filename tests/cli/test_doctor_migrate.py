@@ -218,12 +218,16 @@ class Migrate(CliTest):
         r = self.repo()
         d = Damage(r)
         d.put("state/format.json", '{"format":"gitlocks-state-v9"}')
-        d.commit()
+        damaged = d.commit()
+        # Written with plumbing on top of the verified tip, under the parent's
+        # packet: invalid history, which migrate (like every writer) refuses
+        # before reading the format (issue 15).
         with self.unchanged(r):
             res = r.run("alice", "migrate", env=r.wrapped())
-        self.assertEqual(res.code, 64, res)
-        self.assertEqual(res.error["code"], "unknown-format")
-        self.assertIn("gitlocks-state-v9", res.error["detail"])
+        self.assertEqual(res.code, 2, res)
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"], e["commit"]),
+                         ("store-read", "invalid-history", "invalid-history", "migrate", damaged), res)
         self.assertEqual(r.update_ref_log(), [])
 
     def test_no_store(self):

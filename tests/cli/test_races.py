@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 
-from support import CliTest, HERE
+from support import CliTest, HERE, binary
 
 MOVING_GIT = os.path.join(HERE, "..", "race", "moving_git.sh")
 ROUNDS = 3
@@ -95,7 +95,8 @@ class Races(CliTest):
         r = self.repo()
         count = os.path.join(r.root, "count")
         before = r.tip()
-        res = r.run("alice", "claim", "x", env={"GIT_LOCKS_GIT": MOVING_GIT, "MOVING_GIT_COUNT": count},
+        res = r.run("alice", "claim", "x", env={"GIT_LOCKS_GIT": MOVING_GIT, "MOVING_GIT_COUNT": count,
+                                                "MOVING_GIT_WRITER": binary(), "MOVING_GIT_KEY": r.key("mover")},
                     timeout=300)
         self.assertRefused(res, "stale-retries-exhausted")
         self.assertEqual(res.error["attempts"], 201)  # the first plan and 200 replans
@@ -104,7 +105,8 @@ class Races(CliTest):
         self.assertEqual(res.out, "")
         # Every move was someone else's: our claim never landed.
         self.assertEqual(len(r.git("rev-list", f"{before}..refs/locks/state").split()), 201)
-        self.assertEqual(r.run("alice", "--json", "status").json["leases"], [])
+        leases = r.run("alice", "--json", "status").json["leases"]
+        self.assertEqual(sorted(l["path"] for l in leases), sorted(f"mover/{i}" for i in range(201)))
 
 
 if __name__ == "__main__":
