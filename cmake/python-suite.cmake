@@ -22,5 +22,13 @@ function(gitlocks_python_suite prefix)
       LABELS "${S_LABELS}"
       SKIP_RETURN_CODE 77
       TIMEOUT ${S_TIMEOUT})
+    gitlocks_test_cost("${prefix}/${name}")
   endforeach()
+endfunction()
+
+# Long tests first under ctest -j (GITLOCKS_LONG_TESTS, tests/CMakeLists.txt).
+function(gitlocks_test_cost name)
+  if(name IN_LIST GITLOCKS_LONG_TESTS)
+    set_tests_properties("${name}" PROPERTIES COST 100)
+  endif()
 endfunction()

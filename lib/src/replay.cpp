@@ -172,6 +172,16 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     v.action = p["action"].get<std::string>();
     v.actor = p["actor"].get<std::string>();
     interval = {p["interval"][0].get<std::int64_t>(), p["interval"][1].get<std::int64_t>()};
+    // PRIVATE stores: who may sign, and who may change the public policy.
+    // Structure only, so every verifier applies it, with a key or without,
+    // and first: the other verdicts of such a commit follow from it.
+    if (!root && cs.policy.is_private) {
+      auto result_policy = StateReader(store, tc.state).lookup({"policy.json"});
+      const std::optional<Oid> result_blob = result_policy.ok() ? *result_policy : std::nullopt;
+      if (auto breach =
+              check_private_commit(cs.policy, cs.policy_blob, result_blob, v.actor, p["body"].contains("admin")))
+        fail(breach->reason, breach->detail);
+    }
     // Which rules was this commit made under? Guard time applies from the
     // activation on (the commit that installs the pins included).
     auto result_pins = pins_at(store, tc.state, cs);
@@ -316,6 +326,28 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
 }
 
 }  // namespace
+
+std::optional<PrivateBreach> check_private_commit(const Policy& source, const Oid& source_policy_blob,
+                                                  const std::optional<Oid>& result_policy_blob,
+                                                  const std::string& actor, bool admin) {
+  if (!source.is_private) return std::nullopt;
+  const bool member =
+      actor == source.owner || std::find(source.members.begin(), source.members.end(), actor) != source.members.end();
+  if (!member)
+    return PrivateBreach{"not-member", "signed by " + actor + ", who is neither the owner nor a member of epoch " +
+                                           std::to_string(source.epoch)};
+  const bool changed = !result_policy_blob || *result_policy_blob != source_policy_blob;
+  if (changed && !admin)
+    return PrivateBreach{"policy-changed",
+                         "a transition that is not an admin one changed the public policy "
+                         "(policy.json " +
+                             source_policy_blob + " -> " +
+                             (result_policy_blob ? *result_policy_blob : std::string("none")) + ")"};
+  if ((changed || admin) && actor != source.owner)
+    return PrivateBreach{"not-owner", std::string(changed ? "the public policy was changed" : "an admin transition") +
+                                          " signed by " + actor + ", not by the owner " + source.owner};
+  return std::nullopt;
+}
 
 MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member) {
   MemberVault out;

@@ -2,6 +2,7 @@
 directories, several identities (separate key files), a fixed clock."""
 
 import base64
+import http.server
 import json
 import os
 import shutil
@@ -21,6 +22,20 @@ def skip(reason):
         raise AssertionError(f"{reason} (under CI=true this is a failure, not a skip)")
     raise unittest.SkipTest(reason)
 
+
+class JsonHandler(http.server.BaseHTTPRequestHandler):
+    """A quiet HTTP handler for the suite's stand-in notaries and proxies;
+    `reply` sends one JSON body."""
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, code, body):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 def binary():
     path = os.environ.get("GIT_LOCKS_BIN")

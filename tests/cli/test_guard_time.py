@@ -10,7 +10,7 @@ import threading
 import unittest
 import urllib.request
 
-from support import T0, Repo, binary
+from support import T0, JsonHandler, Repo, binary
 
 P = T0 + 10_000  # proposal clock of the attested transitions
 SAFE_MAX = 2**53 - 1
@@ -65,16 +65,7 @@ class Proxy:
     def __init__(self, tc, disc_url, admit):
         outer = self
 
-        class H(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def reply(self, code, body):
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        class H(JsonHandler):
 
             def do_GET(self):
                 with urllib.request.urlopen(disc_url + self.path) as r:

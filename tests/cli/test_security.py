@@ -29,7 +29,7 @@ import urllib.request
 
 import nacl.signing
 
-from support import T0, CliTest, Repo, binary
+from support import T0, CliTest, JsonHandler, Repo, binary
 
 SAFE_MAX = 2**53 - 1
 P = T0 + 10_000  # proposal clock of attested transitions
@@ -123,16 +123,7 @@ class Front:
         self.release = threading.Event()
         self.posts = []
 
-        class H(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def reply(self, code, body):
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        class H(JsonHandler):
 
             def do_GET(self):
                 if mode == "hang-all":

@@ -5,7 +5,9 @@
 #include <array>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "gitlocks/attest.hpp"
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
@@ -102,5 +104,47 @@ class Store {
   std::unique_ptr<ObjectStore> store_;
   int counter_ = 0;
 };
+
+// An in-process notary: signs every admission request with its own clock.
+// Like the real service it refuses a T outside the request's interval, unless
+// check_interval is off (to test what the writer itself checks). `seen` holds
+// the requests, to check what the notary learns.
+struct TestNotary {
+  KeyPair key;
+  Pins pins;
+  std::int64_t clock = 0;
+  bool test_clock = false;
+  bool check_interval = true;
+  std::vector<std::string> seen;
+
+  explicit TestNotary(const std::string& name = "notary-service", const std::string& audience = "locks.example")
+      : key(actor_key(name)), pins{audience, to_hex(key.public_key)} {}
+
+  AdmitFn fn() {
+    return [this](const std::string& stored) -> Result<std::string> {
+      seen.push_back(stored);
+      auto req = open_admission_request(stored);
+      if (!req.ok()) return req.error();
+      const json& iv = (*req)["interval"];
+      if (check_interval && (clock < iv[0].get<std::int64_t>() || clock > iv[1].get<std::int64_t>()))
+        return make_error(Errc::guard_window, "T outside the interval");
+      return make_attestation(*req, pins, clock, test_clock, key);
+    };
+  }
+};
+
+// `who` enables guard time with `pins`, at `expected` (default: the current
+// policy hash).
+inline Result<Candidate> enable_guard_time(Store& s, const std::string& who, const Pins& pins,
+                                           std::string expected = "") {
+  if (expected.empty()) expected = s.snapshot().policy_hash;
+  return s.submit(who, "guard-time",
+                  json{{"admin",
+                        {{"op", "guard-time-enable"},
+                         {"audience", pins.audience},
+                         {"service_key", pins.service_key},
+                         {"disclosure", "GUARD_WINDOW"},
+                         {"expected_policy_hash", expected}}}});
+}
 
 }  // namespace gitlocks::test

@@ -17,34 +17,11 @@ using gitlocks::test::Store;
 
 namespace {
 
-struct Notary {
-  gitlocks::KeyPair key = gitlocks::test::actor_key("notary-service");
-  gitlocks::Pins pins{"locks.example", gitlocks::to_hex(key.public_key)};
-  std::int64_t clock = 0;
-  bool test_clock = false;
-  std::vector<std::string> seen;  // requests, to check what the notary learns
-
-  gitlocks::AdmitFn fn() {
-    return [this](const std::string& stored) -> gitlocks::Result<std::string> {
-      seen.push_back(stored);
-      auto req = gitlocks::open_admission_request(stored);
-      if (!req.ok()) return req.error();
-      const json& iv = (*req)["interval"];
-      if (clock < iv[0].get<std::int64_t>() || clock > iv[1].get<std::int64_t>())
-        return gitlocks::make_error(Errc::guard_window, "T outside the interval");
-      return gitlocks::make_attestation(*req, pins, clock, test_clock, key);
-    };
-  }
-};
+using Notary = gitlocks::test::TestNotary;
 
 gitlocks::Result<gitlocks::Candidate> enable(Store& s, const std::string& who, const gitlocks::Pins& pins,
                                              std::string expected = "") {
-  if (expected.empty()) expected = s.snapshot().policy_hash;
-  return s.submit(who, "guard-time", json{{"admin", {{"op", "guard-time-enable"},
-                                                      {"audience", pins.audience},
-                                                      {"service_key", pins.service_key},
-                                                      {"disclosure", "GUARD_WINDOW"},
-                                                      {"expected_policy_hash", expected}}}});
+  return gitlocks::test::enable_guard_time(s, who, pins, std::move(expected));
 }
 
 std::vector<gitlocks::Verdict> verify(Store& s, const Oid& tip, gitlocks::ReplayOptions opt = {}) {

@@ -16,12 +16,13 @@
 
 #include "../fuzz/batch_property.h"
 #include "../fuzz/properties.h"
+#include "vectors.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kFuzzDir = fs::path(GITLOCKS_VECTORS_DIR) / ".." / "fuzz";
+const fs::path kFuzzDir = gitlocks::test::vectors_dir() / ".." / "fuzz";
 
 // (name, bytes) of every regular file of `folder` except dot files, sorted.
 std::vector<std::pair<std::string, std::string>> files_of(const fs::path& folder) {

@@ -14,38 +14,22 @@ using gitlocks::test::Store;
 
 namespace {
 
-struct ClockNotary {
-  gitlocks::KeyPair key = gitlocks::test::actor_key("clock-notary");
-  gitlocks::Pins pins{"locks.clock", gitlocks::to_hex(key.public_key)};
-  std::int64_t clock = 0;
-  bool test_clock = false;
-  int signed_count = 0;
-
-  gitlocks::AdmitFn fn() {
-    return [this](const std::string& stored) -> gitlocks::Result<std::string> {
-      auto req = gitlocks::open_admission_request(stored);
-      if (!req.ok()) return req.error();
-      ++signed_count;
-      return gitlocks::make_attestation(*req, pins, clock, test_clock, key);
-    };
-  }
-};
+// The notary signs whatever it is asked: the checks under test are the writer's.
+gitlocks::test::TestNotary clock_notary() {
+  gitlocks::test::TestNotary n("clock-notary", "locks.clock");
+  n.check_interval = false;
+  return n;
+}
 
 gitlocks::Result<gitlocks::Candidate> enable(Store& s, const gitlocks::Pins& pins) {
-  return s.submit("owner", "guard-time",
-                  json{{"admin",
-                        {{"op", "guard-time-enable"},
-                         {"audience", pins.audience},
-                         {"service_key", pins.service_key},
-                         {"disclosure", "GUARD_WINDOW"},
-                         {"expected_policy_hash", s.snapshot().policy_hash}}}});
+  return gitlocks::test::enable_guard_time(s, "owner", pins);
 }
 
 }  // namespace
 
 TEST_CASE("guard clock: a test-clock attestation is refused unless allowed") {
   Store s;
-  ClockNotary n;
+  auto n = clock_notary();
   s.admit = n.fn();
   s.allow_test_clock = false;
   n.clock = s.now;
@@ -55,7 +39,7 @@ TEST_CASE("guard clock: a test-clock attestation is refused unless allowed") {
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().code == Errc::store_write);
   CHECK(refused.error().message.find("test") != std::string::npos);
-  CHECK(n.signed_count == 1);  // the notary was asked: the refusal is the writer's check
+  CHECK(n.seen.size() == 1);  // the notary was asked: the refusal is the writer's check
   CHECK(s.tip() == before);
 
   // The system clock is accepted without the allowance.

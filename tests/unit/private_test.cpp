@@ -287,3 +287,172 @@ TEST_CASE("private: sealing is deterministic - sealed epoch keys open only for t
   flipped[70] = flipped[70] == '0' ? '1' : '0';
   CHECK_FALSE(gitlocks::open_epoch_key(flipped, actor_key("alice")).ok());
 }
+
+// The keyless rule of PRIVATE stores (docs/PRIVATE.md "Verification"): who may
+// sign, and who may change the public policy. Full and structural replay give
+// the same verdicts, with the same reasons.
+namespace {
+
+// Replaces the tip by a forgery of it: its packet changed by `edit`, signed
+// by `signer`, over `state` (the honest result when empty).
+Oid forge_tip(gitlocks::test::Store& s, const std::string& signer, const std::function<void(json&)>& edit,
+              Oid state = {}) {
+  auto tc = gitlocks::read_transition_commit(s.objects(), *s.tip()).value();
+  json packet = json::parse(tc.packet_stored)["packet"];
+  packet["actor"] = actor_hex(signer);
+  if (!state.empty()) packet["result"] = state;
+  edit(packet);
+  auto stored = gitlocks::seal_packet(packet, actor_key(signer)).value();
+  Oid forged = gitlocks::write_transition_commit(s.objects(), tc.parents.at(0), packet["result"].get<std::string>(),
+                                                 stored, "git-locks: forged\n", 0)
+                   .value();
+  REQUIRE(gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, forged).ok());
+  return forged;
+}
+
+// The tip's state with policy.json replaced by `edit` of it.
+Oid with_policy(gitlocks::test::Store& s, const std::function<void(json&)>& edit) {
+  auto& st = s.objects();
+  gitlocks::StateReader r(st, s.state());
+  json pol = r.policy().value();
+  edit(pol);
+  Oid blob = st.write_blob(gitlocks::canon_dump(pol).value()).value();
+  auto tree = st.read_tree(s.state()).value();
+  for (auto& e : tree)
+    if (e.name == "policy.json") e.oid = blob;
+  return st.write_tree(tree).value();
+}
+
+// Full (the owner's keys) and structural (no key) replay both flag the tip
+// alone, for `reason`; every commit before it is valid.
+void only_tip_invalid(gitlocks::test::Store& s, const gitlocks::Vault& owner, const std::string& reason,
+                      const std::string& level) {
+  for (const gitlocks::Vault* vault : {&owner, static_cast<const gitlocks::Vault*>(nullptr)}) {
+    auto vs = verify(s, vault);
+    REQUIRE(vs.size() >= 2);
+    for (std::size_t i = 0; i + 1 < vs.size(); ++i) CHECK_MESSAGE(vs[i].ok, i << ": " << vs[i].reason);
+    CHECK_FALSE(vs.back().ok);
+    CHECK_MESSAGE(vs.back().reason == reason, vs.back().reason << ": " << vs.back().detail);
+    CHECK(vs.back().level == (vault ? "full" : level));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("private rule: an honest history verifies structurally - every commit ok") {
+  World w;
+  auto& s = w.s;
+  auto alice = vault_of(s, "alice");
+  s.vault = &alice;
+  REQUIRE(s.claim("alice", "secret/forecast/a.csv", 60'000).ok());
+  s.vault = &w.owner_vault;
+  REQUIRE(membership_keyring(s, "member-remove", "alice", {"owner"}).ok());
+  w.owner_vault = vault_of(s, "owner");
+  REQUIRE(rekey(s).ok());
+  w.owner_vault = vault_of(s, "owner");
+  REQUIRE(s.claim("owner", "b", 60'000).ok());
+  for (const gitlocks::Vault* vault :
+       {static_cast<const gitlocks::Vault*>(&w.owner_vault), static_cast<const gitlocks::Vault*>(nullptr)}) {
+    auto vs = verify(s, vault);
+    REQUIRE(vs.size() == 7);
+    for (const auto& v : vs) CHECK_MESSAGE(v.ok, v.commit << ": " << v.reason << ": " << v.detail);
+  }
+}
+
+TEST_CASE("private rule: a packet signed by a non-member or a removed member is not-member") {
+  World w;
+  auto& s = w.s;
+  REQUIRE(s.claim("owner", "a", 60'000).ok());
+  forge_tip(s, "mallory", [](json&) {});
+  only_tip_invalid(s, w.owner_vault, "not-member", "structural");
+  auto vs = verify(s, nullptr);
+  CHECK(vs.back().detail.find(actor_hex("mallory")) != std::string::npos);
+  // Alice, a member of epoch 2, removed at epoch 3: her signature on an
+  // epoch-3 commit is no member's, though she signed epoch-2 ones.
+  World v;
+  auto alice = vault_of(v.s, "alice");
+  v.s.vault = &alice;
+  REQUIRE(v.s.claim("alice", "b", 60'000).ok());
+  v.s.vault = &v.owner_vault;
+  REQUIRE(membership_keyring(v.s, "member-remove", "alice", {"owner"}).ok());
+  v.owner_vault = vault_of(v.s, "owner");
+  REQUIRE(rekey(v.s).ok());
+  v.owner_vault = vault_of(v.s, "owner");
+  REQUIRE(v.s.claim("owner", "c", 60'000).ok());
+  forge_tip(v.s, "alice", [](json&) {});
+  only_tip_invalid(v.s, v.owner_vault, "not-member", "structural");
+}
+
+TEST_CASE("private rule: a sealed commit that changes any byte of the public policy is policy-changed") {
+  struct Edit {
+    const char* what;
+    std::function<void(json&)> edit;
+  };
+  const std::vector<Edit> edits = {
+      {"max_ttl_ms", [](json& p) { p["max_ttl_ms"] = 86'400'000; }},
+      {"members",
+       [](json& p) {
+         p["members"].push_back(actor_hex("mallory"));
+         p["keyring"]["2"][actor_hex("mallory")] = "00";
+       }},
+      {"guard_time",
+       [](json& p) {
+         p["guard_time"] = gitlocks::guard_time_doc({"a", actor_hex("notary")});
+       }},
+      {"families", [](json& p) { p.erase("families"); }},
+  };
+  for (const auto& e : edits) {
+    CAPTURE(e.what);
+    World w;
+    auto& s = w.s;
+    auto alice = vault_of(s, "alice");
+    s.vault = &alice;
+    REQUIRE(s.claim("alice", "secret/forecast/a.csv", 60'000).ok());
+    const Oid forged_state = with_policy(s, e.edit);
+    // Signed by a member (alice), and by the owner too: neither is an admin commit.
+    for (const char* signer : {"alice", "owner"}) {
+      CAPTURE(signer);
+      forge_tip(
+          s, signer, [](json&) {}, forged_state);
+      only_tip_invalid(s, w.owner_vault, "policy-changed", "structural");
+    }
+  }
+}
+
+TEST_CASE("private rule: an admin commit or a policy change signed by a member who is not the owner is not-owner") {
+  World w;
+  auto& s = w.s;
+  // The owner's member-add of bob, re-signed by alice as its actor.
+  REQUIRE(membership_keyring(s, "member-add", "bob", {"owner", "alice", "bob"}).ok());
+  forge_tip(s, "alice", [](json&) {});
+  only_tip_invalid(s, w.owner_vault, "not-owner", "full");
+  // The rekey that completes it, re-signed by alice: refused before any key
+  // is needed, so "full" without keys too.
+  World v;
+  REQUIRE(membership_keyring(v.s, "member-add", "bob", {"owner", "alice", "bob"}).ok());
+  v.owner_vault = vault_of(v.s, "owner");
+  REQUIRE(rekey(v.s).ok());
+  forge_tip(v.s, "alice", [](json&) {});
+  only_tip_invalid(v.s, v.owner_vault, "not-owner", "full");
+}
+
+TEST_CASE("private rule: the keyless rule itself") {
+  gitlocks::Policy p;
+  p.is_private = true;
+  p.owner = actor_hex("owner");
+  p.members = {actor_hex("owner"), actor_hex("alice")};
+  p.epoch = 2;
+  const Oid a(40, 'a'), b(40, 'b');
+  using gitlocks::check_private_commit;
+  CHECK_FALSE(check_private_commit(p, a, a, actor_hex("alice"), false));
+  CHECK_FALSE(check_private_commit(p, a, b, actor_hex("owner"), true));
+  CHECK_FALSE(check_private_commit(p, a, a, actor_hex("owner"), true));
+  CHECK(check_private_commit(p, a, a, actor_hex("mallory"), false)->reason == "not-member");
+  CHECK(check_private_commit(p, a, b, actor_hex("alice"), false)->reason == "policy-changed");
+  CHECK(check_private_commit(p, a, std::nullopt, actor_hex("alice"), false)->reason == "policy-changed");
+  CHECK(check_private_commit(p, a, b, actor_hex("owner"), false)->reason == "policy-changed");
+  CHECK(check_private_commit(p, a, b, actor_hex("alice"), true)->reason == "not-owner");
+  CHECK(check_private_commit(p, a, a, actor_hex("alice"), true)->reason == "not-owner");
+  p.is_private = false;
+  CHECK_FALSE(check_private_commit(p, a, b, actor_hex("mallory"), false));
+}

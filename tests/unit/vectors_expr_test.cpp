@@ -66,7 +66,7 @@ std::string run_action_case(const json& c) {
 
 TEST_CASE("vectors: expr") {
   auto files = gitlocks::test::vector_files("expr");
-  REQUIRE_MESSAGE(!files.empty(), "no vector files in " << GITLOCKS_VECTORS_DIR << "/expr");
+  REQUIRE_MESSAGE(!files.empty(), "no vector files in " << gitlocks::test::vectors_dir().string() << "/expr");
   std::size_t total = 0;
   for (const auto& file : files) {
     auto parsed = gitlocks::canon_parse(gitlocks::test::read_bytes(file), gitlocks::CanonMode::lenient);

@@ -17,7 +17,7 @@ using gitlocks::json;
 TEST_CASE("vectors: sealed documents and keyed names are identical on every host") {
   gitlocks::crypto_init();
   const bool print = std::getenv("GITLOCKS_VECTORS_PRINT") != nullptr;
-  auto doc = gitlocks::canon_parse(gitlocks::test::read_bytes(fs::path(GITLOCKS_VECTORS_DIR) / "seal" / "cases.json"),
+  auto doc = gitlocks::canon_parse(gitlocks::test::read_bytes(gitlocks::test::vectors_dir() / "seal" / "cases.json"),
                                    gitlocks::CanonMode::lenient);
   REQUIRE_MESSAGE(doc.ok(), doc.error().message);
   std::size_t n = 0;

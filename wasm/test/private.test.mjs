@@ -10,6 +10,7 @@
 // only.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { before, test } from 'node:test';
@@ -238,3 +239,74 @@ test('readState decrypts the records for members only', () => {
     s.delete();
   }
 });
+
+// The keyless rule (docs/PRIVATE.md "Signers and the public policy"): one
+// core function, so WASM without a key, WASM with the owner's key and native
+// verify all flag a forged tip with the same reason. Forgeries are made with
+// git plumbing in a copy of the store, the tip's packet re-signed with node's
+// Ed25519.
+function canon(v) {
+  if (Array.isArray(v)) return `[${v.map(canon).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canon(v[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+function signingKey(who) {
+  const seed = Buffer.from(JSON.parse(fs.readFileSync(keyFile(who), 'utf8')).seed, 'hex');
+  const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), seed]);
+  return crypto.createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+}
+
+// A copy of the store whose tip is replaced by the tip's packet signed by
+// `signer` (as its actor), its state's policy.json changed by `editPolicy`.
+function forgedStore(name, signer, editPolicy) {
+  const dir = tempDir(`private-${name}`);
+  const repo = path.join(dir, 'repo');
+  run('git', ['init', '-q', repo]);
+  run('git', ['-C', repo, 'fetch', '-q', store.repo, 'refs/locks/state:refs/locks/state']);
+  const env = { ...process.env, GIT_INDEX_FILE: path.join(dir, 'index') };
+  const git = (args, input) => run('git', ['-C', repo, ...args], { env, input });
+  git(['read-tree', store.tip]);
+  const packet = JSON.parse(git(['cat-file', 'blob', `${store.tip}:txn/packet.json`])).packet;
+  if (editPolicy) {
+    const policy = JSON.parse(git(['cat-file', 'blob', `${store.tip}:state/policy.json`]));
+    editPolicy(policy);
+    const blob = git(['hash-object', '-w', '--stdin'], canon(policy)).trim();
+    git(['update-index', '--cacheinfo', `100644,${blob},state/policy.json`]);
+    packet.result = git(['write-tree', '--prefix=state/']).trim();
+  }
+  packet.actor = store.actors[signer];
+  const message = Buffer.concat([Buffer.from('gitlocks/packet/v1\0', 'latin1'), Buffer.from(canon(packet))]);
+  const sig = crypto.sign(null, message, signingKey(signer)).toString('hex');
+  const blob = git(['hash-object', '-w', '--stdin'], canon({ packet, sig })).trim();
+  git(['update-index', '--cacheinfo', `100644,${blob},txn/packet.json`]);
+  const tree = git(['write-tree']).trim();
+  const forged = git(['commit-tree', '-p', `${store.tip}^`, '-m', 'git-locks: sweep', tree]).trim();
+  git(['update-ref', 'refs/locks/state', forged]);
+  const bundle = path.join(dir, 'store.bundle');
+  run('git', ['-C', repo, 'bundle', 'create', '-q', bundle, 'refs/locks/state'], { stdio: 'ignore' });
+  return { repo, bytes: fs.readFileSync(bundle), forged };
+}
+
+for (const [name, signer, edit, reason] of [
+  ['removed-member', 'alice', null, 'not-member'],
+  ['non-member', 'mallory', null, 'not-member'],
+  ['wider-ttl', 'bob', (p) => { p.max_ttl_ms *= 24; }, 'policy-changed'],
+]) {
+  test(`a forged tip (${name}) is ${reason} in WASM with and without a key, as natively`, () => {
+    const f = forgedStore(name, signer, edit);
+    for (const who of ['owner', 'mallory']) {
+      const r = gl.replay(f.bytes, who === 'owner' ? { memberKey: fs.readFileSync(keyFile('owner'), 'utf8') } : {});
+      const bad = r.verdicts.filter((v) => !v.ok);
+      assert.equal(bad.length, 1, `${who}: ${JSON.stringify(bad)}`);
+      assert.equal(bad[0].commit, f.forged);
+      assert.equal(bad[0].reason, reason, `${who}: ${JSON.stringify(bad[0])}`);
+      assert.equal(bad[0].level, who === 'owner' ? 'full' : 'structural');
+      const native = spawnSync(cli, ['--repo', f.repo, '--key', keyFile(who), '--json', 'verify'], { encoding: 'utf8' });
+      assert.equal(native.status, 1, native.stderr);
+      assert.equal(r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''), native.stdout, who);
+    }
+  });
+}

@@ -19,6 +19,7 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
+#include "gitlocks/policy.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -85,6 +86,26 @@ struct TrustState {
            guard_time == o.guard_time && last_time == o.last_time && epoch == o.epoch;
   }
 };
+
+// The rule of PRIVATE stores that needs no key (docs/PRIVATE.md,
+// "Verification"), applied by replay_chain to every commit on a PRIVATE
+// source, at both levels, so full and structural verification agree:
+//   - "not-member": the signer is neither the owner nor in the member list of
+//     the epoch in force at the source (`source`);
+//   - "policy-changed": a commit that is not an admin one (its body has no
+//     "admin": every sealed body) changed the public policy, i.e. the
+//     policy.json blob of its result differs from the source's by any byte
+//     (members, keyring, TTL bounds, guard-time pins, sealed families);
+//   - "not-owner": an admin commit, or any change of the public policy, not
+//     signed by the owner.
+// `result_policy_blob` is nullopt when the result has no policy.json.
+struct PrivateBreach {
+  std::string reason;
+  std::string detail;
+};
+std::optional<PrivateBreach> check_private_commit(const Policy& source, const Oid& source_policy_blob,
+                                                  const std::optional<Oid>& result_policy_blob,
+                                                  const std::string& actor, bool admin);
 
 struct ReplaySummary {
   std::size_t commits = 0;

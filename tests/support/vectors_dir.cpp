@@ -1,0 +1,10 @@
+#include "vectors.h"
+
+namespace gitlocks::test {
+
+const std::filesystem::path& vectors_dir() {
+  static const std::filesystem::path dir(GITLOCKS_VECTORS_DIR);
+  return dir;
+}
+
+}  // namespace gitlocks::test
