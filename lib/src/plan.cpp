@@ -709,11 +709,15 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   GITLOCKS_TRY(pk, public_key_from_hex(key));
   (void)pk;
   Pins pins{audience, key};
+  // The same pins again is no request at all: the field says so (a host
+  // reports ALREADY_ENABLED and writes nothing); other pins contradict the
+  // policy (there is no signer rotation).
+  if (policy.guard_time && *policy.guard_time == pins)
+    return Error(Errc::usage, "ALREADY_ENABLED: guard time is already enabled with these pins",
+                 {{"status", "ALREADY_ENABLED"}});
   if (policy.guard_time)
-    return make_error(Errc::usage, *policy.guard_time == pins
-                                       ? "ALREADY_ENABLED: guard time is already enabled with these pins"
-                                       : "guard time is enabled with other pins; replacing them (signer rotation) "
-                                         "is not supported");
+    return make_error(Errc::usage, "guard time is enabled with other pins; replacing them (signer rotation) is "
+                                   "not supported");
   json next = policy_doc;
   next["guard_time"] = guard_time_doc(pins);
   GITLOCKS_TRY(parsed, parse_policy(next));

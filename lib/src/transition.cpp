@@ -42,10 +42,24 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
   return s;
 }
 
-Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
-                                  const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms, const AdmitFn& admit, const Vault* vault,
-                                  bool allow_test_clock) {
+namespace {
+
+// Guard time applies from the activation on: to the transition that installs
+// the pins as well.
+std::optional<Pins> pins_for(const Snapshot& snap, const PlanOutcome& outcome) {
+  if (snap.guard_time) return snap.guard_time;
+  if (outcome.action == "guard-time-enable") {
+    const json& a = outcome.body["admin"];
+    return Pins{a["audience"].get<std::string>(), a["service_key"].get<std::string>()};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
+                                   const std::string& command, const std::string& instance, const json& body,
+                                   std::int64_t now_ms, const Vault* vault) {
   PlanContext ctx{to_hex(key.public_key), instance, vault};
   // Old formats are read and migrated, never written.
   if (snap.commit && snap.format != 2 && !body.contains("migrate"))
@@ -54,16 +68,10 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
   if (!snap.commit && body.contains("state_format"))
     return make_error(Errc::usage, "new stores are always created in the current format");
   GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body, now_ms));
-  // Guard time applies from the activation on: to the transition that
-  // installs the pins as well.
-  std::optional<Pins> pins = snap.guard_time;
-  if (!pins && outcome.action == "guard-time-enable") {
-    const json& a = outcome.body["admin"];
-    pins = Pins{a["audience"].get<std::string>(), a["service_key"].get<std::string>()};
-  }
-  if (pins && !admit) return make_error(Errc::usage, "this store requires trusted admission time: configure a notary");
+  Prepared p;
+  p.pins = pins_for(snap, outcome);
   const std::int64_t t = std::max(now_ms, snap.last_time.value_or(0));
-  if (!pins && !outcome.interval.contains(t))
+  if (!p.pins && !outcome.interval.contains(t))
     return make_error(Errc::guard_window, "admission time " + std::to_string(t) + " is outside the guard interval [" +
                                               std::to_string(outcome.interval.lo) + ", " +
                                               std::to_string(outcome.interval.hi) + "]");
@@ -82,7 +90,6 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
     h.policy_hash = sha256_hex(pb);
   }
   h.epoch = snap.epoch;
-  Candidate c;
   PlanOutcome sent = outcome;
   if (snap.is_private && outcome.body.contains("ops")) {
     // Business fields never leave the members: the packet carries the body
@@ -92,29 +99,103 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
     GITLOCKS_TRY(sealed, seal_document(outcome.body, *k, snap.epoch, h.store, sealed_body_location(instance)));
     sent.body = json::parse(sealed);
   }
-  c.packet = make_packet(h, sent, pins ? std::nullopt : std::optional<std::int64_t>(t));
-  GITLOCKS_TRY(stored, seal_packet(c.packet, key));
-  c.packet_stored = stored;
-  c.admitted_at_ms = t;
-  if (pins) {
-    GITLOCKS_TRY(request, make_admission_request(c.packet, stored, key));
-    GITLOCKS_TRY(att_stored, admit(request));
-    auto att = open_attestation(att_stored);
-    if (!att.ok()) return make_error(Errc::store_write, "notary returned an unusable attestation: " + att.error().message);
-    auto checked = check_attestation(*att, c.packet, stored, *pins, allow_test_clock);
+  p.packet = make_packet(h, sent, p.pins ? std::nullopt : std::optional<std::int64_t>(t));
+  GITLOCKS_TRY(stored, seal_packet(p.packet, key));
+  p.packet_stored = stored;
+  p.admitted_at_ms = t;
+  if (p.pins) {
+    GITLOCKS_TRY(request, make_admission_request(p.packet, stored, key));
+    p.request_stored = request;
+  }
+  p.outcome = std::move(outcome);
+  return p;
+}
+
+Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
+                                 const std::string& packet_stored, const Vault* vault) {
+  auto opened = open_packet(packet_stored);
+  if (!opened.ok()) return make_error(Errc::store_read, "saved packet: " + opened.error().message);
+  const json& pk = opened->packet;
+  if (pk.value("actor", "") != to_hex(key.public_key))
+    return make_error(Errc::usage, "the saved packet is signed by another key (" + pk.value("actor", "?") + ")");
+  if (!snap.commit || pk["source"] != snap.state || pk["store"] != snap.store_id ||
+      pk["policy_hash"] != snap.policy_hash || pk["epoch"] != snap.epoch)
+    return make_error(Errc::stale_generation, "the source changed: the saved packet was built on state " +
+                                                  pk["source"].get<std::string>() + ", refs/locks/state is at state " +
+                                                  (snap.commit ? snap.state : std::string("(none)")));
+  json body = pk["body"];
+  if (body.contains("sealed")) {
+    const EpochKey* k = vault ? vault->key(snap.epoch) : nullptr;
+    if (!k) return make_error(Errc::not_member, "no key for the store's current epoch");
+    GITLOCKS_TRY(plain,
+                 open_document(body, *k, snap.store_id, sealed_body_location(pk["instance"].get<std::string>())));
+    body = std::move(plain);
+  }
+  PlanContext ctx{to_hex(key.public_key), pk["instance"].get<std::string>(), vault};
+  GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body));
+  if (outcome.result_state != pk["result"] || outcome.action != pk["action"])
+    return make_error(Errc::store_read, "the saved packet does not re-execute on its source: it says " +
+                                            pk["action"].get<std::string>() + " -> " + pk["result"].get<std::string>() +
+                                            ", re-planning gives " + outcome.action + " -> " + outcome.result_state);
+  Prepared p;
+  p.pins = pins_for(snap, outcome);
+  p.packet = pk;
+  p.packet_stored = packet_stored;
+  if (pk.contains("claimed_at_ms") && pk["claimed_at_ms"].is_number_integer())
+    p.admitted_at_ms = pk["claimed_at_ms"].get<std::int64_t>();
+  if (p.pins) {
+    GITLOCKS_TRY(request, make_admission_request(p.packet, packet_stored, key));
+    p.request_stored = request;
+  } else if (!pk.contains("claimed_at_ms")) {
+    return make_error(Errc::store_read, "the saved packet carries no admission time and the store has no guard time");
+  }
+  p.outcome = std::move(outcome);
+  return p;
+}
+
+Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, Prepared prepared,
+                                     const std::optional<std::string>& attestation_stored, bool allow_test_clock) {
+  Candidate c;
+  c.packet = std::move(prepared.packet);
+  c.packet_stored = std::move(prepared.packet_stored);
+  c.admitted_at_ms = prepared.admitted_at_ms;
+  if (prepared.pins) {
+    if (!attestation_stored)
+      return make_error(Errc::usage, "this store requires trusted admission time: configure a notary");
+    auto att = open_attestation(*attestation_stored);
+    if (!att.ok())
+      return make_error(Errc::store_write, "notary returned an unusable attestation: " + att.error().message);
+    auto checked = check_attestation(*att, c.packet, c.packet_stored, *prepared.pins, allow_test_clock);
     if (!checked.ok()) return make_error(Errc::store_write, "notary attestation rejected: " + checked.error().message);
     c.admitted_at_ms = (*att)["admitted_at_ms"].get<std::int64_t>();
     if (snap.last_time && c.admitted_at_ms < *snap.last_time)
       return make_error(Errc::store_write, "notary admitted at " + std::to_string(c.admitted_at_ms) +
-                                               ", before the store's last admission " + std::to_string(*snap.last_time));
-    c.attestation_stored = att_stored;
+                                               ", before the store's last admission " +
+                                               std::to_string(*snap.last_time));
+    c.attestation_stored = attestation_stored;
+  } else if (attestation_stored) {
+    return make_error(Errc::usage, "an attestation for a store without guard time");
   }
-  GITLOCKS_TRY(commit, write_transition_commit(store, snap.commit, outcome.result_state, stored,
-                                               describe_transition(c.packet), c.admitted_at_ms / 1000,
-                                               c.attestation_stored));
+  GITLOCKS_TRY(commit,
+               write_transition_commit(store, snap.commit, prepared.outcome.result_state, c.packet_stored,
+                                       describe_transition(c.packet), c.admitted_at_ms / 1000, c.attestation_stored));
   c.commit = commit;
-  c.outcome = std::move(outcome);
+  c.outcome = std::move(prepared.outcome);
   return c;
+}
+
+Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
+                                  const std::string& command, const std::string& instance, const json& body,
+                                  std::int64_t now_ms, const AdmitFn& admit, const Vault* vault,
+                                  bool allow_test_clock) {
+  GITLOCKS_TRY(prepared, prepare_candidate(store, snap, key, command, instance, body, now_ms, vault));
+  std::optional<std::string> attestation;
+  if (prepared.pins) {
+    if (!admit) return make_error(Errc::usage, "this store requires trusted admission time: configure a notary");
+    GITLOCKS_TRY(att, admit(*prepared.request_stored));
+    attestation = std::move(att);
+  }
+  return complete_candidate(store, snap, std::move(prepared), attestation, allow_test_clock);
 }
 
 std::string sealed_body_location(const std::string& instance) { return "txn/body/" + instance; }

@@ -114,6 +114,11 @@ class GuardTimeBase(unittest.TestCase):
                              "--expected-policy-hash", self.status()["policy_hash"], "--operation-id", op_id,
                              "--allow-test-clock", "--json", env=extra_env)
 
+    def record(self, op_id="op-1"):
+        """The saved guard-time operation record."""
+        with open(os.path.join(self.repo.path, ".git", "git-locks", "guard-time", op_id + ".json")) as f:
+            return json.load(f)
+
     def attested(self, actor, *args, proposal=P, env=None):
         self.repo.now = None
         e = {"GIT_LOCKS_PROPOSAL_MS": str(proposal)}
@@ -201,7 +206,7 @@ class ActivationTest(GuardTimeBase):
         self.assertEqual(r.json["status"], "ACCEPTED")
         self.assertTrue(self.status()["guard_time"]["enabled"])
         # The identical saved packet was published.
-        saved = json.load(open(path))
+        saved = self.record()
         self.assertEqual(self.repo.git("show", "refs/locks/state:txn/packet.json").strip(), saved["packet"])
 
     def test_lost_answer_after_publication_then_resume(self):
@@ -216,8 +221,7 @@ class ActivationTest(GuardTimeBase):
         # Repeating the same enable with the same operation id reports it too.
         again = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
                               self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
-                              json.load(open(os.path.join(self.repo.path, ".git", "git-locks", "guard-time",
-                                                          "op-1.json")))["input"]["expected_policy_hash"],
+                              self.record()["input"]["expected_policy_hash"],
                               "--operation-id", "op-1", "--allow-test-clock", "--json")
         self.assertEqual(again.json["status"], "ACCEPTED", again)
 
@@ -235,6 +239,62 @@ class ActivationTest(GuardTimeBase):
         self.assertFails(r, 1, "refused", "stale-generation", "guard-time resume", ("in", "source changed"), tip)
         h = self.repo.run("alice", "guard-time", "history", "--json")
         self.assertEqual(h.json["operations"][0]["status"], "FAILED")
+        # FAILED is final: enable with that id and its very input is refused as well, and so is resume.
+        saved = self.record()
+        again = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
+                              self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                              saved["input"]["expected_policy_hash"], "--operation-id", "op-1", "--allow-test-clock")
+        e = self.assertFails(again, 1, "refused", "stale-generation", "guard-time enable",
+                             ("in", "operation op-1 FAILED: the source changed"), tip)
+        self.assertIn("start a new operation", e["detail"])
+        self.assertFails(self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock"), 1, "refused",
+                         "stale-generation", "guard-time resume", ("in", "operation op-1 FAILED"), tip)
+
+    def test_accepted_only_from_the_verified_history(self):
+        """The ref moved to the enable commit but the answer was lost; then a forger copies that
+        commit's tree (and so its packet) into a commit on top. resume finds the packet only in
+        verified history: invalid history, nothing ACCEPTED; after the owner's reset it is."""
+        r = self.enable(extra_env={"GIT_LOCKS_TEST_CRASH_AFTER": "publish"})
+        self.assertEqual(r.code, 137, r)
+        enable_commit = self.repo.tip()
+        tree = self.repo.git("rev-parse", enable_commit + "^{tree}").strip()
+        forged = self.repo.git("commit-tree", tree, "-p", enable_commit, "-m", "replayed").strip()
+        self.repo.git("update-ref", "refs/locks/state", forged, enable_commit)
+        res = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock", "--json")
+        self.assertEqual(res.code, 2, res)
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"], e["commit"], e["last_valid"]),
+                         ("store-read", "invalid-history", "invalid-history", "guard-time resume", forged,
+                          enable_commit), res)
+        self.assertEqual(self.repo.tip(), forged)
+        h = self.repo.run("alice", "guard-time", "history", "--json")
+        self.assertEqual([o["status"] for o in h.json["operations"]], ["PENDING"])
+        # The owner recovers as told, and the operation is found in the verified history.
+        self.repo.git(*e["recovery"].split()[1:])
+        self.assertEqual(self.repo.tip(), enable_commit)
+        res = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock", "--json")
+        self.assertEqual((res.code, res.json["status"], res.json["commit"]), (0, "ACCEPTED", enable_commit), res)
+
+    def test_enable_replans_when_a_writer_moves_the_ref_first(self):
+        """Enable goes through every writer's pipeline: a claim that lands just before its first
+        compare-and-swap costs a fresh plan (new packet, saved before it is sent), not the operation."""
+        bin_ = os.environ["GIT_LOCKS_BIN"]
+        env = self.repo.wrapped(GIT_WRAPPER_RACE_CMD=f"GIT_LOCKS_KEY={self.repo.key('bob')} '{bin_}' --repo "
+                                                     f"'{self.repo.path}' claim --ttl 30s raced.txt")
+        before = self.repo.tip()
+        r = self.enable(extra_env=env)
+        self.assertEqual((r.code, r.json["status"]), (0, "ACCEPTED"), r)
+        self.assertEqual([s for s, _ in self.repo.update_ref_log()], [128, 0])
+        chain = self.repo.git("rev-list", "--first-parent", "refs/locks/state").split()
+        self.assertEqual(chain[0], r.json["commit"])
+        raced = chain[1]
+        self.assertEqual(self.repo.git("rev-parse", raced + "^").strip(), before)
+        saved = self.record()
+        self.assertEqual((saved["status"], saved["source_commit"], saved["commit"]),
+                         ("ACCEPTED", raced, r.json["commit"]))
+        self.assertEqual(self.repo.git("show", "refs/locks/state:txn/packet.json").strip(), saved["packet"])
+        self.assertTrue(self.status()["guard_time"]["enabled"])
+        self.assertEqual(self.repo.run("alice", "verify", "--allow-test-clock").code, 0)
 
 
 class LeaseTest(GuardTimeBase):

@@ -1,16 +1,21 @@
 // guard-time enable|resume|history: the owner's activation of trusted
 // admission time (SPEC §6, seed 002), with a recoverable operation.
 //
-// enable plans the owner-signed admin transition (the core checks owner,
-// expected policy hash, pending keyring, ALREADY_ENABLED and different pins),
-// verifies the whole source history, checks the notary's discovery against
-// the pins, and persists the exact candidate — signed packet, admission
-// request, source and result — under the caller's operation id
+// Both go through the pipeline of every writer (publish.h: verified
+// snapshot, core planning, the notary, compare-and-swap), with hooks that
+// make the operation durable. enable plans the owner-signed admin transition
+// (the core checks owner, expected policy hash, pending keyring,
+// ALREADY_ENABLED and different pins), verifies the whole source history in
+// full (from the root; a PRIVATE store with the owner's keys), checks the
+// notary's discovery against the pins, and persists the exact candidate —
+// signed packet, admission request, source and result — under the caller's
+// operation id
 // ($GIT_DIR/git-locks/guard-time/ID.json, 0600, fsynced with its directory)
 // BEFORE it is sent. The commit is written only after admission, so a lost
-// answer is recovered by `resume ID`: it finds the packet on
-// refs/locks/state (ACCEPTED), or re-sends the identical request at the
-// unchanged source; a changed source fails explicitly (FAILED).
+// answer is recovered by `resume ID`: it finds the packet in the verified
+// history of refs/locks/state (ACCEPTED), or re-sends the identical request
+// at the unchanged source; a changed source fails explicitly (FAILED, exit 1,
+// for resume and for enable with that id alike).
 //
 // Test seam: GIT_LOCKS_TEST_CRASH_AFTER=admit|publish exits abruptly (status
 // 137) after the notary answered, or after the ref moved, before the result
@@ -111,9 +116,8 @@ Result<std::optional<json>> load_record(const std::string& dir, const std::strin
   if (::access(path.c_str(), F_OK) != 0) return std::optional<json>{};
   GITLOCKS_TRY(text, read_input(path));
   json rec = json::parse(text, nullptr, false);
-  if (rec.is_discarded() || !rec.is_object() || rec.value("format", "") != kOperationFormat ||
-      !rec.contains("input") || !rec.contains("packet") || !rec["packet"].is_string() || !rec.contains("request") ||
-      !rec["request"].is_string())
+  if (rec.is_discarded() || !rec.is_object() || rec.value("format", "") != kOperationFormat || !rec.contains("input") ||
+      !rec.contains("packet") || !rec["packet"].is_string() || !rec.contains("request") || !rec["request"].is_string())
     return make_error(Errc::store_read, path + " is not a guard-time operation record");
   // The record's own id names the file it is saved to again: it must be the
   // id it was found under (and so a valid one), never a path of its own.
@@ -127,8 +131,8 @@ Pins pins_of(const json& rec) {
   return Pins{rec["input"]["audience"].get<std::string>(), rec["input"]["service_key"].get<std::string>()};
 }
 
-// The commit on refs/locks/state (from `tip` back to the source) that carries
-// exactly the saved packet, if any.
+// The commit of the verified history (from `tip` back to the operation's
+// source) that carries exactly the saved packet, if any.
 Result<std::optional<Oid>> find_accepted(ObjectStore& store, const std::optional<Oid>& tip, const json& rec) {
   const std::string source = rec["source_commit"].get<std::string>();
   std::optional<Oid> at = tip;
@@ -142,25 +146,55 @@ Result<std::optional<Oid>> find_accepted(ObjectStore& store, const std::optional
 }
 
 int report(Context& ctx, const json& rec, const std::string& human) {
-  json out = {{"op", ctx.op}, {"operation_id", rec["operation_id"]}, {"status", rec["status"]},
+  json out = {{"op", ctx.op},
+              {"operation_id", rec["operation_id"]},
+              {"status", rec["status"]},
               {"commit", rec.value("commit", json())}};
   if (rec.contains("admitted_at_ms")) out["admitted_at_ms"] = rec["admitted_at_ms"];
   return ctx.done(out, human);
 }
 
-// Sends (or re-sends) the saved request at its unchanged source and publishes.
-int finish(Context& ctx, const std::string& dir, json rec) {
-  auto fail_record = [&](const Error& e) {
-    rec["status"] = "FAILED";
-    rec["detail"] = e.message;
-    rec["updated_at_ms"] = wall_ms();
-    (void)save_record(dir, rec);
-    return ctx.fail(e);
-  };
+// A FAILED operation is final: enable and resume both refuse it (exit 1).
+int refuse_failed(Context& ctx, const json& rec) {
+  return ctx.fail(make_error(Errc::stale_generation, "operation " + rec["operation_id"].get<std::string>() +
+                                                         " FAILED: " + rec.value("detail", std::string("unknown")) +
+                                                         "; start a new operation with another id"));
+}
+
+// The whole history must verify in full before the owner changes the rules:
+// from the root (not from a checkpoint), and on a PRIVATE store with the
+// owner's keys, so that no commit is accepted on its structure alone.
+Status verify_source(Context& ctx, ObjectStore& store, const Oid& tip, const KeyPair& owner) {
+  ReplayOptions opts;
+  opts.allow_test_clock = ctx.allow_test_clock;
+  MemberVault member = open_member_vault(store, tip, &owner);
+  if (member.vault) opts.vault = &*member.vault;
+  std::optional<Verdict> bad, partial;
+  GITLOCKS_TRY(summary, replay_chain(store, tip, opts, [&](const Verdict& v) {
+                 if (!v.ok && !bad) bad = v;
+                 if (v.ok && v.level != "full" && !partial) partial = v;
+               }));
+  if (summary.invalid > 0 || bad)
+    return make_error(Errc::invalid, "the source is not fully verified: commit " + (bad ? bad->commit : "?") + ": " +
+                                         (bad ? bad->reason + " " + bad->detail : std::string()));
+  if (partial)
+    return make_error(Errc::invalid, "the source is not fully verified: commit " + partial->commit +
+                                         " could only be checked structurally (the owner's key opens no epoch key "
+                                         "of it)");
+  return Ok{};
+}
+
+// Publishes the operation's saved packet again at its unchanged source
+// through the shared pipeline (publish.h), after looking for it in the
+// verified history: ACCEPTED only when the verified history carries it.
+int resume_operation(Context& ctx, const std::string& dir, json rec) {
+  const std::string id = rec["operation_id"].get<std::string>();
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
+  auto snap = verified_tip_snapshot(ctx, *tip);  // from the checkpoint (SPEC §7): the history to the tip verifies
+  if (!snap.ok()) return ctx.fail(snap.error());
   auto found = find_accepted(**store, *tip, rec);
   if (!found.ok()) return ctx.fail(found.error());
   if (*found) {
@@ -168,79 +202,40 @@ int finish(Context& ctx, const std::string& dir, json rec) {
     rec["commit"] = **found;
     rec["updated_at_ms"] = wall_ms();
     if (auto st = save_record(dir, rec); !st.ok()) return ctx.fail(st.error());
-    return report(ctx, rec, "ACCEPTED: guard time is enabled (operation " + rec["operation_id"].get<std::string>() +
-                                ", refs/locks/state has " + found->value().substr(0, 12) + ")");
+    return report(ctx, rec,
+                  "ACCEPTED: guard time is enabled (operation " + id + ", refs/locks/state has " +
+                      found->value().substr(0, 12) + ")");
   }
-  const std::string source = rec["source_commit"].get<std::string>();
-  if (!*tip || **tip != source)
-    return fail_record(make_error(Errc::stale_generation,
-                                  "the source changed: operation " + rec["operation_id"].get<std::string>() +
-                                      " was prepared at " + source + " but refs/locks/state is now " +
-                                      tip->value_or("missing") + " and does not carry its packet; nothing was sent"));
-  auto snap = verified_tip_snapshot(ctx, *tip);  // verified from the checkpoint (SPEC §7)
-  if (!snap.ok()) return ctx.fail(snap.error());
-  auto opened = open_packet(rec["packet"].get<std::string>());
-  if (!opened.ok()) return ctx.fail(make_error(Errc::store_read, "saved packet: " + opened.error().message));
-  const Pins pins = pins_of(rec);
-  auto ep = notary_endpoint(ctx);
-  if (!ep.ok()) return ctx.fail(ep.error());
-  auto disc = check_discovery(*ep, pins);
-  if (!disc.ok()) return ctx.fail(disc.error());
-  auto att_stored = notary_admit(*ep, rec["request"].get<std::string>());
-  if (!att_stored.ok()) return ctx.fail(att_stored.error());
-  auto att = open_attestation(*att_stored);
-  if (!att.ok()) return ctx.fail(make_error(Errc::store_write, "notary returned an unusable attestation: " + att.error().message));
-  auto checked = check_attestation(*att, opened->packet, rec["packet"].get<std::string>(), pins, ep->allow_test_clock);
-  if (!checked.ok()) return ctx.fail(make_error(Errc::store_write, "notary attestation rejected: " + checked.error().message));
-  const std::int64_t t = (*att)["admitted_at_ms"].get<std::int64_t>();
-  if (snap->last_time && t < *snap->last_time)
-    return ctx.fail(make_error(Errc::store_write, "notary admitted at " + std::to_string(t) +
-                                                      ", before the store's last admission " +
-                                                      std::to_string(*snap->last_time)));
-  crash_after("admit");
-  auto commit = write_transition_commit(**store, source, rec["result_state"].get<std::string>(),
-                                        rec["packet"].get<std::string>(), describe_transition(opened->packet),
-                                        t / 1000, *att_stored);
-  if (!commit.ok()) return ctx.fail(commit.error());
-  rec["commit"] = *commit;
-  rec["admitted_at_ms"] = t;
-  rec["updated_at_ms"] = wall_ms();
-  if (auto st = save_record(dir, rec); !st.ok()) return ctx.fail(st.error());
-  for (int attempt = 1;; ++attempt) {
-    auto cas = ctx.begin_cas();
-    if (!cas.ok()) return ctx.fail(cas.error());
-    CasResult r = cas->commit(kStateRef, *commit, source);
-    ctx.attempts = attempt;
-    if (r.status == CasStatus::ok) break;
-    if (r.status == CasStatus::stale)
-      return fail_record(make_error(Errc::stale_generation, "the source changed while operation " +
-                                                                rec["operation_id"].get<std::string>() +
-                                                                " was admitted; it was not published"));
-    if (r.status == CasStatus::failed || attempt == kLockAttempts)
-      return ctx.fail(make_error(Errc::store_write, "publication failed (operation stays PENDING; resume it): " +
-                                                        r.detail));
-    std::this_thread::sleep_for(std::chrono::milliseconds(kLockPauseMs));
+  // Not in the verified history (PENDING, or an ACCEPTED whose commit the
+  // ref no longer carries): the identical packet again, at its source only.
+  PublishHooks hooks;
+  hooks.packet = rec["packet"].get<std::string>();
+  hooks.source_commit = rec["source_commit"].get<std::string>();
+  hooks.written = [&](const Candidate& c) -> Status {
+    crash_after("admit");
+    rec["commit"] = c.commit;
+    rec["admitted_at_ms"] = c.admitted_at_ms;
+    rec["updated_at_ms"] = wall_ms();
+    return save_record(dir, rec);
+  };
+  auto published = publish(ctx, "guard-time-enable", nullptr, hooks);
+  if (!published.ok()) {
+    if (published.error().code == Errc::stale_generation) {
+      rec["status"] = "FAILED";
+      rec["detail"] = published.error().message;
+      rec["updated_at_ms"] = wall_ms();
+      (void)save_record(dir, rec);
+    }
+    return ctx.fail(published.error());
   }
   crash_after("publish");
   rec["status"] = "ACCEPTED";
   rec["updated_at_ms"] = wall_ms();
   if (auto st = save_record(dir, rec); !st.ok()) return ctx.fail(st.error());
-  return report(ctx, rec, "ACCEPTED: guard time is enabled with audience " + pins.audience + " (refs/locks/state -> " +
-                              commit->substr(0, 12) + ", admitted at " + std::to_string(t) + ")");
-}
-
-// The whole history must verify before the owner changes the rules.
-Status verify_source(Context& ctx, ObjectStore& store, const Oid& tip) {
-  ReplayOptions opts;
-  opts.allow_test_clock = ctx.allow_test_clock;
-  std::optional<Verdict> bad;
-  GITLOCKS_TRY(summary, replay_chain(store, tip, opts, [&](const Verdict& v) {
-    if (!v.ok && !bad) bad = v;
-  }));
-  if (summary.invalid > 0 || bad)
-    return make_error(Errc::invalid, "the source is not fully verified: commit " + (bad ? bad->commit : "?") + ": " +
-                                         (bad ? bad->reason + " " + bad->detail : std::string()));
-  return Ok{};
+  return report(ctx, rec,
+                "ACCEPTED: guard time is enabled with audience " + pins_of(rec).audience + " (refs/locks/state -> " +
+                    rec["commit"].get<std::string>().substr(0, 12) + ", admitted at " +
+                    std::to_string(rec["admitted_at_ms"].get<std::int64_t>()) + ")");
 }
 
 }  // namespace
@@ -264,8 +259,9 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
   const std::string id = *a->value("operation-id");
   if (auto st = check_operation_id(id); !st.ok()) return ctx.fail(st.error());
   if (input["disclosure"] != kDisclosureGuardWindow)
-    return ctx.fail(make_error(Errc::usage, "guard time discloses each transition's admission interval to the "
-                                            "notary: consent explicitly with --disclosure GUARD_WINDOW"));
+    return ctx.fail(make_error(Errc::usage,
+                               "guard time discloses each transition's admission interval to the "
+                               "notary: consent explicitly with --disclosure GUARD_WINDOW"));
   auto dir = operations_dir(ctx, true);
   if (!dir.ok()) return ctx.fail(dir.error());
   auto existing = load_record(*dir, id);
@@ -275,62 +271,79 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
       return ctx.fail(make_error(Errc::usage, "operation " + id + " was prepared with other input (" +
                                                   (**existing)["input"].dump() +
                                                   "); a changed input needs a new operation id"));
-    if ((**existing)["status"] != "PENDING") return report(ctx, **existing, std::string("operation ") + id + ": " +
-                                                                             (**existing)["status"].get<std::string>());
-    return finish(ctx, *dir, **existing);
+    if ((**existing)["status"] == "FAILED") return refuse_failed(ctx, **existing);
+    return resume_operation(ctx, *dir, **existing);  // PENDING is finished, ACCEPTED re-checked on the ref
   }
   auto me = ctx.identity();
   if (!me.ok()) return ctx.fail(me.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto tip = ctx.read_tip();
-  if (!tip.ok()) return ctx.fail(tip.error());
-  auto snap = verified_tip_snapshot(ctx, *tip);  // verified from the checkpoint (SPEC §7)
-  if (!snap.ok()) return ctx.fail(snap.error());
-  if (auto st = require_store(ctx, *snap); !st.ok()) return ctx.fail(st.error());
-  const Pins pins{input["audience"].get<std::string>(), input["service_key"].get<std::string>()};
-  const std::string instance = random_hex(kInstanceBytes);
   const json body = {{"admin",
                       {{"op", "guard-time-enable"},
-                       {"audience", pins.audience},
-                       {"service_key", pins.service_key},
+                       {"audience", input["audience"]},
+                       {"service_key", input["service_key"]},
                        {"disclosure", input["disclosure"]},
                        {"expected_policy_hash", input["expected_policy_hash"]}}}};
-  // The core refuses a non-owner, a stale policy hash, a pending keyring and
-  // different pins; the same pins at the current policy are ALREADY_ENABLED.
-  auto outcome = plan(**store, snap->state, PlanContext{(*me)->actor, instance, nullptr}, body);
-  if (!outcome.ok()) {
-    if (outcome.error().message.rfind("ALREADY_ENABLED", 0) == 0)
-      return ctx.done({{"op", ctx.op}, {"operation_id", id}, {"status", "ALREADY_ENABLED"}, {"commit", **tip}},
+  std::optional<Oid> verified;  // the source verify_source has checked in full
+  auto make_body = [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    if (verified != snap.commit) {
+      GITLOCKS_CHECK(verify_source(ctx, **store, *snap.commit, (*me)->key));
+      verified = snap.commit;
+    }
+    return std::optional<json>{body};
+  };
+  // The exact candidate is saved before it is sent (and again after each
+  // replan: only the newest one can ever be published).
+  json rec;
+  PublishHooks hooks;
+  hooks.prepared = [&](const Snapshot& snap, const Prepared& p) -> Status {
+    if (!p.request_stored) return make_error(Errc::usage, "guard-time enable prepared no admission request");
+    const std::int64_t now = wall_ms();
+    rec = {{"format", kOperationFormat}, {"operation_id", id},
+           {"status", "PENDING"},        {"created_at_ms", rec.is_object() ? rec.value("created_at_ms", now) : now},
+           {"updated_at_ms", now},       {"input", input},
+           {"store", snap.store_id},     {"source_commit", *snap.commit},
+           {"source_state", snap.state}, {"result_state", p.outcome.result_state},
+           {"packet", p.packet_stored},  {"request", *p.request_stored},
+           {"commit", nullptr}};
+    return save_record(*dir, rec);
+  };
+  hooks.written = [&](const Candidate& c) -> Status {
+    crash_after("admit");
+    rec["commit"] = c.commit;
+    rec["admitted_at_ms"] = c.admitted_at_ms;
+    rec["updated_at_ms"] = wall_ms();
+    return save_record(*dir, rec);
+  };
+  auto published = publish(ctx, "guard-time-enable", make_body, hooks);
+  if (!published.ok()) {
+    const Error& e = published.error();
+    // The core's answer to the same pins at the current policy: nothing to do.
+    if (auto f = e.fields.find("status"); f != e.fields.end() && f->second == "ALREADY_ENABLED") {
+      auto tip = ctx.read_tip();
+      return ctx.done({{"op", ctx.op},
+                       {"operation_id", id},
+                       {"status", "ALREADY_ENABLED"},
+                       {"commit", tip.ok() && *tip ? json(**tip) : json()}},
                       "ALREADY_ENABLED: guard time is already enabled with these pins; nothing written");
-    return ctx.fail(outcome.error());
+    }
+    if (e.code == Errc::stale_generation && rec.is_object() && !rec.empty()) {
+      rec["status"] = "FAILED";
+      rec["detail"] = e.message;
+      rec["updated_at_ms"] = wall_ms();
+      (void)save_record(*dir, rec);
+    }
+    return ctx.fail(e);
   }
-  if (auto st = verify_source(ctx, **store, **tip); !st.ok()) return ctx.fail(st.error());
-  auto ep = notary_endpoint(ctx);
-  if (!ep.ok()) return ctx.fail(ep.error());
-  auto disc = check_discovery(*ep, pins);
-  if (!disc.ok()) return ctx.fail(disc.error());
-  PacketHeader h;
-  h.store = snap->store_id;
-  h.actor = (*me)->actor;
-  h.command = "guard-time-enable";
-  h.instance = instance;
-  h.epoch = snap->epoch;
-  h.policy_hash = snap->policy_hash;
-  h.source = snap->state;
-  const json packet = make_packet(h, *outcome, std::nullopt);
-  auto stored = seal_packet(packet, (*me)->key);
-  if (!stored.ok()) return ctx.fail(stored.error());
-  auto request = make_admission_request(packet, *stored, (*me)->key);
-  if (!request.ok()) return ctx.fail(request.error());
-  const std::int64_t now = wall_ms();
-  json rec = {{"format", kOperationFormat},     {"operation_id", id},          {"status", "PENDING"},
-              {"created_at_ms", now},           {"updated_at_ms", now},        {"input", input},
-              {"store", snap->store_id},        {"source_commit", **tip},      {"source_state", snap->state},
-              {"result_state", outcome->result_state}, {"packet", *stored},   {"request", *request},
-              {"commit", nullptr}};
+  crash_after("publish");
+  rec["status"] = "ACCEPTED";
+  rec["updated_at_ms"] = wall_ms();
   if (auto st = save_record(*dir, rec); !st.ok()) return ctx.fail(st.error());
-  return finish(ctx, *dir, rec);
+  return report(ctx, rec,
+                "ACCEPTED: guard time is enabled with audience " + pins_of(rec).audience + " (refs/locks/state -> " +
+                    rec["commit"].get<std::string>().substr(0, 12) + ", admitted at " +
+                    std::to_string(rec["admitted_at_ms"].get<std::int64_t>()) + ")");
 }
 
 int cmd_guard_time_resume(Context& ctx, const Argv& argv) {
@@ -343,12 +356,11 @@ int cmd_guard_time_resume(Context& ctx, const Argv& argv) {
   if (!dir.ok()) return ctx.fail(dir.error());
   auto rec = load_record(*dir, id);
   if (!rec.ok()) return ctx.fail(rec.error());
-  if (!*rec) return ctx.fail(make_error(Errc::usage, "no local guard-time operation " + id + " (see guard-time history)"));
-  if ((**rec)["status"] == "FAILED")
-    return ctx.fail(make_error(Errc::stale_generation, "operation " + id + " FAILED: " +
-                                                           (**rec).value("detail", std::string("unknown"))));
+  if (!*rec)
+    return ctx.fail(make_error(Errc::usage, "no local guard-time operation " + id + " (see guard-time history)"));
+  if ((**rec)["status"] == "FAILED") return refuse_failed(ctx, **rec);
   // ACCEPTED is re-verified against the ref as well: local inventory is not proof.
-  return finish(ctx, *dir, **rec);
+  return resume_operation(ctx, *dir, **rec);
 }
 
 int cmd_guard_time_history(Context& ctx, const Argv& argv) {
@@ -365,9 +377,12 @@ int cmd_guard_time_history(Context& ctx, const Argv& argv) {
       auto rec = load_record(*dir, name.substr(0, name.size() - 5));
       if (!rec.ok() || !*rec) continue;
       const json& r = **rec;
-      rows.push_back({{"operation_id", r["operation_id"]}, {"status", r["status"]},
-                      {"created_at_ms", r["created_at_ms"]}, {"updated_at_ms", r["updated_at_ms"]},
-                      {"commit", r.value("commit", json())}, {"audience", r["input"]["audience"]}});
+      rows.push_back({{"operation_id", r["operation_id"]},
+                      {"status", r["status"]},
+                      {"created_at_ms", r["created_at_ms"]},
+                      {"updated_at_ms", r["updated_at_ms"]},
+                      {"commit", r.value("commit", json())},
+                      {"audience", r["input"]["audience"]}});
     }
     ::closedir(d);
   }

@@ -118,18 +118,6 @@ Result<std::string> notary_admit(const NotaryEndpoint& ep, const std::string& re
                                            quoted + "; nothing was published");
 }
 
-AdmitFn make_admit_fn(const NotaryEndpoint& ep, const Pins& pins) {
-  auto checked = std::make_shared<bool>(false);
-  return [ep, pins, checked](const std::string& request) -> Result<std::string> {
-    if (!*checked) {
-      GITLOCKS_TRY(d, check_discovery(ep, pins));
-      (void)d;
-      *checked = true;
-    }
-    return notary_admit(ep, request);
-  };
-}
-
 Result<std::int64_t> proposal_now_ms() {
   if (const char* o = std::getenv("GIT_LOCKS_NOW_MS"); o && *o)
     return make_error(Errc::usage, "GIT_LOCKS_NOW_MS is refused: this store uses trusted admission time from its "

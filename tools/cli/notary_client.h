@@ -49,9 +49,6 @@ Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins);
 // POST /v1/admit with a stored admission request; the stored attestation.
 Result<std::string> notary_admit(const NotaryEndpoint& ep, const std::string& request_stored);
 
-// An AdmitFn for build_candidate that checks discovery once, then admits.
-AdmitFn make_admit_fn(const NotaryEndpoint& ep, const Pins& pins);
-
 // The proposal clock of a guard-time store: the system clock, or the test
 // seam $GIT_LOCKS_PROPOSAL_MS. It only proposes expires_at; T is the
 // notary's. Refuses $GIT_LOCKS_NOW_MS (usage): a fixed client clock must

@@ -31,7 +31,8 @@ Result<Snapshot> current_snapshot(Context& ctx) {
   return verified_tip_snapshot(ctx, tip);
 }
 
-Result<Published> publish(Context& ctx, const std::string& command, const BodyFn& make_body) {
+Result<Published> publish(Context& ctx, const std::string& command, const BodyFn& make_body,
+                          const PublishHooks& hooks) {
   // Start git first: the start-up of `git config` and of the first
   // update-ref overlaps libgit2's initialisation and our planning. A command
   // that ends without publishing drops the update-ref process before it has
@@ -52,32 +53,68 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     cas.emplace(std::move(c));
     return Ok{};
   };
+  // The notary, once per command: discovery is checked against the pins of
+  // the first candidate that needs them (and again only if they change).
+  std::optional<NotaryEndpoint> notary;
+  std::optional<Pins> discovered;
+  auto need_notary = [&]() -> Status {
+    if (notary) return Ok{};
+    GITLOCKS_TRY(ep, notary_endpoint(ctx));
+    notary = std::move(ep);
+    return Ok{};
+  };
+  const auto stale_resume = [&](const std::string& what) {
+    return make_error(Errc::stale_generation, "the source changed: " + what +
+                                                  "; the saved packet is bound to its source and was not published");
+  };
   for (int replans = 0; replans <= kMaxReplans; ++replans) {
     if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
     GITLOCKS_TRY(tip, ctx.read_tip());
     // Only a tip whose history verifies is built on (SPEC §7).
     GITLOCKS_TRY(snap, verified_tip_snapshot(ctx, tip));
-    // With guard time, T is the notary's alone: the local clock only proposes.
-    GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
+    if (hooks.source_commit && tip != hooks.source_commit)
+      return stale_resume("refs/locks/state is at " + tip.value_or("(missing)") + ", not at " + *hooks.source_commit);
     GITLOCKS_TRY(vault, open_vault(ctx, *store, snap));  // PRIVATE stores: the member's epoch keys
-    GITLOCKS_TRY(body, make_body(snap, now));
-    if (!body) return Published{snap, std::nullopt};
-    AdmitFn admit;
-    if (snap.guard_time) {
-      GITLOCKS_TRY(ep, notary_endpoint(ctx));
-      admit = make_admit_fn(ep, *snap.guard_time);
+    std::optional<Prepared> prepared;
+    if (hooks.packet) {
+      GITLOCKS_TRY(p, reopen_prepared(*store, snap, me->key, *hooks.packet, vault->get()));
+      prepared = std::move(p);
+    } else {
+      // With guard time, T is the notary's alone: the local clock only proposes.
+      GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
+      GITLOCKS_TRY(body, make_body(snap, now));
+      if (!body) return Published{snap, std::nullopt};
+      // A store under guard time needs its notary before anything is planned.
+      if (snap.guard_time) GITLOCKS_CHECK(need_notary());
+      GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now, vault->get()));
+      prepared = std::move(p);
     }
-    GITLOCKS_TRY(cand, build_candidate(*store, snap, me->key, command, instance, *body, now, admit, vault->get(),
-                                       ctx.allow_test_clock));
+    if (prepared->pins) {
+      GITLOCKS_CHECK(need_notary());
+      if (!(discovered == prepared->pins)) {
+        GITLOCKS_TRY(d, check_discovery(*notary, *prepared->pins));
+        (void)d;
+        discovered = prepared->pins;
+      }
+    }
+    if (hooks.prepared) GITLOCKS_CHECK(hooks.prepared(snap, *prepared));
+    std::optional<std::string> attestation;
+    if (prepared->pins) {
+      GITLOCKS_TRY(att, notary_admit(*notary, *prepared->request_stored));
+      attestation = std::move(att);
+    }
+    GITLOCKS_TRY(cand, complete_candidate(*store, snap, std::move(*prepared), attestation, ctx.allow_test_clock));
+    if (hooks.written) GITLOCKS_CHECK(hooks.written(cand));
     bool replan = false;
     for (int lock_attempt = 1; !replan; ++lock_attempt) {
       CasResult r = cas->commit(kStateRef, cand.commit, snap.commit);
       *ctx.attempts += 1;
       switch (r.status) {
         case CasStatus::ok:
-          record_publication(ctx, cand);
+          record_publication(ctx, snap, cand);
           return Published{snap, std::move(cand)};
         case CasStatus::stale:
+          if (hooks.packet) return stale_resume("another writer moved refs/locks/state while it was admitted");
           replan = true;
           break;
         case CasStatus::locked:
@@ -85,7 +122,8 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
             return make_error(Errc::store_write,
                               std::string(remote ? "the remote " + *remote + "'s " : "") +
                                   "refs/locks/state.lock is held by another writer (still there after " +
-                                  std::to_string(kLockAttempts) + " attempts; git-locks never removes it): " + r.detail);
+                                  std::to_string(kLockAttempts) +
+                                  " attempts; git-locks never removes it): " + r.detail);
           GITLOCKS_CHECK(next_cas());
           std::this_thread::sleep_for(std::chrono::milliseconds(kLockPauseMs));
           break;
@@ -96,19 +134,18 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
           if (remote) {
             auto now_at = ctx.read_tip();
             if (now_at.ok() && *now_at == cand.commit) {
-              record_publication(ctx, cand);
+              record_publication(ctx, snap, cand);
               return Published{snap, std::move(cand)};
             }
           }
-          return make_error(Errc::store_write,
-                            std::string(remote ? "git push to " + *remote : std::string("git update-ref")) +
-                                " failed: " + r.detail);
+          return make_error(
+              Errc::store_write,
+              std::string(remote ? "git push to " + *remote : std::string("git update-ref")) + " failed: " + r.detail);
       }
     }
   }
-  return make_error(Errc::stale_retries_exhausted,
-                    "other writers kept moving refs/locks/state: gave up after " + std::to_string(kMaxReplans) +
-                        " fresh plans");
+  return make_error(Errc::stale_retries_exhausted, "other writers kept moving refs/locks/state: gave up after " +
+                                                       std::to_string(kMaxReplans) + " fresh plans");
 }
 
 int report_published(Context& ctx, const Published& p) {

@@ -1,7 +1,10 @@
 // publish.h — one transition from snapshot to ref (SPEC §5, seed 000):
-// snapshot (libgit2) -> build_candidate (core: plan, admission time, signed
-// packet, commit objects) -> compare-and-swap of refs/locks/state through
-// `git update-ref --stdin`.
+// verified snapshot (checkpoint.h) -> prepare_candidate (core: plan, signed
+// packet, admission request) -> the notary's admission under guard time ->
+// complete_candidate (core: the attestation checked against the verified
+// pins, commit objects) -> compare-and-swap of refs/locks/state through
+// `git update-ref --stdin` (or `git push` for a remote store). Every writer
+// goes through it, `guard-time enable|resume` too (with hooks).
 //
 //   expected-root mismatch / creation lost   fresh snapshot and plan; at most
 //                                            200 replans, then
@@ -31,6 +34,25 @@ inline constexpr int kLockPauseMs = 20;
 // nullopt when there is nothing to do. Called again after every replan.
 using BodyFn = std::function<Result<std::optional<json>>(const Snapshot& snap, std::int64_t now)>;
 
+// What a writer with a durable operation (guard-time enable|resume) adds to
+// the pipeline; every writer else passes none.
+struct PublishHooks {
+  // The candidate is prepared (packet signed; under guard time its admission
+  // request made and the notary's discovery checked against its pins) and
+  // nothing of it has been sent or written. An error ends the publication.
+  // Called again after every replan.
+  std::function<Status(const Snapshot& snap, const Prepared& prepared)> prepared;
+  // The notary answered and the commit object is written; the
+  // compare-and-swap comes next. An error ends the publication.
+  std::function<Status(const Candidate& candidate)> written;
+  // Resume: publish this signed packet of an earlier run (reopen_prepared)
+  // instead of planning a body; refs/locks/state must still be at
+  // `source_commit`, and a moved ref is stale_generation at once (never a
+  // replan: the packet is bound to its source).
+  std::optional<std::string> packet;
+  std::optional<Oid> source_commit;
+};
+
 struct Published {
   Snapshot source;                     // the snapshot the body was built on
   std::optional<Candidate> candidate;  // nullopt: nothing was published
@@ -38,7 +60,8 @@ struct Published {
 
 // Publishes one transition as `command`; records the number of update-ref
 // runs in ctx.attempts. Never reports success unless the ref moved.
-Result<Published> publish(Context& ctx, const std::string& command, const BodyFn& make_body);
+Result<Published> publish(Context& ctx, const std::string& command, const BodyFn& make_body,
+                          const PublishHooks& hooks = {});
 
 // {"created_at":now,"name":display name,"ops":ops}
 json transition_body(Context& ctx, std::int64_t now, json ops);

@@ -18,15 +18,17 @@ namespace gitlocks {
 
 // What a writer builds on: the tip and the facts of the verified history.
 struct Snapshot {
-  std::optional<Oid> commit;      // current tip of refs/locks/state
-  Oid state;                      // its state tree ("" when no store)
-  std::string policy_hash;        // sha256 of policy.json ("" when no store)
+  std::optional<Oid> commit;  // current tip of refs/locks/state
+  Oid state;                  // its state tree ("" when no store)
+  std::string policy_hash;    // sha256 of policy.json ("" when no store)
   std::string store_id;
   std::optional<std::int64_t> last_time;  // T of the tip (packet or attestation)
   std::optional<Pins> guard_time;         // notary pins when guard time is on
   int format = 2;                         // state format version of the tip
   bool is_private = false;                // a PRIVATE store (records and bodies sealed)
   std::int64_t epoch = 0;                 // its current key epoch
+  bool full = true;                       // its history was re-executed in full (TrustState::full)
+  std::string verifier;                   // whose keys verified it (TrustState::verifier)
 };
 
 // A Snapshot is obtained only from verified_snapshot() (gitlocks/trust.hpp):
@@ -38,7 +40,7 @@ struct Snapshot {
 using AdmitFn = std::function<Result<std::string>(const std::string& request_stored)>;
 
 struct Candidate {
-  Oid commit;             // the new commit (objects already written)
+  Oid commit;  // the new commit (objects already written)
   json packet;
   std::string packet_stored;
   PlanOutcome outcome;
@@ -46,17 +48,50 @@ struct Candidate {
   std::optional<std::string> attestation_stored;
 };
 
-// Plans `body` against the snapshot, proposing with `now_ms`, and writes the
-// candidate commit. Without guard time it admits at T = max(now_ms,
-// snapshot.last_time) (admission time never decreases along the chain) and
-// records it as claimed_at_ms. With guard time (the snapshot's policy, or the
-// policy the transition installs, has pins) T comes only from `admit`: the
-// attestation is checked against the pins before it is used, and one signed
-// with a notary's test clock is refused unless `allow_test_clock` (the
-// host's explicit --allow-test-clock). Errors: the planner's refusals,
-// guard_window when T is outside the derived interval, usage when guard time
-// is on and no `admit` is given, store_write for an attestation that fails a
-// check, and admit's errors.
+// A candidate before admission: planned, packet signed, no commit yet.
+// Under guard time (`pins`: the snapshot's, or those the transition itself
+// installs) its admission request is what the host sends to the notary, and
+// T is the notary's; without, T is `admitted_at_ms`.
+struct Prepared {
+  json packet;
+  std::string packet_stored;
+  PlanOutcome outcome;
+  std::optional<Pins> pins;
+  std::optional<std::string> request_stored;
+  std::int64_t admitted_at_ms = 0;
+};
+
+// Plans `body` against the snapshot, proposing with `now_ms`, and signs the
+// packet. Without guard time T = max(now_ms, snapshot.last_time) (admission
+// time never decreases along the chain), recorded as claimed_at_ms. Errors:
+// the planner's refusals, guard_window when T is outside the derived
+// interval, unknown_format on a store of an older format.
+Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
+                                   const std::string& command, const std::string& instance, const json& body,
+                                   std::int64_t now_ms, const Vault* vault = nullptr);
+
+// The prepared candidate of an earlier run, from its signed packet (a host's
+// saved operation): the packet must be signed by `key` and built on this
+// snapshot — its source state, store, policy hash and epoch — else
+// stale_generation ("the source changed"); it is re-executed on the
+// snapshot (as replay does) and must give the packet's result and action,
+// else store_read. Its admission request is made again (deterministic:
+// Ed25519 signatures are).
+Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
+                                 const std::string& packet_stored, const Vault* vault = nullptr);
+
+// Writes the candidate commit. Under guard time `attestation_stored` is the
+// notary's answer to the request: it must bind this packet and carry the
+// pins (a test clock only with `allow_test_clock`, the host's explicit
+// --allow-test-clock), and its T must not be before the snapshot's last;
+// else store_write. Without guard time the attestation must be absent.
+Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, Prepared prepared,
+                                     const std::optional<std::string>& attestation_stored,
+                                     bool allow_test_clock = false);
+
+// prepare_candidate, then (under guard time) `admit` with its request, then
+// complete_candidate. Errors: those of both, usage when guard time is on and
+// no `admit` is given, and admit's errors.
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
                                   std::int64_t now_ms, const AdmitFn& admit = nullptr, const Vault* vault = nullptr,
