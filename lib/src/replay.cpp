@@ -443,6 +443,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   summary.end.policy_hash = cs.policy_hash;
   summary.end.guard_time = cs.policy.guard_time;
   summary.end.epoch = cs.policy.epoch;
+  summary.end.full = summary.structural == 0;
   summary.end.last_time = cs.last_attested_time;
   if (cs.last_time && (!summary.end.last_time || *cs.last_time > *summary.end.last_time))
     summary.end.last_time = cs.last_time;

@@ -42,6 +42,8 @@ static Snapshot with_trust(Snapshot snap, const TrustState& trust) {
   snap.guard_time = trust.guard_time;
   snap.last_time = trust.last_time;
   snap.epoch = trust.epoch;
+  snap.full = trust.full;
+  snap.verifier = trust.verifier;
   return snap;
 }
 
@@ -62,6 +64,14 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     if (at.ok() && agrees(*at, *anchor)) at_anchor = std::move(at).value();
     else anchor.reset();
   }
+  // A structural anchor is somebody else's partial check: replay from the
+  // root with our keys, and still require the anchor on the chain.
+  std::optional<Oid> must_contain;
+  if (anchor && !anchor->full && anchor->verifier != options.verifier) {
+    must_contain = anchor->commit;
+    anchor.reset();
+    at_anchor.reset();
+  }
   if (!tip) {
     if (anchor) return rewrite_error(tip, anchor->commit);
     return out;
@@ -75,7 +85,10 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     if (anchor) ro.from = anchor->commit;
     ro.allow_test_clock = options.allow_test_clock;
     ro.vault = options.vault;
-    auto summary = replay_chain(store, *tip, ro, [](const Verdict&) {});
+    bool contained = !must_contain;
+    auto summary = replay_chain(store, *tip, ro, [&](const Verdict& v) {
+      if (must_contain && v.commit == *must_contain) contained = true;
+    });
     if (!summary.ok()) {
       if (anchor && summary.error().fields.count("rewrite")) return rewrite_error(tip, anchor->commit);
       return summary.error();
@@ -92,7 +105,10 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
       if (v.reason == "unknown-format") e.code = Errc::unknown_format;
       return e;
     }
+    if (!contained) return rewrite_error(tip, *must_contain);
     trust = summary->end;
+    trust.full = summary->end.full && (!anchor || anchor->full);
+    trust.verifier = options.verifier;
     out.replayed = summary->commits;
     out.anchored = anchor.has_value();
   }
@@ -104,6 +120,13 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
   }
   out.trust = std::move(trust);
   return out;
+}
+
+Result<TrustState> trust_after(ObjectStore& store, const Snapshot& base, const Candidate& c) {
+  GITLOCKS_TRY(t, trust_after(store, c));
+  t.full = base.full;
+  t.verifier = base.verifier;
+  return t;
 }
 
 Result<TrustState> trust_after(ObjectStore& store, const Candidate& c) {
@@ -127,21 +150,25 @@ json trust_state_json(const TrustState& t) {
                         ? json{{"audience", t.guard_time->audience}, {"service_key", t.guard_time->service_key}}
                         : json(nullptr);
   j["last_time"] = t.last_time ? json(*t.last_time) : json(nullptr);
+  j["full"] = t.full;
+  j["verifier"] = t.verifier;
   return j;
 }
 
 std::optional<TrustState> parse_trust_state(const json& j) {
-  if (!j.is_object() || j.size() != 6) return std::nullopt;
-  for (const char* k : {"commit", "store", "policy_hash", "epoch", "guard_time", "last_time"})
+  if (!j.is_object() || j.size() != 8) return std::nullopt;
+  for (const char* k : {"commit", "store", "policy_hash", "epoch", "guard_time", "last_time", "full", "verifier"})
     if (!j.contains(k)) return std::nullopt;
   if (!hex_oid(j["commit"]) || !j["store"].is_string() || !j["policy_hash"].is_string() ||
-      !j["epoch"].is_number_integer())
+      !j["epoch"].is_number_integer() || !j["full"].is_boolean() || !j["verifier"].is_string())
     return std::nullopt;
   TrustState t;
   t.commit = j["commit"].get<std::string>();
   t.store_id = j["store"].get<std::string>();
   t.policy_hash = j["policy_hash"].get<std::string>();
   t.epoch = j["epoch"].get<std::int64_t>();
+  t.full = j["full"].get<bool>();
+  t.verifier = j["verifier"].get<std::string>();
   const json& g = j["guard_time"];
   if (g.is_object()) {
     if (g.size() != 2 || !g.contains("audience") || !g.contains("service_key") || !g["audience"].is_string() ||

@@ -193,6 +193,23 @@ class PrivateTest(CliTest):
         (pa, ba), (pb, bb) = sorted(self.record_blobs().items())
         self.assertForgeryRejected(self.forge({pa: bb, pb: ba}))
 
+    def test_a_keyless_checkpoint_is_not_a_members(self):
+        """A non-member's verify can check a PRIVATE store structurally only, and the clone's
+        checkpoint says so (full false, no verifier). A member of the same clone does not build
+        on it: it replays from the root with its keys and refuses the forgery the keyless check
+        could not see."""
+        self.assertOk(self.run_as("owner", "claim", "a.txt", "b.txt"))
+        (pa, ba), (pb, bb) = sorted(self.record_blobs().items())
+        forged = self.forge({pa: bb, pb: ba})
+        res = self.run_as("mallory", "--json", "verify")
+        self.assertEqual(res.code, 0, res)
+        verdicts = [json.loads(line) for line in res.out.splitlines()]
+        self.assertEqual([(v["commit"], v["ok"], v["level"]) for v in verdicts][-1], (forged, True, "structural"))
+        with open(os.path.join(self.r.path, ".git", "git-locks", "trust", "local.json")) as f:
+            trust = json.load(f)["trust"]
+        self.assertEqual((trust["commit"], trust["full"], trust["verifier"]), (forged, False, ""), trust)
+        self.assertForgeryRejected(forged)
+
     # -- membership and epochs ------------------------------------------------
 
     def test_removed_member_cannot_read_the_new_epoch(self):

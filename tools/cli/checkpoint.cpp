@@ -110,12 +110,16 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   options.anchor = anchor;
   options.allow_test_clock = ctx.allow_test_clock;
   // A PRIVATE store's commits are re-executed in full with the member's keys
-  // (as `verify` does); without them, structurally. Needed only to replay.
+  // (as `verify` does); without them, structurally. Needed only to replay,
+  // or to know whether a structural anchor is our own.
   std::optional<Vault> vault;
-  if (tip && !(anchor && anchor->commit == *tip)) {
+  if (tip && !(anchor && anchor->commit == *tip && anchor->full)) {
     MemberVault member = open_member_vault(*store, *tip, nullptr);
     if (member.is_private)
-      if (auto me = ctx.identity(); me.ok()) member = open_member_vault(*store, *tip, &(*me)->key);
+      if (auto me = ctx.identity(); me.ok()) {
+        member = open_member_vault(*store, *tip, &(*me)->key);
+        if (member.vault) options.verifier = (*me)->actor;
+      }
     vault = std::move(member.vault);
     if (vault) options.vault = &*vault;
   }
@@ -137,10 +141,10 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   return std::move(trusted->snapshot);
 }
 
-void record_publication(Context& ctx, const Candidate& c) {
+void record_publication(Context& ctx, const Snapshot& base, const Candidate& c) {
   auto store = ctx.store();
   if (!store.ok()) return;
-  auto t = trust_after(**store, c);
+  auto t = trust_after(**store, base, c);
   auto file = checkpoint_file(ctx);
   if (t.ok() && file.ok()) (void)save_checkpoint(*file, *t);
 }

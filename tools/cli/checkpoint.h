@@ -27,9 +27,10 @@ namespace gitlocks::cli {
 // "recovery" field), store_read.
 Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& tip);
 
-// The checkpoint after one's own publication `c` (built on a verified
-// snapshot). A failure to write it is not an error: the next command replays.
-void record_publication(Context& ctx, const Candidate& c);
+// The checkpoint after one's own publication `c`, built on the verified
+// snapshot `base`. A failure to write it is not an error: the next command
+// replays.
+void record_publication(Context& ctx, const Snapshot& base, const Candidate& c);
 
 // The checkpoint after `git-locks verify` found the whole history valid.
 Status record_verified(Context& ctx, const TrustState& trust);

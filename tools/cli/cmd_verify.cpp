@@ -171,10 +171,12 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   // verifies it structurally. A broken key file is an error, not "no key".
   // The key is loaded only for a PRIVATE store (loading may create one).
   MemberVault member = open_member_vault(**store, tip, nullptr);
+  std::string verifier;  // whose keys verified it (the checkpoint's "verifier")
   if (member.is_private) {
     auto me = ctx.identity();
     if (!me.ok()) return ctx.fail(me.error());
     member = open_member_vault(**store, tip, &(*me)->key);
+    if (member.vault) verifier = (*me)->actor;
   }
   const bool is_private = member.is_private;
   std::optional<Vault>& vault = member.vault;
@@ -230,7 +232,9 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     // The whole history from the root verified: every writer of this clone
     // may continue from here (the trust checkpoint, docs/FORMAT.md).
     if (!options.from) {
-      auto cp = record_verified(ctx, summary->end);
+      TrustState trust = summary->end;
+      trust.verifier = verifier;
+      auto cp = record_verified(ctx, trust);
       if (!cp.ok()) return ctx.fail(cp.error());
     }
   }

@@ -81,9 +81,17 @@ struct TrustState {
   std::optional<Pins> guard_time;          // the notary pins in force (from the verified chain)
   std::optional<std::int64_t> last_time;   // the last admitted T along the chain
   std::int64_t epoch = 0;                  // the keyring epoch (PRIVATE stores; 0 otherwise)
+  // Every commit up to `commit` was re-executed in full (false: some PRIVATE
+  // commits were checked structurally only, without their epoch key).
+  bool full = true;
+  // The actor whose keys verified it ("" when none were given): a
+  // structural state is trusted only by that same verifier, so a member
+  // never builds on what a keyless reader could not check.
+  std::string verifier;
   bool operator==(const TrustState& o) const {
     return commit == o.commit && store_id == o.store_id && policy_hash == o.policy_hash &&
-           guard_time == o.guard_time && last_time == o.last_time && epoch == o.epoch;
+           guard_time == o.guard_time && last_time == o.last_time && epoch == o.epoch && full == o.full &&
+           verifier == o.verifier;
   }
 };
 

@@ -26,6 +26,10 @@ struct TrustOptions {
   bool allow_test_clock = false;
   // A member's keys: PRIVATE commits are verified in full only with them.
   const Vault* vault = nullptr;
+  // Who verifies: the actor whose keys `vault` holds ("" without keys). An
+  // anchor that is not `full` is used only by its own verifier; anyone else
+  // replays from the root (and must still find the anchor on the chain).
+  std::string verifier;
 };
 
 struct Trusted {
@@ -44,8 +48,11 @@ struct Trusted {
 // first invalid commit uses a format or profile this version does not know.
 Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& tip, const TrustOptions& options);
 
-// The trust state after one's own publication `c` built on a verified
-// snapshot: the new commit follows from it without re-verification.
+// The trust state after one's own publication `c` built on the verified
+// snapshot `base`: the new commit follows from it without re-verification
+// (it is as full as `base`, by the same verifier).
+Result<TrustState> trust_after(ObjectStore& store, const Snapshot& base, const Candidate& c);
+// The same on a base verified in full by nobody in particular (tests, tools).
 Result<TrustState> trust_after(ObjectStore& store, const Candidate& c);
 
 // The snapshot a verified trust state describes at its commit (its layout
@@ -53,7 +60,8 @@ Result<TrustState> trust_after(ObjectStore& store, const Candidate& c);
 Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust);
 
 // {"commit","store","policy_hash","guard_time":{"audience","service_key"}|null,
-//  "last_time":T|null,"epoch"} — canonical JSON in checkpoint files.
+//  "last_time":T|null,"epoch","full":bool,"verifier":HEX64|""} — canonical
+// JSON in checkpoint files.
 json trust_state_json(const TrustState& t);
 // nullopt for anything malformed.
 std::optional<TrustState> parse_trust_state(const json& j);
