@@ -1,6 +1,6 @@
 """Anchored trust (SPEC §7 "Acting on history", issue 15): every forgery is
 made with real Git plumbing on top of an honest history, and the next honest
-writer (claim) and reader (status, fence) refuse it — exit 2, store-read,
+writer (claim, run) and reader (status, fence) refuse it — exit 2, store-read,
 reason invalid-history, the forged commit named — leaving the ref exactly
 where the forger put it. The clone's trust checkpoint is shared by linked
 worktrees; a corrupted one costs a full replay, never correctness."""
@@ -34,6 +34,15 @@ def checkpoint_file(repo_path, remote=None):
     return os.path.join(base, "remotes", remote + ".json") if remote else os.path.join(base, "local.json")
 
 
+def seed_key(path):
+    with open(path) as f:
+        return Ed25519PrivateKey.from_private_bytes(bytes.fromhex(json.load(f)["seed"]))
+
+
+def public_hex(key):
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+
 def forge_on_tip(p, replace, packet_from=None):
     """A commit on top of the tip: the tip's tree with `replace` ({path: bytes | tree id}) applied,
     and (when given) the txn/ of commit `packet_from`. Unsigned by anyone for this transition."""
@@ -64,7 +73,7 @@ class Refusals:
         self.assertIn(commit, e["detail"], res)
         self.assertIn(e["recovery"], e["detail"], res)
         self.assertEqual(res.out, "", res)
-        self.assertEqual(repo_tip(), commit if verdict != "rewrite" else repo_tip(), "refs/locks/state moved")
+        self.assertEqual(repo_tip(), commit, "refs/locks/state is not where the forger put it")
         return e
 
 
@@ -131,8 +140,7 @@ class LocalTrustTest(CliTest, Refusals):
         state = p.put(p.get(p.tree_of(tip), "state"), "policy.json", new_policy)
         packet.update({"command": "admin", "action": "policy", "source": p.get(p.tree_of(tip), "state"),
                        "result": state, "body": {"admin": {"op": "policy", "policy": policy}}})
-        with open(r.key("alice")) as f:
-            key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(json.loads(f.read())["seed"]))
+        key = seed_key(r.key("alice"))
         signed = canon({"packet": packet, "sig": key.sign(PACKET_DOMAIN + canon(packet)).hex()})
         forged = forge_on_tip(p, {"state": state, "txn/packet.json": signed})
         self.refused_everywhere(r, forged)
@@ -215,20 +223,27 @@ class GuardTimeTrustTest(GuardTimeBase, Refusals):
         st = self.repo.run("bob", "--json", "status", "--allow-test-clock")
         self.assertInvalidHistory(st, "status", forged, self.repo.tip)
 
-    def test_end_of_time_attestation_by_an_unpinned_key_refused(self):
+    def test_end_of_time_and_unpinned_key_attestations_refused(self):
         tip = self.p.chain()[-1]
         stored = json.loads(self.p.cat(self.p.get(self.p.tree_of(tip), "txn/attestation.json")))
-        att = stored["attestation"]
         rogue = Ed25519PrivateKey.generate()
-        att["service_key"] = rogue.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
-        att["admitted_at_ms"] = SAFE_MAX
-        forged_att = canon({"attestation": att, "sig": rogue.sign(ATTESTATION_DOMAIN + canon(att)).hex()})
-        forged = forge_on_tip(self.p, {"txn/attestation.json": forged_att}, packet_from=tip)
-        # A forged "last T" of 2^53-1 would block every writer; it is invalid history instead.
-        r = self.attested("bob", "claim", "--ttl", "60000", "b")
-        self.assertInvalidHistory(r, "claim", forged, self.repo.tip)
-        f = self.repo.run("bob", "--json", "fence", "a", "1", "--allow-test-clock")
-        self.assertInvalidHistory(f, "fence", forged, self.repo.tip)
+        pinned = stored["attestation"]["service_key"]
+        self.assertEqual(pinned, self.notary.service_key)
+        end_of_time = dict(stored["attestation"], admitted_at_ms=SAFE_MAX)  # the pinned key's, not its signature
+        unpinned = dict(stored["attestation"], service_key=public_hex(rogue))  # correctly signed by its own key
+        for att, verdict in ((end_of_time, "bad-attestation-signature"), (unpinned, "attestation-mismatch")):
+            with self.subTest(verdict=verdict):
+                forged_att = canon({"attestation": att, "sig": rogue.sign(ATTESTATION_DOMAIN + canon(att)).hex()})
+                forged = forge_on_tip(self.p, {"txn/attestation.json": forged_att}, packet_from=tip)
+                # A forged "last T" of 2^53-1 would block every writer; it is invalid history instead.
+                r = self.attested("bob", "claim", "--ttl", "60000", "b")
+                e = self.assertInvalidHistory(r, "claim", forged, self.repo.tip, verdict)
+                f = self.repo.run("bob", "--json", "fence", "a", "1", "--allow-test-clock")
+                self.assertInvalidHistory(f, "fence", forged, self.repo.tip, verdict)
+                self.assertEqual(e["last_valid"], tip)
+                self.repo.git(*e["recovery"].split()[1:])  # the owner's recovery; the next forgery starts there
+                self.assertEqual(self.repo.tip(), tip)
+        self.assertEqual(self.attested("bob", "claim", "--ttl", "60000", "b").code, 0)
 
     def test_test_clock_accepted_only_with_allow_test_clock(self):
         os.remove(checkpoint_file(self.repo.path))  # replayed from the root
@@ -238,11 +253,39 @@ class GuardTimeTrustTest(GuardTimeBase, Refusals):
         self.assertEqual(self.repo.run("bob", "--json", "status", "--allow-test-clock").code, 0)
 
 
+class PrivateTrustTest(CliTest, Refusals):
+    def test_a_packet_re_signed_by_a_non_member_refused_by_members_and_non_members(self):
+        r = self.repo(init=False)
+        self.assertOk(r.run("owner", "init", "--private"))
+        keys = {a: self.assertOk(r.run(a, "--json", "whoami")).json["actor"] for a in ("alice", "mallory")}
+        self.assertOk(r.run("owner", "member", "add", keys["alice"]))
+        self.assertOk(r.run("alice", "claim", "secret/plan.md"))
+        p = Plumbing(r)
+        tip = p.chain()[-1]
+        # alice's sealed claim, its packet now mallory's and signed by mallory (no member).
+        packet = json.loads(p.cat(p.get(p.tree_of(tip), "txn/packet.json")))["packet"]
+        packet["actor"] = keys["mallory"]
+        mallory = seed_key(r.key("mallory"))
+        self.assertEqual(public_hex(mallory), keys["mallory"])
+        signed = canon({"packet": packet, "sig": mallory.sign(PACKET_DOMAIN + canon(packet)).hex()})
+        forged = forge_on_tip(p, {"txn/packet.json": signed})
+        # alice replays in full with her keys; mallory (no keys) structurally: both refuse it.
+        e = self.assertInvalidHistory(self.claim(r, "alice", "secret/next.md"), "claim", forged, r.tip, "not-member")
+        self.assertEqual(e["last_valid"], tip)
+        self.assertInvalidHistory(r.run("owner", "--json", "status"), "status", forged, r.tip, "not-member")
+        self.assertInvalidHistory(r.run("mallory", "--json", "status"), "status", forged, r.tip, "not-member")
+
+
 class RemoteTrustTest(unittest.TestCase, Refusals):
-    def test_forgery_through_git_daemon_refused_by_a_fresh_clone(self):
+    """The forgeries through a real server: a forger's plain clone, plumbing
+    and `git push` (forced for the rewrite); an honest host refuses each one,
+    leaving the server's ref where the forger put it, and the owner's
+    recovery (the push the error names) restores the store for the next."""
+
+    def forgeries_through(self, kind):
         root = tempfile.mkdtemp(prefix="gitlocks-trust-")
         self.addCleanup(subprocess.run, ["rm", "-rf", root])
-        server = Server.start("daemon", root)
+        server = Server.start(kind, root)
         self.addCleanup(server.close)
         a = Repo(self, "a")
         b = Repo(self, "b")
@@ -251,23 +294,89 @@ class RemoteTrustTest(unittest.TestCase, Refusals):
             repo.git("config", "locks.remote", "origin")
         self.assertEqual(a.run("owner", "init").code, 0)
         self.assertEqual(a.run("alice", "claim", "--ttl", "60s", "src/a.c").code, 0)
-        # The forger: a plain clone of the server, plumbing and a push.
+        self.assertEqual(a.run("alice", "claim", "--ttl", "60s", "src/b.c").code, 0)
+        honest = server.history()[::-1]  # root first: init, claim a, claim b
+        self.assertEqual(len(honest), 3)
+        self.assertTrue(os.path.exists(checkpoint_file(a.path, "origin")))
         f = os.path.join(root, "forger")
         clone(server.url, f, "forger")
-        subprocess.run(["git", "-C", f, "fetch", "-q", "origin", "refs/locks/state:refs/locks/state"], check=True)
         fake = Repo.__new__(Repo)
         fake.path = f
         p = Plumbing(fake)
-        root_state = p.get(p.tree_of(p.chain()[0]), "state")
-        forged = forge_on_tip(p, {"state": root_state})
-        subprocess.run(["git", "-C", f, "push", "-q", "origin", "refs/locks/state:refs/locks/state"], check=True)
-        self.assertEqual(server.tip(), forged)
-        res = b.run("bob", "--json", "claim", "--ttl", "60s", "src/a.c")
-        self.assertInvalidHistory(res, "claim", forged, server.tip)
-        self.assertIn(f"git push --force-with-lease=refs/locks/state:{forged} origin", res.error["recovery"])
-        self.assertTrue(os.path.exists(checkpoint_file(a.path, "origin")))
-        res = a.run("alice", "--json", "status")
-        self.assertInvalidHistory(res, "status", forged, server.tip)
+
+        def forged(build, force=False):
+            subprocess.run(["git", "-C", f, "fetch", "-q", "-f", "origin", "refs/locks/state:refs/locks/state"],
+                           check=True)
+            commit = build()
+            subprocess.run(["git", "-C", f, "push", "-q", *(["-f"] if force else []), "origin",
+                            "refs/locks/state:refs/locks/state"], check=True)
+            self.assertEqual(server.tip(), commit)
+            return commit
+
+        def refused(host, commit, verdict=None, last_valid=honest[-1]):
+            res = host.run("bob", "--json", "claim", "--ttl", "60s", "src/a.c")
+            e = self.assertInvalidHistory(res, "claim", commit, server.tip, verdict)
+            self.assertEqual(e["last_valid"], last_valid, res)
+            recovery = f"git push --force-with-lease=refs/locks/state:{commit} origin {last_valid}:refs/locks/state"
+            self.assertEqual(e["recovery"], recovery, res)
+            return e
+
+        def recover(host, e):
+            host.git(*e["recovery"].split()[1:])
+            self.assertEqual(server.tip(), honest[-1])
+
+        def policy_widened():
+            tip = p.chain()[-1]
+            policy = json.loads(p.cat(p.get(p.tree_of(tip), "state/policy.json")))
+            policy["max_ttl_ms"] = SAFE_MAX
+            return forge_on_tip(p, {"state/policy.json": canon(policy)}, packet_from=tip)
+
+        cases = [
+            # alice's live leases gone: the root's state under her last packet.
+            ("deleted-lease", lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[0]), "state")}), None),
+            ("widened-ttl", policy_widened, None),
+            # her first claim's packet and state again, on top of her second claim.
+            ("replayed-packet", lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[1]), "state")},
+                                                     packet_from=honest[1]), "source-mismatch"),
+        ]
+        for name, build, verdict in cases:
+            with self.subTest(kind=kind, forgery=name):
+                commit = forged(build)
+                e = refused(b, commit, verdict)  # a fresh clone: replayed from the root
+                self.assertFalse(os.path.exists(checkpoint_file(b.path, "origin")))
+                self.assertInvalidHistory(a.run("alice", "--json", "status"), "status", commit, server.tip,
+                                          verdict)  # from its checkpoint
+                recover(a, e)
+        # A corrupted checkpoint never hides a forgery: full replay, still refused.
+        with self.subTest(kind=kind, forgery="corrupted-checkpoint"):
+            with open(checkpoint_file(a.path, "origin"), "wb") as out:
+                out.write(b'{"format":"git-locks-trust-v1","trust":')
+            commit = forged(lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[0]), "state")}))
+            recover(a, refused(a, commit))
+            self.assertEqual(a.run("alice", "--json", "status").code, 0)  # and the checkpoint is whole again
+            with open(checkpoint_file(a.path, "origin")) as cp:
+                self.assertEqual(json.load(cp)["trust"]["commit"], honest[-1])
+        # A faithful rewrite of the whole history, force-pushed below both hosts' checkpoints.
+        with self.subTest(kind=kind, forgery="rewrite"):
+            self.assertEqual(b.run("bob", "--json", "status").code, 0)  # b's checkpoint: the honest tip
+            commit = forged(lambda: p.rebuild([p.tree_of(c) for c in honest], ["rewritten"] * 3)[-1], force=True)
+            for host in (a, b):
+                e = refused(host, commit, "rewrite")
+                self.assertIn(honest[-1], e["detail"])
+            recover(a, e)
+        # Honest writers go on from the restored store.
+        self.assertEqual(b.run("bob", "claim", "--ttl", "60s", "src/c.c").code, 0)
+        self.assertRefusedHeld(b.run("bob", "--json", "claim", "--ttl", "60s", "src/a.c"))
+
+    def assertRefusedHeld(self, res):
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual((res.error["error"], res.error["reason"]), ("refused", "held-path"), res)
+
+    def test_forgeries_through_git_daemon(self):
+        self.forgeries_through("daemon")
+
+    def test_forgeries_through_smart_http(self):
+        self.forgeries_through("http")
 
 
 if __name__ == "__main__":

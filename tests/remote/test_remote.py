@@ -517,7 +517,9 @@ class GuardTimeOnARemote(RemoteTest):
         self.assertOk(enable)
         self.assertEqual(enable.json["status"], "ACCEPTED")
         self.assertEqual(enable.json["commit"], srv.tip())
-        self.assertTrue(self.assertOk(bob.run("--json", "status")).json["guard_time"]["enabled"])
+        # status replays the history, which accepts test-clock attestations only with --allow-test-clock.
+        status = self.assertOk(bob.run("--json", "--allow-test-clock", "status")).json
+        self.assertTrue(status["guard_time"]["enabled"])
         got = self.assertOk(self.attested(bob, "claim", "--ttl", "60000", "src/"))
         self.assertEqual(got.json["admitted_at_ms"], self.p + 5000)
         self.assertEqual(got.json["commit"], srv.tip())

@@ -102,10 +102,11 @@ std::string recovery_command(Context& ctx, const std::string& last_valid, const 
   return "git update-ref refs/locks/state " + last_valid + " " + tip;
 }
 
-Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& tip) {
-  GITLOCKS_TRY(store, ctx.store());
-  auto file = checkpoint_file(ctx);
-  std::optional<TrustState> anchor = file.ok() ? load_checkpoint(*file) : std::nullopt;
+namespace {
+
+// One verification of the history ending at `tip` from `anchor` (or the root).
+Result<Trusted> verify_tip(Context& ctx, ObjectStore& store, const std::optional<Oid>& tip,
+                           const std::optional<TrustState>& anchor) {
   TrustOptions options;
   options.anchor = anchor;
   options.allow_test_clock = ctx.allow_test_clock;
@@ -114,16 +115,46 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   // or to know whether a structural anchor is our own.
   std::optional<Vault> vault;
   if (tip && !(anchor && anchor->commit == *tip && anchor->full)) {
-    MemberVault member = open_member_vault(*store, *tip, nullptr);
+    MemberVault member = open_member_vault(store, *tip, nullptr);
     if (member.is_private)
       if (auto me = ctx.identity(); me.ok()) {
-        member = open_member_vault(*store, *tip, &(*me)->key);
+        member = open_member_vault(store, *tip, &(*me)->key);
         if (member.vault) options.verifier = (*me)->actor;
       }
     vault = std::move(member.vault);
     if (vault) options.vault = &*vault;
   }
-  auto trusted = verified_snapshot(*store, tip, options);
+  return verified_snapshot(store, tip, options);
+}
+
+bool is_rewrite(const Result<Trusted>& r) {
+  if (r.ok() || r.error().code != Errc::invalid_history) return false;
+  auto it = r.error().fields.find("verdict");
+  return it != r.error().fields.end() && it->second == "rewrite";
+}
+
+}  // namespace
+
+Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& tip_read) {
+  GITLOCKS_TRY(store, ctx.store());
+  auto file = checkpoint_file(ctx);
+  std::optional<TrustState> anchor = file.ok() ? load_checkpoint(*file) : std::nullopt;
+  std::optional<Oid> tip = tip_read;
+  auto trusted = verify_tip(ctx, *store, tip, anchor);
+  // The caller read the tip before the checkpoint was loaded: another writer
+  // of this clone may have published and checkpointed in between, so a tip
+  // that seems not to descend from the checkpoint may merely be stale. The
+  // ref is read once more, now after the checkpoint (which only ever names a
+  // commit that was on the ref before it was written): a tip that still does
+  // not descend from it was rewritten or rolled back.
+  if (is_rewrite(trusted) && anchor) {
+    auto fresh = ctx.read_tip();
+    if (!fresh.ok()) return fresh.error();
+    if (*fresh != tip) {
+      tip = *fresh;
+      trusted = verify_tip(ctx, *store, tip, anchor);
+    }
+  }
   if (!trusted.ok()) {
     Error e = trusted.error();
     if (e.code == Errc::invalid_history && tip) {

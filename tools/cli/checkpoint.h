@@ -22,7 +22,11 @@
 namespace gitlocks::cli {
 
 // Verifies the history ending at `tip` (as just read by ctx.read_tip()) from
-// the checkpoint, records the new checkpoint, and returns the snapshot.
+// the checkpoint, records the new checkpoint, and returns the snapshot. When
+// `tip` does not descend from the checkpoint, the ref is read once more
+// (another writer of this clone may have published and checkpointed after
+// `tip` was read): the snapshot is then of that newer tip, so a writer
+// compares-and-swaps against the snapshot's commit, never against `tip`.
 // Errors: invalid_history (with the owner's recovery in the detail and a
 // "recovery" field), store_read.
 Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& tip);
