@@ -195,7 +195,7 @@ int resume_operation(Context& ctx, const std::string& dir, json rec) {
   if (!tip.ok()) return ctx.fail(tip.error());
   auto snap = verified_tip_snapshot(ctx, *tip);  // from the checkpoint (SPEC §7): the history to the tip verifies
   if (!snap.ok()) return ctx.fail(snap.error());
-  auto found = find_accepted(**store, *tip, rec);
+  auto found = find_accepted(**store, snap->commit, rec);  // the verified tip (it may be newer than *tip)
   if (!found.ok()) return ctx.fail(found.error());
   if (*found) {
     rec["status"] = "ACCEPTED";

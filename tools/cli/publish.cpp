@@ -72,8 +72,9 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     GITLOCKS_TRY(tip, ctx.read_tip());
     // Only a tip whose history verifies is built on (SPEC §7).
     GITLOCKS_TRY(snap, verified_tip_snapshot(ctx, tip));
-    if (hooks.source_commit && tip != hooks.source_commit)
-      return stale_resume("refs/locks/state is at " + tip.value_or("(missing)") + ", not at " + *hooks.source_commit);
+    if (hooks.source_commit && snap.commit != hooks.source_commit)
+      return stale_resume("refs/locks/state is at " + snap.commit.value_or("(missing)") + ", not at " +
+                          *hooks.source_commit);
     GITLOCKS_TRY(vault, open_vault(ctx, *store, snap));  // PRIVATE stores: the member's epoch keys
     std::optional<Prepared> prepared;
     if (hooks.packet) {
