@@ -296,7 +296,7 @@ def throughput(binary, root, srv, n, overlapping, seconds, max_ops):
     failed_by = collections.Counter(f"{r[3]} (exit {r[1]})" for r in failed)
     replans = [(r[2] or 1) - 1 for r in results if r[2] is not None]
     hist = collections.Counter(replans)
-    verify = subprocess.run([binary, "--repo", bare, "verify"], env=clean_env(os.path.join(root, "owner.key")),
+    verify = subprocess.run([binary, "--repo", bare, "verify", "--full"], env=clean_env(os.path.join(root, "owner.key")),
                             capture_output=True, text=True)
     label = f"{n:2d} clients, {'overlapping (3 paths)' if overlapping else 'distinct paths'}"
     print(f"\n   {label}: {elapsed:.1f} s wall, {len(results)} commands, {ok} published, "

@@ -147,7 +147,7 @@ refused 1 not-holder alice release "$lease"
 
 # -- the record ----------------------------------------------------------------
 step "the whole history verifies: in full for the owner, who holds every epoch key"
-as olivia --json verify >"$work/verdicts" 2>"$work/summary"
+as olivia --json verify --full >"$work/verdicts" 2>"$work/summary"
 python3 - "$work/verdicts" <<'PY'
 import json, sys
 verdicts = [json.loads(line) for line in open(sys.argv[1])]
@@ -157,7 +157,7 @@ if bad:
 print(f"{len(verdicts)} commits, every one verified in full: " + " ".join(v["command"] for v in verdicts))
 PY
 step "bob joined at epoch 3: he checks the rekeys under the epochs before structurally, the rest in full"
-as bob --json verify >"$work/verdicts" 2>"$work/summary"
+as bob --json verify --full >"$work/verdicts" 2>"$work/summary"
 python3 - "$work/verdicts" <<'PY'
 import json, sys
 verdicts = [json.loads(line) for line in open(sys.argv[1])]

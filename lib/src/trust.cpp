@@ -106,9 +106,7 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
       return e;
     }
     if (!contained) return rewrite_error(tip, *must_contain);
-    trust = summary->end;
-    trust.full = summary->end.full && (!anchor || anchor->full);
-    trust.verifier = options.verifier;
+    trust = continued_trust(*summary, anchor, options.verifier);
     out.replayed = summary->commits;
     out.anchored = anchor.has_value();
   }
@@ -120,6 +118,22 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
   }
   out.trust = std::move(trust);
   return out;
+}
+
+std::optional<TrustState> usable_anchor(ObjectStore& store, const TrustState& anchor, const std::string& verifier) {
+  if (!store.read_commit(anchor.commit).ok()) return std::nullopt;
+  auto at = detail::read_unverified_snapshot(store, anchor.commit);
+  if (!at.ok() || !agrees(*at, anchor)) return std::nullopt;
+  if (!anchor.full && anchor.verifier != verifier) return std::nullopt;
+  return anchor;
+}
+
+TrustState continued_trust(const ReplaySummary& summary, const std::optional<TrustState>& anchor,
+                           const std::string& verifier) {
+  TrustState trust = summary.end;
+  trust.full = summary.end.full && (!anchor || anchor->full);
+  trust.verifier = verifier;
+  return trust;
 }
 
 Result<TrustState> trust_after(ObjectStore& store, const Snapshot& base, const Candidate& c) {

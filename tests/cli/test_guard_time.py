@@ -447,12 +447,12 @@ class LeaseTest(GuardTimeBase):
         self.notary.clock(P + 1)
         self.assertEqual(self.claim("b").code, 0)
         chain = self.repo.git("rev-list", "--reverse", "refs/locks/state").split()
-        clean = self.repo.run("alice", "--json", "verify", "--allow-test-clock")
+        clean = self.repo.run("alice", "--json", "verify", "--full", "--allow-test-clock")
         self.assertEqual(clean.code, 0, clean)
         self.assertEqual([(v["commit"], v["ok"]) for v in map(json.loads, clean.out.splitlines())],
                          [(c, True) for c in chain])
         # Without --allow-test-clock the verifier refuses the notary's test clock, from the activation on.
-        strict = self.repo.run("alice", "--json", "verify")
+        strict = self.repo.run("alice", "--json", "verify", "--full")
         self.assertEqual(strict.code, 1, strict)
         verdicts = [json.loads(line) for line in strict.out.splitlines()]
         self.assertEqual([v["commit"] for v in verdicts], chain)
@@ -461,7 +461,7 @@ class LeaseTest(GuardTimeBase):
                          (False, "attestation-mismatch", 'test-clock: admitted by a notary running a "test" clock'),
                          verdicts[1])
         self.forge({"txn/attestation.json": first})  # an attestation for another source/result
-        r = self.repo.run("alice", "--json", "verify", "--allow-test-clock")
+        r = self.repo.run("alice", "--json", "verify", "--full", "--allow-test-clock")
         self.assertEqual(r.code, 1, r)
         verdicts = [json.loads(line) for line in r.out.splitlines()]
         self.assertTrue(all(v["ok"] for v in verdicts[:-1]), verdicts)

@@ -201,7 +201,8 @@ class PrivateTest(CliTest):
         self.assertOk(self.run_as("owner", "claim", "a.txt", "b.txt"))
         (pa, ba), (pb, bb) = sorted(self.record_blobs().items())
         forged = self.forge({pa: bb, pb: ba})
-        res = self.run_as("mallory", "--json", "verify")
+        # The forgery replaced the tip this clone had verified: mallory accepts the rewrite.
+        res = self.run_as("mallory", "--json", "verify", "--accept-rewrite")
         self.assertEqual(res.code, 0, res)
         verdicts = [json.loads(line) for line in res.out.splitlines()]
         self.assertEqual([(v["commit"], v["ok"], v["level"]) for v in verdicts][-1], (forged, True, "structural"))
@@ -265,7 +266,7 @@ class PrivateTest(CliTest):
     # -- verification at two levels -----------------------------------------
 
     def verdicts(self, actor):
-        res = self.run_as(actor, "--json", "verify")
+        res = self.run_as(actor, "--json", "verify", "--full")
         self.assertEqual(res.code, 0, res)
         summary = json.loads(res.err.strip().splitlines()[-1])
         return [json.loads(l) for l in res.out.splitlines() if l.strip()], summary

@@ -120,7 +120,11 @@ class VerifyTest(CliTest):
             self.assertOk(r.run(actor, *args))
         return r, Plumbing(r)
 
-    def verify(self, repo, *args, actor="dave"):
+    def verify(self, repo, *args, actor="dave", full=True):
+        """verify --json; from the root (--full) unless `full` is off or --from is given: the
+        writers of history() keep the clone's trust checkpoint at its tip."""
+        if full and "--from" not in args:
+            args = ("--full",) + args
         res = repo.run(actor, "--json", "verify", *args)
         verdicts = [json.loads(line) for line in res.out.splitlines()]
         summary = json.loads(res.err.strip().splitlines()[-1]) if res.err.strip() else None
@@ -168,12 +172,100 @@ class VerifyTest(CliTest):
         self.assertEqual(summary["invalid"], 0)
         self.assertTrue(summary["ok"])
         self.assertEqual(summary["tip"], r.tip())
-        human = r.run("dave", "verify")
+        human = r.run("dave", "verify", "--full")
         self.assertEqual(human.code, 0, human)
         self.assertEqual(human.err, "")
         lines = human.out.splitlines()
         self.assertEqual(len(lines), 8)
-        self.assertIn("all valid", lines[-1])
+        self.assertEqual(lines[-1], f"verified 7 commit(s) from the root up to {r.tip()}: all valid")
+
+    # --- from the checkpoint ------------------------------------------------
+
+    def test_verify_resumes_from_the_checkpoint(self):
+        r, p = self.history()
+        ids = p.chain()
+        cp_file = os.path.join(r.gitdir(), "git-locks", "trust", "local.json")
+        with open(cp_file, "rb") as f:
+            old_checkpoint = f.read()
+        self.assertEqual(json.loads(old_checkpoint)["trust"]["commit"], ids[-1])
+        # The writers left the checkpoint at the tip: nothing new to replay.
+        res, verdicts, summary = self.verify(r, full=False)
+        self.assertEqual((res.code, verdicts), (0, []), res)
+        self.assertEqual((summary["commits"], summary["checkpoint"], summary["from"], summary["ok"]),
+                         (0, ids[-1], None, True))
+        # Two honest commits the checkpoint has not seen (it is put back where it was).
+        for path in ("lib/x", "lib/y"):
+            r.now += 1000
+            self.assertOk(r.run("erin", "claim", "--ttl", "60s", path))
+        with open(cp_file, "wb") as f:
+            f.write(old_checkpoint)
+        res, verdicts, summary = self.verify(r, full=False)
+        self.assertEqual(res.code, 0, res)
+        self.assertEqual([v["commit"] for v in verdicts], p.chain()[-2:])
+        self.assertEqual((summary["commits"], summary["checkpoint"]), (2, ids[-1]))
+        with open(cp_file) as f:
+            self.assertEqual(json.load(f)["trust"]["commit"], r.tip())  # moved on
+        human = r.run("dave", "verify")
+        self.assertEqual(human.code, 0, human)
+        self.assertEqual(human.out.splitlines(), [f"verified 0 new commit(s) since the trust checkpoint at "
+                                                  f"{r.tip()[:12]} (`--full` replays from the root) up to {r.tip()}: "
+                                                  "all valid"])
+        full = self.verify(r)
+        self.assertEqual((full[2]["commits"], full[2]["checkpoint"]), (9, None))
+        # A forgery on top of the checkpoint: the one new commit, flagged; the checkpoint stays.
+        tip = r.tip()
+        forged = p.git("commit-tree", p.tree_of(tip), "-p", tip, "-m", "replayed").decode().strip()
+        p.git("update-ref", "refs/locks/state", forged, tip)
+        res, verdicts, summary = self.verify(r, full=False)
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual([(v["commit"], v["ok"]) for v in verdicts], [(forged, False)])
+        self.assertEqual((summary["checkpoint"], summary["first_invalid"]), (tip, forged))
+        self.assertEqual(summary["recovery"], f"git update-ref refs/locks/state {tip} {forged}")
+        with open(cp_file) as f:
+            self.assertEqual(json.load(f)["trust"]["commit"], tip)
+        self.assertUsage(r.run("dave", "verify", "--full", "--from", ids[2]))
+
+    def test_progress_on_a_terminal_only(self):
+        """git-style progress on stderr when it is a terminal (GIT_PROGRESS_DELAY=0: at once),
+        never with --quiet, after the delay only, or when stderr is not a terminal."""
+        import pty
+        r, p = self.history()
+
+        def run_tty(*args, delay="0"):
+            master, slave = pty.openpty()
+            proc = subprocess.Popen([os.environ["GIT_LOCKS_BIN"], "--repo", r.path, "--json", "verify", "--full",
+                                     *args], stdout=subprocess.PIPE, stderr=slave,
+                                    env=r.env("dave", {"GIT_PROGRESS_DELAY": delay}))
+            os.close(slave)
+            out = proc.stdout.read()
+            proc.wait(60)
+            proc.stdout.close()
+            tty = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the child side is closed and drained
+                    break
+                if not chunk:
+                    break
+                tty += chunk
+            os.close(master)
+            return proc.returncode, out.decode(), tty.decode()
+
+        code, out, tty = run_tty()
+        self.assertEqual(code, 0, tty)
+        self.assertEqual(len(out.splitlines()), 7)  # the verdicts are untouched on stdout
+        self.assertIn("\rVerifying commits: 100% (7/7), done.", tty)
+        self.assertIn('"commits":7', tty.replace(" ", ""))
+        for args, delay in ((("--quiet",), "0"), ((), "60")):
+            code, out, tty = run_tty(*args, delay=delay)
+            self.assertEqual((code, len(out.splitlines())), (0, 7), tty)
+            self.assertNotIn("Verifying", tty)
+            self.assertIn('"ok":true', tty.replace(" ", ""))
+        piped = r.run("dave", "--json", "verify", "--full", env={"GIT_PROGRESS_DELAY": "0"})
+        self.assertEqual(piped.code, 0, piped)
+        self.assertEqual(len(piped.err.splitlines()), 1)  # the summary only
+        self.assertNotIn("Verifying", piped.err)
 
     def test_from_trusted_commit(self):
         r, p = self.history()

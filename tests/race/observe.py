@@ -227,7 +227,7 @@ def check(events, binary, repo, key):
         capture_output=True, text=True, check=True).stdout.split())}
     intervals, per, peaks, problems = check_log(events, [FAMILY], {SEM: LIMIT}, order)
     # 5. the final history replays consistently
-    verify = run(binary, repo, key, "verify")
+    verify = run(binary, repo, key, "verify", "--full")
     if verify.returncode != 0:
         problems.append(f"verify failed: exit {verify.returncode}: {verify.stderr.strip()[:500]}")
     return intervals, per, peaks.get(SEM, 0), problems

@@ -147,7 +147,7 @@ class EndToEnd(RemoteTest):
 
         # verify: on the server's own repository, and from a host through the remote.
         self.assertOk(server_verify(self, srv))
-        v = self.assertOk(alice.run("--json", "verify"))
+        v = self.assertOk(alice.run("--json", "verify", "--full"))
         summary = json.loads(v.err.splitlines()[-1])
         self.assertEqual((summary["tip"], summary["commits"], summary["ok"]), (srv.tip(), len(srv.history()), True))
 

@@ -180,6 +180,11 @@ void record_publication(Context& ctx, const Snapshot& base, const Candidate& c) 
   if (t.ok() && file.ok()) (void)save_checkpoint(*file, *t);
 }
 
+std::optional<TrustState> load_trust_checkpoint(Context& ctx) {
+  auto file = checkpoint_file(ctx);
+  return file.ok() ? load_checkpoint(*file) : std::nullopt;
+}
+
 Status record_verified(Context& ctx, const TrustState& trust) {
   GITLOCKS_TRY(file, checkpoint_file(ctx));
   return save_checkpoint(file, trust);

@@ -36,6 +36,10 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
 // replays.
 void record_publication(Context& ctx, const Snapshot& base, const Candidate& c);
 
+// The clone's checkpoint for the current store, as written (nullopt when
+// missing or malformed); callers decide whether to use it (usable_anchor).
+std::optional<TrustState> load_trust_checkpoint(Context& ctx);
+
 // The checkpoint after `git-locks verify` found the whole history valid.
 Status record_verified(Context& ctx, const TrustState& trust);
 // Forgets the checkpoint (`verify --accept-rewrite`).

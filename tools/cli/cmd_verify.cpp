@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "progress.h"
 #include "cli.h"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/policy.hpp"
@@ -144,9 +145,11 @@ std::string human_verdict(const Verdict& v) {
 }  // namespace
 
 int cmd_verify(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"from", true}, {"accept-rewrite", false}});
+  auto a = ctx.parse(argv, {{"from", true}, {"full", false}, {"accept-rewrite", false}, {"quiet", false}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
+  if (a->has("full") && a->value("from"))
+    return ctx.fail(make_error(Errc::usage, "verify --full replays from the root: it takes no --from"));
   // libgit2's object cache (256 MiB by default) would otherwise grow with the
   // history: every commit and tree of the walk stays in it.
   git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, static_cast<ssize_t>(16) << 20);
@@ -201,10 +204,36 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     if (!d.ok()) return ctx.fail(d.error());
     if (!*d) fork_from = remembered;
   }
+  // The trust checkpoint every command of this clone keeps (docs/FORMAT.md):
+  // a tip below it is a rewrite, as for every other command; by default the
+  // replay continues from it (`--full`: from the root), when it is usable
+  // by this verifier (usable_anchor: it agrees with its commit, and it is
+  // full or our own).
+  const bool user_from = options.from.has_value();
+  std::optional<TrustState> anchor;
+  if (!a->has("accept-rewrite"))
+    if (auto checkpoint = load_trust_checkpoint(ctx); checkpoint && (*store)->read_commit(checkpoint->commit).ok()) {
+      auto d = descends_from(ctx, **store, checkpoint->commit, tip);
+      if (!d.ok()) return ctx.fail(d.error());
+      if (!*d) {
+        if (!fork_from) fork_from = checkpoint->commit;
+      } else if (!user_from && !a->has("full")) {
+        anchor = usable_anchor(**store, *checkpoint, verifier);
+        if (anchor) options.from = anchor->commit;
+      }
+    }
 
+  // Git-style progress on a terminal's stderr (progress.h), never in the way
+  // of the verdicts when stdout is the same terminal.
+  Progress progress("Verifying commits", a->has("quiet"));
+  const bool stdout_tty = ::isatty(STDOUT_FILENO) == 1;
+  options.progress = [&](std::size_t done, std::size_t total) { progress.update(done, total); };
   std::string out;
   auto flush = [&] {
+    if (out.empty()) return;
+    if (stdout_tty) progress.clear();
     std::fwrite(out.data(), 1, out.size(), stdout);
+    if (stdout_tty) std::fflush(stdout);
     out.clear();
   };
   auto summary = replay_chain(**store, tip, options, [&](const Verdict& v) {
@@ -215,12 +244,13 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     } else {
       out += human_verdict(v);
     }
-    if (out.size() > (1u << 16)) flush();
+    if (out.size() > (1u << 16) || (stdout_tty && progress.shown())) flush();
   });
   flush();
+  progress.finish();
   if (!summary.ok()) {
     std::fflush(stdout);
-    if (options.from && summary.error().code == Errc::invalid)
+    if (user_from && summary.error().code == Errc::invalid)
       return ctx.fail(make_error(Errc::usage, "--from: " + summary.error().message));
     return ctx.fail(summary.error());
   }
@@ -229,12 +259,10 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   if (valid) {
     auto st = write_verified_tip(*memo, tip);
     if (!st.ok()) return ctx.fail(st.error());
-    // The whole history from the root verified: every writer of this clone
-    // may continue from here (the trust checkpoint, docs/FORMAT.md).
-    if (!options.from) {
-      TrustState trust = summary->end;
-      trust.verifier = verifier;
-      auto cp = record_verified(ctx, trust);
+    // The whole history verified (from the root, or from the checkpoint):
+    // every writer of this clone may continue from here (docs/FORMAT.md).
+    if (!user_from) {
+      auto cp = record_verified(ctx, continued_trust(*summary, anchor, verifier));
       if (!cp.ok()) return ctx.fail(cp.error());
     }
   }
@@ -252,7 +280,8 @@ int cmd_verify(Context& ctx, const Argv& argv) {
             {"structural", summary->structural},
             {"ok", valid},
             {"first_invalid", summary->first_invalid ? json(*summary->first_invalid) : json(nullptr)},
-            {"from", options.from ? json(*options.from) : json(nullptr)},
+            {"from", user_from ? json(*options.from) : json(nullptr)},
+            {"checkpoint", anchor ? json(anchor->commit) : json(nullptr)},
             {"recovery", recovery ? json(*recovery) : json(nullptr)}};
   std::string text;
   if (fork_from) {
@@ -270,8 +299,13 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     text += std::string(kStructuralNote) + " for " + std::to_string(summary->structural) + " commit(s)" +
             (is_private && !vault ? " (this key is not a member of the PRIVATE store)" : "") + "\n";
   }
-  text += valid ? "verified " + std::to_string(summary->commits) + " commit(s) up to " + tip + ": all valid\n"
-                : "verified " + std::to_string(summary->commits) + " commit(s) up to " + tip + ": " +
+  // Says which it did: from the checkpoint (new commits only) or from the root.
+  const std::string what =
+      anchor ? std::to_string(summary->commits) + " new commit(s) since the trust checkpoint at " +
+                   short_id(anchor->commit) + " (`--full` replays from the root)"
+             : std::to_string(summary->commits) + " commit(s)" + (user_from ? std::string() : " from the root");
+  text += valid ? "verified " + what + " up to " + tip + ": all valid\n"
+                : "verified " + what + " up to " + tip + ": " +
                       std::to_string(summary->invalid) + " invalid" +
                       (summary->first_invalid ? ", first at " + *summary->first_invalid : std::string()) +
                       (fork_from ? std::string(", history rewritten") : std::string()) + "\n";

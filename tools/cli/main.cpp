@@ -43,8 +43,9 @@ constexpr Command kCommands[] = {
      "block until the paths are claimable (and with --claim, claim them)"},
     {"log", cmd_log, "log [--limit N]", "the history of refs/locks/state, newest first"},
     {"whoami", cmd_whoami, "whoami", "your actor key, display name and key file"},
-    {"verify", cmd_verify, "verify [--from COMMIT] [--accept-rewrite] [--allow-test-clock]",
-     "replay refs/locks/state and check every commit (exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
+    {"verify", cmd_verify, "verify [--full | --from COMMIT] [--accept-rewrite] [--quiet] [--allow-test-clock]",
+     "replay refs/locks/state and check every commit since the clone's trust checkpoint (--full: from the root; "
+     "exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
     {"export", cmd_export, "export --bundle FILE", "write a Git bundle of refs/locks/state for other hosts to verify"},
     {"doctor", cmd_doctor, "doctor",
      "diagnose the reservation data (exit 0 healthy, 1 problems, 2 unreadable); repairs nothing"},

@@ -48,6 +48,17 @@ struct Trusted {
 // first invalid commit uses a format or profile this version does not know.
 Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& tip, const TrustOptions& options);
 
+// The checkpoint `anchor` if `verifier` may continue a replay from it (as
+// `git-locks verify` does by default): its commit is in the store and agrees
+// with it (store id, policy hash, pins, last T, epoch), and it is `full` or
+// this verifier's own. nullopt otherwise (replay from the root).
+std::optional<TrustState> usable_anchor(ObjectStore& store, const TrustState& anchor, const std::string& verifier);
+
+// The trust state at the end of `summary`, a replay by `verifier` that
+// continued from `anchor` (nullopt: from the root): full only when both were.
+TrustState continued_trust(const ReplaySummary& summary, const std::optional<TrustState>& anchor,
+                           const std::string& verifier);
+
 // The trust state after one's own publication `c` built on the verified
 // snapshot `base`: the new commit follows from it without re-verification
 // (it is as full as `base`, by the same verifier).
