@@ -33,6 +33,9 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
 
 // The checkpoint after one's own publication `c` (built on a verified
 // snapshot). A failure to write it is not an error: the next command replays.
+// Nothing verified with --allow-test-clock is ever written as a checkpoint
+// (here, by verified_tip_snapshot or by record_verified): it would let a
+// later command without the flag accept test-clock attestations unseen.
 void record_publication(Context& ctx, const Candidate& c);
 
 // The checkpoint after `git-locks verify` found the whole history valid.
