@@ -246,7 +246,11 @@ class GuardTimeTrustTest(GuardTimeBase, Refusals):
         self.assertEqual(self.attested("bob", "claim", "--ttl", "60000", "b").code, 0)
 
     def test_test_clock_accepted_only_with_allow_test_clock(self):
-        os.remove(checkpoint_file(self.repo.path))  # replayed from the root
+        # Nothing run with --allow-test-clock (the activation, alice's claim, this status) left a
+        # checkpoint: it is still where `init` put it, so a command without the flag replays them.
+        self.assertEqual(self.repo.run("bob", "--json", "status", "--allow-test-clock").code, 0)
+        with open(checkpoint_file(self.repo.path)) as f:
+            self.assertEqual(json.load(f)["trust"]["commit"], self.p.chain()[0])
         r = self.repo.run("bob", "--json", "status")
         self.assertEqual(r.code, 2, r)
         self.assertEqual((r.error["code"], r.error["verdict"]), ("invalid-history", "attestation-mismatch"), r)

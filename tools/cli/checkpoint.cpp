@@ -167,12 +167,15 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
     }
     return e;
   }
-  if (trusted->trust && file.ok() && !(anchor && *anchor == *trusted->trust))
+  // A replay that accepted a test clock never becomes a checkpoint: a later
+  // command without --allow-test-clock would trust what it would refuse.
+  if (trusted->trust && file.ok() && !ctx.allow_test_clock && !(anchor && *anchor == *trusted->trust))
     (void)save_checkpoint(*file, *trusted->trust);  // best effort: without it the next command replays
   return std::move(trusted->snapshot);
 }
 
 void record_publication(Context& ctx, const Snapshot& base, const Candidate& c) {
+  if (ctx.allow_test_clock) return;  // built on a history verified with a test clock accepted
   auto store = ctx.store();
   if (!store.ok()) return;
   auto t = trust_after(**store, base, c);
@@ -186,6 +189,7 @@ std::optional<TrustState> load_trust_checkpoint(Context& ctx) {
 }
 
 Status record_verified(Context& ctx, const TrustState& trust) {
+  if (ctx.allow_test_clock) return Ok{};  // as in verified_tip_snapshot
   GITLOCKS_TRY(file, checkpoint_file(ctx));
   return save_checkpoint(file, trust);
 }

@@ -33,7 +33,9 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
 
 // The checkpoint after one's own publication `c`, built on the verified
 // snapshot `base`. A failure to write it is not an error: the next command
-// replays.
+// replays. Nothing verified with --allow-test-clock is ever written as a
+// checkpoint (here, by verified_tip_snapshot or by record_verified): it would
+// let a later command without the flag accept test-clock attestations unseen.
 void record_publication(Context& ctx, const Snapshot& base, const Candidate& c);
 
 // The clone's checkpoint for the current store, as written (nullopt when
