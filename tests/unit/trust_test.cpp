@@ -20,31 +20,17 @@ using gitlocks::test::Store;
 
 namespace {
 
-struct Notary {
-  gitlocks::KeyPair key;
-  gitlocks::Pins pins;
-  std::int64_t* clock;
-  explicit Notary(const std::string& name, std::int64_t* c)
-      : key(gitlocks::test::actor_key(name)), pins{"locks." + name, gitlocks::to_hex(key.public_key)}, clock(c) {}
-  gitlocks::AdmitFn fn() {
-    return [this](const std::string& stored) -> gitlocks::Result<std::string> {
-      auto req = gitlocks::open_admission_request(stored);
-      if (!req.ok()) return req.error();
-      return gitlocks::make_attestation(*req, pins, *clock, false, key);
-    };
-  }
-};
+using gitlocks::test::TestNotary;
 
-void enable_guard_time(Store& s, Notary& n) {
+// A store under guard time (notary `n`, its clock at s.now) with alice's
+// claim of "a" on top; returns that honest tip.
+Oid guarded_claim(Store& s, TestNotary& n) {
+  n.clock = s.now;
   s.admit = n.fn();
-  auto r = s.submit("owner", "guard-time",
-                    json{{"admin",
-                          {{"op", "guard-time-enable"},
-                           {"audience", n.pins.audience},
-                           {"service_key", n.pins.service_key},
-                           {"disclosure", "GUARD_WINDOW"},
-                           {"expected_policy_hash", s.snapshot().policy_hash}}}});
-  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  auto enabled = gitlocks::test::enable_guard_time(s, "owner", n.pins);
+  REQUIRE_MESSAGE(enabled.ok(), enabled.error().message);
+  REQUIRE(s.claim("alice", "a", 60'000).ok());
+  return *s.tip();
 }
 
 // A commit on top of the tip with `state` and the packet (and attestation)
@@ -151,11 +137,8 @@ TEST_CASE("trust: an unsigned commit deleting another holder's live lease is inv
 
 TEST_CASE("trust: a policy without guard time on a guarded store is invalid history - pins come from the chain") {
   Store s;
-  std::int64_t clock = s.now;
-  Notary n("notary", &clock);
-  enable_guard_time(s, n);
-  REQUIRE(s.claim("alice", "a", 60'000).ok());
-  const Oid honest = *s.tip();
+  TestNotary n;
+  const Oid honest = guarded_claim(s, n);
   json policy = gitlocks::StateReader(s.objects(), s.state()).policy().value();
   REQUIRE(policy.contains("guard_time"));
   policy.erase("guard_time");
@@ -167,11 +150,8 @@ TEST_CASE("trust: a policy without guard time on a guarded store is invalid hist
 
 TEST_CASE("trust: an attestation with T = 2^53-1 by a key the history never pinned is invalid history") {
   Store s;
-  std::int64_t clock = s.now;
-  Notary n("notary", &clock);
-  enable_guard_time(s, n);
-  REQUIRE(s.claim("alice", "a", 60'000).ok());
-  const Oid honest = *s.tip();
+  TestNotary n;
+  const Oid honest = guarded_claim(s, n);
   // A correctly signed claim of bob's, attested by a notary nobody pinned at the end of time.
   auto snap = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
   REQUIRE(snap.ok());
@@ -181,8 +161,10 @@ TEST_CASE("trust: an attestation with T = 2^53-1 by a key the history never pinn
   auto cand = gitlocks::build_candidate(s.objects(), snap->snapshot, gitlocks::test::actor_key("bob"), "claim",
                                         std::string(64, '7'), body, s.now, n.fn(), nullptr, false);
   REQUIRE(cand.ok());
-  std::int64_t end_of_time = gitlocks::kMaxSafeInteger;
-  Notary rogue("rogue", &end_of_time);
+  const std::int64_t end_of_time = gitlocks::kMaxSafeInteger;
+  TestNotary rogue("rogue", "locks.rogue");
+  rogue.clock = end_of_time;
+  rogue.check_interval = false;  // it signs whatever it is asked
   auto request = gitlocks::make_admission_request(cand->packet, cand->packet_stored, gitlocks::test::actor_key("bob"));
   REQUIRE(request.ok());
   auto att = rogue.fn()(*request);
@@ -222,15 +204,11 @@ TEST_CASE("trust: a tip that does not descend from the anchor is a rewrite") {
 
 TEST_CASE("trust: a test-clock attestation is accepted only when the caller allows the test clock") {
   Store s;
-  std::int64_t clock = s.now;
-  Notary n("notary", &clock);
-  auto test_clock = [&](const std::string& stored) -> gitlocks::Result<std::string> {
-    auto req = gitlocks::open_admission_request(stored);
-    if (!req.ok()) return req.error();
-    return gitlocks::make_attestation(*req, n.pins, clock, true, n.key);
-  };
-  enable_guard_time(s, n);
-  s.admit = test_clock;
+  TestNotary n;
+  n.clock = s.now;
+  s.admit = n.fn();
+  REQUIRE(gitlocks::test::enable_guard_time(s, "owner", n.pins).ok());
+  n.test_clock = true;
   auto claimed = s.claim("alice", "a", 60'000);
   REQUIRE(claimed.ok());
   auto e = refused(s);
