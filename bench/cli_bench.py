@@ -164,6 +164,27 @@ def trust_sections(binary, root, args):
               f"   ({n / max(c - wm, 1e-9):,.0f} commits/s replayed)")
 
 
+def queries_section(empty, big, args):
+    """Issue 16 goal 5: queries answered by index on a big store vs an empty one."""
+    leases = {}
+    for store in (empty, big):
+        out = store.gl("--json", "claim", "--ttl", "1h", "bench/q")[2]
+        lease = json.loads(out)["leases"][0]
+        leases[store.path] = (lease["lease"], lease["generation"])
+    rows = {"status PATH": lambda st: st.gl("--json", "status", "bench/q"),
+            "fence": lambda st: st.gl("fence", "bench/q", str(leases[st.path][1])),
+            "extend LEASE-ID": lambda st: st.gl("extend", "--ttl", "1h", leases[st.path][0])}
+    print(f"\n5. queries on a store with {args.leases:,} live leases vs an empty store "
+          f"({args.cycles} interleaved runs, medians; goal <= 1.3x each)")
+    for label, run in rows.items():
+        small, large = [], []
+        for _ in range(args.cycles):
+            small.append(run(empty)[0])
+            large.append(run(big)[0])
+        e, g = statistics.median(small), statistics.median(large)
+        print(f"   {label:<16} empty {ms(e)}, {args.leases:,} leases {ms(g)}   {g / e:5.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary")
@@ -240,6 +261,7 @@ def main():
         status_wall, status_rss, _ = big.gl("--json", "status")
         print(f"   (for scale: a full `status` of the big store takes {status_wall:.2f} s, "
               f"peak RSS {status_rss / 1024:.1f} MiB)")
+        queries_section(empty, big, args)
         trust_sections(binary, root, args)
     finally:
         shutil.rmtree(root, ignore_errors=True)

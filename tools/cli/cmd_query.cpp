@@ -5,6 +5,7 @@
 #include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
 #include "leases.h"
 #include "publish.h"
@@ -27,49 +28,6 @@ std::string pad(std::string s, std::size_t width) {
 }  // namespace
 
 namespace {
-
-// Every lease of the state as a status entry (docs/CLI.md), sorted by
-// resource and generation; expired ones only with `all`, path leases only
-// those overlapping `filters` (semaphores only without filters).
-Result<json> status_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters, bool all,
-                           const std::string& me) {
-  json leases = json::array();
-  Status walk = reader.for_each_record([&](const json& rec) {
-    const std::string kind = rec.value("kind", "");
-    if (kind != "path" && kind != "sem") return true;
-    for (const auto& l : rec["leases"]) {
-      const bool live = lease_live(l, now);
-      if (!live && !all) continue;
-      json e = {{"kind", kind}, {"resource", kind + ":" + rec["name"].get<std::string>()},
-                {"lease", l["id"]}, {"holder", l["holder"]}, {"name", l["name"]},
-                {"generation", l["generation"]}, {"expires_at", l["expires_at"]},
-                {"expires_in_ms", l["expires_at"].get<std::int64_t>() - now}, {"created_at", l["created_at"]},
-                {"live", live}, {"mine", l["holder"] == me}};
-      if (kind == "path") {
-        auto lp = parse_repo_path(l["path"].get<std::string>());
-        if (!filters.empty() && (!lp.ok() || std::none_of(filters.begin(), filters.end(), [&](const RepoPath& f) {
-                                   return paths_overlap(f, *lp);
-                                 })))
-          continue;
-        e["path"] = l["path"];
-        e["mode"] = l["mode"];
-      } else {
-        if (!filters.empty()) continue;
-        e["sem"] = rec["name"];
-        e["limit"] = rec["limit"];
-      }
-      if (l.contains("note")) e["note"] = l["note"];
-      leases.push_back(std::move(e));
-    }
-    return true;
-  });
-  if (!walk.ok()) return walk.error();
-  std::sort(leases.begin(), leases.end(), [](const json& x, const json& y) {
-    return std::make_pair(x["resource"].get<std::string>(), x["generation"].get<std::int64_t>()) <
-           std::make_pair(y["resource"].get<std::string>(), y["generation"].get<std::int64_t>());
-  });
-  return leases;
-}
 
 std::string status_table(const json& leases) {
   if (leases.empty()) return "";
@@ -120,7 +78,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
     if (!families.ok()) return ctx.fail(make_error(Errc::store_read, "policy.json families: " + families.error().message));
     (*policy)["families"] = *families;
   }
-  auto leases = status_leases(reader, *now, filters, a->has("all"), me);
+  auto leases = list_leases(reader, *now, filters, a->has("all"), me);  // the core query (by index with paths)
   if (!leases.ok()) return ctx.fail(leases.error());
   out["store"] = snap->store_id;
   out["commit"] = *snap->commit;

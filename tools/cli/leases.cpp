@@ -15,8 +15,6 @@ bool is_lease_id(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-bool lease_live(const json& lease, std::int64_t now) { return now <= lease["expires_at"].get<std::int64_t>(); }
-
 Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
   StateReader reader(store_, snap_.state, opened_codec(snap_));
   return reader.record(resource);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gitlocks/canon.hpp"
+#include "gitlocks/query.hpp"  // lease_live
 #include "gitlocks/store.hpp"
 #include "gitlocks/transition.hpp"
 
@@ -51,10 +52,6 @@ class LeaseResolver {
   std::string actor_;
   std::optional<std::map<std::string, json>> ids_;  // lease id -> {"path"|"sem"}
 };
-
-// True while a lease is live at `now`: the planner treats a lease as in the
-// way until T > expires_at (reclaim and sweep need strictly after expiry).
-bool lease_live(const json& lease, std::int64_t now);
 
 // While alive, `store` computes object ids without writing anything (the
 // core's hash-only mode): for asking the planner whether something would be

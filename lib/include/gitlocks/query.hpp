@@ -1,0 +1,36 @@
+// gitlocks/query.hpp — answers read from one verified state, for every host
+// (the CLI's status today; the start of one query module for all of them).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gitlocks/canon.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/result.hpp"
+#include "gitlocks/state.hpp"
+
+namespace gitlocks {
+
+// True while a lease is live at `now`: the planner treats a lease as in the
+// way until T > expires_at (reclaim and sweep need strictly after expiry).
+bool lease_live(const json& lease, std::int64_t now);
+
+// The rows of `status` (docs/CLI.md): the leases of the state `reader`
+// reads, sorted by resource then generation, each
+//   {"kind","resource","lease","holder","name","generation","expires_at",
+//    "expires_in_ms","created_at","live","mine","path","mode"|"sem","limit",
+//    "note"?}
+// expired ones only with `include_expired`; with `filters`, only the path
+// leases overlapping one of them (no semaphores). `me` marks "mine".
+//
+// With filters the answer comes from the index, not from a scan: the record
+// of each filter and of each of its ancestors (where the leases overlapping
+// it from above live), and the records below a filter only when that
+// filter's intention markers (`below`) say some holder has leases there —
+// then, and only then, every record is read.
+Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
+                         bool include_expired, const std::string& me);
+
+}  // namespace gitlocks

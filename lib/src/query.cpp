@@ -1,0 +1,107 @@
+#include "gitlocks/query.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace gitlocks {
+namespace {
+
+json lease_row(const json& rec, const json& l, std::int64_t now, const std::string& me) {
+  const std::string kind = rec["kind"].get<std::string>();
+  const bool live = lease_live(l, now);
+  json e = {{"kind", kind},
+            {"resource", kind + ":" + rec["name"].get<std::string>()},
+            {"lease", l["id"]},
+            {"holder", l["holder"]},
+            {"name", l["name"]},
+            {"generation", l["generation"]},
+            {"expires_at", l["expires_at"]},
+            {"expires_in_ms", l["expires_at"].get<std::int64_t>() - now},
+            {"created_at", l["created_at"]},
+            {"live", live},
+            {"mine", l["holder"] == me}};
+  if (kind == "path") {
+    e["path"] = l["path"];
+    e["mode"] = l["mode"];
+  } else {
+    e["sem"] = rec["name"];
+    e["limit"] = rec["limit"];
+  }
+  if (l.contains("note")) e["note"] = l["note"];
+  return e;
+}
+
+bool overlaps_any(const json& lease, const std::vector<RepoPath>& filters) {
+  auto lp = parse_repo_path(lease["path"].get<std::string>());
+  return lp.ok() &&
+         std::any_of(filters.begin(), filters.end(), [&](const RepoPath& f) { return paths_overlap(f, *lp); });
+}
+
+void sort_rows(json& rows) {
+  std::sort(rows.begin(), rows.end(), [](const json& x, const json& y) {
+    return std::make_pair(x["resource"].get<std::string>(), x["generation"].get<std::int64_t>()) <
+           std::make_pair(y["resource"].get<std::string>(), y["generation"].get<std::int64_t>());
+  });
+}
+
+// Every record read: what a listing without filters, or with a filter that
+// has leases below it, needs.
+Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters, bool include_expired,
+                  const std::string& me) {
+  json rows = json::array();
+  GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
+    const std::string kind = rec.value("kind", "");
+    if (kind != "path" && kind != "sem") return true;
+    if (kind == "sem" && !filters.empty()) return true;
+    for (const auto& l : rec["leases"]) {
+      if (!include_expired && !lease_live(l, now)) continue;
+      if (kind == "path" && !filters.empty() && !overlaps_any(l, filters)) continue;
+      rows.push_back(lease_row(rec, l, now, me));
+    }
+    return true;
+  }));
+  sort_rows(rows);
+  return rows;
+}
+
+}  // namespace
+
+bool lease_live(const json& lease, std::int64_t now) { return now <= lease["expires_at"].get<std::int64_t>(); }
+
+Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
+                         bool include_expired, const std::string& me) {
+  if (filters.empty()) return scan(reader, now, filters, include_expired, me);
+  // The records that can hold a lease overlapping a filter without a scan:
+  // the filter's own and its ancestors' (by resource, each read once).
+  std::map<std::string, std::optional<json>> records;
+  for (const auto& f : filters) {
+    for (std::size_t n = 1; n <= f.components.size(); ++n) {
+      RepoPath prefix;
+      prefix.components.assign(f.components.begin(), f.components.begin() + static_cast<std::ptrdiff_t>(n));
+      const std::string resource = path_resource(prefix.key());
+      auto at = records.find(resource);
+      if (at == records.end()) {
+        GITLOCKS_TRY(rec, reader.record(resource));
+        at = records.emplace(resource, std::move(rec)).first;
+      }
+      // Leases strictly below a filter are known only to its markers: when
+      // any holder has some, the listing needs every record.
+      const std::optional<json>& rec = at->second;
+      if (n == f.components.size() && rec && rec->contains("below") && !(*rec)["below"].empty())
+        return scan(reader, now, filters, include_expired, me);
+    }
+  }
+  json rows = json::array();
+  for (const auto& [resource, rec] : records) {
+    if (!rec || rec->value("kind", "") != "path") continue;
+    for (const auto& l : (*rec)["leases"]) {
+      if (!include_expired && !lease_live(l, now)) continue;
+      if (!overlaps_any(l, filters)) continue;
+      rows.push_back(lease_row(*rec, l, now, me));
+    }
+  }
+  sort_rows(rows);
+  return rows;
+}
+
+}  // namespace gitlocks

@@ -1,0 +1,127 @@
+// The lease listing of `status` (gitlocks/query.hpp): with path filters it
+// reads the index — the filter's record and its ancestors' — and falls back
+// to reading every record only when the filter's markers say leases lie
+// below it. Checked against the unfiltered listing filtered here by
+// paths_overlap (an independent derivation), and by counting reads.
+#include "gitlocks/query.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fixture.h"
+#include "gitlocks/path.hpp"
+
+using gitlocks::json;
+using gitlocks::RepoPath;
+using gitlocks::test::Store;
+
+namespace {
+
+// Passes everything through, counting reads.
+class CountingStore final : public gitlocks::ObjectStore {
+ public:
+  explicit CountingStore(gitlocks::ObjectStore& s) : s_(s) {}
+  gitlocks::Result<std::string> read_blob(const gitlocks::Oid& id) override {
+    ++reads;
+    return s_.read_blob(id);
+  }
+  gitlocks::Result<gitlocks::Tree> read_tree(const gitlocks::Oid& id) override {
+    ++reads;
+    return s_.read_tree(id);
+  }
+  gitlocks::Result<gitlocks::Commit> read_commit(const gitlocks::Oid& id) override { return s_.read_commit(id); }
+  gitlocks::Result<gitlocks::Oid> write_blob(std::string_view d) override { return s_.write_blob(d); }
+  gitlocks::Result<gitlocks::Oid> write_tree(const gitlocks::Tree& t) override { return s_.write_tree(t); }
+  gitlocks::Result<gitlocks::Oid> write_commit(const gitlocks::Commit& c) override { return s_.write_commit(c); }
+  gitlocks::Result<std::optional<gitlocks::Oid>> read_ref(std::string_view n) override { return s_.read_ref(n); }
+  std::size_t objects_written() const override { return s_.objects_written(); }
+  void set_hash_only(bool on) override { s_.set_hash_only(on); }
+  std::size_t reads = 0;
+
+ private:
+  gitlocks::ObjectStore& s_;
+};
+
+RepoPath path(const std::string& p) { return gitlocks::parse_repo_path(p).value(); }
+
+// The unfiltered listing, filtered by overlap with any of `filters`.
+json expected(const json& all, const std::vector<RepoPath>& filters) {
+  json out = json::array();
+  for (const auto& row : all) {
+    if (row["kind"] != "path") continue;
+    const RepoPath lp = path(row["path"].get<std::string>());
+    for (const auto& f : filters)
+      if (gitlocks::paths_overlap(f, lp)) {
+        out.push_back(row);
+        break;
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("query: filtered listings equal the full listing filtered by overlap on random stores") {
+  std::mt19937 rng(20261201);
+  const std::vector<std::string> names = {"a", "b", "c"};
+  auto random_path = [&](bool dir) {
+    std::string p;
+    const int depth = 1 + static_cast<int>(rng() % 3);
+    for (int i = 0; i < depth; ++i) p += (i ? "/" : "") + names[rng() % names.size()];
+    return dir ? p + "/" : p;
+  };
+  for (int round = 0; round < 12; ++round) {
+    Store s;
+    for (int i = 0; i < 10; ++i) {
+      s.now += 10;
+      const std::string actor = "actor" + std::to_string(rng() % 4);
+      (void)s.claim(actor, random_path(rng() % 3 == 0), 1000 + static_cast<std::int64_t>(rng() % 5) * 1000,
+                    rng() % 2 ? "shared" : "exclusive");  // refusals are fine: some claims conflict
+    }
+    REQUIRE(
+        s.op("actor0", {{"op", "sem-acquire"}, {"sem", "runners"}, {"limit", 2}, {"expires_at", s.now + 9000}}).ok());
+    for (const std::int64_t now : {s.now, s.now + 2500}) {  // some leases expired at the later instant
+      for (const bool all : {false, true}) {
+        gitlocks::StateReader reader(s.objects(), s.state());
+        const json full = gitlocks::list_leases(reader, now, {}, all, "actor1").value();
+        for (int q = 0; q < 8; ++q) {
+          std::vector<RepoPath> filters = {path(random_path(rng() % 2 == 0))};
+          if (q % 3 == 0) filters.push_back(path(random_path(false)));
+          gitlocks::StateReader fresh(s.objects(), s.state());
+          const json got = gitlocks::list_leases(fresh, now, filters, all, "actor1").value();
+          CHECK_MESSAGE(got == expected(full, filters), "round " << round << " filter " << filters[0].display());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("query: status of one path reads its records and not the other leases") {
+  Store s;
+  for (int i = 0; i < 300; ++i) REQUIRE(s.claim("bulk", "bulk/" + std::to_string(i) + ".txt", 60'000).ok());
+  REQUIRE(s.claim("alice", "src/parser/lexer.c", 60'000).ok());
+  REQUIRE(s.claim("bob", "src/", 60'000, "shared").ok() == false);  // alice's exclusive lease is below src/
+  REQUIRE(s.claim("bob", "docs/", 60'000, "shared").ok());
+  CountingStore counted(s.objects());
+  gitlocks::StateReader reader(counted, s.state());
+  const json rows =
+      gitlocks::list_leases(reader, s.now, {path("src/parser/lexer.c")}, false, gitlocks::test::actor_hex("alice"))
+          .value();
+  REQUIRE(rows.size() == 1);
+  CHECK(rows[0]["path"] == "src/parser/lexer.c");
+  CHECK(rows[0]["mine"] == true);
+  const std::size_t indexed = counted.reads;
+  // The whole listing reads every record (300 and more blobs).
+  CountingStore all_counted(s.objects());
+  gitlocks::StateReader all_reader(all_counted, s.state());
+  CHECK(gitlocks::list_leases(all_reader, s.now, {}, false, "alice").value().size() == 302);
+  CHECK(all_counted.reads > 300);
+  CHECK(indexed < 30);
+  // A directory with leases below it needs them all: the listing still finds them.
+  gitlocks::StateReader below(s.objects(), s.state());
+  const json under = gitlocks::list_leases(below, s.now, {path("bulk/")}, false, "").value();
+  CHECK(under.size() == 300);
+}
