@@ -39,8 +39,10 @@ bool overlaps_any(const json& lease, const std::vector<RepoPath>& filters) {
 
 void sort_rows(json& rows) {
   std::sort(rows.begin(), rows.end(), [](const json& x, const json& y) {
-    return std::make_pair(x["resource"].get<std::string>(), x["generation"].get<std::int64_t>()) <
-           std::make_pair(y["resource"].get<std::string>(), y["generation"].get<std::int64_t>());
+    const auto& rx = x["resource"].get_ref<const std::string&>();
+    const auto& ry = y["resource"].get_ref<const std::string&>();
+    if (rx != ry) return rx < ry;
+    return x["generation"].get<std::int64_t>() < y["generation"].get<std::int64_t>();
   });
 }
 
