@@ -23,6 +23,8 @@ cleanup() {
 trap cleanup EXIT
 
 # -- helpers -----------------------------------------------------------------
+# Any command that fails unexpectedly names itself (set -e alone would stop silently).
+trap 'echo "FAILED: line $LINENO: $BASH_COMMAND (exit $?)" >&2' ERR
 step() { printf '\n== %s\n' "$*"; }
 die() { echo "FAILED: $*" >&2; exit 1; }
 # field KEY... : one value of the JSON document on stdin (lists by index).
@@ -103,8 +105,8 @@ as olivia guard-time resume enable-1
   die "resume does not name the tip"
 
 # -- claim, renew, expiry, reclaim, fencing ----------------------------------
-step "alice claims deploy/prod for 4 s (T is the notary's)"
-claim=$(as alice --json claim --ttl 4s --note "release 1.2" deploy/prod)
+step "alice claims deploy/prod for 8 s (T is the notary's)"
+claim=$(as alice --json claim --ttl 8s --note "release 1.2" deploy/prod)
 lease=$(echo "$claim" | field leases 0 lease)
 [ "$(echo "$claim" | field leases 0 generation)" = 1 ] || die "generation is not 1"
 e1=$(echo "$claim" | field leases 0 expires_at)
@@ -114,14 +116,14 @@ step "bob cannot take it while it is live"
 refused 1 held-path bob claim deploy/prod
 
 step "alice renews well before expiry (same lease, same generation, later expiry)"
-ext=$(as alice --json extend --ttl 4s "$lease")
+ext=$(as alice --json extend --ttl 8s "$lease")
 [ "$(echo "$ext" | field leases 0 generation)" = 1 ] || die "renewal changed the generation"
 e2=$(echo "$ext" | field leases 0 expires_at)
 [ "$e2" -gt "$e1" ] || die "renewal did not move the expiry"
 echo "expires at $e2"
 
 step "alice renews once more just before expiry (T <= expires_at is its guard)"
-sleep_until $((e2 - 1200))
+sleep_until $((e2 - 2500))
 ext=$(as alice --json extend --ttl 3s "$lease")
 t=$(echo "$ext" | field admitted_at_ms)
 e3=$(echo "$ext" | field leases 0 expires_at)

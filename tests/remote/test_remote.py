@@ -175,9 +175,10 @@ class EndToEnd(RemoteTest):
         self.assertOk(alice.run("--remote", "origin", "init"))
         before = len(srv.history())
         marker = os.path.join(self.root, "ran")
-        # TTL 1.5 s, renewed every 0.5 s while the command runs for 1.6 s.
+        # TTL 1.5 s, renewed every 0.5 s while the command runs for 3.2 s: at least two renewals even
+        # when each one (fetch, verify from the checkpoint, push) takes a second on a loaded machine.
         r = alice.run("--remote", "origin", "run", "--ttl", "1500ms", "--claim", "build/", "--",
-                      "sh", "-c", f"sleep 1.6; touch {marker}")
+                      "sh", "-c", f"sleep 3.2; touch {marker}")
         self.assertOk(r)
         self.assertTrue(os.path.exists(marker))
         commands = []
