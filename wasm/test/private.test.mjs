@@ -80,7 +80,7 @@ before(() => {
 
 // `git-locks --json verify` as `who`: its verdict lines and its summary.
 function nativeVerify(who) {
-  const r = cliRun(who, ['--json', 'verify'], 1_800_000_000_000);
+  const r = cliRun(who, ['--json', 'verify', '--full'], 1_800_000_000_000);
   assert.ok(r.status === 0 || r.status === 1, `verify exited ${r.status}: ${r.stderr}`);
   const lines = r.stdout.split('\n').filter((l) => l.length > 0);
   const summary = JSON.parse(r.stderr.trim().split('\n').pop());
@@ -304,7 +304,7 @@ for (const [name, signer, edit, reason] of [
       assert.equal(bad[0].commit, f.forged);
       assert.equal(bad[0].reason, reason, `${who}: ${JSON.stringify(bad[0])}`);
       assert.equal(bad[0].level, who === 'owner' ? 'full' : 'structural');
-      const native = spawnSync(cli, ['--repo', f.repo, '--key', keyFile(who), '--json', 'verify'], { encoding: 'utf8' });
+      const native = spawnSync(cli, ['--repo', f.repo, '--key', keyFile(who), '--json', 'verify', '--full'], { encoding: 'utf8' });
       assert.equal(native.status, 1, native.stderr);
       assert.equal(r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''), native.stdout, who);
     }

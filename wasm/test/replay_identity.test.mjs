@@ -118,7 +118,7 @@ test('a store made by the git-locks CLI replays identically', (t) => {
   assert.equal(r.verdicts.length, 9);
   // `git-locks verify --json` prints one verdict line per commit on stdout
   // (the summary goes to stderr): the same bytes as the WASM replay's.
-  const cliText = gl_('dave', ['--json', 'verify']);
+  const cliText = gl_('dave', ['--json', 'verify', '--full']);
   assert.equal(cliText.split('\n').length, 9 + 1, cliText);
   assert.equal(cliText, wasmLines(bundle).text);
 });

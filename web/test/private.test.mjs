@@ -55,7 +55,7 @@ function privateRepo() {
 
 // `git-locks verify --json` with a key: verdicts and summary.
 function nativeVerify(who) {
-  const r = spawnSync(cli, ['--repo', store.repo, '--key', store.key(who), '--json', 'verify'], { encoding: 'utf8' });
+  const r = spawnSync(cli, ['--repo', store.repo, '--key', store.key(who), '--json', 'verify', '--full'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   return {
     verdicts: r.stdout.trim().split('\n').map((l) => JSON.parse(l)),
