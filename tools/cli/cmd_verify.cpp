@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <system_error>
-#include <git2.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -147,9 +146,6 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv, {{"from", true}, {"accept-rewrite", false}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
-  // libgit2's object cache (256 MiB by default) would otherwise grow with the
-  // history: every commit and tree of the walk stays in it.
-  git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, static_cast<ssize_t>(16) << 20);
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto ref = ctx.read_tip();
