@@ -230,13 +230,33 @@ class GitStore final : public ObjectStore {
  private:
   // Git's canonical tree encoding: entries sorted by name, a tree's name
   // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
+  // Compares as if a tree's name ended in '/', without building that key
+  // (this runs for every entry of every re-planned tree).
+  static bool git_order(const TreeEntry* a, const TreeEntry* b) {
+    const std::string& x = a->name;
+    const std::string& y = b->name;
+    const std::size_t nx = x.size() + (a->is_tree ? 1 : 0);
+    const std::size_t ny = y.size() + (b->is_tree ? 1 : 0);
+    const std::size_t n = std::min(nx, ny);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto cx = static_cast<unsigned char>(i < x.size() ? x[i] : '/');
+      const auto cy = static_cast<unsigned char>(i < y.size() ? y[i] : '/');
+      if (cx != cy) return cx < cy;
+    }
+    return nx < ny;
+  }
+
   Result<Oid> hash_tree(const Tree& tree) {
     std::vector<const TreeEntry*> sorted;
+    sorted.reserve(tree.size());
     for (const auto& e : tree) sorted.push_back(&e);
-    auto sort_key = [](const TreeEntry* e) { return e->is_tree ? e->name + "/" : e->name; };
-    std::sort(sorted.begin(), sorted.end(),
-              [&](const TreeEntry* a, const TreeEntry* b) { return sort_key(a) < sort_key(b); });
+    // Entries usually arrive in order (a tree as read, one entry changed):
+    // sort only when they do not.
+    bool in_order = true;
+    for (std::size_t i = 1; i < sorted.size() && in_order; ++i) in_order = git_order(sorted[i - 1], sorted[i]);
+    if (!in_order) std::sort(sorted.begin(), sorted.end(), git_order);
     std::string buf;
+    buf.reserve(tree.size() * 64);
     for (const auto* e : sorted) {
       if (e->name.empty() || e->name.find('/') != std::string::npos || e->name.find('\0') != std::string::npos)
         return make_error(Errc::store_write, "invalid tree entry name '" + e->name + "'");

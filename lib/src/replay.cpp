@@ -39,12 +39,19 @@ class HashOnlyScope {
 // Read-through cache of trees and blobs for the walk: a commit's planner,
 // its timeline diff and the next commit's planner read the same objects.
 // Two generations of at most kCacheEntries each, so memory is bounded and
-// independent of the history's length. Writes (hash-only) pass through.
+// independent of the history's length. Trees are shared, never copied, on a
+// hit. Writes (hash-only) pass through.
 class CachingStore final : public ObjectStore {
  public:
   explicit CachingStore(ObjectStore& s) : s_(s) {}
   Result<std::string> read_blob(const Oid& id) override { return cached(blobs_, id, [&] { return s_.read_blob(id); }); }
-  Result<Tree> read_tree(const Oid& id) override { return cached(trees_, id, [&] { return s_.read_tree(id); }); }
+  Result<Tree> read_tree(const Oid& id) override {
+    GITLOCKS_TRY(t, read_tree_shared(id));
+    return Tree(*t);
+  }
+  Result<SharedTree> read_tree_shared(const Oid& id) override {
+    return cached(trees_, id, [&] { return s_.read_tree_shared(id); });
+  }
   Result<Commit> read_commit(const Oid& id) override { return s_.read_commit(id); }
   Result<Oid> write_blob(std::string_view data) override { return s_.write_blob(data); }
   Result<Oid> write_tree(const Tree& tree) override { return s_.write_tree(tree); }
@@ -81,7 +88,7 @@ class CachingStore final : public ObjectStore {
   }
   ObjectStore& s_;
   Generations<std::string> blobs_;
-  Generations<Tree> trees_;
+  Generations<SharedTree> trees_;
 };
 
 struct ChainState {

@@ -100,9 +100,9 @@ Result<const RecordCodec*> StateReader::codec() {
 
 Result<const Tree*> StateReader::tree(const Oid& id) {
   auto it = trees_.find(id);
-  if (it != trees_.end()) return &it->second;
-  GITLOCKS_TRY(t, store_.read_tree(id));
-  return &trees_.emplace(id, std::move(t)).first->second;
+  if (it != trees_.end()) return it->second.get();
+  GITLOCKS_TRY(t, store_.read_tree_shared(id));
+  return trees_.emplace(id, std::move(t)).first->second.get();
 }
 
 Result<std::optional<Oid>> StateReader::lookup(const std::vector<std::string>& path) {

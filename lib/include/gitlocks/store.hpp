@@ -23,6 +23,8 @@ struct TreeEntry {
 };
 // Entries in any order; the store writes them in Git's order.
 using Tree = std::vector<TreeEntry>;
+// A tree shared by the readers of a cache (never modified once read).
+using SharedTree = std::shared_ptr<const Tree>;
 
 struct Commit {
   Oid tree;
@@ -36,6 +38,13 @@ class ObjectStore {
   virtual ~ObjectStore() = default;
   virtual Result<std::string> read_blob(const Oid& id) = 0;
   virtual Result<Tree> read_tree(const Oid& id) = 0;
+  // The same tree, shared rather than copied: a caching store hands out the
+  // tree it holds (the verifier reads each state tree several times).
+  virtual Result<SharedTree> read_tree_shared(const Oid& id) {
+    auto t = read_tree(id);
+    if (!t.ok()) return t.error();
+    return SharedTree(std::make_shared<const Tree>(std::move(t).value()));
+  }
   virtual Result<Commit> read_commit(const Oid& id) = 0;
   virtual Result<Oid> write_blob(std::string_view data) = 0;
   virtual Result<Oid> write_tree(const Tree& tree) = 0;
