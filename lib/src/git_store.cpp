@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "gitlocks/store.hpp"
+#include "tree_edit.h"
 
 namespace gitlocks {
 namespace {
@@ -208,6 +209,11 @@ class GitStore final : public ObjectStore {
     return std::optional<Oid>{oid_hex(oid)};
   }
 
+  bool has_object(const Oid& id) override {
+    auto oid = parse_oid(id);
+    return oid.ok() && git_odb_exists(odb_, &oid.value()) == 1;
+  }
+
   std::size_t objects_written() const override { return written_; }
   void set_hash_only(bool on) override { hash_only_ = on; }
 
@@ -230,21 +236,7 @@ class GitStore final : public ObjectStore {
  private:
   // Git's canonical tree encoding: entries sorted by name, a tree's name
   // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
-  // Compares as if a tree's name ended in '/', without building that key
-  // (this runs for every entry of every re-planned tree).
-  static bool git_order(const TreeEntry* a, const TreeEntry* b) {
-    const std::string& x = a->name;
-    const std::string& y = b->name;
-    const std::size_t nx = x.size() + (a->is_tree ? 1 : 0);
-    const std::size_t ny = y.size() + (b->is_tree ? 1 : 0);
-    const std::size_t n = std::min(nx, ny);
-    for (std::size_t i = 0; i < n; ++i) {
-      const auto cx = static_cast<unsigned char>(i < x.size() ? x[i] : '/');
-      const auto cy = static_cast<unsigned char>(i < y.size() ? y[i] : '/');
-      if (cx != cy) return cx < cy;
-    }
-    return nx < ny;
-  }
+  static bool git_order(const TreeEntry* a, const TreeEntry* b) { return detail::git_entry_less(*a, *b); }
 
   Result<Oid> hash_tree(const Tree& tree) {
     std::vector<const TreeEntry*> sorted;

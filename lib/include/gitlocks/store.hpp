@@ -51,6 +51,9 @@ class ObjectStore {
   // Author and committer are "git-locks <git-locks@invalid>" at time_seconds,
   // so a commit is a pure function of its inputs.
   virtual Result<Oid> write_commit(const Commit& commit) = 0;
+  // True when the object is in the store; false when it is not or the
+  // store cannot tell without reading it (then read it).
+  virtual bool has_object(const Oid& id) { return (void)id, false; }
   // The ref's target, or nullopt if it does not exist.
   virtual Result<std::optional<Oid>> read_ref(std::string_view name) = 0;
   // Number of objects written through this store (for tests and benchmarks).
