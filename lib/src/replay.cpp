@@ -77,6 +77,16 @@ class CachingStore final : public ObjectStore {
     return id;
   }
   bool has_object(const Oid& id) override { return s_.has_object(id); }
+  // Parses of blobs read through this store (kept only after a successful
+  // read and parse, so a hit stands for exactly that).
+  std::shared_ptr<const json> parsed_blob(const Oid& id) override {
+    if (auto it = parsed_.young.find(id); it != parsed_.young.end()) return it->second;
+    if (auto it = parsed_.old.find(id); it != parsed_.old.end()) return it->second;
+    return nullptr;
+  }
+  void keep_parsed(const Oid& id, const json& doc) override {
+    remember(parsed_, id, std::shared_ptr<const json>(std::make_shared<const json>(doc)));
+  }
   Result<Oid> write_commit(const Commit& commit) override { return s_.write_commit(commit); }
   Result<std::optional<Oid>> read_ref(std::string_view name) override { return s_.read_ref(name); }
   std::size_t objects_written() const override { return s_.objects_written(); }
@@ -122,6 +132,7 @@ class CachingStore final : public ObjectStore {
   Generations<SharedTree> trees_;
   Generations<std::string> written_blobs_;
   Generations<SharedTree> written_trees_;
+  Generations<std::shared_ptr<const json>> parsed_;
 };
 
 struct ChainState {

@@ -88,9 +88,18 @@ std::vector<std::string> split(const std::string& location) {
 }
 
 Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int format, const RecordCodec& codec) {
-  GITLOCKS_TRY(bytes, store.read_blob(id));
-  auto v = codec.decode(split(c.location), bytes);
-  if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
+  // A record in the clear is its strict canonical parse, which the store
+  // may have kept (the planner read it from the source state).
+  const bool plain = &codec == &plain_codec();
+  Result<json> v = json();
+  if (auto hit = plain ? store.parsed_blob(id) : nullptr) {
+    v = *hit;
+  } else {
+    GITLOCKS_TRY(bytes, store.read_blob(id));
+    v = codec.decode(split(c.location), bytes);
+    if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
+    if (plain) store.keep_parsed(id, *v);
+  }
   const json& rec = *v;
   if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
       !rec["name"].is_string())

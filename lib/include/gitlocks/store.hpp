@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gitlocks/canon.hpp"
 #include "gitlocks/result.hpp"
 
 namespace gitlocks {
@@ -51,6 +52,12 @@ class ObjectStore {
   // Author and committer are "git-locks <git-locks@invalid>" at time_seconds,
   // so a commit is a pure function of its inputs.
   virtual Result<Oid> write_commit(const Commit& commit) = 0;
+  // The strict canonical parse (canon_parse, CanonMode::strict) of blob
+  // `id`, if this store kept it: a caching store keeps what its readers
+  // parsed, so the planner and the timeline parse each record once. nullptr
+  // otherwise (then read and parse it, and offer the result to keep_parsed).
+  virtual std::shared_ptr<const json> parsed_blob(const Oid& id) { return (void)id, nullptr; }
+  virtual void keep_parsed(const Oid& id, const json& doc) { (void)id, (void)doc; }
   // True when the object is in the store; false when it is not or the
   // store cannot tell without reading it (then read it).
   virtual bool has_object(const Oid& id) { return (void)id, false; }
