@@ -1,5 +1,6 @@
 #include "gitlocks/canon.hpp"
 
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -107,7 +108,7 @@ class CheckedDomParser : public nlohmann::detail::json_sax_dom_parser<json> {
     return Base::end_array();
   }
   bool key(std::string& k) {
-    if (!keys_.back().insert(k).second) duplicate = true;
+    if (keys_.back().add(k)) duplicate = true;
     return Base::key(k);
   }
 
@@ -118,8 +119,33 @@ class CheckedDomParser : public nlohmann::detail::json_sax_dom_parser<json> {
   void enter() {
     if (++depth_ > kMaxDepth) too_deep = true;
   }
+  // The keys of an object: while they arrive in increasing order (always, in
+  // canonical JSON) no key can repeat one before it, so only the last is
+  // compared; at the first key out of order they go into a set.
+  struct Keys {
+    std::string last;
+    bool any = false;
+    std::unique_ptr<std::set<std::string>> seen;
+    std::vector<std::string> ordered;
+    // True when k was seen before in this object.
+    bool add(const std::string& k) {
+      if (!seen) {
+        if (!any || last < k) {
+          if (any) ordered.push_back(std::move(last));
+          last = k;
+          any = true;
+          return false;
+        }
+        seen = std::make_unique<std::set<std::string>>(std::make_move_iterator(ordered.begin()),
+                                                       std::make_move_iterator(ordered.end()));
+        seen->insert(std::move(last));
+        ordered.clear();
+      }
+      return !seen->insert(k).second;
+    }
+  };
   int depth_ = 0;
-  std::vector<std::set<std::string>> keys_;  // of the open objects
+  std::vector<Keys> keys_;  // of the open objects
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "gitlocks/store.hpp"
+#include "tree_edit.h"
 
 namespace gitlocks {
 namespace {
@@ -49,6 +50,16 @@ struct LibGit2 {
     // header of each entry (an open and an inflate per entry: 512 for a
     // claim on a large store), which made planning O(shard width).
     git_libgit2_opts(GIT_OPT_ENABLE_STRICT_OBJECT_CREATION, 0);
+    // Memory independent of the history's length (issue 16). libgit2's
+    // object cache kept growing over a verification walk although `verify`
+    // capped it at 16 MiB (peak RSS 199 MiB at 20,000 commits; 71 MiB with
+    // the cache off). Our readers cache what they reuse (StateReader, the
+    // replay's CachingStore), so it is off. Packs are mapped in windows of
+    // 1 GiB by default, which kept the whole pack resident during a walk:
+    // small windows under a low mapped limit bound that too.
+    git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 0);
+    git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, static_cast<size_t>(4) << 20);
+    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, static_cast<size_t>(8) << 20);
 #ifdef __EMSCRIPTEN__
     git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
     for (int level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL,
@@ -198,6 +209,11 @@ class GitStore final : public ObjectStore {
     return std::optional<Oid>{oid_hex(oid)};
   }
 
+  bool has_object(const Oid& id) override {
+    auto oid = parse_oid(id);
+    return oid.ok() && git_odb_exists(odb_, &oid.value()) == 1;
+  }
+
   std::size_t objects_written() const override { return written_; }
   void set_hash_only(bool on) override { hash_only_ = on; }
 
@@ -220,13 +236,19 @@ class GitStore final : public ObjectStore {
  private:
   // Git's canonical tree encoding: entries sorted by name, a tree's name
   // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
+  static bool git_order(const TreeEntry* a, const TreeEntry* b) { return detail::git_entry_less(*a, *b); }
+
   Result<Oid> hash_tree(const Tree& tree) {
     std::vector<const TreeEntry*> sorted;
+    sorted.reserve(tree.size());
     for (const auto& e : tree) sorted.push_back(&e);
-    auto sort_key = [](const TreeEntry* e) { return e->is_tree ? e->name + "/" : e->name; };
-    std::sort(sorted.begin(), sorted.end(),
-              [&](const TreeEntry* a, const TreeEntry* b) { return sort_key(a) < sort_key(b); });
+    // Entries usually arrive in order (a tree as read, one entry changed):
+    // sort only when they do not.
+    bool in_order = true;
+    for (std::size_t i = 1; i < sorted.size() && in_order; ++i) in_order = git_order(sorted[i - 1], sorted[i]);
+    if (!in_order) std::sort(sorted.begin(), sorted.end(), git_order);
     std::string buf;
+    buf.reserve(tree.size() * 64);
     for (const auto* e : sorted) {
       if (e->name.empty() || e->name.find('/') != std::string::npos || e->name.find('\0') != std::string::npos)
         return make_error(Errc::store_write, "invalid tree entry name '" + e->name + "'");

@@ -84,7 +84,18 @@ Result<OpenedPacket> open_packet(std::string_view stored) {
   GITLOCKS_CHECK(check_packet(doc["packet"]));
   GITLOCKS_TRY(sig, signature_from_hex(doc["sig"].get<std::string>()));
   GITLOCKS_TRY(pk, public_key_from_hex(doc["packet"]["actor"].get<std::string>()));
-  GITLOCKS_TRY(bytes, canon_dump(doc["packet"]));
+  // `stored` is canonical ({"packet":P,"sig":S}, keys in order), so P's
+  // canonical bytes are the slice between the two: no second serialisation.
+  std::string bytes;
+  constexpr std::string_view head = "{\"packet\":";
+  const std::string tail = ",\"sig\":" + doc["sig"].dump() + "}";
+  if (stored.size() > head.size() + tail.size() && stored.substr(0, head.size()) == head &&
+      stored.substr(stored.size() - tail.size()) == tail) {
+    bytes = std::string(stored.substr(head.size(), stored.size() - head.size() - tail.size()));
+  } else {
+    GITLOCKS_TRY(dumped, canon_dump(doc["packet"]));
+    bytes = std::move(dumped);
+  }
   if (!verify_detached(kPacketDomain, bytes, sig, pk))
     return make_error(Errc::bad_signature, "packet signature does not verify for actor " +
                                                doc["packet"]["actor"].get<std::string>());

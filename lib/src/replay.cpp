@@ -11,6 +11,7 @@
 #include "gitlocks/transition.hpp"
 #include "gitlocks/vault.hpp"
 #include "timeline.h"
+#include "tree_edit.h"
 
 namespace gitlocks {
 
@@ -39,15 +40,53 @@ class HashOnlyScope {
 // Read-through cache of trees and blobs for the walk: a commit's planner,
 // its timeline diff and the next commit's planner read the same objects.
 // Two generations of at most kCacheEntries each, so memory is bounded and
-// independent of the history's length. Writes (hash-only) pass through.
+// independent of the history's length. Trees are shared, never copied, on a
+// hit. Writes (hash-only) pass through.
 class CachingStore final : public ObjectStore {
  public:
   explicit CachingStore(ObjectStore& s) : s_(s) {}
-  Result<std::string> read_blob(const Oid& id) override { return cached(blobs_, id, [&] { return s_.read_blob(id); }); }
-  Result<Tree> read_tree(const Oid& id) override { return cached(trees_, id, [&] { return s_.read_tree(id); }); }
+  Result<std::string> read_blob(const Oid& id) override {
+    return cached(blobs_, id, [&] { return recall(written_blobs_, id, [&] { return s_.read_blob(id); }); });
+  }
+  Result<Tree> read_tree(const Oid& id) override {
+    GITLOCKS_TRY(t, read_tree_shared(id));
+    return Tree(*t);
+  }
+  Result<SharedTree> read_tree_shared(const Oid& id) override {
+    return cached(trees_, id, [&] { return recall(written_trees_, id, [&] { return s_.read_tree_shared(id); }); });
+  }
   Result<Commit> read_commit(const Oid& id) override { return s_.read_commit(id); }
-  Result<Oid> write_blob(std::string_view data) override { return s_.write_blob(data); }
-  Result<Oid> write_tree(const Tree& tree) override { return s_.write_tree(tree); }
+  // A re-planned object is usually the recorded one: the timeline reads it
+  // next. Its content is known (the id is its hash); it is handed out only
+  // if the store holds that object, so a read fails exactly as before when
+  // it does not.
+  Result<Oid> write_blob(std::string_view data) override {
+    GITLOCKS_TRY(id, s_.write_blob(data));
+    remember(written_blobs_, id, std::string(data));
+    return id;
+  }
+  Result<Oid> write_tree(const Tree& tree) override {
+    GITLOCKS_TRY(id, s_.write_tree(tree));
+    // As read_tree returns it: in Git's order (a tree with two entries of
+    // one name is not kept).
+    Tree sorted = tree;
+    std::sort(sorted.begin(), sorted.end(), detail::git_entry_less);
+    bool unique = true;
+    for (std::size_t i = 1; i < sorted.size() && unique; ++i) unique = detail::git_entry_less(sorted[i - 1], sorted[i]);
+    if (unique) remember(written_trees_, id, SharedTree(std::make_shared<const Tree>(std::move(sorted))));
+    return id;
+  }
+  bool has_object(const Oid& id) override { return s_.has_object(id); }
+  // Parses of blobs read through this store (kept only after a successful
+  // read and parse, so a hit stands for exactly that).
+  std::shared_ptr<const json> parsed_blob(const Oid& id) override {
+    if (auto it = parsed_.young.find(id); it != parsed_.young.end()) return it->second;
+    if (auto it = parsed_.old.find(id); it != parsed_.old.end()) return it->second;
+    return nullptr;
+  }
+  void keep_parsed(const Oid& id, const json& doc) override {
+    remember(parsed_, id, std::shared_ptr<const json>(std::make_shared<const json>(doc)));
+  }
   Result<Oid> write_commit(const Commit& commit) override { return s_.write_commit(commit); }
   Result<std::optional<Oid>> read_ref(std::string_view name) override { return s_.read_ref(name); }
   std::size_t objects_written() const override { return s_.objects_written(); }
@@ -70,6 +109,15 @@ class CachingStore final : public ObjectStore {
     GITLOCKS_TRY(v, load());
     return remember(g, id, std::move(v));
   }
+  // An object this walk wrote (hash-only), if the store holds it.
+  template <typename T, typename Load>
+  Result<T> recall(Generations<T>& g, const Oid& id, Load load) {
+    const T* hit = nullptr;
+    if (auto it = g.young.find(id); it != g.young.end()) hit = &it->second;
+    else if (auto old = g.old.find(id); old != g.old.end()) hit = &old->second;
+    if (hit && s_.has_object(id)) return *hit;
+    return load();
+  }
   template <typename T>
   static T remember(Generations<T>& g, const Oid& id, T v) {
     if (g.young.size() >= kCacheEntries) {
@@ -81,7 +129,10 @@ class CachingStore final : public ObjectStore {
   }
   ObjectStore& s_;
   Generations<std::string> blobs_;
-  Generations<Tree> trees_;
+  Generations<SharedTree> trees_;
+  Generations<std::string> written_blobs_;
+  Generations<SharedTree> written_trees_;
+  Generations<std::shared_ptr<const json>> parsed_;
 };
 
 struct ChainState {

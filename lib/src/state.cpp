@@ -100,9 +100,9 @@ Result<const RecordCodec*> StateReader::codec() {
 
 Result<const Tree*> StateReader::tree(const Oid& id) {
   auto it = trees_.find(id);
-  if (it != trees_.end()) return &it->second;
-  GITLOCKS_TRY(t, store_.read_tree(id));
-  return &trees_.emplace(id, std::move(t)).first->second;
+  if (it != trees_.end()) return it->second.get();
+  GITLOCKS_TRY(t, store_.read_tree_shared(id));
+  return trees_.emplace(id, std::move(t)).first->second.get();
 }
 
 Result<std::optional<Oid>> StateReader::lookup(const std::vector<std::string>& path) {
@@ -125,9 +125,15 @@ Result<int> StateReader::format_version() {
   if (version_) return version_;
   GITLOCKS_TRY(id, lookup({"format.json"}));
   if (!id) return make_error(Errc::store_read, "state tree has no format.json");
-  GITLOCKS_TRY(bytes, store_.read_blob(*id));
-  auto v = canon_parse(bytes, CanonMode::strict);
-  if (!v.ok()) return make_error(Errc::store_read, "format.json: " + v.error().message);
+  Result<json> v = json();
+  if (auto hit = store_.parsed_blob(*id)) {
+    v = *hit;
+  } else {
+    GITLOCKS_TRY(bytes, store_.read_blob(*id));
+    v = canon_parse(bytes, CanonMode::strict);
+    if (!v.ok()) return make_error(Errc::store_read, "format.json: " + v.error().message);
+    store_.keep_parsed(*id, *v);
+  }
   auto f = get_string(*v, "format");
   if (f.ok() && *f == kStateFormat && v->size() == 1) return version_ = 2;
   if (f.ok() && *f == kStateFormatV1 && v->size() == 1) return version_ = 1;
@@ -152,9 +158,13 @@ Result<std::string> StateReader::policy_bytes() {
 }
 
 Result<json> StateReader::policy() {
-  GITLOCKS_TRY(bytes, policy_bytes());
+  GITLOCKS_TRY(id, lookup({"policy.json"}));
+  if (!id) return make_error(Errc::store_read, "state tree has no policy.json");
+  if (auto hit = store_.parsed_blob(*id)) return json(*hit);
+  GITLOCKS_TRY(bytes, store_.read_blob(*id));
   auto v = canon_parse(bytes, CanonMode::strict);
   if (!v.ok()) return make_error(Errc::store_read, "policy.json: " + v.error().message);
+  store_.keep_parsed(*id, *v);
   return std::move(v).value();
 }
 
@@ -164,8 +174,14 @@ Result<std::optional<json>> StateReader::record(const std::string& resource) {
   auto loc = c->location(resource, version);
   GITLOCKS_TRY(id, lookup(loc));
   if (!id) return std::optional<json>{};
+  // A record in the clear is its strict canonical parse: the store may have
+  // kept it (the timeline parsed it as the previous commit's result).
+  const bool plain = c == &plain_codec();
+  if (plain)
+    if (auto hit = store_.parsed_blob(*id)) return std::optional<json>{*hit};
   GITLOCKS_TRY(bytes, store_.read_blob(*id));
   GITLOCKS_TRY(v, c->decode(loc, bytes));
+  if (plain) store_.keep_parsed(*id, v);
   return std::optional<json>{std::move(v)};
 }
 

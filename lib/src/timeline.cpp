@@ -16,8 +16,8 @@ struct Change {
 };
 
 Result<std::optional<Oid>> subtree(ObjectStore& store, const Oid& root, const std::string& name) {
-  GITLOCKS_TRY(t, store.read_tree(root));
-  for (const auto& e : t)
+  GITLOCKS_TRY(t, store.read_tree_shared(root));
+  for (const auto& e : *t)
     if (e.name == name) return std::optional<Oid>{e.oid};
   return std::optional<Oid>{};
 }
@@ -27,19 +27,26 @@ Status diff_trees(ObjectStore& store, const std::optional<Oid>& a, const std::op
                   const std::string& prefix, int depth, int shard_levels, std::vector<Change>& out) {
   if (a == b) return Ok{};
   // A merge of the two entry lists in name order (no maps: this is the hot path).
-  Tree ea;
-  Tree eb;
-  if (a) {
-    GITLOCKS_TRY(t, store.read_tree(*a));
-    ea = std::move(t);
-  }
-  if (b) {
-    GITLOCKS_TRY(t, store.read_tree(*b));
-    eb = std::move(t);
-  }
   auto by_name = [](const TreeEntry& x, const TreeEntry& y) { return x.name < y.name; };
-  std::sort(ea.begin(), ea.end(), by_name);
-  std::sort(eb.begin(), eb.end(), by_name);
+  // Trees as read are shared, not copied: Git's order is name order for
+  // these uniform names. Anything else is sorted in a copy, as before.
+  auto sorted = [&](const std::optional<Oid>& id) -> Result<SharedTree> {
+    static const SharedTree empty = std::make_shared<const Tree>();
+    if (!id) return empty;
+    GITLOCKS_TRY(t, store.read_tree_shared(*id));
+    const Tree& v = *t;
+    for (std::size_t k = 1; k < v.size(); ++k)
+      if (!(v[k - 1].name < v[k].name)) {
+        Tree copy = v;
+        std::sort(copy.begin(), copy.end(), by_name);
+        return SharedTree(std::make_shared<const Tree>(std::move(copy)));
+      }
+    return t;
+  };
+  GITLOCKS_TRY(ta, sorted(a));
+  GITLOCKS_TRY(tb, sorted(b));
+  const Tree& ea = *ta;
+  const Tree& eb = *tb;
   std::size_t i = 0;
   std::size_t j = 0;
   while (i < ea.size() || j < eb.size()) {
@@ -81,9 +88,18 @@ std::vector<std::string> split(const std::string& location) {
 }
 
 Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int format, const RecordCodec& codec) {
-  GITLOCKS_TRY(bytes, store.read_blob(id));
-  auto v = codec.decode(split(c.location), bytes);
-  if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
+  // A record in the clear is its strict canonical parse, which the store
+  // may have kept (the planner read it from the source state).
+  const bool plain = &codec == &plain_codec();
+  Result<json> v = json();
+  if (auto hit = plain ? store.parsed_blob(id) : nullptr) {
+    v = *hit;
+  } else {
+    GITLOCKS_TRY(bytes, store.read_blob(id));
+    v = codec.decode(split(c.location), bytes);
+    if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
+    if (plain) store.keep_parsed(id, *v);
+  }
   const json& rec = *v;
   if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
       !rec["name"].is_string())

@@ -59,6 +59,22 @@ Result<std::optional<Oid>> apply_level(ObjectStore& store, const std::optional<O
 
 }  // namespace
 
+bool git_entry_less(const TreeEntry& a, const TreeEntry& b) {
+  // Without building name + "/" (this runs for every entry of every
+  // re-planned tree).
+  const std::string& x = a.name;
+  const std::string& y = b.name;
+  const std::size_t nx = x.size() + (a.is_tree ? 1 : 0);
+  const std::size_t ny = y.size() + (b.is_tree ? 1 : 0);
+  const std::size_t n = std::min(nx, ny);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto cx = static_cast<unsigned char>(i < x.size() ? x[i] : '/');
+    const auto cy = static_cast<unsigned char>(i < y.size() ? y[i] : '/');
+    if (cx != cy) return cx < cy;
+  }
+  return nx < ny;
+}
+
 Result<std::optional<Oid>> tree_apply(ObjectStore& store, const std::optional<Oid>& root,
                                       const TreeUpdates& updates) {
   for (const auto& [path, _] : updates)

@@ -7,7 +7,6 @@
 #include <optional>
 #include <string>
 #include <system_error>
-#include <git2.h>
 #include <unistd.h>
 
 #include "checkpoint.h"
@@ -150,9 +149,6 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
   if (a->has("full") && a->value("from"))
     return ctx.fail(make_error(Errc::usage, "verify --full replays from the root: it takes no --from"));
-  // libgit2's object cache (256 MiB by default) would otherwise grow with the
-  // history: every commit and tree of the walk stays in it.
-  git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, static_cast<ssize_t>(16) << 20);
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto ref = ctx.read_tip();

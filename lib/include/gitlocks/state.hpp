@@ -88,7 +88,7 @@ class StateReader {
   int private_ = -1;  // -1 until is_private() has read the policy
   Oid root_;
   const RecordCodec* codec_;
-  std::map<Oid, Tree> trees_;
+  std::map<Oid, SharedTree> trees_;
 };
 
 // Writes the state tree holding `policy` (a policy document) and `records`

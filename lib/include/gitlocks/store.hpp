@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gitlocks/canon.hpp"
 #include "gitlocks/result.hpp"
 
 namespace gitlocks {
@@ -23,6 +24,8 @@ struct TreeEntry {
 };
 // Entries in any order; the store writes them in Git's order.
 using Tree = std::vector<TreeEntry>;
+// A tree shared by the readers of a cache (never modified once read).
+using SharedTree = std::shared_ptr<const Tree>;
 
 struct Commit {
   Oid tree;
@@ -36,12 +39,28 @@ class ObjectStore {
   virtual ~ObjectStore() = default;
   virtual Result<std::string> read_blob(const Oid& id) = 0;
   virtual Result<Tree> read_tree(const Oid& id) = 0;
+  // The same tree, shared rather than copied: a caching store hands out the
+  // tree it holds (the verifier reads each state tree several times).
+  virtual Result<SharedTree> read_tree_shared(const Oid& id) {
+    auto t = read_tree(id);
+    if (!t.ok()) return t.error();
+    return SharedTree(std::make_shared<const Tree>(std::move(t).value()));
+  }
   virtual Result<Commit> read_commit(const Oid& id) = 0;
   virtual Result<Oid> write_blob(std::string_view data) = 0;
   virtual Result<Oid> write_tree(const Tree& tree) = 0;
   // Author and committer are "git-locks <git-locks@invalid>" at time_seconds,
   // so a commit is a pure function of its inputs.
   virtual Result<Oid> write_commit(const Commit& commit) = 0;
+  // The strict canonical parse (canon_parse, CanonMode::strict) of blob
+  // `id`, if this store kept it: a caching store keeps what its readers
+  // parsed, so the planner and the timeline parse each record once. nullptr
+  // otherwise (then read and parse it, and offer the result to keep_parsed).
+  virtual std::shared_ptr<const json> parsed_blob(const Oid& id) { return (void)id, nullptr; }
+  virtual void keep_parsed(const Oid& id, const json& doc) { (void)id, (void)doc; }
+  // True when the object is in the store; false when it is not or the
+  // store cannot tell without reading it (then read it).
+  virtual bool has_object(const Oid& id) { return (void)id, false; }
   // The ref's target, or nullopt if it does not exist.
   virtual Result<std::optional<Oid>> read_ref(std::string_view name) = 0;
   // Number of objects written through this store (for tests and benchmarks).
