@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include "gitlocks/attest.hpp"
+
 namespace gitlocks {
 namespace {
 
@@ -67,6 +69,17 @@ Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoP
 }
 
 }  // namespace
+
+std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const json& packet) {
+  if (tc.attestation_stored) {
+    auto att = open_attestation(*tc.attestation_stored);
+    if (!att.ok()) return std::nullopt;
+    return (*att)["admitted_at_ms"].get<std::int64_t>();
+  }
+  if (packet.is_object() && packet.contains("claimed_at_ms") && packet["claimed_at_ms"].is_number_integer())
+    return packet["claimed_at_ms"].get<std::int64_t>();
+  return std::nullopt;
+}
 
 bool lease_live(const json& lease, std::int64_t now) { return now <= lease["expires_at"].get<std::int64_t>(); }
 

@@ -229,6 +229,11 @@ class SystemClockTest(unittest.TestCase):
                                          f"{chain[0]}:txn/attestation.json"], capture_output=True).returncode, 128)
         times = [self.check_attestation(c) for c in chain[1:]]
         self.assertEqual(times, sorted(times))
+        # `log` shows each commit's admission time: the notary's T, as read from the attestation above.
+        log = self.repo.run("dave", "--json", "log")
+        self.assertEqual(log.code, 0, log)
+        logged = {e["commit"]: e["admitted_at_ms"] for e in map(json.loads, log.out.splitlines())}
+        self.assertEqual([logged[c] for c in chain[1:]], times)
 
         # The verifier accepts it without --allow-test-clock.
         v = self.repo.run("dave", "--json", "verify", "--full")

@@ -170,8 +170,7 @@ int cmd_log(Context& ctx, const Argv& argv) {
     std::string summary = describe_transition(p);
     if (summary.rfind("git-locks: ", 0) == 0) summary = summary.substr(11);
     while (!summary.empty() && summary.back() == '\n') summary.pop_back();
-    std::optional<std::int64_t> t;
-    if (p.contains("claimed_at_ms") && p["claimed_at_ms"].is_number_integer()) t = p["claimed_at_ms"].get<std::int64_t>();
+    const std::optional<std::int64_t> t = admission_time(*tc, p);  // the notary's T under guard time
     json line = {{"commit", *at},
                  {"parent", tc->parents.empty() ? json(nullptr) : json(tc->parents[0])},
                  {"admitted_at_ms", t ? json(*t) : json(nullptr)},

@@ -6,7 +6,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "gitlocks/canon.hpp"
+#include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/result.hpp"
 #include "gitlocks/state.hpp"
@@ -16,6 +19,11 @@ namespace gitlocks {
 // True while a lease is live at `now`: the planner treats a lease as in the
 // way until T > expires_at (reclaim and sweep need strictly after expiry).
 bool lease_live(const json& lease, std::int64_t now);
+
+// The admission time T of a transition commit whose packet is `packet`: the
+// notary's admitted_at_ms when the commit carries an attestation (guard
+// time), else the packet's claimed_at_ms; nullopt when neither is readable.
+std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const json& packet);
 
 // The rows of `status` (docs/CLI.md): the leases of the state `reader`
 // reads, sorted by resource then generation, each
