@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <optional>
 
 #include "gitlocks/canon.hpp"
 #include "gitlocks/packet.hpp"
