@@ -30,4 +30,4 @@ show alice release db/schema.sql src/generated/
 show bob claim src/generated/api.ts
 show bob status --json
 show alice log
-if "$bin" --help 2>/dev/null | grep -q '^  verify'; then show alice verify; fi
+if "$bin" --help 2>/dev/null | grep -q '^  verify'; then show alice verify --full; fi
