@@ -184,6 +184,43 @@ Status verify_source(Context& ctx, ObjectStore& store, const Oid& tip, const Key
   return Ok{};
 }
 
+// Publishes the operation `rec` through the pipeline of every writer
+// (publish.h) and keeps its record: the commit and T once the notary
+// answered (before the compare-and-swap), FAILED when the source changed,
+// ACCEPTED once the ref moved. Returns the error, if any.
+std::optional<Error> run_operation(Context& ctx, const std::string& dir, json& rec, const BodyFn& make_body,
+                                   PublishHooks hooks) {
+  hooks.written = [&](const Candidate& c) -> Status {
+    crash_after("admit");
+    rec["commit"] = c.commit;
+    rec["admitted_at_ms"] = c.admitted_at_ms;
+    rec["updated_at_ms"] = wall_ms();
+    return save_record(dir, rec);
+  };
+  auto published = publish(ctx, "guard-time-enable", make_body, hooks);
+  if (!published.ok()) {
+    if (published.error().code == Errc::stale_generation && rec.is_object() && !rec.empty()) {
+      rec["status"] = "FAILED";
+      rec["detail"] = published.error().message;
+      rec["updated_at_ms"] = wall_ms();
+      (void)save_record(dir, rec);
+    }
+    return published.error();
+  }
+  crash_after("publish");
+  rec["status"] = "ACCEPTED";
+  rec["updated_at_ms"] = wall_ms();
+  if (auto st = save_record(dir, rec); !st.ok()) return st.error();
+  return std::nullopt;
+}
+
+int report_accepted(Context& ctx, const json& rec) {
+  return report(ctx, rec,
+                "ACCEPTED: guard time is enabled with audience " + pins_of(rec).audience + " (refs/locks/state -> " +
+                    rec["commit"].get<std::string>().substr(0, 12) + ", admitted at " +
+                    std::to_string(rec["admitted_at_ms"].get<std::int64_t>()) + ")");
+}
+
 // Publishes the operation's saved packet again at its unchanged source
 // through the shared pipeline (publish.h), after looking for it in the
 // verified history: ACCEPTED only when the verified history carries it.
@@ -211,31 +248,8 @@ int resume_operation(Context& ctx, const std::string& dir, json rec) {
   PublishHooks hooks;
   hooks.packet = rec["packet"].get<std::string>();
   hooks.source_commit = rec["source_commit"].get<std::string>();
-  hooks.written = [&](const Candidate& c) -> Status {
-    crash_after("admit");
-    rec["commit"] = c.commit;
-    rec["admitted_at_ms"] = c.admitted_at_ms;
-    rec["updated_at_ms"] = wall_ms();
-    return save_record(dir, rec);
-  };
-  auto published = publish(ctx, "guard-time-enable", nullptr, hooks);
-  if (!published.ok()) {
-    if (published.error().code == Errc::stale_generation) {
-      rec["status"] = "FAILED";
-      rec["detail"] = published.error().message;
-      rec["updated_at_ms"] = wall_ms();
-      (void)save_record(dir, rec);
-    }
-    return ctx.fail(published.error());
-  }
-  crash_after("publish");
-  rec["status"] = "ACCEPTED";
-  rec["updated_at_ms"] = wall_ms();
-  if (auto st = save_record(dir, rec); !st.ok()) return ctx.fail(st.error());
-  return report(ctx, rec,
-                "ACCEPTED: guard time is enabled with audience " + pins_of(rec).audience + " (refs/locks/state -> " +
-                    rec["commit"].get<std::string>().substr(0, 12) + ", admitted at " +
-                    std::to_string(rec["admitted_at_ms"].get<std::int64_t>()) + ")");
+  if (auto e = run_operation(ctx, dir, rec, nullptr, hooks)) return ctx.fail(*e);
+  return report_accepted(ctx, rec);
 }
 
 }  // namespace
@@ -309,18 +323,9 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
            {"commit", nullptr}};
     return save_record(*dir, rec);
   };
-  hooks.written = [&](const Candidate& c) -> Status {
-    crash_after("admit");
-    rec["commit"] = c.commit;
-    rec["admitted_at_ms"] = c.admitted_at_ms;
-    rec["updated_at_ms"] = wall_ms();
-    return save_record(*dir, rec);
-  };
-  auto published = publish(ctx, "guard-time-enable", make_body, hooks);
-  if (!published.ok()) {
-    const Error& e = published.error();
+  if (auto e = run_operation(ctx, *dir, rec, make_body, hooks)) {
     // The core's answer to the same pins at the current policy: nothing to do.
-    if (auto f = e.fields.find("status"); f != e.fields.end() && f->second == "ALREADY_ENABLED") {
+    if (auto f = e->fields.find("status"); f != e->fields.end() && f->second == "ALREADY_ENABLED") {
       auto tip = ctx.read_tip();
       return ctx.done({{"op", ctx.op},
                        {"operation_id", id},
@@ -328,22 +333,9 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
                        {"commit", tip.ok() && *tip ? json(**tip) : json()}},
                       "ALREADY_ENABLED: guard time is already enabled with these pins; nothing written");
     }
-    if (e.code == Errc::stale_generation && rec.is_object() && !rec.empty()) {
-      rec["status"] = "FAILED";
-      rec["detail"] = e.message;
-      rec["updated_at_ms"] = wall_ms();
-      (void)save_record(*dir, rec);
-    }
-    return ctx.fail(e);
+    return ctx.fail(*e);
   }
-  crash_after("publish");
-  rec["status"] = "ACCEPTED";
-  rec["updated_at_ms"] = wall_ms();
-  if (auto st = save_record(*dir, rec); !st.ok()) return ctx.fail(st.error());
-  return report(ctx, rec,
-                "ACCEPTED: guard time is enabled with audience " + pins_of(rec).audience + " (refs/locks/state -> " +
-                    rec["commit"].get<std::string>().substr(0, 12) + ", admitted at " +
-                    std::to_string(rec["admitted_at_ms"].get<std::int64_t>()) + ")");
+  return report_accepted(ctx, rec);
 }
 
 int cmd_guard_time_resume(Context& ctx, const Argv& argv) {
