@@ -116,6 +116,18 @@ struct World {
     auto rk = rekey(s);
     REQUIRE_MESSAGE(rk.ok(), rk.error().message);
     owner_vault = vault_of(s, "owner");
+    alice_vault = vault_of(s, "alice");
+  }
+  gitlocks::Vault alice_vault;  // alice's keys of epoch 2 (she is a member from there on)
+  // Alice signs and seals.
+  void as_alice() { s.vault = &alice_vault; }
+  // The owner removes alice: the pending keyring, then the rekey (epoch 3).
+  void remove_alice() {
+    s.vault = &owner_vault;
+    REQUIRE(membership_keyring(s, "member-remove", "alice", {"owner"}).ok());
+    owner_vault = vault_of(s, "owner");
+    REQUIRE(rekey(s).ok());
+    owner_vault = vault_of(s, "owner");
   }
 };
 
@@ -124,8 +136,7 @@ struct World {
 TEST_CASE("private: members plan on sealed records - nobody else sees paths - notes - names or expiries") {
   World w;
   auto& s = w.s;
-  auto alice = vault_of(s, "alice");
-  s.vault = &alice;
+  w.as_alice();
   auto c = s.op("alice", {{"op", "claim"}, {"path", "secret/q3-budget.xlsx"}, {"mode", "exclusive"},
                           {"expires_at", s.now + 777'777}, {"note", "merger-talks"}});
   REQUIRE_MESSAGE(c.ok(), c.error().message);
@@ -142,7 +153,7 @@ TEST_CASE("private: members plan on sealed records - nobody else sees paths - no
     CHECK_MESSAGE(bytes.find(secret) == std::string::npos, "found plaintext " << secret);
   // A member reads it back.
   gitlocks::StateReader r(s.objects(), s.state());
-  auto codec = gitlocks::make_private_codec(alice, std::string(64, 'b'), 2);
+  auto codec = gitlocks::make_private_codec(w.alice_vault, std::string(64, 'b'), 2);
   REQUIRE(codec);
   r.set_codec(codec.get());
   auto rec = r.record("path:secret/q3-budget.xlsx").value();
@@ -175,11 +186,8 @@ TEST_CASE("private: a non-member cannot plan - a pending transition blocks write
 TEST_CASE("private: removal starts a new epoch the removed member cannot open") {
   World w;
   auto& s = w.s;
-  auto alice_before = vault_of(s, "alice");
-  REQUIRE(membership_keyring(s, "member-remove", "alice", {"owner"}).ok());
-  w.owner_vault = vault_of(s, "owner");
-  REQUIRE(rekey(s).ok());
-  w.owner_vault = vault_of(s, "owner");
+  const gitlocks::Vault& alice_before = w.alice_vault;
+  w.remove_alice();
   REQUIRE(s.claim("owner", "after-removal/plan.md", 60'000).ok());
   auto alice_after = gitlocks::Vault::open(gitlocks::StateReader(s.objects(), s.state()).policy().value(), actor_key("alice"));
   REQUIRE(alice_after.ok());  // she still opens the epochs she belonged to...
@@ -195,8 +203,7 @@ TEST_CASE("private: removal starts a new epoch the removed member cannot open") 
 TEST_CASE("private: full and structural verification agree on everything structural") {
   World w;
   auto& s = w.s;
-  auto alice = vault_of(s, "alice");
-  s.vault = &alice;
+  w.as_alice();
   REQUIRE(s.claim("alice", "secret/forecast/a.csv", 60'000).ok());
   json l = s.lease_of("alice", "path:secret/forecast/a.csv");
   REQUIRE(s.op("alice", {{"op", "release"}, {"path", "secret/forecast/a.csv"}, {"lease", l["id"]}}).ok());
@@ -342,14 +349,9 @@ void only_tip_invalid(gitlocks::test::Store& s, const gitlocks::Vault& owner, co
 TEST_CASE("private rule: an honest history verifies structurally - every commit ok") {
   World w;
   auto& s = w.s;
-  auto alice = vault_of(s, "alice");
-  s.vault = &alice;
+  w.as_alice();
   REQUIRE(s.claim("alice", "secret/forecast/a.csv", 60'000).ok());
-  s.vault = &w.owner_vault;
-  REQUIRE(membership_keyring(s, "member-remove", "alice", {"owner"}).ok());
-  w.owner_vault = vault_of(s, "owner");
-  REQUIRE(rekey(s).ok());
-  w.owner_vault = vault_of(s, "owner");
+  w.remove_alice();
   REQUIRE(s.claim("owner", "b", 60'000).ok());
   for (const gitlocks::Vault* vault :
        {static_cast<const gitlocks::Vault*>(&w.owner_vault), static_cast<const gitlocks::Vault*>(nullptr)}) {
@@ -370,14 +372,9 @@ TEST_CASE("private rule: a packet signed by a non-member or a removed member is 
   // Alice, a member of epoch 2, removed at epoch 3: her signature on an
   // epoch-3 commit is no member's, though she signed epoch-2 ones.
   World v;
-  auto alice = vault_of(v.s, "alice");
-  v.s.vault = &alice;
+  v.as_alice();
   REQUIRE(v.s.claim("alice", "b", 60'000).ok());
-  v.s.vault = &v.owner_vault;
-  REQUIRE(membership_keyring(v.s, "member-remove", "alice", {"owner"}).ok());
-  v.owner_vault = vault_of(v.s, "owner");
-  REQUIRE(rekey(v.s).ok());
-  v.owner_vault = vault_of(v.s, "owner");
+  v.remove_alice();
   REQUIRE(v.s.claim("owner", "c", 60'000).ok());
   forge_tip(v.s, "alice", [](json&) {});
   only_tip_invalid(v.s, v.owner_vault, "not-member", "structural");
@@ -405,8 +402,7 @@ TEST_CASE("private rule: a sealed commit that changes any byte of the public pol
     CAPTURE(e.what);
     World w;
     auto& s = w.s;
-    auto alice = vault_of(s, "alice");
-    s.vault = &alice;
+    w.as_alice();
     REQUIRE(s.claim("alice", "secret/forecast/a.csv", 60'000).ok());
     const Oid forged_state = with_policy(s, e.edit);
     // Signed by a member (alice), and by the owner too: neither is an admin commit.
