@@ -4,6 +4,7 @@
 #include <map>
 
 #include "gitlocks/attest.hpp"
+#include "gitlocks/plan.hpp"
 
 namespace gitlocks {
 namespace {
@@ -117,6 +118,48 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
   }
   sort_rows(rows);
   return rows;
+}
+
+Result<std::optional<std::string>> lease_resource_in_history(ObjectStore& store, const Oid& tip, const std::string& id,
+                                                             std::size_t depth) {
+  using Found = std::optional<std::string>;
+  // The resource an op of a verified packet names (its path as admitted is
+  // already normalised; parsing it again costs nothing and keeps one rule).
+  auto resource_of = [](const json& op) -> Found {
+    if (auto p = op.find("path"); p != op.end() && p->is_string()) {
+      auto path = parse_repo_path(p->get<std::string>());
+      if (path.ok()) return path_resource(path->key());
+      return std::nullopt;
+    }
+    if (auto s = op.find("sem"); s != op.end() && s->is_string()) return sem_resource(s->get<std::string>());
+    return std::nullopt;
+  };
+  Oid cur = tip;
+  for (std::size_t n = 0; n < depth && !cur.empty(); ++n) {
+    GITLOCKS_TRY(tc, read_transition_commit(store, cur));
+    auto doc = canon_parse(tc.packet_stored, CanonMode::strict);
+    if (!doc.ok()) return doc.error();
+    const json& packet = (*doc)["packet"];
+    const json* ops = nullptr;
+    if (packet.contains("body") && packet["body"].is_object()) {
+      auto it = packet["body"].find("ops");
+      if (it != packet["body"].end() && it->is_array()) ops = &*it;
+    }
+    if (ops && packet.contains("instance") && packet["instance"].is_string()) {
+      const std::string instance = packet["instance"].get<std::string>();
+      for (std::size_t i = 0; i < ops->size(); ++i) {
+        const json& op = (*ops)[i];
+        if (!op.is_object() || !op.contains("op") || !op["op"].is_string()) continue;
+        const std::string kind = op["op"].get<std::string>();
+        auto res = resource_of(op);
+        if (!res) continue;
+        if ((kind == "claim" || kind == "sem-acquire") && lease_id(instance, i, *res) == id) return Found{*res};
+        if (auto l = op.find("lease"); l != op.end() && *l == id) return Found{*res};
+      }
+    }
+    cur = tc.parents.empty() ? Oid{} : tc.parents.front();
+  }
+  return Found{};
 }
 
 }  // namespace gitlocks

@@ -125,3 +125,43 @@ TEST_CASE("query: status of one path reads its records and not the other leases"
   const json under = gitlocks::list_leases(below, s.now, {path("bulk/")}, false, "").value();
   CHECK(under.size() == 300);
 }
+
+TEST_CASE("query: a lease id is found in the packets that issued or renewed it, within the depth") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  REQUIRE(s.claim("bob", "docs/", 60'000, "shared").ok());
+  // A batch: the second op's id is issued under op index 1.
+  REQUIRE(
+      s.submit("carol", "batch",
+               json{{"ops",
+                     json::array(
+                         {{{"op", "claim"}, {"path", "x/1"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}},
+                          {{"op", "claim"}, {"path", "x/2"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}}})}})
+          .ok());
+  REQUIRE(s.op("dave", {{"op", "sem-acquire"}, {"sem", "runners"}, {"limit", 2}, {"expires_at", s.now + 60'000}}).ok());
+  // Every lease of the state, listed by a scan of its records (an independent
+  // derivation of id -> resource), is found from history at its resource.
+  gitlocks::StateReader reader(s.objects(), s.state());
+  const json all = gitlocks::list_leases(reader, s.now, {}, true, "").value();
+  REQUIRE(all.size() == 5);
+  for (const auto& row : all) {
+    auto got = gitlocks::lease_resource_in_history(s.objects(), *s.tip(), row["lease"].get<std::string>());
+    REQUIRE(got.ok());
+    CHECK_MESSAGE(got->value_or("none") == row["resource"].get<std::string>(), row.dump());
+  }
+  // No transition names an unknown id.
+  CHECK(gitlocks::lease_resource_in_history(s.objects(), *s.tip(), "0123456789abcdef01234567").value() == std::nullopt);
+
+  // The depth bound: alice's lease was issued four transitions ago.
+  const std::string alice = s.lease_of("alice", "path:src/a.c")["id"].get<std::string>();
+  CHECK(gitlocks::lease_resource_in_history(s.objects(), *s.tip(), alice, 3).value() == std::nullopt);
+  CHECK(gitlocks::lease_resource_in_history(s.objects(), *s.tip(), alice, 4).value() == "path:src/a.c");
+  // A renewal names it again: found within one transition.
+  REQUIRE(
+      s.op("alice", {{"op", "extend"}, {"path", "src/a.c"}, {"lease", alice}, {"expires_at", s.now + 90'000}}).ok());
+  CHECK(gitlocks::lease_resource_in_history(s.objects(), *s.tip(), alice, 1).value() == "path:src/a.c");
+  // A release names it too; the record then no longer holds it.
+  REQUIRE(s.op("alice", {{"op", "release"}, {"path", "src/a.c"}, {"lease", alice}}).ok());
+  CHECK(gitlocks::lease_resource_in_history(s.objects(), *s.tip(), alice, 1).value() == "path:src/a.c");
+  CHECK(s.record("path:src/a.c").value()["leases"].empty());
+}

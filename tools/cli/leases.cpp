@@ -21,6 +21,23 @@ Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
 }
 
 Result<const json*> LeaseResolver::find_id(const std::string& id) {
+  if (auto hit = found_.find(id); hit != found_.end()) return &hit->second;
+  // The newest transitions name the lease (issued or renewed): its one
+  // record answers. Only when they do not, or bodies are sealed, is the
+  // whole state scanned.
+  if (!ids_ && snap_.commit && !snap_.is_private) {
+    GITLOCKS_TRY(res, lease_resource_in_history(store_, *snap_.commit, id));
+    if (res) {
+      GITLOCKS_TRY(rec, record(*res));
+      if (!rec || !rec->contains("leases")) return nullptr;
+      for (const auto& l : (*rec)["leases"]) {
+        if (l["id"] != id) continue;
+        json where = (*rec)["kind"] == "path" ? json{{"path", l["path"]}} : json{{"sem", (*rec)["name"]}};
+        return &found_.emplace(id, std::move(where)).first->second;
+      }
+      return nullptr;  // released, swept or reclaimed since
+    }
+  }
   if (!ids_) {
     std::map<std::string, json> ids;
     StateReader reader(store_, snap_.state, opened_codec(snap_));
@@ -28,8 +45,7 @@ Result<const json*> LeaseResolver::find_id(const std::string& id) {
       const std::string kind = rec.value("kind", "");
       if (kind != "path" && kind != "sem") return true;
       for (const auto& l : rec["leases"])
-        ids[l["id"].get<std::string>()] =
-            kind == "path" ? json{{"path", l["path"]}} : json{{"sem", rec["name"]}};
+        ids[l["id"].get<std::string>()] = kind == "path" ? json{{"path", l["path"]}} : json{{"sem", rec["name"]}};
       return true;
     }));
     ids_ = std::move(ids);
@@ -45,7 +61,8 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
     if (ref.generation) op["generation"] = *ref.generation;
     return op;
   };
-  const bool try_id = ref.kind == LeaseRef::Kind::id || (ref.kind == LeaseRef::Kind::id_or_path && is_lease_id(ref.text));
+  const bool try_id =
+      ref.kind == LeaseRef::Kind::id || (ref.kind == LeaseRef::Kind::id_or_path && is_lease_id(ref.text));
   if (try_id) {
     GITLOCKS_TRY(found, find_id(ref.text));
     if (found) {
@@ -53,7 +70,8 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
       return make("path", (*found)["path"].get<std::string>(), ref.text);
     }
     if (ref.kind == LeaseRef::Kind::id)
-      return make_error(Errc::not_holder, "no lease " + ref.text + " in the current state (released, swept or reclaimed)");
+      return make_error(Errc::not_holder,
+                        "no lease " + ref.text + " in the current state (released, swept or reclaimed)");
   }
   const bool sem = ref.kind == LeaseRef::Kind::sem;
   std::string resource;

@@ -21,7 +21,7 @@ struct LeaseRef {
     id_or_path,  // a 24-hex lease id when one exists in the state, else a path
     id,
     path,
-    sem,         // the actor's slot of a semaphore
+    sem,  // the actor's slot of a semaphore
   };
   Kind kind = Kind::id_or_path;
   std::string text;
@@ -50,7 +50,8 @@ class LeaseResolver {
   ObjectStore& store_;
   const Snapshot& snap_;
   std::string actor_;
-  std::optional<std::map<std::string, json>> ids_;  // lease id -> {"path"|"sem"}
+  std::map<std::string, json> found_;               // lease id -> {"path"|"sem"}, from history
+  std::optional<std::map<std::string, json>> ids_;  // the same for every lease, from a scan
 };
 
 // While alive, `store` computes object ids without writing anything (the

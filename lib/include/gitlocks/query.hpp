@@ -2,6 +2,7 @@
 // (the CLI's status today; the start of one query module for all of them).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -39,5 +40,22 @@ std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const jso
 // then, and only then, every record is read.
 Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
                          bool include_expired, const std::string& me);
+
+// How many transitions lease_resource_in_history() reads back from the tip
+// before it gives up (the caller then scans the state).
+inline constexpr std::size_t kLeaseLookupDepth = 1000;
+
+// The resource ("path:KEY" or "sem:NAME") of lease `id`, read from the
+// packets of verified history: walking back from `tip`, the newest
+// transition that names the id — the claim or sem-acquire that issued it
+// (ids are lease_id(instance, op index, resource)), or an extend or release
+// that names it. A lease never changes resource, so the caller looks at that
+// one record of the state to learn whether the lease is still there.
+// nullopt when none of the newest `depth` transitions names it, or when
+// their bodies are sealed (PRIVATE): then only a scan of the state answers.
+// Cost: O(transitions since the lease was last issued or renewed), bounded
+// by `depth`; independent of the number of live leases.
+Result<std::optional<std::string>> lease_resource_in_history(ObjectStore& store, const Oid& tip, const std::string& id,
+                                                             std::size_t depth = kLeaseLookupDepth);
 
 }  // namespace gitlocks
