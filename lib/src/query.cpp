@@ -120,6 +120,40 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
   return rows;
 }
 
+Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expired, const std::string& me,
+                      const std::function<void(std::size_t rows)>& begin,
+                      const std::function<bool(const json& row)>& fn) {
+  // Pass 1: the resources with rows to show, sorted (records are stored by a
+  // hash of their name, so the tree order is not the listing's order).
+  std::vector<std::string> resources;
+  std::size_t count = 0;
+  auto shown = [&](const json& l) { return include_expired || lease_live(l, now); };
+  GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
+    const std::string kind = rec.value("kind", "");
+    if (kind != "path" && kind != "sem") return true;
+    const std::size_t n =
+        static_cast<std::size_t>(std::count_if(rec["leases"].begin(), rec["leases"].end(), shown));
+    if (n == 0) return true;
+    count += n;
+    resources.push_back(kind + ":" + rec["name"].get<std::string>());
+    return true;
+  }));
+  std::sort(resources.begin(), resources.end());
+  begin(count);
+  // Pass 2: each record again, its rows in generation order.
+  for (const auto& resource : resources) {
+    GITLOCKS_TRY(rec, reader.record(resource));
+    if (!rec) return make_error(Errc::store_read, "record of " + resource + " vanished between two reads");
+    json batch = json::array();
+    for (const auto& l : (*rec)["leases"])
+      if (shown(l)) batch.push_back(lease_row(*rec, l, now, me));
+    sort_rows(batch);
+    for (const auto& row : batch)
+      if (!fn(row)) return Ok{};
+  }
+  return Ok{};
+}
+
 Result<std::optional<std::string>> lease_resource_in_history(ObjectStore& store, const Oid& tip, const std::string& id,
                                                              std::size_t depth) {
   using Found = std::optional<std::string>;

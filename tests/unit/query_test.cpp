@@ -87,6 +87,19 @@ TEST_CASE("query: filtered listings equal the full listing filtered by overlap o
       for (const bool all : {false, true}) {
         gitlocks::StateReader reader(s.objects(), s.state());
         const json full = gitlocks::list_leases(reader, now, {}, all, "actor1").value();
+        // The streamed listing hands over the same rows in the same order.
+        json streamed = json::array();
+        std::size_t announced = 99999;
+        gitlocks::StateReader again(s.objects(), s.state());
+        REQUIRE(gitlocks::for_each_lease(
+                    again, now, all, "actor1", [&](std::size_t n) { announced = n; },
+                    [&](const json& row) {
+                      streamed.push_back(row);
+                      return true;
+                    })
+                    .ok());
+        CHECK(announced == full.size());
+        CHECK(streamed == full);
         for (int q = 0; q < 8; ++q) {
           std::vector<RepoPath> filters = {path(random_path(rng() % 2 == 0))};
           if (q % 3 == 0) filters.push_back(path(random_path(false)));
@@ -126,7 +139,7 @@ TEST_CASE("query: status of one path reads its records and not the other leases"
   CHECK(under.size() == 300);
 }
 
-TEST_CASE("query: a lease id is found in the packets that issued or renewed it, within the depth") {
+TEST_CASE("query: a lease id is found in the packets that issued or renewed it within the depth") {
   Store s;
   REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
   REQUIRE(s.claim("bob", "docs/", 60'000, "shared").ok());

@@ -29,21 +29,26 @@ std::string pad(std::string s, std::size_t width) {
 
 namespace {
 
+std::string status_header() {
+  return pad("RESOURCE", 32) + pad("MODE", 11) + pad("HOLDER", 28) + pad("GEN", 6) + pad("EXPIRES IN", 12) + "LEASE\n";
+}
+
+std::string status_row(const json& e) {
+  const bool path = e["kind"] == "path";
+  std::string what = path ? e["path"].get<std::string>()
+                          : "sem " + e["sem"].get<std::string>() + " (limit " +
+                                std::to_string(e["limit"].get<std::int64_t>()) + ")";
+  std::string left = e["live"].get<bool>() ? format_duration(e["expires_in_ms"].get<std::int64_t>()) : "expired";
+  return pad(what, 31) + " " + pad(path ? e["mode"].get<std::string>() : "slot", 11) +
+         pad(holder_label(e) + (e["mine"].get<bool>() ? " *" : ""), 27) + " " +
+         pad(std::to_string(e["generation"].get<std::int64_t>()), 6) + pad(left, 12) + e["lease"].get<std::string>() +
+         "\n";
+}
+
 std::string status_table(const json& leases) {
   if (leases.empty()) return "";
-  std::string out =
-      pad("RESOURCE", 32) + pad("MODE", 11) + pad("HOLDER", 28) + pad("GEN", 6) + pad("EXPIRES IN", 12) + "LEASE\n";
-  for (const auto& e : leases) {
-    const bool path = e["kind"] == "path";
-    std::string what = path ? e["path"].get<std::string>()
-                            : "sem " + e["sem"].get<std::string>() + " (limit " +
-                                  std::to_string(e["limit"].get<std::int64_t>()) + ")";
-    std::string left = e["live"].get<bool>() ? format_duration(e["expires_in_ms"].get<std::int64_t>()) : "expired";
-    out += pad(what, 31) + " " + pad(path ? e["mode"].get<std::string>() : "slot", 11) +
-           pad(holder_label(e) + (e["mine"].get<bool>() ? " *" : ""), 27) + " " +
-           pad(std::to_string(e["generation"].get<std::int64_t>()), 6) + pad(left, 12) +
-           e["lease"].get<std::string>() + "\n";
-  }
+  std::string out = status_header();
+  for (const auto& e : leases) out += status_row(e);
   return out;
 }
 
@@ -78,20 +83,63 @@ int cmd_status(Context& ctx, const Argv& argv) {
     if (!families.ok()) return ctx.fail(make_error(Errc::store_read, "policy.json families: " + families.error().message));
     (*policy)["families"] = *families;
   }
-  auto leases = list_leases(reader, *now, filters, a->has("all"), me);  // the core query (by index with paths)
-  if (!leases.ok()) return ctx.fail(leases.error());
   out["store"] = snap->store_id;
   out["commit"] = *snap->commit;
   out["policy"] = {{"min_ttl_ms", (*policy)["min_ttl_ms"]}, {"max_ttl_ms", (*policy)["max_ttl_ms"]},
                    {"families", (*policy)["families"]}, {"owner", (*policy)["owner"]}};
-  out["leases"] = *leases;
   out["policy_hash"] = snap->policy_hash;
   out["guard_time"] = snap->guard_time ? json{{"enabled", true}, {"audience", snap->guard_time->audience},
                                               {"service_key", snap->guard_time->service_key}}
                                        : json{{"enabled", false}};
-  return ctx.done(out, "refs/locks/state -> " + snap->commit->substr(0, 12) + " (store " +
-                           snap->store_id.substr(0, 12) + "): " + std::to_string(leases->size()) +
-                           (a->has("all") ? " leases\n" : " live leases\n") + status_table(*leases));
+  auto header = [&](std::size_t n) {
+    return "refs/locks/state -> " + snap->commit->substr(0, 12) + " (store " + snap->store_id.substr(0, 12) +
+           "): " + std::to_string(n) + (a->has("all") ? " leases\n" : " live leases\n");
+  };
+  if (!filters.empty()) {  // the core query, by index
+    auto leases = list_leases(reader, *now, filters, a->has("all"), me);
+    if (!leases.ok()) return ctx.fail(leases.error());
+    out["leases"] = std::move(*leases);
+    return ctx.done(out, header(out["leases"].size()) + status_table(out["leases"]));
+  }
+  // Every lease: streamed row by row (the core's for_each_lease), so memory
+  // does not grow with the rows. The JSON is byte for byte the one document
+  // it would be: the rows go where the "leases" placeholder is.
+  static const std::string kMark = "\x01leases\x01";
+  out["leases"] = kMark;
+  const std::string doc = json_line(out);
+  const std::size_t at = doc.find(json_line(json(kMark)));
+  std::string text;
+  auto flush = [&](std::size_t above) {
+    if (text.size() < above) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    text.clear();
+  };
+  bool first = true;
+  auto st = for_each_lease(
+      reader, *now, a->has("all"), me,
+      [&](std::size_t n) {
+        text = ctx.json_output ? doc.substr(0, at) + "[" : header(n) + (n ? status_header() : "");
+      },
+      [&](const json& row) {
+        if (ctx.json_output) {
+          if (!first) text += ',';
+          text += json_line(row);
+        } else {
+          text += status_row(row);
+        }
+        first = false;
+        flush(64u << 10);
+        return true;
+      });
+  if (!st.ok()) {
+    flush(0);
+    std::fflush(stdout);
+    return ctx.fail(st.error());
+  }
+  if (ctx.json_output) text += "]" + doc.substr(at + json_line(json(kMark)).size()) + "\n";
+  flush(0);
+  std::fflush(stdout);
+  return kExitOk;
 }
 
 int cmd_fence(Context& ctx, const Argv& argv) {

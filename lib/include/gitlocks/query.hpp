@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,14 @@ std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const jso
 // then, and only then, every record is read.
 Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
                          bool include_expired, const std::string& me);
+
+// The rows of list_leases(reader, now, {}, include_expired, me), in the same
+// order, handed to `row` one at a time (it returns false to stop), after
+// `begin` was told how many there are: memory holds each record's resource
+// name between two passes over the records, never the rows.
+Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expired, const std::string& me,
+                      const std::function<void(std::size_t rows)>& begin,
+                      const std::function<bool(const json& row)>& row);
 
 // How many transitions lease_resource_in_history() reads back from the tip
 // before it gives up (the caller then scans the state).
