@@ -17,7 +17,7 @@ namespace gitlocks {
 
 json verdict_json(const Verdict& v) {
   json j = {{"commit", v.commit}, {"command", v.command}, {"actor", v.actor},
-            {"ok", v.ok},          {"level", v.level},     {"reason", v.reason}};
+            {"ok", v.ok},         {"level", v.level},     {"reason", v.reason}};
   j["time"] = v.time ? json(*v.time) : json(nullptr);
   if (!v.ok) j["detail"] = v.detail;
   return j;
@@ -136,12 +136,12 @@ class CachingStore final : public ObjectStore {
 };
 
 struct ChainState {
-  Oid state;                          // recorded state tree of the previous commit
+  Oid state;  // recorded state tree of the previous commit
   std::string store_id;
   std::string owner;
   std::optional<std::int64_t> last_time;           // last local-clock T
   std::optional<std::int64_t> last_attested_time;  // last notary T
-  Oid policy_blob;                    // cache key of `policy`
+  Oid policy_blob;                                 // cache key of `policy`
   std::string policy_hash;
   Policy policy;
   // PRIVATE stores: the codec of cs.state's epoch (null when the verifier
@@ -215,7 +215,9 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
   Interval interval = kUniversalInterval;
   if (!opened.ok()) {
     const Errc c = opened.error().code;
-    fail(c == Errc::bad_signature ? "bad-signature" : c == Errc::unknown_format ? "unknown-format" : "bad-packet",
+    fail(c == Errc::bad_signature    ? "bad-signature"
+         : c == Errc::unknown_format ? "unknown-format"
+                                     : "bad-packet",
          opened.error().message);
   } else {
     const json& p = opened->packet;
@@ -236,8 +238,9 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     // Which rules was this commit made under? Guard time applies from the
     // activation on (the commit that installs the pins included).
     auto result_pins = pins_at(store, tc.state, cs);
-    if (!result_pins.ok()) fail(result_pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
-                                result_pins.error().message);
+    if (!result_pins.ok())
+      fail(result_pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
+           result_pins.error().message);
     const bool attested = result_pins.ok() && result_pins->has_value();
     if (attested) {
       if (options.expected_pins && !(**result_pins == *options.expected_pins))
@@ -261,8 +264,8 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
           std::optional<std::int64_t> previous = cs.last_attested_time;
           if (cs.last_time && (!previous || *cs.last_time > *previous)) previous = cs.last_time;
           if (previous && *t < *previous)
-            fail("time-decreased", "attested T = " + std::to_string(*t) + " is before the previous " +
-                                       std::to_string(*previous));
+            fail("time-decreased",
+                 "attested T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
         }
       }
     } else {
@@ -273,7 +276,8 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     const json& body = p["body"];
     if (root) {
       if (p["source"] != "" || !body.contains("init")) fail("bad-packet", "the root commit must create the store");
-      auto pol = body.contains("init") ? parse_policy(body["init"]) : Result<Policy>(make_error(Errc::bad_json, "no policy"));
+      auto pol =
+          body.contains("init") ? parse_policy(body["init"]) : Result<Policy>(make_error(Errc::bad_json, "no policy"));
       if (!pol.ok()) {
         fail("bad-packet", "creation policy: " + pol.error().message);
       } else {
@@ -281,13 +285,16 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
         cs.owner = pol->owner;
         if (v.actor != cs.owner) fail("not-owner", "the store was not created by its owner");
         auto pb = canon_dump(body["init"]);
-        if (!pb.ok() || sha256_hex(*pb) != p["policy_hash"]) fail("policy-mismatch", "policy_hash is not the creation policy's");
+        if (!pb.ok() || sha256_hex(*pb) != p["policy_hash"])
+          fail("policy-mismatch", "policy_hash is not the creation policy's");
       }
     } else {
       if (p["source"] != cs.state)
-        fail("source-mismatch", "packet source " + p["source"].get<std::string>() + " is not the parent's state " + cs.state);
+        fail("source-mismatch",
+             "packet source " + p["source"].get<std::string>() + " is not the parent's state " + cs.state);
       if (p["store"] != cs.store_id) fail("store-mismatch", "packet names another store");
-      if (p["policy_hash"] != cs.policy_hash) fail("policy-mismatch", "policy_hash is not the policy in force at the source");
+      if (p["policy_hash"] != cs.policy_hash)
+        fail("policy-mismatch", "policy_hash is not the policy in force at the source");
     }
     if (p["store"] != cs.store_id && root) fail("store-mismatch", "packet store id differs from its policy's");
     if (!t) fail("missing-time", "packet carries no admission time");
@@ -297,7 +304,8 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     const bool source_private = !root && cs.policy.is_private;
     const std::int64_t want_epoch = source_private ? cs.policy.epoch : 0;
     if (p["epoch"] != want_epoch && !(root && body.contains("init") && body["init"].value("epoch", 0) == p["epoch"]))
-      fail("wrong-epoch", "packet epoch " + p["epoch"].dump() + ", the store is at epoch " + std::to_string(want_epoch));
+      fail("wrong-epoch",
+           "packet epoch " + p["epoch"].dump() + ", the store is at epoch " + std::to_string(want_epoch));
     if (body.contains("sealed")) {
       auto epoch = sealed_epoch(body);
       if (!source_private) {
@@ -326,8 +334,8 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
       fail("replay-refused", std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
     } else {
       if (replayed->result_state != p["result"])
-        fail("result-mismatch", "re-planning gives state " + replayed->result_state + ", packet says " +
-                                    p["result"].get<std::string>());
+        fail("result-mismatch",
+             "re-planning gives state " + replayed->result_state + ", packet says " + p["result"].get<std::string>());
       if (replayed->action != p["action"]) fail("action-mismatch", "re-planning gives action " + replayed->action);
       if (replayed->interval != interval)
         fail("interval-mismatch", "derived interval [" + std::to_string(replayed->interval.lo) + ", " +
@@ -335,8 +343,8 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     }
     if (tc.state != p["result"]) fail("state-mismatch", "commit state " + tc.state + " is not the packet's result");
     if (t && !interval.contains(*t))
-      fail("time-outside-interval", "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) +
-                                        ", " + std::to_string(interval.hi) + "]");
+      fail("time-outside-interval", "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) + ", " +
+                                        std::to_string(interval.hi) + "]");
     if (!attested && t && cs.last_time && *t < *cs.last_time)
       fail("time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*cs.last_time));
     if (attested && t) cs.last_attested_time = std::max(*t, cs.last_attested_time.value_or(*t));
@@ -417,8 +425,13 @@ MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair*
 
 Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const ReplayOptions& options,
                                    const std::function<void(const Verdict&)>& on_verdict) {
-  // The chain, tip first. Only ids are kept: memory per commit is 40 bytes.
-  std::string chain;
+  // The chain is walked twice: once from the tip to count it, keeping every
+  // kSegment-th id, then segment by segment from the root, each segment's ids
+  // read again from its mark. Memory is O(count / kSegment + kSegment) ids,
+  // not one id per commit; the second walk reads each commit object once more.
+  constexpr std::size_t kSegment = 1024;
+  std::vector<Oid> marks;  // marks[m]: the commit m * kSegment first parents below the tip
+  std::size_t count = 0;
   Oid cur = tip;
   bool reached_from = false;
   while (true) {
@@ -426,7 +439,8 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
       reached_from = true;
       break;
     }
-    chain += cur;
+    if (count % kSegment == 0) marks.push_back(cur);
+    ++count;
     GITLOCKS_TRY(c, raw_store.read_commit(cur));
     if (c.parents.empty()) break;
     cur = c.parents.front();
@@ -436,7 +450,6 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     e.fields["rewrite"] = *options.from;
     return e;
   }
-  const std::size_t count = chain.size() / 40;
 
   HashOnlyScope hash_only(raw_store);
   CachingStore store(raw_store);
@@ -464,9 +477,24 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   }
   ReplaySummary summary;
   summary.tip = tip;
+  std::vector<Oid> segment;  // the commits of one segment, tip first
   for (std::size_t i = 0; i < count; ++i) {
+    if (segment.empty()) {
+      const std::size_t m = (count - 1 - i) / kSegment;  // the segment holding commit i (from the root)
+      const std::size_t len = std::min(kSegment, count - m * kSegment);
+      Oid at = marks[m];
+      for (std::size_t k = 0; k < len; ++k) {
+        segment.push_back(at);
+        if (k + 1 == len) break;
+        GITLOCKS_TRY(c, raw_store.read_commit(at));
+        if (c.parents.empty())
+          return make_error(Errc::store_read, "the chain below " + marks[m] + " changed while read");
+        at = c.parents.front();
+      }
+    }
     Verdict v;
-    v.commit = chain.substr((count - 1 - i) * 40, 40);
+    v.commit = std::move(segment.back());
+    segment.pop_back();
     auto tc = read_transition_commit(store, v.commit);
     if (!tc.ok()) {
       if (tc.error().code != Errc::invalid) return tc.error();

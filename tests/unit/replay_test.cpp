@@ -1,4 +1,6 @@
 // Replay verification on in-memory histories, untouched and tampered.
+#include "gitlocks/replay.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 
 #include "fixture.h"
 #include "gitlocks/packet.hpp"
-#include "gitlocks/replay.hpp"
 #include "timeline.h"
 
 using gitlocks::json;
@@ -92,29 +93,33 @@ TEST_CASE("replay: an untouched history verifies - with one verdict per commit")
 
 TEST_CASE("replay: a rewritten but identical history still verifies (the rewriter is faithful)") {
   Store s = history();
-  Oid tip = rewrite(s, [](gitlocks::TransitionCommit&) {}, 3);
+  Oid tip = rewrite(
+      s, [](gitlocks::TransitionCommit&) {}, 3);
   CHECK(verify(s.objects(), tip).summary.invalid == 0);
 }
 
 TEST_CASE("replay: one changed byte in a record is flagged at that commit") {
   Store s = history();
-  Oid tip = rewrite(s, [&](gitlocks::TransitionCommit& tc) {
-    gitlocks::StateReader reader(s.objects(), tc.state);
-    auto rec = reader.record("path:docs").value();
-    REQUIRE(rec);
-    std::string bytes = (*rec).dump();
-    bytes[bytes.find("shared")] = 'S';  // one byte
-    auto blob = s.objects().write_blob(bytes).value();
-    auto loc = gitlocks::record_location("path:docs");
-    // Rebuild the state tree with the changed blob.
-    std::function<Oid(const Oid&, std::size_t)> put = [&](const Oid& tree, std::size_t depth) -> Oid {
-      auto t = s.objects().read_tree(tree).value();
-      for (auto& e : t)
-        if (e.name == loc[depth]) e.oid = depth + 1 == loc.size() ? blob : put(e.oid, depth + 1);
-      return s.objects().write_tree(t).value();
-    };
-    tc.state = put(tc.state, 0);
-  }, 2);
+  Oid tip = rewrite(
+      s,
+      [&](gitlocks::TransitionCommit& tc) {
+        gitlocks::StateReader reader(s.objects(), tc.state);
+        auto rec = reader.record("path:docs").value();
+        REQUIRE(rec);
+        std::string bytes = (*rec).dump();
+        bytes[bytes.find("shared")] = 'S';  // one byte
+        auto blob = s.objects().write_blob(bytes).value();
+        auto loc = gitlocks::record_location("path:docs");
+        // Rebuild the state tree with the changed blob.
+        std::function<Oid(const Oid&, std::size_t)> put = [&](const Oid& tree, std::size_t depth) -> Oid {
+          auto t = s.objects().read_tree(tree).value();
+          for (auto& e : t)
+            if (e.name == loc[depth]) e.oid = depth + 1 == loc.size() ? blob : put(e.oid, depth + 1);
+          return s.objects().write_tree(t).value();
+        };
+        tc.state = put(tc.state, 0);
+      },
+      2);
   Run r = verify(s.objects(), tip);
   REQUIRE(r.first_bad());
   CHECK(r.first_bad()->commit == r.verdicts[2].commit);
@@ -123,11 +128,14 @@ TEST_CASE("replay: one changed byte in a record is flagged at that commit") {
 
 TEST_CASE("replay: a packet re-signed by another key is not the owner's creation / breaks bindings") {
   Store s = history();
-  Oid tip = rewrite(s, [&](gitlocks::TransitionCommit& tc) {
-    json doc = json::parse(tc.packet_stored);
-    doc["packet"]["actor"] = gitlocks::test::actor_hex("mallory");
-    tc.packet_stored = gitlocks::seal_packet(doc["packet"], gitlocks::test::actor_key("mallory")).value();
-  }, 1);
+  Oid tip = rewrite(
+      s,
+      [&](gitlocks::TransitionCommit& tc) {
+        json doc = json::parse(tc.packet_stored);
+        doc["packet"]["actor"] = gitlocks::test::actor_hex("mallory");
+        tc.packet_stored = gitlocks::seal_packet(doc["packet"], gitlocks::test::actor_key("mallory")).value();
+      },
+      1);
   Run r = verify(s.objects(), tip);
   REQUIRE(r.first_bad());
   CHECK(r.first_bad()->commit == r.verdicts[1].commit);
@@ -137,12 +145,15 @@ TEST_CASE("replay: a packet re-signed by another key is not the owner's creation
 
 TEST_CASE("replay: a changed generation in the body is flagged") {
   Store s = history();
-  Oid tip = rewrite(s, [&](gitlocks::TransitionCommit& tc) {
-    json doc = json::parse(tc.packet_stored);
-    REQUIRE(doc["packet"]["action"] == "reclaim");
-    doc["packet"]["body"]["ops"][0]["reclaims"][0]["generation"] = 5;
-    tc.packet_stored = gitlocks::seal_packet(doc["packet"], gitlocks::test::actor_key("bob")).value();
-  }, 4);
+  Oid tip = rewrite(
+      s,
+      [&](gitlocks::TransitionCommit& tc) {
+        json doc = json::parse(tc.packet_stored);
+        REQUIRE(doc["packet"]["action"] == "reclaim");
+        doc["packet"]["body"]["ops"][0]["reclaims"][0]["generation"] = 5;
+        tc.packet_stored = gitlocks::seal_packet(doc["packet"], gitlocks::test::actor_key("bob")).value();
+      },
+      4);
   Run r = verify(s.objects(), tip);
   REQUIRE(r.first_bad());
   CHECK(r.first_bad()->commit == r.verdicts[4].commit);
@@ -151,33 +162,41 @@ TEST_CASE("replay: a changed generation in the body is flagged") {
 
 TEST_CASE("replay: swapped packets - a stray file and an unsigned edit are each flagged") {
   Store s = history();
-  std::string packet3 = gitlocks::read_transition_commit(s.objects(), [&] {
-    std::vector<Oid> chain;
-    for (auto cur = s.tip(); cur;) {
-      chain.insert(chain.begin(), *cur);
-      auto c = s.objects().read_commit(*cur).value();
-      if (c.parents.empty()) break;
-      cur = c.parents.front();
-    }
-    return chain[3];
-  }()).value().packet_stored;
-  Oid swapped = rewrite(s, [&](gitlocks::TransitionCommit& tc) { tc.packet_stored = packet3; }, 2);
+  std::string packet3 = gitlocks::read_transition_commit(s.objects(),
+                                                         [&] {
+                                                           std::vector<Oid> chain;
+                                                           for (auto cur = s.tip(); cur;) {
+                                                             chain.insert(chain.begin(), *cur);
+                                                             auto c = s.objects().read_commit(*cur).value();
+                                                             if (c.parents.empty()) break;
+                                                             cur = c.parents.front();
+                                                           }
+                                                           return chain[3];
+                                                         }())
+                            .value()
+                            .packet_stored;
+  Oid swapped = rewrite(
+      s, [&](gitlocks::TransitionCommit& tc) { tc.packet_stored = packet3; }, 2);
   Run r1 = verify(s.objects(), swapped);
   REQUIRE(r1.first_bad());
   CHECK(r1.first_bad()->commit == r1.verdicts[2].commit);
   CHECK(r1.first_bad()->reason == "source-mismatch");
 
-  Oid stray = rewrite(s, [&](gitlocks::TransitionCommit& tc) { tc.unexpected.push_back("notes.txt"); }, 5);
+  Oid stray = rewrite(
+      s, [&](gitlocks::TransitionCommit& tc) { tc.unexpected.push_back("notes.txt"); }, 5);
   Run r2 = verify(s.objects(), stray);
   REQUIRE(r2.first_bad());
   CHECK(r2.first_bad()->commit == r2.verdicts[5].commit);
   CHECK(r2.first_bad()->reason == "unexpected-entry");
 
-  Oid unsigned_edit = rewrite(s, [&](gitlocks::TransitionCommit& tc) {
-    json doc = json::parse(tc.packet_stored);
-    doc["packet"]["claimed_at_ms"] = doc["packet"]["claimed_at_ms"].get<std::int64_t>() + 1;
-    tc.packet_stored = doc.dump();
-  }, 6);
+  Oid unsigned_edit = rewrite(
+      s,
+      [&](gitlocks::TransitionCommit& tc) {
+        json doc = json::parse(tc.packet_stored);
+        doc["packet"]["claimed_at_ms"] = doc["packet"]["claimed_at_ms"].get<std::int64_t>() + 1;
+        tc.packet_stored = doc.dump();
+      },
+      6);
   Run r3 = verify(s.objects(), unsigned_edit);
   REQUIRE(r3.first_bad());
   CHECK(r3.first_bad()->reason == "bad-signature");
@@ -264,14 +283,17 @@ namespace {
 // Rewrites commit `index` of the chain with its packet edited and re-signed
 // by `actor`: the signature is good, only what the edit changed is wrong.
 Oid resign(Store& s, std::size_t index, const std::string& actor, const std::function<void(json&)>& edit) {
-  return rewrite(s, [&](gitlocks::TransitionCommit& tc) {
-    json packet = json::parse(tc.packet_stored)["packet"];
-    edit(packet);
-    // Signed by hand: seal_packet would refuse some of the forgeries.
-    auto bytes = gitlocks::canon_dump(packet).value();
-    auto sig = gitlocks::sign_detached(gitlocks::kPacketDomain, bytes, gitlocks::test::actor_key(actor));
-    tc.packet_stored = gitlocks::canon_dump(json{{"packet", packet}, {"sig", gitlocks::to_hex(sig)}}).value();
-  }, index);
+  return rewrite(
+      s,
+      [&](gitlocks::TransitionCommit& tc) {
+        json packet = json::parse(tc.packet_stored)["packet"];
+        edit(packet);
+        // Signed by hand: seal_packet would refuse some of the forgeries.
+        auto bytes = gitlocks::canon_dump(packet).value();
+        auto sig = gitlocks::sign_detached(gitlocks::kPacketDomain, bytes, gitlocks::test::actor_key(actor));
+        tc.packet_stored = gitlocks::canon_dump(json{{"packet", packet}, {"sig", gitlocks::to_hex(sig)}}).value();
+      },
+      index);
 }
 
 // Checks that exactly one commit, the one at `index`, is invalid, for
@@ -310,7 +332,8 @@ struct LongClaim {
 
 }  // namespace
 
-TEST_CASE("replay: a local admission time outside the derived interval is time-outside-interval - its ends are inside") {
+TEST_CASE(
+    "replay: a local admission time outside the derived interval is time-outside-interval - its ends are inside") {
   LongClaim h;
   auto tip = gitlocks::read_transition_commit(h.s.objects(), *h.s.tip()).value();
   REQUIRE(json::parse(tip.packet_stored)["packet"]["interval"] == json::array({h.lo, h.hi}));
@@ -329,8 +352,8 @@ TEST_CASE("replay: a local admission time outside the derived interval is time-o
 
 TEST_CASE("replay: a signed packet interval other than the derived one is interval-mismatch") {
   LongClaim h;
-  const std::string want = "derived interval [" + std::to_string(h.lo) + ", " + std::to_string(h.hi) +
-                           "] differs from the packet's";
+  const std::string want =
+      "derived interval [" + std::to_string(h.lo) + ", " + std::to_string(h.hi) + "] differs from the packet's";
   // Narrower and wider by 1 ms, each still containing the T used.
   for (const json& iv : {json::array({h.lo, h.hi - 1}), json::array({h.lo - 1, h.hi})}) {
     CAPTURE(iv.dump());
@@ -370,8 +393,11 @@ TEST_CASE("replay: each signed-packet binding the chain fixes is checked") {
       {"another action name", [](json& p) { p["action"] = "reclaim"; }, "action-mismatch",
        "re-planning gives action claim"},
       {"another epoch", [](json& p) { p["epoch"] = 1; }, "wrong-epoch", "packet epoch 1, the store is at epoch 0"},
-      {"a sealed body in a public store", [](json& p) { p["body"] = json{{"sealed", "x"}}; }, "bad-packet",
-       "a sealed body in a store that is not PRIVATE"},
+      {"a sealed body in a public store",
+       [](json& p) {
+         p["body"] = json{{"sealed", "x"}};
+       },
+       "bad-packet", "a sealed body in a store that is not PRIVATE"},
       {"an unknown packet format", [](json& p) { p["format"] = "gitlocks-packet-v9"; }, "unknown-format",
        "unknown packet format"},
   };
@@ -467,4 +493,41 @@ TEST_CASE("replay: the independent checker flags a semaphore over its limit and 
   REQUIRE(reused.size() == 1);
   CHECK(reused[0].reason == "generation-reused");
   CHECK(reused[0].detail == "generation 1 of sem:ci was issued before (highest 1)");
+}
+
+TEST_CASE("replay: a chain longer than two segments is replayed root first and in order") {
+  // The replay keeps one id per 1,024 commits and re-reads each segment from
+  // its mark: the verdicts must still name every commit once, root first.
+  Store s;
+  const std::size_t commits = 2 * 1024 + 3;  // init included: three segments, the oldest one short
+  for (std::size_t n = 1; n < commits; ++n) {
+    if (n % 2) {
+      REQUIRE(s.claim("bob", "g", 60'000).ok());
+    } else {
+      json l = s.lease_of("bob", "path:g");
+      REQUIRE(s.op("bob", {{"op", "release"}, {"path", "g"}, {"lease", l["id"]}}).ok());
+    }
+  }
+  std::vector<Oid> expected;  // every commit, root first, from the parent links
+  for (auto cur = s.tip(); cur;) {
+    expected.insert(expected.begin(), *cur);
+    auto c = s.objects().read_commit(*cur).value();
+    if (c.parents.empty()) break;
+    cur = c.parents.front();
+  }
+  REQUIRE(expected.size() == commits);
+  Run r = verify(s.objects(), *s.tip());
+  REQUIRE(r.verdicts.size() == commits);
+  std::size_t misplaced = 0;
+  for (std::size_t i = 0; i < commits; ++i) misplaced += r.verdicts[i].commit == expected[i] ? 0 : 1;
+  CHECK(misplaced == 0);
+  CHECK(r.summary.invalid == 0);
+  // Resumed from a commit in the middle segment: the commits above it, in order.
+  gitlocks::ReplayOptions from_middle;
+  from_middle.from = expected[1500];
+  std::vector<Oid> got;
+  auto resumed = gitlocks::replay_chain(s.objects(), *s.tip(), from_middle,
+                                        [&](const gitlocks::Verdict& v) { got.push_back(v.commit); });
+  REQUIRE(resumed.ok());
+  CHECK(got == std::vector<Oid>(expected.begin() + 1501, expected.end()));
 }
