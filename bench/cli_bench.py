@@ -185,6 +185,28 @@ def queries_section(empty, big, args):
         print(f"   {label:<16} empty {ms(e)}, {args.leases:,} leases {ms(g)}   {g / e:5.2f}x")
 
 
+def hook_section(empty, big, args):
+    """Issue 16 goal 4: the server hook's check of one pushed transition, on a
+    store with many live leases vs an empty one. The hook is run as git runs
+    pre-receive ("OLD NEW refs/locks/state" on stdin), on the store's own
+    newest commit: it replays OLD -> NEW from the trusted OLD."""
+    print(f"\n6. server hook: one pushed transition, {args.leases:,} live leases vs an empty store "
+          f"({args.cycles} interleaved runs, medians; goal <= 1.3x)")
+    lines = {}
+    for store in (empty, big):
+        store.gl("claim", "--ttl", "1h", "bench/hook")
+        new = store.tip()
+        old = subprocess.run(["git", "-C", store.path, "rev-parse", new + "^"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        lines[store.path] = f"{old} {new} refs/locks/state\n".encode()
+    small, large = [], []
+    for _ in range(args.cycles):
+        for store, times in ((empty, small), (big, large)):
+            times.append(store.gl("hook", "check", "pre-receive", stdin=lines[store.path])[0])
+    e, g = statistics.median(small), statistics.median(large)
+    print(f"   hook check       empty {ms(e)}, {args.leases:,} leases {ms(g)}   {g / e:5.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary")
@@ -262,6 +284,7 @@ def main():
         print(f"   (for scale: a full `status` of the big store takes {status_wall:.2f} s, "
               f"peak RSS {status_rss / 1024:.1f} MiB)")
         queries_section(empty, big, args)
+        hook_section(empty, big, args)
         trust_sections(binary, root, args)
     finally:
         shutil.rmtree(root, ignore_errors=True)

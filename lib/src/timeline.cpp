@@ -127,7 +127,71 @@ bool overlaps(const std::string& a, const std::string& b) {
   return l.compare(0, s.size(), s) == 0 && (l.size() == s.size() || l[s.size()] == '/');
 }
 
+// The proper ancestors of a path key: "a/b/c" -> "a", "a/b".
+std::vector<std::string> ancestors_of(const std::string& key) {
+  std::vector<std::string> out;
+  for (std::size_t pos = key.find('/'); pos != std::string::npos; pos = key.find('/', pos + 1))
+    out.push_back(key.substr(0, pos));
+  return out;
+}
+
+// A holder's intention marker in a path record: the count and expiry bound
+// of its exclusive ("x", "xu") or shared ("s", "su") leases below.
+struct Marker {
+  std::int64_t count = 0;
+  std::int64_t until = 0;
+};
+Marker marker_of(const json& rec, const std::string& holder, bool exclusive) {
+  if (rec.is_null() || !rec.contains("below")) return {};
+  auto it = rec["below"].find(holder);
+  if (it == rec["below"].end()) return {};
+  return {(*it)[exclusive ? "x" : "s"].get<std::int64_t>(), (*it)[exclusive ? "xu" : "su"].get<std::int64_t>()};
+}
+
+// What the lease changes of one commit must do to one holder's marker on
+// one ancestor: the net count change and the latest expiry added or renewed.
+struct MarkerDelta {
+  std::int64_t count[2] = {0, 0};    // [exclusive, shared]
+  std::int64_t until[2] = {-1, -1};  // -1: nothing added or renewed
+};
+
 }  // namespace
+
+void Timeline::start_lazy() {
+  lazy_ = true;
+  paths_.clear();
+  max_generation_.clear();
+  recent_.clear();
+}
+
+Status Timeline::conflicts_in_state(StateReader& reader, const std::string& key, const std::string& holder,
+                                    bool exclusive, std::int64_t t, std::vector<std::string>& out) const {
+  auto leases_of = [&](const std::string& k) -> Status {
+    GITLOCKS_TRY(rec, reader.record(path_resource(k)));
+    if (!rec) return Ok{};
+    for (const auto& l : (*rec)["leases"])
+      if (l["holder"] != holder && l["expires_at"].get<std::int64_t>() >= t && (exclusive || l["mode"] == "exclusive"))
+        out.push_back("lease " + l["id"].get<std::string>() + " on '" + k + "' (live until " + l["expires_at"].dump() +
+                      ")");
+    return Ok{};
+  };
+  for (const auto& a : ancestors_of(key)) GITLOCKS_CHECK(leases_of(a));
+  GITLOCKS_CHECK(leases_of(key));
+  // Below the key: the markers, checked by apply() at every commit.
+  GITLOCKS_TRY(rec, reader.record(path_resource(key)));
+  if (!rec) return Ok{};
+  for (const auto& [h, m] : (*rec)["below"].items()) {
+    if (h == holder) continue;
+    for (const bool x : {true, false}) {
+      if (!x && !exclusive) continue;
+      const Marker mk = marker_of(*rec, h, x);
+      if (mk.count > 0 && mk.until >= t)
+        out.push_back(std::to_string(mk.count) + (x ? " exclusive" : " shared") + " lease(s) of " + h + " below '" +
+                      key + "' (live until " + std::to_string(mk.until) + ")");
+    }
+  }
+  return Ok{};
+}
 
 void Timeline::conflicts_for(const std::string& key, const std::string& holder, bool exclusive, std::int64_t t,
                              std::vector<std::string>& out) const {
@@ -152,6 +216,7 @@ void Timeline::conflicts_for(const std::string& key, const std::string& holder, 
 }
 
 Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* codec) {
+  lazy_ = false;
   paths_.clear();
   recent_.clear();
   StateReader reader(store, state, codec);
@@ -161,16 +226,16 @@ Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* c
     max_generation_[resource] = rec["generation"].get<std::int64_t>();
     if (rec["kind"] == "path")
       for (const auto& l : rec["leases"])
-        paths_[rec["name"].get<std::string>()].push_back(
-            {l["id"].get<std::string>(), l["holder"].get<std::string>(), l["mode"] == "exclusive",
-             l["expires_at"].get<std::int64_t>()});
+        paths_[rec["name"].get<std::string>()].push_back({l["id"].get<std::string>(), l["holder"].get<std::string>(),
+                                                          l["mode"] == "exclusive",
+                                                          l["expires_at"].get<std::int64_t>()});
     return true;
   });
 }
 
 Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& old_state, const Oid& new_state,
-                                                std::int64_t t, const Policy& policy, const RecordCodec* old_codec,
-                                                const RecordCodec* new_codec) {
+                                               std::int64_t t, const Policy& policy, const RecordCodec* old_codec,
+                                               const RecordCodec* new_codec) {
   if (!old_codec) old_codec = &plain_codec();
   if (!new_codec) new_codec = &plain_codec();
   std::map<std::string, json> previous = std::move(recent_);
@@ -190,6 +255,16 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     if ((old_format.ok() && *old_format != *format) || old_codec != new_codec) {
       // A migration or a rekey moves every record; the leases in force are
       // unchanged (re-planning proves it). Reload the model.
+      if (lazy_) {  // no model to compare with: both states, read in full (migrations are rare)
+        Timeline old_model;
+        GITLOCKS_CHECK(old_model.load(store, old_state, old_codec));
+        GITLOCKS_CHECK(load(store, new_state, new_codec));
+        for (const auto& [res, g] : old_model.max_generation_)
+          if (max_generation_[res] < g)
+            violations.push_back({"generation-reused", "generation of " + res + " went back in a migration"});
+        start_lazy();
+        return violations;
+      }
       auto gens = max_generation_;
       GITLOCKS_CHECK(load(store, new_state, new_codec));
       for (const auto& [res, g] : gens)
@@ -211,6 +286,18 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     std::string resource, key, holder, id;
     bool exclusive;
     std::int64_t expires_at, generation;
+    std::int64_t before_generation;  // the record's generation at the parent state (0: no record)
+  };
+  // The path records this commit changed (by key), and what its lease
+  // changes must do to the markers of their ancestors.
+  std::map<std::string, std::pair<json, json>> changed_paths;
+  std::map<std::string, std::map<std::string, MarkerDelta>> deltas;  // ancestor key -> holder -> delta
+  auto mark = [&](const std::string& key, const std::string& holder, bool exclusive, int count, std::int64_t until) {
+    for (const auto& a : ancestors_of(key)) {
+      MarkerDelta& d = deltas[a][holder];
+      d.count[exclusive ? 0 : 1] += count;
+      d.until[exclusive ? 0 : 1] = std::max(d.until[exclusive ? 0 : 1], until);
+    }
   };
   std::vector<Admission> admitted;
   std::vector<json> semaphores;
@@ -223,7 +310,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     if (c.before) {
       auto hit = previous.find(c.location + ' ' + *c.before);
       auto r = hit != previous.end() ? Result<json>(std::move(hit->second))
-                                    : load_record(store, c, *c.before, *format, *old_codec);
+                                     : load_record(store, c, *c.before, *format, *old_codec);
       if (!r.ok()) {
         violations.push_back({"record-misplaced", r.error().message});
         continue;
@@ -246,7 +333,25 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     const std::string resource = kind + ":" + name;
     auto old_leases = leases_by_id(before);
     auto new_leases = leases_by_id(after);
-    std::vector<Live>* live = kind == "path" ? &paths_[name] : nullptr;
+    const std::int64_t before_generation = before.is_null() ? 0 : before["generation"].get<std::int64_t>();
+    if (lazy_ && !before.is_null() && before_generation > 0 &&
+        (after.is_null() || after["generation"].get<std::int64_t>() < before_generation))
+      violations.push_back({"generation-reused",
+                            "the generation of " + resource + " went back from " + std::to_string(before_generation)});
+    if (kind == "path") {
+      changed_paths[name] = {before, after};
+      for (const auto& [id, l] : old_leases) {
+        auto it = new_leases.find(id);
+        if (it == new_leases.end()) mark(name, l["holder"].get<std::string>(), l["mode"] == "exclusive", -1, -1);
+        else if (it->second["expires_at"] != l["expires_at"])
+          mark(name, l["holder"].get<std::string>(), l["mode"] == "exclusive", 0,
+               it->second["expires_at"].get<std::int64_t>());
+      }
+      for (const auto& [id, n] : new_leases)
+        if (!old_leases.count(id))
+          mark(name, n["holder"].get<std::string>(), n["mode"] == "exclusive", 1, n["expires_at"].get<std::int64_t>());
+    }
+    std::vector<Live>* live = kind == "path" && !lazy_ ? &paths_[name] : nullptr;
     for (const auto& [id, l] : old_leases) {
       auto it = new_leases.find(id);
       if (it == new_leases.end()) {
@@ -256,7 +361,8 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
         continue;
       }
       const json& n = it->second;
-      if (n["generation"] != l["generation"] || n["holder"] != l["holder"] || n.value("mode", "") != l.value("mode", ""))
+      if (n["generation"] != l["generation"] || n["holder"] != l["holder"] ||
+          n.value("mode", "") != l.value("mode", ""))
         violations.push_back({"generation-reused", "lease " + id + " changed its generation, holder or mode"});
       if (n["expires_at"] != l["expires_at"]) {
         if (l["expires_at"].get<std::int64_t>() < t)
@@ -273,14 +379,82 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     for (const auto& [id, n] : new_leases) {
       if (old_leases.count(id)) continue;
       admitted.push_back({resource, name, n["holder"].get<std::string>(), id, n.value("mode", "") == "exclusive",
-                          n["expires_at"].get<std::int64_t>(), n["generation"].get<std::int64_t>()});
+                          n["expires_at"].get<std::int64_t>(), n["generation"].get<std::int64_t>(), before_generation});
     }
     if (live && live->empty()) paths_.erase(name);
     if (kind == "sem" && !after.is_null()) semaphores.push_back(after);
   }
+  // The markers follow the lease changes: on every ancestor of a changed
+  // lease, and on every changed record, each holder's count changes by
+  // exactly the net number of its leases added below, and while some remain
+  // the bound covers every expiry added or renewed and never drops.
+  StateReader after_reader(store, new_state, new_codec);
+  std::set<std::string> marked;
+  for (const auto& [k, _] : deltas) marked.insert(k);
+  for (const auto& [k, _] : changed_paths) marked.insert(k);
+  for (const auto& k : marked) {
+    json before = nullptr;
+    json after = nullptr;
+    if (auto c = changed_paths.find(k); c != changed_paths.end()) {
+      before = c->second.first;
+      after = c->second.second;
+    } else {
+      auto rec = after_reader.record(path_resource(k));
+      if (!rec.ok()) return rec.error();
+      if (*rec) before = after = **rec;  // unchanged by this commit
+    }
+    std::set<std::string> holders;
+    for (const json* r : {&before, &after})
+      if (!r->is_null())
+        for (const auto& [h, _] : (*r)["below"].items()) holders.insert(h);
+    auto d = deltas.find(k);
+    if (d != deltas.end())
+      for (const auto& [h, _] : d->second) holders.insert(h);
+    for (const auto& h : holders) {
+      MarkerDelta delta;
+      if (d != deltas.end())
+        if (auto it = d->second.find(h); it != d->second.end()) delta = it->second;
+      for (const bool x : {true, false}) {
+        const Marker b = marker_of(before, h, x);
+        const Marker a = marker_of(after, h, x);
+        const std::int64_t want = b.count + delta.count[x ? 0 : 1];
+        const std::string what = std::string(x ? "exclusive" : "shared") + " marker of " + h + " on '" + k + "'";
+        if (a.count != want)
+          violations.push_back({"marker-mismatch", what + " counts " + std::to_string(a.count) + " lease(s) below, " +
+                                                       "the lease changes make " + std::to_string(want)});
+        else if (a.count > 0 && (a.until < delta.until[x ? 0 : 1] || (b.count > 0 && a.until < b.until)))
+          violations.push_back({"marker-mismatch", what + " bounds its leases at " + std::to_string(a.until) +
+                                                       ", below an expiry it must cover"});
+      }
+    }
+  }
   std::sort(admitted.begin(), admitted.end(),
             [](const Admission& a, const Admission& b) { return a.generation < b.generation; });
+  std::map<std::string, std::int64_t> commit_generation;  // lazy mode: per resource, within this commit
   for (const auto& a : admitted) {
+    if (lazy_) {
+      auto [it, fresh] = commit_generation.emplace(a.resource, a.before_generation);
+      if (a.generation <= it->second)
+        violations.push_back({"generation-reused", "generation " + std::to_string(a.generation) + " of " + a.resource +
+                                                       " was issued before (highest " + std::to_string(it->second) +
+                                                       ")"});
+      it->second = std::max(it->second, a.generation);
+      if (a.resource.rfind("path:", 0) != 0) continue;
+      std::vector<std::string> found;
+      GITLOCKS_CHECK(conflicts_in_state(after_reader, a.key, a.holder, a.exclusive, t, found));
+      for (const auto& f : policy.families) {
+        if (!f.exclusive) continue;
+        bool member = false;
+        for (const auto& m : f.members) member = member || overlaps(m.key(), a.key);
+        if (!member) continue;
+        for (const auto& m : f.members)
+          GITLOCKS_CHECK(conflicts_in_state(after_reader, m.key(), a.holder, true, t, found));
+      }
+      if (!found.empty())
+        violations.push_back({"exclusion-violated", "lease " + a.id + " on '" + a.key + "' admitted at " +
+                                                        std::to_string(t) + " while " + found.front() + " conflicts"});
+      continue;
+    }
     auto& maxgen = max_generation_[a.resource];
     if (a.generation <= maxgen)
       violations.push_back({"generation-reused", "generation " + std::to_string(a.generation) + " of " + a.resource +

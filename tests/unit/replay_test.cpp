@@ -531,3 +531,155 @@ TEST_CASE("replay: a chain longer than two segments is replayed root first and i
   REQUIRE(resumed.ok());
   CHECK(got == std::vector<Oid>(expected.begin() + 1501, expected.end()));
 }
+
+namespace {
+
+// The state `state` with the record of `resource` (which it holds) replaced by `rec`.
+Oid with_record(gitlocks::ObjectStore& store, const Oid& state, const std::string& resource, const json& rec) {
+  auto blob = store.write_blob(rec.dump()).value();
+  auto loc = gitlocks::record_location(resource);
+  std::function<Oid(const Oid&, std::size_t)> put = [&](const Oid& tree, std::size_t depth) -> Oid {
+    auto t = store.read_tree(tree).value();
+    bool found = false;
+    for (auto& e : t)
+      if (e.name == loc[depth]) {
+        e.oid = depth + 1 == loc.size() ? blob : put(e.oid, depth + 1);
+        found = true;
+      }
+    REQUIRE_MESSAGE(found, resource << " has no record to replace");
+    return store.write_tree(t).value();
+  };
+  return put(state, 0);
+}
+
+// The violations the invariant checker finds in old -> new at t, with the
+// model of every lease (full) or from the states' records and markers (lazy).
+std::vector<gitlocks::detail::Violation> check_change(gitlocks::ObjectStore& store, const Oid& old_state,
+                                                      const Oid& new_state, std::int64_t t, bool lazy) {
+  gitlocks::detail::Timeline timeline;
+  if (lazy) timeline.start_lazy();
+  else REQUIRE(timeline.load(store, old_state).ok());
+  auto v = timeline.apply(store, old_state, new_state, t, gitlocks::Policy{});
+  REQUIRE_MESSAGE(v.ok(), v.error().message);
+  return *v;
+}
+
+}  // namespace
+
+TEST_CASE("replay: resumed from any commit the verdicts are those of the full replay") {
+  Store s = history();
+  Run full = verify(s.objects(), *s.tip());
+  for (std::size_t from = 1; from + 1 < full.verdicts.size(); ++from) {
+    gitlocks::ReplayOptions options;
+    options.from = full.verdicts[from].commit;
+    std::vector<gitlocks::Verdict> got;
+    auto r =
+        gitlocks::replay_chain(s.objects(), *s.tip(), options, [&](const gitlocks::Verdict& v) { got.push_back(v); });
+    REQUIRE(r.ok());
+    REQUIRE(got.size() == full.verdicts.size() - from - 1);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CHECK(got[i].commit == full.verdicts[from + 1 + i].commit);
+      CHECK_MESSAGE(got[i].ok, got[i].reason << ": " << got[i].detail);
+    }
+  }
+}
+
+TEST_CASE("replay: a forged lease above another holder's is caught from the markers when resumed") {
+  Store s;
+  REQUIRE(s.claim("bob", "a/b", 60'000).ok());
+  auto& store = s.objects();
+  const Oid p = s.state();
+  json a = s.record("path:a").value();  // bob's marker for a/b
+  REQUIRE(a["below"].contains(gitlocks::test::actor_hex("bob")));
+  json forged = s.record("path:a/b").value()["leases"][0];
+  forged["id"] = std::string(24, 'e');
+  forged["holder"] = gitlocks::test::actor_hex("mallory");
+  forged["path"] = "a";
+  a["leases"].push_back(forged);
+  a["generation"] = 1;
+  const Oid n = with_record(store, p, "path:a", a);
+  for (const bool lazy : {false, true}) {
+    CAPTURE(lazy);
+    auto live = check_change(store, p, n, s.now + 1, lazy);
+    REQUIRE(live.size() == 1);
+    CHECK(live[0].reason == "exclusion-violated");
+    // After bob's lease expired the same change is legal (T > expires_at).
+    CHECK(check_change(store, p, n, s.now + 60'001, lazy).empty());
+    // Expired exactly at T is still in the way.
+    CHECK(check_change(store, p, n, s.now + 60'000, lazy).size() == 1);
+  }
+}
+
+TEST_CASE("replay: intention markers that do not follow the lease changes are marker-mismatch") {
+  Store s;
+  const Oid p = s.state();
+  REQUIRE(s.claim("bob", "a/b", 60'000).ok());
+  auto& store = s.objects();
+  const Oid n = s.state();
+  const std::string bob = gitlocks::test::actor_hex("bob");
+  CHECK(check_change(store, p, n, s.now, false).empty());
+  CHECK(check_change(store, p, n, s.now, true).empty());
+  json a = s.record("path:a").value();
+  const std::int64_t expires = s.record("path:a/b").value()["leases"][0]["expires_at"].get<std::int64_t>();
+  REQUIRE(a["below"][bob]["x"] == 1);
+  REQUIRE(a["below"][bob]["xu"] == expires);
+  struct Case {
+    const char* what;
+    std::function<void(json&)> edit;
+    std::string detail;
+  };
+  const std::vector<Case> cases = {
+      {"count not bumped", [&](json& r) { r["below"][bob]["x"] = 0; },
+       "counts 0 lease(s) below, the lease changes make 1"},
+      {"count bumped twice", [&](json& r) { r["below"][bob]["x"] = 2; },
+       "counts 2 lease(s) below, the lease changes make 1"},
+      {"bound one below the expiry", [&](json& r) { r["below"][bob]["xu"] = expires - 1; },
+       "bounds its leases at " + std::to_string(expires - 1) + ", below an expiry it must cover"},
+      {"shared count invented", [&](json& r) { r["below"][bob]["s"] = 1; },
+       "counts 1 lease(s) below, the lease changes make 0"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.what);
+    json r = a;
+    c.edit(r);
+    const Oid forged = with_record(store, n, "path:a", r);
+    for (const bool lazy : {false, true}) {
+      auto v = check_change(store, p, forged, s.now, lazy);
+      REQUIRE(v.size() == 1);
+      CHECK(v[0].reason == "marker-mismatch");
+      CHECK(v[0].detail.find(c.detail) != std::string::npos);
+    }
+  }
+  // The bound exactly at the expiry is enough.
+  json exact = a;
+  exact["below"][bob]["xu"] = expires;
+  CHECK(check_change(store, p, with_record(store, n, "path:a", exact), s.now, true).empty());
+}
+
+TEST_CASE("replay: resumed from a trusted state a generation issued again is generation-reused") {
+  Store s;
+  REQUIRE(s.claim("bob", "f", 60'000).ok());
+  json l = s.lease_of("bob", "path:f");
+  REQUIRE(s.op("bob", {{"op", "release"}, {"path", "f"}, {"lease", l["id"]}}).ok());
+  auto& store = s.objects();
+  const Oid p = s.state();
+  json f = s.record("path:f").value();  // generation 1, no leases
+  REQUIRE(f["generation"] == 1);
+  json again = l;
+  again["holder"] = gitlocks::test::actor_hex("carol");
+  again["id"] = std::string(24, 'c');
+  f["leases"].push_back(again);  // generation 1 again
+  for (const bool lazy : {false, true}) {
+    auto v = check_change(store, p, with_record(store, p, "path:f", f), s.now, lazy);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0].reason == "generation-reused");
+    CHECK(v[0].detail == "generation 1 of path:f was issued before (highest 1)");
+  }
+  // The record's generation lowered under the lease: refused when resumed (the
+  // record check of the lease's generation refuses it first when read).
+  json lowered = s.record("path:f").value();
+  lowered["generation"] = 0;
+  auto v = check_change(store, p, with_record(store, p, "path:f", lowered), s.now, true);
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].reason == "generation-reused");
+}
