@@ -430,51 +430,38 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
   }
   std::sort(admitted.begin(), admitted.end(),
             [](const Admission& a, const Admission& b) { return a.generation < b.generation; });
-  std::map<std::string, std::int64_t> commit_generation;  // lazy mode: per resource, within this commit
+  // The leases in the way of an admission: from the model, or (lazy) from
+  // the commit's own state; generations likewise from the model or from the
+  // records at the parent state.
+  auto conflicts = [&](const std::string& key, const std::string& holder, bool exclusive,
+                       std::vector<std::string>& found) -> Status {
+    if (lazy_) return conflicts_in_state(after_reader, key, holder, exclusive, t, found);
+    conflicts_for(key, holder, exclusive, t, found);
+    return Ok{};
+  };
+  std::map<std::string, std::int64_t> commit_generation;  // lazy: per resource, within this commit
   for (const auto& a : admitted) {
-    if (lazy_) {
-      auto [it, fresh] = commit_generation.emplace(a.resource, a.before_generation);
-      if (a.generation <= it->second)
-        violations.push_back({"generation-reused", "generation " + std::to_string(a.generation) + " of " + a.resource +
-                                                       " was issued before (highest " + std::to_string(it->second) +
-                                                       ")"});
-      it->second = std::max(it->second, a.generation);
-      if (a.resource.rfind("path:", 0) != 0) continue;
-      std::vector<std::string> found;
-      GITLOCKS_CHECK(conflicts_in_state(after_reader, a.key, a.holder, a.exclusive, t, found));
-      for (const auto& f : policy.families) {
-        if (!f.exclusive) continue;
-        bool member = false;
-        for (const auto& m : f.members) member = member || overlaps(m.key(), a.key);
-        if (!member) continue;
-        for (const auto& m : f.members)
-          GITLOCKS_CHECK(conflicts_in_state(after_reader, m.key(), a.holder, true, t, found));
-      }
-      if (!found.empty())
-        violations.push_back({"exclusion-violated", "lease " + a.id + " on '" + a.key + "' admitted at " +
-                                                        std::to_string(t) + " while " + found.front() + " conflicts"});
-      continue;
-    }
-    auto& maxgen = max_generation_[a.resource];
+    auto& maxgen =
+        lazy_ ? commit_generation.emplace(a.resource, a.before_generation).first->second : max_generation_[a.resource];
     if (a.generation <= maxgen)
       violations.push_back({"generation-reused", "generation " + std::to_string(a.generation) + " of " + a.resource +
                                                      " was issued before (highest " + std::to_string(maxgen) + ")"});
     maxgen = std::max(maxgen, a.generation);
     if (a.resource.rfind("path:", 0) != 0) continue;
     std::vector<std::string> found;
-    conflicts_for(a.key, a.holder, a.exclusive, t, found);
+    GITLOCKS_CHECK(conflicts(a.key, a.holder, a.exclusive, found));
     // Exclusive families: another holder live on any member of a family this path belongs to.
     for (const auto& f : policy.families) {
       if (!f.exclusive) continue;
       bool member = false;
       for (const auto& m : f.members) member = member || overlaps(m.key(), a.key);
       if (!member) continue;
-      for (const auto& m : f.members) conflicts_for(m.key(), a.holder, true, t, found);
+      for (const auto& m : f.members) GITLOCKS_CHECK(conflicts(m.key(), a.holder, true, found));
     }
     if (!found.empty())
       violations.push_back({"exclusion-violated", "lease " + a.id + " on '" + a.key + "' admitted at " +
                                                       std::to_string(t) + " while " + found.front() + " conflicts"});
-    paths_[a.key].push_back({a.id, a.holder, a.exclusive, a.expires_at});
+    if (!lazy_) paths_[a.key].push_back({a.id, a.holder, a.exclusive, a.expires_at});
   }
   recent_ = std::move(recent);
   for (const auto& rec : semaphores) {
