@@ -128,6 +128,18 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
   REQUIRE(sum.ok());
   CHECK(sum->commits == 5);
   for (const auto& v : verdicts) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
+  // Resumed from each commit before the migration (the lazy timeline, which
+  // reads both states of the migration in full): the same verdicts.
+  for (std::size_t from = 0; from + 2 < verdicts.size(); ++from) {
+    gitlocks::ReplayOptions options;
+    options.from = verdicts[from].commit;
+    std::vector<gitlocks::Verdict> resumed;
+    auto r = gitlocks::replay_chain(store, next->commit, options,
+                                    [&](const gitlocks::Verdict& v) { resumed.push_back(v); });
+    REQUIRE(r.ok());
+    REQUIRE(resumed.size() == verdicts.size() - from - 1);
+    for (const auto& v : resumed) CHECK_MESSAGE(v.ok, from << ": " << v.reason << ": " << v.detail);
+  }
 }
 
 TEST_CASE("migrate: refused on format 2 - for unknown versions - and unknown formats are never guessed") {
