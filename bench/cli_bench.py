@@ -207,6 +207,33 @@ def hook_section(empty, big, args):
     print(f"   hook check       empty {ms(e)}, {args.leases:,} leases {ms(g)}   {g / e:5.2f}x")
 
 
+def resume_section(empty, big, args):
+    """Issue 16 goals 3-4 for writers: a claim right after another writer's
+    commit replays that one commit from the trust checkpoint. The other
+    writer publishes from the same clone with its own key; the checkpoint is
+    then put back where it was, as if the commit had come from elsewhere."""
+    print(f"\n7. claim after another writer's commit (one commit replayed from the checkpoint), "
+          f"{args.leases:,} live leases vs an empty store ({args.cycles} interleaved runs, medians; goal <= 1.3x)")
+    other_env = {}
+    for store in (empty, big):
+        other_env[store.path] = dict(store.env, GIT_LOCKS_KEY=store.env["GIT_LOCKS_KEY"] + ".other")
+    small, large = [], []
+    for i in range(args.cycles):
+        for store, times in ((empty, small), (big, large)):
+            checkpoint = checkpoint_of(store.path)
+            with open(checkpoint, "rb") as f:
+                saved = f.read()
+            wall, code, _, _, err = spawn([store.binary, "--repo", store.path, "claim", "--ttl", "10m",
+                                           f"bench/other{i}"], other_env[store.path])
+            if code != 0:
+                sys.exit(f"the other writer's claim failed ({code}): {err.decode()}")
+            with open(checkpoint, "wb") as f:
+                f.write(saved)
+            times.append(store.gl("claim", "--ttl", "10m", f"bench/mine{i}")[0])
+    e, g = statistics.median(small), statistics.median(large)
+    print(f"   claim            empty {ms(e)}, {args.leases:,} leases {ms(g)}   {g / e:5.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary")
@@ -285,6 +312,7 @@ def main():
               f"peak RSS {status_rss / 1024:.1f} MiB)")
         queries_section(empty, big, args)
         hook_section(empty, big, args)
+        resume_section(empty, big, args)
         trust_sections(binary, root, args)
     finally:
         shutil.rmtree(root, ignore_errors=True)
