@@ -28,8 +28,17 @@ export function scratch(name) {
   return fs.mkdtempSync(path.join(scratchRoot, `${name}-`));
 }
 
+// A fresh directory under the system's temp dir, removed when the process
+// exits (set GITLOCKS_KEEP_TMP=1 to keep it for a post-mortem).
+const created = [];
+process.on('exit', () => {
+  if (process.env.GITLOCKS_KEEP_TMP) return;
+  for (const dir of created) fs.rmSync(dir, { recursive: true, force: true });
+});
 export function tempDir(name) {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `gitlocks-${name}-`));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `gitlocks-${name}-`));
+  created.push(dir);
+  return dir;
 }
 
 export function run(cmd, args, options = {}) {
