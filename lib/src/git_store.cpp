@@ -4,7 +4,6 @@
 #include <git2/sys/commit.h>
 #include <git2/sys/mempack.h>
 #include <git2/sys/repository.h>
-
 #include <stdlib.h>  // mkdtemp
 
 #include <algorithm>
@@ -62,8 +61,8 @@ struct LibGit2 {
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, static_cast<size_t>(8) << 20);
 #ifdef __EMSCRIPTEN__
     git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
-    for (int level : {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL,
-                      GIT_CONFIG_LEVEL_PROGRAMDATA})
+    for (int level :
+         {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_PROGRAMDATA})
       git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, "");
 #endif
   }
@@ -160,9 +159,8 @@ class GitStore final : public ObjectStore {
       return make_error(Errc::store_write, last_git_error("cannot build tree"));
     for (const auto& e : tree) {
       auto oid = parse_oid(e.oid);
-      if (!oid.ok() ||
-          git_treebuilder_insert(nullptr, b, e.name.c_str(), &oid.value(),
-                                 e.is_tree ? GIT_FILEMODE_TREE : GIT_FILEMODE_BLOB) != 0) {
+      if (!oid.ok() || git_treebuilder_insert(nullptr, b, e.name.c_str(), &oid.value(),
+                                              e.is_tree ? GIT_FILEMODE_TREE : GIT_FILEMODE_BLOB) != 0) {
         git_treebuilder_free(b);
         return make_error(Errc::store_write, last_git_error(("cannot add tree entry " + e.name).c_str()));
       }
@@ -188,8 +186,8 @@ class GitStore final : public ObjectStore {
     if (git_signature_new(&sig, "git-locks", "git-locks@invalid", commit.time_seconds, 0) != 0)
       return make_error(Errc::store_write, last_git_error("cannot make signature"));
     git_oid oid;
-    int rc = git_commit_create_from_ids(&oid, repo_, nullptr, sig, sig, nullptr, commit.message.c_str(),
-                                        &tree, pp.size(), pp.empty() ? nullptr : pp.data());
+    int rc = git_commit_create_from_ids(&oid, repo_, nullptr, sig, sig, nullptr, commit.message.c_str(), &tree,
+                                        pp.size(), pp.empty() ? nullptr : pp.data());
     git_signature_free(sig);
     if (rc != 0) return make_error(Errc::store_write, last_git_error("cannot write commit"));
     ++written_;
@@ -400,9 +398,24 @@ Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view bytes) {
   if (git_indexer_options_init(&opts, GIT_INDEXER_OPTIONS_VERSION) != 0 ||
       git_indexer_new(&idx, dir.c_str(), 0, nullptr, &opts) != 0)
     return fail("cannot start indexing the pack");
+  // libgit2 1.5's indexer stops at a pack window's end when the input there
+  // yields no output yet (git_packfile_stream_read's "need more data"), as
+  // if the pack were cut short; a fetch resumes it with its next packet. So
+  // the pack goes in in chunks, and once it is all in, empty appends resume
+  // the indexer until every object is indexed or no progress is made.
+  // (With the 4 MiB windows set above, one append of a whole bundle of
+  // 15,000 commits failed with "unexpected data at the end of the pack".)
+  constexpr std::size_t kChunk = std::size_t(1) << 20;
   git_indexer_progress stats{};
-  if (git_indexer_append(idx, header.pack.data(), header.pack.size(), &stats) != 0 ||
-      git_indexer_commit(idx, &stats) != 0) {
+  bool appended = true;
+  for (std::size_t at = 0; at < header.pack.size() && appended; at += kChunk)
+    appended = git_indexer_append(idx, header.pack.data() + at, std::min(kChunk, header.pack.size() - at), &stats) == 0;
+  for (unsigned seen = stats.indexed_objects + 1;
+       appended && stats.indexed_objects < stats.total_objects && stats.indexed_objects != seen;) {
+    seen = stats.indexed_objects;
+    appended = git_indexer_append(idx, header.pack.data(), 0, &stats) == 0;
+  }
+  if (!appended || git_indexer_commit(idx, &stats) != 0) {
     git_indexer_free(idx);
     return fail("cannot index the pack");
   }
