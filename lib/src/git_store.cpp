@@ -40,6 +40,11 @@ Result<git_oid> parse_oid(const Oid& hex) {
   return oid;
 }
 
+StoreHostOptions& host_options() {
+  static StoreHostOptions options;
+  return options;
+}
+
 // libgit2's global state is reference counted; every store holds one ref.
 struct LibGit2 {
   LibGit2() {
@@ -59,12 +64,11 @@ struct LibGit2 {
     git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 0);
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, static_cast<size_t>(4) << 20);
     git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, static_cast<size_t>(8) << 20);
-#ifdef __EMSCRIPTEN__
-    git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
-    for (int level :
-         {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_PROGRAMDATA})
-      git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, "");
-#endif
+    if (!host_options().validate_owner) git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+    if (!host_options().read_host_config)
+      for (int level :
+           {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_PROGRAMDATA})
+        git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, "");
   }
   ~LibGit2() { git_libgit2_shutdown(); }
   LibGit2(const LibGit2&) = delete;
@@ -441,5 +445,7 @@ Status memory_store_set_ref(ObjectStore& store, std::string_view name, const Oid
   if (!g) return make_error(Errc::store_write, "not a memory store");
   return g->set_ref(name, target);
 }
+
+void set_store_host_options(const StoreHostOptions& options) { host_options() = options; }
 
 }  // namespace gitlocks

@@ -71,8 +71,17 @@ gitlocks::Result<json> parse(const char* text, const char* what) {
 
 json interval_json(const gitlocks::Interval& i) { return json::array({i.lo, i.hi}); }
 
-bool crypto_ready() {
-  static const bool ready = gitlocks::crypto_init();
+// Once per module, before any entry point's work: libsodium, and how libgit2
+// treats this host — a browser or Node has no file owners to validate and no
+// user configuration to read (gitlocks/store.hpp, StoreHostOptions).
+bool module_ready() {
+  static const bool ready = [] {
+    gitlocks::StoreHostOptions host;
+    host.validate_owner = false;
+    host.read_host_config = false;
+    gitlocks::set_store_host_options(host);
+    return gitlocks::crypto_init();
+  }();
   return ready;
 }
 
@@ -169,9 +178,8 @@ char* gitlocks_action_preflight(const char* action_json) {
 // policy document in force; context is {"actor":HEX64,"instance":HEX64,
 // "now":MS?} (with now: propose mode). Result: {"action","body","guards",
 // "interval":[LO,HI],"leases","state":{"tree","policy","records"}}.
-char* gitlocks_plan(const char* state_json, const char* policy_json, const char* body_json,
-                    const char* context_json) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+char* gitlocks_plan(const char* state_json, const char* policy_json, const char* body_json, const char* context_json) {
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   auto state = parse(state_json, "state");
   if (!state.ok()) return fail(state.error());
   auto body = parse(body_json, "body");
@@ -219,7 +227,7 @@ char* gitlocks_plan(const char* state_json, const char* policy_json, const char*
 
 // verify_packet(stored bytes) -> {"ok":{"packet":PACKET,"digest":HEX}}
 char* gitlocks_verify_packet(const char* stored, std::size_t len) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   auto opened = gitlocks::open_packet(std::string_view(stored ? stored : "", stored ? len : 0));
   if (!opened.ok()) return fail(opened.error());
   return ok({{"packet", opened->packet}, {"digest", opened->digest}});
@@ -230,7 +238,7 @@ char* gitlocks_verify_packet(const char* stored, std::size_t len) {
 // -> {"ok":{"attestation":ATT,"admitted_at_ms":T}}
 char* gitlocks_verify_attestation(const char* att, std::size_t att_len, const char* packet, std::size_t packet_len,
                                   const char* pins_json, const char* options_json) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   auto pins_doc = parse(pins_json, "pins");
   if (!pins_doc.ok()) return fail(pins_doc.error());
   if (auto s = gitlocks::check_keys(*pins_doc, {"audience", "service_key"}, "pins"); !s.ok()) return fail(s.error());
@@ -247,15 +255,15 @@ char* gitlocks_verify_attestation(const char* att, std::size_t att_len, const ch
   if (!opened_packet.ok()) return fail(opened_packet.error());
   auto opened = gitlocks::open_attestation(std::string_view(att ? att : "", att ? att_len : 0));
   if (!opened.ok()) return fail(opened.error());
-  auto s = gitlocks::check_attestation(*opened, opened_packet->packet, packet_stored,
-                                       gitlocks::Pins{*audience, *key}, allow_test_clock);
+  auto s = gitlocks::check_attestation(*opened, opened_packet->packet, packet_stored, gitlocks::Pins{*audience, *key},
+                                       allow_test_clock);
   if (!s.ok()) return fail(s.error());
   return ok({{"attestation", *opened}, {"admitted_at_ms", (*opened)["admitted_at_ms"]}});
 }
 
 // store_open(bundle or packfile bytes) -> {"ok":{"handle":N,"refs":{NAME:OID}}}
 char* gitlocks_store_open(const std::uint8_t* bytes, std::size_t len) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   auto store = gitlocks::open_pack_store(std::string_view(reinterpret_cast<const char*>(bytes), bytes ? len : 0));
   if (!store.ok()) return fail(store.error());
   json refs = json::object();
@@ -278,7 +286,7 @@ void gitlocks_store_free(int handle) { delete store_of(handle); }
 // "private","member","note"?}}}, "note" exactly when native verify adds it.
 char* gitlocks_store_replay(int handle, const char* options_json, const char* key, std::size_t key_len,
                             int progress_token) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
@@ -340,7 +348,7 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
 // keeps old epochs' keys) holds the state's epoch; otherwise not-member. The
 // policy is returned as stored (its families stay sealed).
 char* gitlocks_store_read_state(int handle, const char* commit, const char* key, std::size_t key_len) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
@@ -381,7 +389,7 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
 // policy a commit's state records. It is in the clear in every store (a
 // PRIVATE one's families stay sealed), so no key is needed.
 char* gitlocks_store_read_policy(int handle, const char* commit) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   auto at = commit_policy(*store_of(handle), commit);
   if (!at.ok()) return fail(at.error());
   return ok({{"commit", at->commit.commit}, {"tree", at->commit.state}, {"policy", at->policy}});
@@ -390,7 +398,7 @@ char* gitlocks_store_read_policy(int handle, const char* commit) {
 // key_actor(member key) -> {"ok":{"actor":HEX64}}: the public key of an actor
 // key (to show which member a key is; the key itself never comes back).
 char* gitlocks_key_actor(const char* key, std::size_t key_len) {
-  if (!crypto_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
   if (!member.get()) return fail(Errc::usage, "member key: none given");

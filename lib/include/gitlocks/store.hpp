@@ -71,6 +71,17 @@ class ObjectStore {
   virtual void set_hash_only(bool on) = 0;
 };
 
+// How libgit2 treats the host it runs on, set by a host once, before it opens
+// any store. Defaults suit a native process: repositories owned by another
+// user are refused (Git's safe.directory rule) and the system, XDG and
+// global configuration are read. The WASM binding turns both off: a browser
+// has no file owners and no user configuration.
+struct StoreHostOptions {
+  bool validate_owner = true;
+  bool read_host_config = true;
+};
+void set_store_host_options(const StoreHostOptions& options);
+
 // Opens the repository at (or around) `path` with libgit2; objects are also
 // read from `extra_object_dirs` (e.g. the quarantine of a push that a
 // pre-receive hook inspects). Errors: store_read.
