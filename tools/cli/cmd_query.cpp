@@ -107,7 +107,8 @@ int cmd_status(Context& ctx, const Argv& argv) {
   static const std::string kMark = "\x01leases\x01";
   out["leases"] = kMark;
   const std::string doc = json_line(out);
-  const std::size_t at = doc.find(json_line(json(kMark)));
+  const std::string placeholder = json_line(json(kMark));
+  const std::size_t at = doc.find(placeholder);
   std::string text;
   auto flush = [&](std::size_t above) {
     if (text.size() < above) return;
@@ -136,7 +137,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
     std::fflush(stdout);
     return ctx.fail(st.error());
   }
-  if (ctx.json_output) text += "]" + doc.substr(at + json_line(json(kMark)).size()) + "\n";
+  if (ctx.json_output) text += "]" + doc.substr(at + placeholder.size()) + "\n";
   flush(0);
   std::fflush(stdout);
   return kExitOk;
