@@ -198,6 +198,23 @@ export interface StateSnapshot {
   records: StateRecord[];
 }
 
+/** What Store.openBlob reads: a Blob or File (browsers, Node >= 18), or anything with its size and slice(). */
+export interface BlobLike {
+  readonly size: number;
+  slice(start?: number, end?: number): { arrayBuffer(): Promise<ArrayBuffer> };
+}
+
+/** The records one commit changed, against its parent's state. */
+export interface StateChanges {
+  commit: Oid;
+  tree: Oid;
+  policy: JsonObject;
+  /** The parent's records that this commit changed or removed. */
+  before: StateRecord[];
+  /** This commit's records that are new or changed. */
+  after: StateRecord[];
+}
+
 export interface PolicySnapshot {
   commit: Oid;
   tree: Oid;
@@ -209,10 +226,14 @@ export declare class Store {
   private constructor();
   /** Opens a Git bundle (v2/v3, SHA-1, no prerequisites) or a bare packfile. */
   static open(bytes: Bytes): Store;
+  /** Opens a bundle held in a Blob (a File), read in 1 MiB slices: the whole bundle is never in memory twice. */
+  static openBlob(blob: BlobLike, options?: { onProgress?: (p: { done: number; total: number }) => void }): Promise<Store>;
   /** The bundle's refs (refs/locks/state when present). */
   readonly refs: { [name: string]: Oid };
   replay(options?: ReplayOptions): ReplayResult;
   readState(commit: Oid, options?: ReadStateOptions): StateSnapshot;
+  /** The records a commit changed: O(its changes), not O(its state). */
+  readChanges(commit: Oid, options?: ReadStateOptions): StateChanges;
   /** The policy a commit recorded; in the clear in PRIVATE stores too. */
   readPolicy(commit: Oid): PolicySnapshot;
   /** Frees the store now (a finaliser frees forgotten ones eventually). */

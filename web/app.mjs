@@ -6,7 +6,13 @@
 // pasted, is held in this page and given to the worker only: no request
 // ever carries it, and nothing stores it.
 // Query parameters: bundle=URL, live=1 (poll live.json and verify again when
-// the tip moves), audience=, serviceKey=, owner= (expected pins), testClock=1.
+// the tip moves), audience=, serviceKey=, owner= (expected pins), testClock=1,
+// maxBundleMiB=N (the largest bundle the page tries; default below).
+//
+// The bundle stays a Blob (a File, or a fetched body) in this page: only the
+// worker reads its bytes, so the tab holds them once, not three times.
+// Scripts driving the page (the benchmark, tests) read the last result with
+// gitlocksPage.result().
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -15,8 +21,16 @@ const SVG = 'http://www.w3.org/2000/svg';
 
 const view = { result: null, page: 0, rows: [] };
 let worker = null;
+// The bundle (a Blob) and where it came from, for verifying again.
 let bytes = null;
 let bytesSource = null;
+// Bundles above this size are refused before they are read: verifying one
+// needs about MEMORY_PER_BUNDLE_BYTE times its size in the tab (measured with
+// web/bench/page_bench.mjs, see web/README.md), and a tab that runs out of
+// memory is killed without a word. `git-locks verify` has no such limit.
+const MEMORY_PER_BUNDLE_BYTE = 6;
+const DEFAULT_MAX_BUNDLE_MIB = 64;
+const maxBundleMiB = Number(params.get('maxBundleMiB')) > 0 ? Number(params.get('maxBundleMiB')) : DEFAULT_MAX_BUNDLE_MIB;
 let liveTip = null;
 // The member key's bytes (a key file's contents or a pasted seed), or null.
 // The worker gets a transferred copy, which it zeroes when it is done.
@@ -31,11 +45,26 @@ function expectedPins() {
   return { pins: audience || serviceKey ? { audience, serviceKey } : null, owner: owner || null };
 }
 
-function verify(buffer, source) {
-  bytes = buffer;
+const mibText = (n) => `${(n / 1048576).toFixed(1)} MiB`;
+
+function verify(blob, source) {
+  bytes = blob;
   bytesSource = source;
   $('reverify').disabled = false;
   if (worker) worker.terminate();
+  worker = null;
+  if (blob.size > maxBundleMiB * 1048576) {
+    setProgress(0, 1, 'failed');
+    showError({
+      code: 'too-large',
+      message: `the bundle is ${mibText(blob.size)}, more than this page verifies (${maxBundleMiB} MiB): ` +
+        `it would need about ${mibText(blob.size * MEMORY_PER_BUNDLE_BYTE)} in this tab. ` +
+        'Verify it with `git-locks verify --full` (no size limit), or open the page with ' +
+        `?maxBundleMiB=${Math.ceil(blob.size / 1048576)} on a machine with the memory to spare`,
+    }, source);
+    document.body.dataset.state = 'done';
+    return;
+  }
   worker = new Worker(new URL('./worker.mjs', import.meta.url), { type: 'module' });
   const { pins, owner } = expectedPins();
   document.body.dataset.state = 'running';
@@ -65,8 +94,9 @@ function verify(buffer, source) {
     showError({ code: 'store-read', message: e.message || 'the worker failed to start' }, source);
     document.body.dataset.state = 'done';
   };
-  const message = { bytes: buffer.slice(0), pins, allowTestClock: $('test-clock').checked };
-  const transfer = [message.bytes];
+  // A Blob is passed by reference: the worker reads it, this page never does.
+  const message = { bundle: blob, pins, allowTestClock: $('test-clock').checked };
+  const transfer = [];
   if (memberKey) {
     message.memberKey = memberKey.slice().buffer;
     transfer.push(message.memberKey);
@@ -93,7 +123,7 @@ function loadKeyFile(file) {
 async function fetchBundle(url) {
   const res = await fetch(url, { cache: 'no-store' });
   if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
-  return res.arrayBuffer();
+  return res.blob();
 }
 
 function loadUrl(url) {
@@ -101,7 +131,7 @@ function loadUrl(url) {
 }
 
 function loadFile(file) {
-  file.arrayBuffer().then((b) => verify(b, file.name));
+  verify(file, file.name);
 }
 
 const short16 = (hex) => `${short(hex, 16)}…`;
@@ -109,15 +139,18 @@ const short16 = (hex) => `${short(hex, 16)}…`;
 // ---------------------------------------------------------------- progress
 
 function setProgress(done, total, phase) {
-  // One bar over both passes: the replay, then reading every state.
+  // One bar over the three passes: reading the bundle into the core's
+  // index (the first tenth), the replay, then the timeline of leases.
   let fraction = total ? done / total : 0;
-  if (phase === 'verify') fraction /= 2;
-  else if (phase === 'timeline') fraction = 0.5 + fraction / 2;
+  if (phase === 'read') fraction *= 0.1;
+  else if (phase === 'verify') fraction = 0.1 + fraction * 0.5;
+  else if (phase === 'timeline') fraction = 0.6 + fraction * 0.4;
   else if (phase === 'done') fraction = 1;
   const pct = Math.floor(fraction * 100);
   $('progress').value = pct;
   $('progress-text').textContent = `${pct} %`;
   $('progress-label').textContent =
+    phase === 'read' ? `Reading the bundle: ${mibText(done)} of ${mibText(total)}` :
     phase === 'verify' ? `Verifying commit ${done} of ${total}` :
     phase === 'timeline' ? `Reading the state of commit ${done} of ${total}` :
     phase === 'done' ? 'Verification finished' : phase === 'failed' ? 'Verification failed' : 'Waiting for a bundle';
@@ -458,3 +491,4 @@ function wire() {
 }
 
 wire();
+globalThis.gitlocksPage = Object.freeze({ result: () => view.result });

@@ -385,53 +385,144 @@ Result<std::unique_ptr<ObjectStore>> open_memory_store() {
   return std::unique_ptr<ObjectStore>(std::move(store));
 }
 
-Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view bytes) {
+// The indexer of a PackStoreBuilder, once the bundle header is known.
+struct PackStoreBuilder::Impl {
   LibGit2 lib;
-  GITLOCKS_TRY(header, parse_bundle(bytes));
-  std::error_code ec;
-  std::string dir = (std::filesystem::temp_directory_path(ec) / "gitlocks-pack-XXXXXX").string();
-  if (ec || mkdtemp(dir.data()) == nullptr)
-    return make_error(Errc::store_read, "cannot create a temporary directory for the pack index");
-  auto fail = [&](const std::string& what) -> Error {
-    Error e = make_error(Errc::store_read, last_git_error(what.c_str()));
-    std::filesystem::remove_all(dir, ec);
-    return e;
-  };
+  std::string head;  // bytes before the pack starts (bundle header), while incomplete
+  bool header_done = false;
+  std::map<std::string, Oid> refs;
+  std::string dir;
   git_indexer* idx = nullptr;
-  git_indexer_options opts{};
-  if (git_indexer_options_init(&opts, GIT_INDEXER_OPTIONS_VERSION) != 0 ||
-      git_indexer_new(&idx, dir.c_str(), 0, nullptr, &opts) != 0)
-    return fail("cannot start indexing the pack");
+  git_indexer_progress stats{};
+  std::uint64_t pack_bytes = 0;
+  bool failed = false;
+
+  ~Impl() {
+    if (idx) git_indexer_free(idx);
+    if (!dir.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+
+  Error fail(const std::string& what) {
+    failed = true;
+    Error e = make_error(Errc::store_read, last_git_error(what.c_str()));
+    if (idx) git_indexer_free(idx);
+    idx = nullptr;
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    dir.clear();
+    return e;
+  }
+
+  Status start_indexer() {
+    std::error_code ec;
+    dir = (std::filesystem::temp_directory_path(ec) / "gitlocks-pack-XXXXXX").string();
+    if (ec || mkdtemp(dir.data()) == nullptr) {
+      dir.clear();
+      failed = true;
+      return make_error(Errc::store_read, "cannot create a temporary directory for the pack index");
+    }
+    git_indexer_options opts{};
+    if (git_indexer_options_init(&opts, GIT_INDEXER_OPTIONS_VERSION) != 0 ||
+        git_indexer_new(&idx, dir.c_str(), 0, nullptr, &opts) != 0)
+      return fail("cannot start indexing the pack");
+    return Ok{};
+  }
+
   // libgit2 1.5's indexer stops at a pack window's end when the input there
   // yields no output yet (git_packfile_stream_read's "need more data"), as
   // if the pack were cut short; a fetch resumes it with its next packet. So
-  // the pack goes in in chunks, and once it is all in, empty appends resume
-  // the indexer until every object is indexed or no progress is made.
-  // (With the 4 MiB windows set above, one append of a whole bundle of
-  // 15,000 commits failed with "unexpected data at the end of the pack".)
-  constexpr std::size_t kChunk = std::size_t(1) << 20;
-  git_indexer_progress stats{};
-  bool appended = true;
-  for (std::size_t at = 0; at < header.pack.size() && appended; at += kChunk)
-    appended = git_indexer_append(idx, header.pack.data() + at, std::min(kChunk, header.pack.size() - at), &stats) == 0;
-  for (unsigned seen = stats.indexed_objects + 1;
-       appended && stats.indexed_objects < stats.total_objects && stats.indexed_objects != seen;) {
-    seen = stats.indexed_objects;
-    appended = git_indexer_append(idx, header.pack.data(), 0, &stats) == 0;
+  // the pack goes in in chunks of at most 1 MiB, and once it is all in,
+  // empty appends resume the indexer until every object is indexed or no
+  // progress is made (finish). (With the 4 MiB windows set above, one
+  // append of a whole bundle of 15,000 commits failed with "unexpected data
+  // at the end of the pack".)
+  Status feed(std::string_view pack) {
+    constexpr std::size_t kChunk = std::size_t(1) << 20;
+    for (std::size_t at = 0; at < pack.size(); at += kChunk) {
+      std::size_t n = std::min(kChunk, pack.size() - at);
+      if (git_indexer_append(idx, pack.data() + at, n, &stats) != 0) return fail("cannot index the pack");
+      pack_bytes += n;
+    }
+    return Ok{};
   }
-  if (!appended || git_indexer_commit(idx, &stats) != 0) {
-    git_indexer_free(idx);
-    return fail("cannot index the pack");
+};
+
+PackStoreBuilder::PackStoreBuilder() : impl_(std::make_unique<Impl>()) {}
+PackStoreBuilder::~PackStoreBuilder() = default;
+
+Status PackStoreBuilder::append(std::string_view bytes) {
+  Impl& b = *impl_;
+  if (b.failed) return make_error(Errc::store_read, "the pack store failed earlier");
+  if (b.header_done) return b.feed(bytes);
+  // The header of a bundle ends at its first empty line; the pack follows.
+  // Until then the bytes are kept, and parse_bundle() reads them whole (the
+  // same checks and messages as open_pack_store on the whole bundle).
+  constexpr std::size_t kMaxHeader = std::size_t(64) << 20;
+  b.head.append(bytes);
+  std::string_view head = b.head;
+  std::size_t pack_at = std::string_view::npos;
+  if (head.size() >= 4 && head.substr(0, 4) == "PACK") {
+    pack_at = 0;
+  } else if (std::size_t blank = head.find("\n\n"); blank != std::string_view::npos && head.size() >= blank + 2 + 4) {
+    pack_at = blank + 2;
+  } else if (head.size() >= 16 && head.substr(0, 16) != "# v2 git bundle\n" && head.substr(0, 16) != "# v3 git bundle\n") {
+    b.failed = true;
+    return make_error(Errc::unknown_format, "neither a Git bundle (v2 or v3) nor a packfile");
+  } else if (head.size() > kMaxHeader) {
+    b.failed = true;
+    return make_error(Errc::store_read, "the bundle header is longer than 64 MiB");
   }
-  std::string index = dir + "/pack-" + git_indexer_name(idx) + ".idx";
-  git_indexer_free(idx);
-  auto store = new_memory_store(index, dir);
-  if (!store.ok()) {
-    std::filesystem::remove_all(dir, ec);
-    return store.error();
+  if (pack_at == std::string_view::npos) return Ok{};
+  auto header = parse_bundle(head);
+  if (!header.ok()) {
+    b.failed = true;
+    return header.error();
   }
-  for (const auto& [name, target] : header.refs) GITLOCKS_CHECK((*store)->set_ref(name, target));
+  b.refs = header->refs;
+  b.header_done = true;
+  GITLOCKS_CHECK(b.start_indexer());
+  std::string rest = std::move(b.head);
+  b.head.clear();
+  b.head.shrink_to_fit();
+  return b.feed(std::string_view(rest).substr(pack_at));
+}
+
+std::uint64_t PackStoreBuilder::pack_bytes() const { return impl_->pack_bytes; }
+
+Result<std::unique_ptr<ObjectStore>> PackStoreBuilder::finish() {
+  Impl& b = *impl_;
+  if (b.failed) return make_error(Errc::store_read, "the pack store failed earlier");
+  if (!b.header_done) {
+    // Too short to hold a pack: parse_bundle says what is wrong with it.
+    auto header = parse_bundle(b.head);
+    b.failed = true;
+    if (!header.ok()) return header.error();
+    return make_error(Errc::store_read, "truncated packfile");
+  }
+  for (unsigned seen = b.stats.indexed_objects + 1;
+       b.stats.indexed_objects < b.stats.total_objects && b.stats.indexed_objects != seen;) {
+    seen = b.stats.indexed_objects;
+    if (git_indexer_append(b.idx, "", 0, &b.stats) != 0) return b.fail("cannot index the pack");
+  }
+  if (git_indexer_commit(b.idx, &b.stats) != 0) return b.fail("cannot index the pack");
+  std::string index = b.dir + "/pack-" + git_indexer_name(b.idx) + ".idx";
+  git_indexer_free(b.idx);
+  b.idx = nullptr;
+  b.failed = true;  // finished: the builder is spent
+  auto store = new_memory_store(index, b.dir);
+  if (!store.ok()) return store.error();  // ~Impl removes the directory
+  b.dir.clear();                          // the store owns it now
+  for (const auto& [name, target] : b.refs) GITLOCKS_CHECK((*store)->set_ref(name, target));
   return std::unique_ptr<ObjectStore>(std::move(store).value());
+}
+
+Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view bytes) {
+  PackStoreBuilder builder;
+  GITLOCKS_CHECK(builder.append(bytes));
+  return builder.finish();
 }
 
 Result<std::string> memory_store_pack(ObjectStore& store) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
 #include "records.h"
 
@@ -477,3 +478,60 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
 }
 
 }  // namespace gitlocks::detail
+
+namespace gitlocks {
+
+Result<RecordChanges> record_changes(ObjectStore& store, const Oid& old_state, const Oid& new_state,
+                                     const RecordCodec* old_codec, const RecordCodec* new_codec) {
+  using detail::Change;
+  // As StateReader: no codec means in the clear, and a PRIVATE state needs one.
+  auto resolve = [](StateReader& r, const RecordCodec*& codec) -> Status {
+    if (codec) return Ok{};
+    GITLOCKS_TRY(priv, r.is_private());
+    if (priv) return make_error(Errc::not_member, "the store is PRIVATE: its records need a member's key");
+    codec = &plain_codec();
+    return Ok{};
+  };
+  RecordChanges out;
+  StateReader new_reader(store, new_state);
+  GITLOCKS_TRY(format, new_reader.format_version());
+  GITLOCKS_CHECK(resolve(new_reader, new_codec));
+  std::optional<Oid> old_records;
+  if (!old_state.empty()) {
+    StateReader old_reader(store, old_state);
+    GITLOCKS_TRY(old_format, old_reader.format_version());
+    GITLOCKS_CHECK(resolve(old_reader, old_codec));
+    if (old_format != format || old_codec != new_codec) {
+      // A migration or a rekey: every record moves.
+      old_reader.set_codec(old_codec);
+      new_reader.set_codec(new_codec);
+      auto all = [](StateReader& r, std::vector<json>& to) {
+        return r.for_each_record([&](const json& rec) {
+          to.push_back(rec);
+          return true;
+        });
+      };
+      GITLOCKS_CHECK(all(old_reader, out.before));
+      GITLOCKS_CHECK(all(new_reader, out.after));
+      return out;
+    }
+    GITLOCKS_TRY(r, detail::subtree(store, old_state, "records"));
+    old_records = r;
+  }
+  GITLOCKS_TRY(new_records, detail::subtree(store, new_state, "records"));
+  std::vector<Change> changes;
+  GITLOCKS_CHECK(detail::diff_trees(store, old_records, new_records, "records/", 0, format, changes));
+  for (const auto& c : changes) {
+    if (c.before) {
+      GITLOCKS_TRY(rec, detail::load_record(store, c, *c.before, format, *old_codec));
+      out.before.push_back(std::move(rec));
+    }
+    if (c.after) {
+      GITLOCKS_TRY(rec, detail::load_record(store, c, *c.after, format, *new_codec));
+      out.after.push_back(std::move(rec));
+    }
+  }
+  return out;
+}
+
+}  // namespace gitlocks

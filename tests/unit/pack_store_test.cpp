@@ -125,3 +125,87 @@ TEST_CASE("write_state: policy and records rebuild the planner's tree byte for b
   CHECK(gitlocks::write_state(*fresh, policy, bad).error().code == gitlocks::Errc::bad_json);
   CHECK_FALSE(gitlocks::write_state(*fresh, json{{"format", "nope"}}, records).ok());
 }
+
+TEST_CASE("pack store builder: a bundle given in pieces split anywhere opens as the whole bundle") {
+  Store s = small_history();
+  Oid tip = *s.tip();
+  std::string pack = gitlocks::memory_store_pack(s.objects()).value();
+  const std::string whole = bundle("# v2 git bundle\n" + tip + " refs/locks/state\n", pack);
+  const auto want = verdict_lines(s.objects(), tip);
+  // One byte at a time, then pieces of 7, 4096 and 1 MiB + 1 bytes.
+  for (std::size_t piece : {std::size_t(1), std::size_t(7), std::size_t(4096), (std::size_t(1) << 20) + 1}) {
+    CAPTURE(piece);
+    gitlocks::PackStoreBuilder b;
+    for (std::size_t at = 0; at < whole.size(); at += piece) {
+      auto st = b.append(std::string_view(whole).substr(at, piece));
+      REQUIRE_MESSAGE(st.ok(), st.error().message);
+    }
+    CHECK(b.pack_bytes() == pack.size());
+    auto ps = b.finish();
+    REQUIRE_MESSAGE(ps.ok(), ps.error().message);
+    CHECK((*ps)->read_ref("refs/locks/state").value() == std::optional<Oid>(tip));
+    CHECK(verdict_lines(**ps, tip) == want);
+    // The builder is spent.
+    auto again = b.append("x");
+    REQUIRE_FALSE(again.ok());
+    CHECK(again.error().code == gitlocks::Errc::store_read);
+  }
+  // A bare packfile in two pieces split inside its "PACK" signature.
+  gitlocks::PackStoreBuilder bare;
+  REQUIRE(bare.append(std::string_view(pack).substr(0, 2)).ok());
+  REQUIRE(bare.append(std::string_view(pack).substr(2)).ok());
+  auto ps = bare.finish();
+  REQUIRE_MESSAGE(ps.ok(), ps.error().message);
+  CHECK(verdict_lines(**ps, tip) == want);
+}
+
+TEST_CASE("pack store builder: errors as soon as the bytes show them and the same codes as the whole input") {
+  Store s = small_history();
+  Oid tip = *s.tip();
+  std::string pack = gitlocks::memory_store_pack(s.objects()).value();
+  // A wrong signature is refused at the 16th byte, not at the end.
+  {
+    gitlocks::PackStoreBuilder b;
+    CHECK(b.append("# v4 git bundle").ok());  // 15 bytes: not yet decidable
+    auto st = b.append("\n");
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == gitlocks::Errc::unknown_format);
+    auto r = b.finish();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == gitlocks::Errc::store_read);
+  }
+  // A header with prerequisites is refused when its empty line arrives.
+  {
+    gitlocks::PackStoreBuilder b;
+    auto st = b.append("# v2 git bundle\n-" + tip + " base\n" + tip + " refs/locks/state\n\nPACK");
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == gitlocks::Errc::store_read);
+  }
+  // A damaged object is refused when it is appended (an object header of
+  // type 0 right after the pack header), before the rest of the pack.
+  {
+    std::string bad = pack.substr(0, 12) + std::string(64, '\0');
+    gitlocks::PackStoreBuilder b;
+    REQUIRE(b.append("# v2 git bundle\n" + tip + " refs/locks/state\n\n").ok());
+    auto st = b.append(bad);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.error().code == gitlocks::Errc::store_read);
+  }
+  // Nothing but a header: finish names what is missing.
+  {
+    gitlocks::PackStoreBuilder b;
+    REQUIRE(b.append("# v2 git bundle\n" + tip + " refs/locks/state\n").ok());
+    auto r = b.finish();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == gitlocks::Errc::store_read);
+    CHECK(r.error().message == "truncated bundle header");
+  }
+  // A truncated pack: finish fails, store-read.
+  {
+    gitlocks::PackStoreBuilder b;
+    REQUIRE(b.append(pack.substr(0, pack.size() / 2)).ok());
+    auto r = b.finish();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == gitlocks::Errc::store_read);
+  }
+}

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -177,4 +179,78 @@ TEST_CASE("query: a lease id is found in the packets that issued or renewed it w
   REQUIRE(s.op("alice", {{"op", "release"}, {"path", "src/a.c"}, {"lease", alice}}).ok());
   CHECK(gitlocks::lease_resource_in_history(s.objects(), *s.tip(), alice, 1).value() == "path:src/a.c");
   CHECK(s.record("path:src/a.c").value()["leases"].empty());
+}
+
+namespace {
+
+// Every record of a state, as canonical text.
+std::vector<std::string> all_records(gitlocks::ObjectStore& store, const gitlocks::Oid& state) {
+  std::vector<std::string> out;
+  gitlocks::StateReader reader(store, state);
+  REQUIRE(reader
+              .for_each_record([&](const json& r) {
+                out.push_back(gitlocks::canon_dump(r).value());
+                return true;
+              })
+              .ok());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> minus(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  std::set_difference(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+std::vector<std::string> texts(const std::vector<json>& records) {
+  std::vector<std::string> out;
+  for (const auto& r : records) out.push_back(gitlocks::canon_dump(r).value());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("query: record_changes equals the difference of the two whole states at every commit") {
+  Store s;
+  std::mt19937 rng(7);
+  std::vector<gitlocks::Oid> states;
+  const std::vector<std::string> paths = {"src/a.c", "src/", "docs/x.md", "docs/", "lib/deep/er/f.h", "lib/"};
+  const std::vector<std::string> actors = {"alice", "bob", "carol"};
+  for (int i = 0; i < 60; ++i) {
+    const std::string& who = actors[rng() % actors.size()];
+    const std::string& p = paths[rng() % paths.size()];
+    switch (rng() % 4) {
+      case 0:
+      case 1:
+        (void)s.claim(who, p, 1000 + static_cast<std::int64_t>(rng() % 5000), rng() % 2 ? "shared" : "exclusive");
+        break;
+      case 2:
+        (void)s.op(who, {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", 2}, {"expires_at", s.now + 3000}});
+        break;
+      default:
+        s.now += 2500;  // leases expire and get reclaimed
+        break;
+    }
+    if (states.empty() || states.back() != s.state()) states.push_back(s.state());
+  }
+  REQUIRE(states.size() > 20);
+  std::size_t changed = 0;
+  for (std::size_t k = 0; k < states.size(); ++k) {
+    const gitlocks::Oid before_state = k ? states[k - 1] : gitlocks::Oid();
+    auto got = gitlocks::record_changes(s.objects(), before_state, states[k]);
+    REQUIRE_MESSAGE(got.ok(), got.error().message);
+    const auto old_all = k ? all_records(s.objects(), before_state) : std::vector<std::string>{};
+    const auto new_all = all_records(s.objects(), states[k]);
+    CHECK(texts(got->before) == minus(old_all, new_all));
+    CHECK(texts(got->after) == minus(new_all, old_all));
+    changed += got->after.size() + got->before.size();
+  }
+  CHECK(changed > 0);
+  // A state compared with itself changed nothing.
+  auto same = gitlocks::record_changes(s.objects(), states.back(), states.back());
+  REQUIRE(same.ok());
+  CHECK(same->before.empty());
+  CHECK(same->after.empty());
 }

@@ -118,6 +118,19 @@ function createGitLocksApi(factory, host) {
     return toBytes(value, what);
   }
 
+  // The JSON answer of an export at `out` (freed here): its "ok" value, or
+  // a GitLocksError.
+  function answer(out) {
+    const m = mod();
+    const heap = m.HEAPU8;
+    const end = heap.indexOf(0, out);
+    const text = decoder.decode(heap.subarray(out, end));
+    m._gitlocks_free(out);
+    const result = JSON.parse(text);
+    if (result.error) throw new GitLocksError(result.error.code, result.error.message);
+    return result.ok;
+  }
+
   // Calls an export with arguments given as JS values: strings and byte
   // arrays are copied into the heap (NUL-terminated; byte arrays are followed
   // by their length when `withLength`), numbers pass through. Copies of
@@ -144,14 +157,7 @@ function createGitLocksApi(factory, host) {
         callArgs.push(p);
         if (a.withLength) callArgs.push(bytes.length);
       }
-      const out = m['_' + name](...callArgs);
-      const heap = m.HEAPU8;
-      const end = heap.indexOf(0, out);
-      const text = decoder.decode(heap.subarray(out, end));
-      m._gitlocks_free(out);
-      const result = JSON.parse(text);
-      if (result.error) throw new GitLocksError(result.error.code, result.error.message);
-      return result.ok;
+      return answer(m['_' + name](...callArgs));
     } finally {
       for (const [p, n] of secrets) m.HEAPU8.fill(0, p, p + n);
       for (const p of ptrs) m._free(p);
@@ -198,6 +204,47 @@ function createGitLocksApi(factory, host) {
         })
       : null;
 
+  // A core PackStoreBuilder: pieces are copied into one reused heap buffer.
+  const PIECE = 1 << 20;
+  function builder() {
+    const m = mod();
+    const handle = m._gitlocks_store_builder_new();
+    if (!handle) throw new GitLocksError('usage', 'out of memory');
+    let buf = 0;
+    let cap = 0;
+    return {
+      append(piece) {
+        if (piece.length > cap) {
+          if (buf) m._free(buf);
+          buf = m._malloc(piece.length);
+          cap = buf ? piece.length : 0;
+          if (!buf) throw new GitLocksError('usage', 'out of memory');
+        }
+        m.HEAPU8.set(piece, buf);
+        answer(m._gitlocks_store_builder_append(handle, buf, piece.length));
+      },
+      finish() {
+        const r = answer(m._gitlocks_store_builder_finish(handle));
+        return new Store(r.handle, r.refs);
+      },
+      free() {
+        if (buf) m._free(buf);
+        m._gitlocks_store_builder_free(handle);
+      },
+    };
+  }
+
+  // Feeds a builder with `feed(append)` and opens the store.
+  function openPieces(feed) {
+    const b = builder();
+    try {
+      feed((piece) => b.append(piece));
+      return b.finish();
+    } finally {
+      b.free();
+    }
+  }
+
   // A Git bundle or packfile, indexed once, for replay and state reads.
   class Store {
     constructor(handle, refs) {
@@ -207,9 +254,35 @@ function createGitLocksApi(factory, host) {
     }
 
     // Opens a bundle (v2/v3, SHA-1, no prerequisites) or a bare packfile.
+    // The bytes go to the core's indexer in pieces of 1 MiB: the module
+    // never holds a second copy of the whole bundle.
     static open(bytes) {
-      const r = call('gitlocks_store_open', [raw(toBytes(bytes, 'bundle'))]);
-      return new Store(r.handle, r.refs);
+      const b = toBytes(bytes, 'bundle');
+      return openPieces((append) => {
+        for (let at = 0; at < b.length; at += PIECE) append(b.subarray(at, at + PIECE));
+      });
+    }
+
+    // Opens a bundle held in a Blob (a File, a fetched body), read in
+    // slices of 1 MiB: neither the JS heap nor the module ever holds the
+    // whole bundle, so a page can open bundles larger than it could read.
+    // options.onProgress({done, total}) gets the bytes read so far.
+    static async openBlob(blob, options) {
+      if (!blob || typeof blob.size !== 'number' || typeof blob.slice !== 'function')
+        throw new GitLocksError('usage', 'openBlob needs a Blob (or an object with size and slice())');
+      const onProgress = options && options.onProgress;
+      const pieces = [];
+      for (let at = 0; at < blob.size; at += PIECE) pieces.push([at, Math.min(blob.size, at + PIECE)]);
+      const b = builder();
+      try {
+        for (const [from, to] of pieces) {
+          b.append(new Uint8Array(await blob.slice(from, to).arrayBuffer()));
+          if (onProgress) onProgress({ done: to, total: blob.size });
+        }
+        return b.finish();
+      } finally {
+        b.free();
+      }
     }
 
     _live() {
@@ -249,6 +322,17 @@ function createGitLocksApi(factory, host) {
       options = options || {};
       return withMemberKey(options.memberKey, (key) =>
         call('gitlocks_store_read_state', [this._live(), { bytes: encoder.encode(String(commit)) }, ...key]));
+    }
+
+    // The records a commit changed, against its parent's state:
+    // {commit, tree, policy, before, after} (before: the parent's records
+    // that changed or went; after: this commit's that changed or are new).
+    // O(the commit's changes), where readState is O(the state): what a
+    // timeline of leases reads per commit. options.memberKey as readState.
+    readChanges(commit, options) {
+      options = options || {};
+      return withMemberKey(options.memberKey, (key) =>
+        call('gitlocks_store_read_changes', [this._live(), { bytes: encoder.encode(String(commit)) }, ...key]));
     }
 
     // The policy a commit's state records: {commit, tree, policy}. In the

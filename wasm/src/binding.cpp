@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
@@ -138,6 +140,37 @@ gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const
   GITLOCKS_CHECK(reader.check_format());
   GITLOCKS_TRY(policy, reader.policy());
   return CommitPolicy{std::move(tc), std::move(policy)};
+}
+
+// The record codec of a commit's state: none (nullptr) for a state in the
+// clear or without a member key (reading its records then fails as
+// StateReader does); for a PRIVATE state and a member's key, the codec of
+// the commit's epoch (the member's vault merged with the tip's keyring).
+// Errors: not_member when the key opens no vault for that epoch.
+gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::ObjectStore& store, const CommitPolicy& at,
+                                                                   const gitlocks::KeyPair* member) {
+  gitlocks::StateReader reader(store, at.commit.state);
+  GITLOCKS_TRY(is_private, reader.is_private());
+  std::unique_ptr<gitlocks::RecordCodec> codec;
+  if (!is_private || !member) return codec;
+  GITLOCKS_TRY(pol, gitlocks::parse_policy(at.policy));
+  std::optional<gitlocks::Vault> vault;
+  if (auto own = gitlocks::Vault::open(at.policy, *member); own.ok()) vault = std::move(own).value();
+  auto ref = store.read_ref(gitlocks::kStateRef);
+  if (ref.ok() && *ref) {
+    auto at_tip = gitlocks::open_member_vault(store, **ref, member);
+    if (at_tip.vault && vault) {
+      vault->merge(*at_tip.vault);
+    } else if (at_tip.vault) {
+      vault = std::move(at_tip.vault);
+    }
+  }
+  if (vault) codec = gitlocks::make_private_codec(*vault, pol.store, pol.epoch);
+  if (!codec)
+    return gitlocks::make_error(Errc::not_member, "this key is not a member of the PRIVATE store at epoch " +
+                                                      std::to_string(pol.epoch) + " (the epoch of commit " +
+                                                      at.commit.commit + ")");
+  return codec;
 }
 
 }  // namespace
@@ -261,10 +294,28 @@ char* gitlocks_verify_attestation(const char* att, std::size_t att_len, const ch
   return ok({{"attestation", *opened}, {"admitted_at_ms", (*opened)["admitted_at_ms"]}});
 }
 
-// store_open(bundle or packfile bytes) -> {"ok":{"handle":N,"refs":{NAME:OID}}}
-char* gitlocks_store_open(const std::uint8_t* bytes, std::size_t len) {
+void gitlocks_store_free(int handle) { delete store_of(handle); }
+
+// A store opened from a bundle or packfile given in pieces
+// (gitlocks::PackStoreBuilder), so the JS side never copies the whole bundle
+// into the heap:
+// store_builder_new() -> handle (0: out of memory); store_builder_append(h,
+// bytes) -> {"ok":{"pack_bytes":N}}; store_builder_finish(h) -> as
+// store_open, and the builder is spent; store_builder_free(h) always.
+int gitlocks_store_builder_new() {
+  return static_cast<int>(reinterpret_cast<std::intptr_t>(new (std::nothrow) gitlocks::PackStoreBuilder()));
+}
+
+char* gitlocks_store_builder_append(int handle, const std::uint8_t* bytes, std::size_t len) {
+  auto* b = reinterpret_cast<gitlocks::PackStoreBuilder*>(handle);
+  auto st = b->append(std::string_view(reinterpret_cast<const char*>(bytes), bytes ? len : 0));
+  if (!st.ok()) return fail(st.error());
+  return ok({{"pack_bytes", b->pack_bytes()}});
+}
+
+char* gitlocks_store_builder_finish(int handle) {
   if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  auto store = gitlocks::open_pack_store(std::string_view(reinterpret_cast<const char*>(bytes), bytes ? len : 0));
+  auto store = reinterpret_cast<gitlocks::PackStoreBuilder*>(handle)->finish();
   if (!store.ok()) return fail(store.error());
   json refs = json::object();
   auto tip = (*store)->read_ref(gitlocks::kStateRef);
@@ -273,7 +324,7 @@ char* gitlocks_store_open(const std::uint8_t* bytes, std::size_t len) {
   return ok({{"handle", reinterpret_cast<std::intptr_t>(raw)}, {"refs", refs}});
 }
 
-void gitlocks_store_free(int handle) { delete store_of(handle); }
+void gitlocks_store_builder_free(int handle) { delete reinterpret_cast<gitlocks::PackStoreBuilder*>(handle); }
 
 // store_replay(handle, options, member key, progress token): options
 // {"tip":OID?, "from":OID?, "allow_test_clock":BOOL?,
@@ -354,35 +405,54 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
   auto at = commit_policy(*store, commit);
   if (!at.ok()) return fail(at.error());
-  const gitlocks::TransitionCommit* tc = &at->commit;
-  const json* policy = &at->policy;
-  gitlocks::StateReader reader(*store, tc->state);  // format checked by commit_policy
-  std::optional<gitlocks::Vault> vault;
-  std::unique_ptr<gitlocks::RecordCodec> codec;
-  auto is_private = reader.is_private();
-  if (!is_private.ok()) return fail(is_private.error());
-  if (*is_private && member.get()) {
-    auto pol = gitlocks::parse_policy(*policy);
-    if (!pol.ok()) return fail(pol.error());
-    if (auto own = gitlocks::Vault::open(*policy, *member.get()); own.ok()) vault = std::move(own).value();
-    auto ref = store->read_ref(gitlocks::kStateRef);
-    if (ref.ok() && *ref) {
-      auto at_tip = gitlocks::open_member_vault(*store, **ref, member.get());
-      if (at_tip.vault && vault) {
-        vault->merge(*at_tip.vault);
-      } else if (at_tip.vault) {
-        vault = std::move(at_tip.vault);
-      }
-    }
-    if (vault) codec = gitlocks::make_private_codec(*vault, pol->store, pol->epoch);
-    if (!codec)
-      return fail(Errc::not_member, "this key is not a member of the PRIVATE store at epoch " +
-                                        std::to_string(pol->epoch) + " (the epoch of commit " + tc->commit + ")");
-    reader.set_codec(codec.get());
-  }
+  gitlocks::StateReader reader(*store, at->commit.state);  // format checked by commit_policy
+  auto codec = codec_of(*store, *at, member.get());
+  if (!codec.ok()) return fail(codec.error());
+  if (*codec) reader.set_codec(codec->get());
   auto records = records_of(reader);
   if (!records.ok()) return fail(records.error());
-  return ok({{"commit", tc->commit}, {"tree", tc->state}, {"policy", *policy}, {"records", *records}});
+  return ok({{"commit", at->commit.commit}, {"tree", at->commit.state}, {"policy", at->policy}, {"records", *records}});
+}
+
+// store_read_changes(handle, commit, member key) ->
+// {"ok":{"commit","tree","policy","before":[RECORD,...],"after":[RECORD,...]}}:
+// the records the commit changed (gitlocks::record_changes against its first
+// parent's state; the root commit against no records). Costs O(the
+// commit's changes), where read_state costs O(its state). The key as for
+// read_state.
+char* gitlocks_store_read_changes(int handle, const char* commit, const char* key, std::size_t key_len) {
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  gitlocks::ObjectStore* store = store_of(handle);
+  MemberKey member;
+  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
+  auto at = commit_policy(*store, commit);
+  if (!at.ok()) return fail(at.error());
+  auto codec = codec_of(*store, *at, member.get());
+  if (!codec.ok()) return fail(codec.error());
+  gitlocks::Oid parent_state;
+  std::unique_ptr<gitlocks::RecordCodec> parent_codec;
+  const gitlocks::RecordCodec* new_codec = codec->get();
+  const gitlocks::RecordCodec* old_codec = nullptr;
+  if (!at->commit.parents.empty()) {
+    auto parent = commit_policy(*store, at->commit.parents.front().c_str());
+    if (!parent.ok()) return fail(parent.error());
+    parent_state = parent->commit.state;
+    auto pc = codec_of(*store, *parent, member.get());
+    if (!pc.ok()) return fail(pc.error());
+    parent_codec = std::move(pc).value();
+    old_codec = parent_codec.get();
+    // record_changes tells a rekey by the codec: states of one epoch share one.
+    auto a = gitlocks::parse_policy(at->policy);
+    auto b = gitlocks::parse_policy(parent->policy);
+    if (old_codec && new_codec && a.ok() && b.ok() && a->epoch == b->epoch) old_codec = new_codec;
+  }
+  auto changes = gitlocks::record_changes(*store, parent_state, at->commit.state, old_codec, new_codec);
+  if (!changes.ok()) return fail(changes.error());
+  return ok({{"commit", at->commit.commit},
+             {"tree", at->commit.state},
+             {"policy", at->policy},
+             {"before", changes->before},
+             {"after", changes->after}});
 }
 
 // store_read_policy(handle, commit) -> {"ok":{"commit","tree","policy"}}: the

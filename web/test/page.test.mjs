@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
 import {
@@ -141,5 +142,79 @@ test('a large history keeps the page responsive and ends at 100 %', async () => 
   assert.equal(await page.evaluate(() => document.activeElement.id), 'drop');
   await page.click('#next');
   assert.match(await page.textContent('#page-text'), /^page 2 of /);
+  await page.close();
+});
+
+test('the lease timeline equals one derived from every whole state', async () => {
+  // The independent derivation: the state of every commit, read whole with
+  // the npm package in Node, diffed with the previous one.
+  const gl = createRequire(import.meta.url)(path.join(siteDir, '..', '..', 'wasm', 'package', 'index.js'));
+  await gl.init();
+  const store = gl.openStore(fs.readFileSync(bundles['/gen.bundle']));
+  const want = [];
+  try {
+    const { verdicts } = store.replay();
+    const open = new Map();
+    let prev = new Map();
+    let lastTime = null;
+    verdicts.forEach((v, i) => {
+      const time = v.time ?? lastTime;
+      if (v.time != null) lastTime = v.time;
+      const cur = new Map();
+      for (const r of store.readState(v.commit).records)
+        for (const l of r.leases || []) cur.set(l.id, { resource: r.kind === 'sem' ? `sem:${r.name}` : r.name, l });
+      const added = [];
+      for (const [id, { resource, l }] of cur) {
+        if (prev.has(id)) {
+          if (prev.get(id).l.expires_at !== l.expires_at) want[open.get(id)].expires_at = l.expires_at;
+          continue;
+        }
+        added.push(resource);
+        open.set(id, want.length);
+        want.push({ id, resource, holder: l.holder, generation: l.generation, start: time, startCommit: i,
+          expires_at: l.expires_at, end: null, endKind: null });
+      }
+      for (const [id, { resource, l }] of prev) {
+        if (cur.has(id)) continue;
+        const lease = want[open.get(id)];
+        lease.end = time;
+        lease.endKind = added.includes(resource) && v.command !== 'sweep' ? 'reclaim' :
+          time != null && time > l.expires_at ? 'expired' : 'release';
+      }
+      prev = cur;
+    });
+  } finally {
+    store.delete();
+  }
+  assert.ok(want.length > 50, `${want.length} leases`);
+  assert.ok(want.some((l) => l.endKind === 'reclaim') && want.some((l) => l.endKind === 'expired') &&
+    want.some((l) => l.endKind === 'release'), 'every way a lease ends occurs');
+  const page = await context.newPage();
+  await page.goto(`${site.base}/?bundle=gen.bundle`);
+  assert.equal((await verdictOf(page, 300_000)).verdict, 'valid');
+  const got = await page.evaluate(() => globalThis.gitlocksPage.result().leases.map((l) => ({
+    id: l.id, resource: l.resource, holder: l.holder, generation: l.generation, start: l.start,
+    startCommit: l.startCommit, expires_at: l.expires_at, end: l.end, endKind: l.endKind,
+  })));
+  assert.deepEqual(got, want);
+  await page.close();
+});
+
+test('a bundle larger than the page verifies is refused at once with the limit named', async () => {
+  const page = await context.newPage();
+  const size = fs.statSync(bundles['/big.bundle']).size;
+  assert.ok(size > 1048576, `the big bundle is ${size} bytes`);
+  await page.goto(`${site.base}/?bundle=big.bundle&maxBundleMiB=1`);
+  const v = await verdictOf(page, 30_000);
+  assert.equal(v.verdict, 'unverifiable');
+  const mib = (size / 1048576).toFixed(1);
+  assert.equal(v.summary.trim(), `UNVERIFIABLE big.bundle: too-large: the bundle is ${mib} MiB, more than this page ` +
+    'verifies (1 MiB): it would need about ' + `${(size * 6 / 1048576).toFixed(1)} MiB in this tab. ` +
+    'Verify it with `git-locks verify --full` (no size limit), or open the page with ' +
+    `?maxBundleMiB=${Math.ceil(size / 1048576)} on a machine with the memory to spare`);
+  assert.equal(v.progressText, '0 %');
+  // Raised to its size, the same bundle verifies.
+  await page.goto(`${site.base}/?bundle=big.bundle&maxBundleMiB=${Math.ceil(size / 1048576)}`);
+  assert.equal((await verdictOf(page, 840_000)).verdict, 'valid');
   await page.close();
 });

@@ -67,4 +67,22 @@ inline constexpr std::size_t kLeaseLookupDepth = 1000;
 Result<std::optional<std::string>> lease_resource_in_history(ObjectStore& store, const Oid& tip, const std::string& id,
                                                              std::size_t depth = kLeaseLookupDepth);
 
+// The records a transition changed: `before` holds the records of
+// `old_state` that differ from, or are missing in, `new_state`; `after` the
+// records of `new_state` that differ or are new, each list in location
+// order. A diff of the two state trees that descends only where their ids
+// differ, so it costs O(the commit's changes), not O(its state): what a
+// timeline of leases needs per commit (a lease is in `after` and not in
+// `before`: issued; in both with another expires_at: renewed; in `before`
+// only: ended). An empty `old_state` is the root's parent (no records).
+// States of different formats or codecs (a migration, a rekey) list every
+// record of both. The codecs read each state's records (nullptr: in the
+// clear). Errors: store_read, invalid (a record misplaced or malformed),
+// unknown_format.
+struct RecordChanges {
+  std::vector<json> before, after;
+};
+Result<RecordChanges> record_changes(ObjectStore& store, const Oid& old_state, const Oid& new_state,
+                                     const RecordCodec* old_codec = nullptr, const RecordCodec* new_codec = nullptr);
+
 }  // namespace gitlocks

@@ -3,6 +3,7 @@
 // implementation (git_store.cpp) is shared by native and WASM builds.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -102,6 +103,30 @@ Result<std::unique_ptr<ObjectStore>> open_memory_store();
 // other capability), store_read (malformed header, prerequisites, a corrupt
 // or truncated pack).
 Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view pack_or_bundle_bytes);
+
+// open_pack_store with the bytes given in pieces, split anywhere, so that a
+// host never holds the whole bundle (the browser reads a File in slices):
+// the header is kept until it is complete, then each piece goes straight to
+// the indexer. The same errors as open_pack_store, as soon as the bytes show
+// them (a wrong signature after 16 bytes, a corrupt pack when it is
+// appended). After an error, or after finish(), every call fails with
+// store_read. Not copyable; the temporary directory is removed if the
+// builder is dropped before finish().
+class PackStoreBuilder {
+ public:
+  PackStoreBuilder();
+  ~PackStoreBuilder();
+  PackStoreBuilder(const PackStoreBuilder&) = delete;
+  PackStoreBuilder& operator=(const PackStoreBuilder&) = delete;
+  Status append(std::string_view bytes);
+  // Bytes of the pack (after the bundle header) given to the indexer so far.
+  std::uint64_t pack_bytes() const;
+  Result<std::unique_ptr<ObjectStore>> finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // The objects of a memory store (or of a pack store's overlay) as one
 // packfile, e.g. to write a bundle. Errors: store_read.
