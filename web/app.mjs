@@ -25,10 +25,12 @@ let worker = null;
 let bytes = null;
 let bytesSource = null;
 // Bundles above this size are refused before they are read: verifying one
-// needs about MEMORY_PER_BUNDLE_BYTE times its size in the tab (measured with
-// web/bench/page_bench.mjs, see web/README.md), and a tab that runs out of
+// takes about TAB_BASE_MIB + MEMORY_PER_BUNDLE_BYTE x its size in the tab
+// (measured with web/bench/page_bench.mjs: 411, 462 and 934 MiB for bundles
+// of 15.7, 31.3 and 146.4 MiB; see web/README.md), and a tab that runs out of
 // memory is killed without a word. `git-locks verify` has no such limit.
-const MEMORY_PER_BUNDLE_BYTE = 6;
+const TAB_BASE_MIB = 340;
+const MEMORY_PER_BUNDLE_BYTE = 4.1;
 const DEFAULT_MAX_BUNDLE_MIB = 64;
 const maxBundleMiB = Number(params.get('maxBundleMiB')) > 0 ? Number(params.get('maxBundleMiB')) : DEFAULT_MAX_BUNDLE_MIB;
 let liveTip = null;
@@ -58,7 +60,7 @@ function verify(blob, source) {
     showError({
       code: 'too-large',
       message: `the bundle is ${mibText(blob.size)}, more than this page verifies (${maxBundleMiB} MiB): ` +
-        `it would need about ${mibText(blob.size * MEMORY_PER_BUNDLE_BYTE)} in this tab. ` +
+        `it would need about ${mibText(TAB_BASE_MIB * 1048576 + blob.size * MEMORY_PER_BUNDLE_BYTE)} in this tab. ` +
         'Verify it with `git-locks verify --full` (no size limit), or open the page with ' +
         `?maxBundleMiB=${Math.ceil(blob.size / 1048576)} on a machine with the memory to spare`,
     }, source);

@@ -13,7 +13,8 @@
 // A bundle the page refuses as too large is reported with the page's message.
 //
 //   node web/bench/page_bench.mjs [--commits 1000,10000,20000] [--seed 42]
-//                                 [--bundle FILE ...]
+//                                 [--bundle FILE ...] [--max-mib N]
+// (--max-mib raises the page's size limit, ?maxBundleMiB=, to measure beyond it)
 //
 // Needs the wasm preset's site (build/wasm/web/site), its dev dependencies
 // (build/wasm/web/dev, made by the web tests' set-up) and the release
@@ -33,6 +34,8 @@ const opt = (name, def) => {
 const sizes = opt('--commits', '1000,10000,20000').split(',').filter(Boolean).map(Number);
 const seed = opt('--seed', '42');
 const extraBundles = args.flatMap((a, i) => (a === '--bundle' ? [args[i + 1]] : []));
+// The page's own size limit, raised to measure what lies beyond it.
+const maxMiB = opt('--max-mib', null);
 const cache = path.join(sourceDir, 'build', 'wasm', 'web', 'bench-cache');
 fs.mkdirSync(cache, { recursive: true });
 
@@ -115,7 +118,7 @@ async function page(bundle) {
     const errors = [];
     tab.on('pageerror', (e) => errors.push(e.message));
     const t0 = Date.now();
-    await tab.goto(`${site.base}/?bundle=h.bundle`);
+    await tab.goto(`${site.base}/?bundle=h.bundle${maxMiB ? `&maxBundleMiB=${maxMiB}` : ''}`);
     const progress = new Set();
     let peak = 0;
     for (;;) {
