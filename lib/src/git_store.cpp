@@ -62,8 +62,8 @@ struct LibGit2 {
     // 1 GiB by default, which kept the whole pack resident during a walk:
     // small windows under a low mapped limit bound that too.
     git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 0);
-    git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, static_cast<size_t>(4) << 20);
-    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, static_cast<size_t>(8) << 20);
+    git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, host_options().pack_window_bytes);
+    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, host_options().pack_mapped_limit_bytes);
     if (!host_options().validate_owner) git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
     if (!host_options().read_host_config)
       for (int level :

@@ -3,6 +3,7 @@
 // implementation (git_store.cpp) is shared by native and WASM builds.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -76,10 +77,16 @@ class ObjectStore {
 // any store. Defaults suit a native process: repositories owned by another
 // user are refused (Git's safe.directory rule) and the system, XDG and
 // global configuration are read. The WASM binding turns both off: a browser
-// has no file owners and no user configuration.
+// has no file owners and no user configuration. Packs are read through
+// windows of `pack_window_bytes`, at most `pack_mapped_limit_bytes` mapped at
+// once (memory independent of the pack's size). Natively a window is an
+// mmap, so large windows cost nothing; under Emscripten a mapped window is a
+// copy of the file's bytes, so the binding takes small windows and keeps more.
 struct StoreHostOptions {
   bool validate_owner = true;
   bool read_host_config = true;
+  std::size_t pack_window_bytes = std::size_t(4) << 20;
+  std::size_t pack_mapped_limit_bytes = std::size_t(8) << 20;
 };
 void set_store_host_options(const StoreHostOptions& options);
 
