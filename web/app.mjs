@@ -26,11 +26,11 @@ let bytes = null;
 let bytesSource = null;
 // Bundles above this size are refused before they are read: verifying one
 // takes about TAB_BASE_MIB + MEMORY_PER_BUNDLE_BYTE x its size in the tab
-// (measured with web/bench/page_bench.mjs: 411, 462 and 934 MiB for bundles
-// of 15.7, 31.3 and 146.4 MiB; see web/README.md), and a tab that runs out of
-// memory is killed without a word. `git-locks verify` has no such limit.
-const TAB_BASE_MIB = 340;
-const MEMORY_PER_BUNDLE_BYTE = 4.1;
+// (measured with web/bench/page_bench.mjs: 318, 389 and 1,057 MiB for
+// bundles of 15.7, 31.3 and 146.4 MiB; see README.md), and a tab that runs
+// out of memory is killed without a word. `git-locks verify` has no limit.
+const TAB_BASE_MIB = 256;
+const MEMORY_PER_BUNDLE_BYTE = 5.5;
 const DEFAULT_MAX_BUNDLE_MIB = 64;
 const maxBundleMiB = Number(params.get('maxBundleMiB')) > 0 ? Number(params.get('maxBundleMiB')) : DEFAULT_MAX_BUNDLE_MIB;
 let liveTip = null;

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <new>
 #include <string>
 #include <vector>
@@ -175,6 +176,19 @@ gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::Obje
                                                       std::to_string(pol.epoch) + " (the epoch of commit " +
                                                       at.commit.commit + ")");
   return codec;
+}
+
+// A commit with its policy and the codec a member key gives its state.
+struct CommitWithCodec {
+  CommitPolicy at;
+  std::unique_ptr<gitlocks::RecordCodec> codec;
+};
+
+gitlocks::Result<CommitWithCodec> commit_with_codec(gitlocks::ObjectStore& store, const char* commit,
+                                                    const gitlocks::KeyPair* member) {
+  GITLOCKS_TRY(at, commit_policy(store, commit));
+  GITLOCKS_TRY(codec, codec_of(store, at, member));
+  return CommitWithCodec{std::move(at), std::move(codec)};
 }
 
 }  // namespace
@@ -407,15 +421,13 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto at = commit_policy(*store, commit);
-  if (!at.ok()) return fail(at.error());
-  gitlocks::StateReader reader(*store, at->commit.state);  // format checked by commit_policy
-  auto codec = codec_of(*store, *at, member.get());
-  if (!codec.ok()) return fail(codec.error());
-  if (*codec) reader.set_codec(codec->get());
+  auto c = commit_with_codec(*store, commit, member.get());
+  if (!c.ok()) return fail(c.error());
+  const CommitPolicy& at = c->at;
+  gitlocks::StateReader reader(*store, at.commit.state, c->codec.get());  // format checked by commit_policy
   auto records = records_of(reader);
   if (!records.ok()) return fail(records.error());
-  return ok({{"commit", at->commit.commit}, {"tree", at->commit.state}, {"policy", at->policy}, {"records", *records}});
+  return ok({{"commit", at.commit.commit}, {"tree", at.commit.state}, {"policy", at.policy}, {"records", *records}});
 }
 
 // store_read_changes(handle, commit, member key) ->
@@ -429,32 +441,29 @@ char* gitlocks_store_read_changes(int handle, const char* commit, const char* ke
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto at = commit_policy(*store, commit);
-  if (!at.ok()) return fail(at.error());
-  auto codec = codec_of(*store, *at, member.get());
-  if (!codec.ok()) return fail(codec.error());
+  auto c = commit_with_codec(*store, commit, member.get());
+  if (!c.ok()) return fail(c.error());
+  const CommitPolicy& at = c->at;
   gitlocks::Oid parent_state;
-  std::unique_ptr<gitlocks::RecordCodec> parent_codec;
-  const gitlocks::RecordCodec* new_codec = codec->get();
+  std::optional<CommitWithCodec> parent;
+  const gitlocks::RecordCodec* new_codec = c->codec.get();
   const gitlocks::RecordCodec* old_codec = nullptr;
-  if (!at->commit.parents.empty()) {
-    auto parent = commit_policy(*store, at->commit.parents.front().c_str());
-    if (!parent.ok()) return fail(parent.error());
-    parent_state = parent->commit.state;
-    auto pc = codec_of(*store, *parent, member.get());
-    if (!pc.ok()) return fail(pc.error());
-    parent_codec = std::move(pc).value();
-    old_codec = parent_codec.get();
+  if (!at.commit.parents.empty()) {
+    auto p = commit_with_codec(*store, at.commit.parents.front().c_str(), member.get());
+    if (!p.ok()) return fail(p.error());
+    parent = std::move(p).value();
+    parent_state = parent->at.commit.state;
+    old_codec = parent->codec.get();
     // record_changes tells a rekey by the codec: states of one epoch share one.
-    auto a = gitlocks::parse_policy(at->policy);
-    auto b = gitlocks::parse_policy(parent->policy);
+    auto a = gitlocks::parse_policy(at.policy);
+    auto b = gitlocks::parse_policy(parent->at.policy);
     if (old_codec && new_codec && a.ok() && b.ok() && a->epoch == b->epoch) old_codec = new_codec;
   }
-  auto changes = gitlocks::record_changes(*store, parent_state, at->commit.state, old_codec, new_codec);
+  auto changes = gitlocks::record_changes(*store, parent_state, at.commit.state, old_codec, new_codec);
   if (!changes.ok()) return fail(changes.error());
-  return ok({{"commit", at->commit.commit},
-             {"tree", at->commit.state},
-             {"policy", at->policy},
+  return ok({{"commit", at.commit.commit},
+             {"tree", at.commit.state},
+             {"policy", at.policy},
              {"before", changes->before},
              {"after", changes->after}});
 }

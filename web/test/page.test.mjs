@@ -209,7 +209,7 @@ test('a bundle larger than the page verifies is refused at once with the limit n
   assert.equal(v.verdict, 'unverifiable');
   const mib = (size / 1048576).toFixed(1);
   assert.equal(v.summary.trim(), `UNVERIFIABLE big.bundle: too-large: the bundle is ${mib} MiB, more than this page ` +
-    'verifies (1 MiB): it would need about ' + `${((340 * 1048576 + size * 4.1) / 1048576).toFixed(1)} MiB in this tab. ` +
+    'verifies (1 MiB): it would need about ' + `${((256 * 1048576 + size * 5.5) / 1048576).toFixed(1)} MiB in this tab. ` +
     'Verify it with `git-locks verify --full` (no size limit), or open the page with ' +
     `?maxBundleMiB=${Math.ceil(size / 1048576)} on a machine with the memory to spare`);
   assert.equal(v.progressText, '0 %');
