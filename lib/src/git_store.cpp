@@ -468,7 +468,8 @@ Status PackStoreBuilder::append(std::string_view bytes) {
     pack_at = 0;
   } else if (std::size_t blank = head.find("\n\n"); blank != std::string_view::npos && head.size() >= blank + 2 + 4) {
     pack_at = blank + 2;
-  } else if (head.size() >= 16 && head.substr(0, 16) != "# v2 git bundle\n" && head.substr(0, 16) != "# v3 git bundle\n") {
+  } else if (head.size() >= 16 && head.substr(0, 16) != "# v2 git bundle\n" &&
+             head.substr(0, 16) != "# v3 git bundle\n") {
     b.failed = true;
     return make_error(Errc::unknown_format, "neither a Git bundle (v2 or v3) nor a packfile");
   } else if (head.size() > kMaxHeader) {

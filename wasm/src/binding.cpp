@@ -153,7 +153,7 @@ gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const
 // the commit's epoch (the member's vault merged with the tip's keyring).
 // Errors: not_member when the key opens no vault for that epoch.
 gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::ObjectStore& store, const CommitPolicy& at,
-                                                                   const gitlocks::KeyPair* member) {
+                                                                  const gitlocks::KeyPair* member) {
   gitlocks::StateReader reader(store, at.commit.state);
   GITLOCKS_TRY(is_private, reader.is_private());
   std::unique_ptr<gitlocks::RecordCodec> codec;
