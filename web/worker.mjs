@@ -81,7 +81,7 @@ self.onmessage = async (event) => {
     const t2 = performance.now();
     const stateOptions = memberKey ? { memberKey } : undefined;
 
-    // Second pass: the state of every commit, diffed with its parent's.
+    // Second pass: the records every commit changed, for the timeline.
     const total = verdicts.length;
     const transitions = [];
     const leases = [];          // {id, resource, kind, mode, generation, holder, name, start, end, endKind, expires_at}
