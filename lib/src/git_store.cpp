@@ -459,10 +459,12 @@ Status PackStoreBuilder::append(std::string_view bytes) {
   if (b.header_done) return b.feed(bytes);
   // The header of a bundle ends at its first empty line; the pack follows.
   // Until then the bytes are kept, and parse_bundle() reads them whole (the
-  // same checks and messages as open_pack_store on the whole bundle).
+  // same checks and messages as open_pack_store on the whole bundle). Bytes
+  // that hold the whole header are read in place, not copied (a whole
+  // bundle given at once is not doubled in memory).
   constexpr std::size_t kMaxHeader = std::size_t(64) << 20;
-  b.head.append(bytes);
-  std::string_view head = b.head;
+  if (!b.head.empty()) b.head.append(bytes);
+  std::string_view head = b.head.empty() ? bytes : std::string_view(b.head);
   std::size_t pack_at = std::string_view::npos;
   if (head.size() >= 4 && head.substr(0, 4) == "PACK") {
     pack_at = 0;
@@ -476,7 +478,10 @@ Status PackStoreBuilder::append(std::string_view bytes) {
     b.failed = true;
     return make_error(Errc::store_read, "the bundle header is longer than 64 MiB");
   }
-  if (pack_at == std::string_view::npos) return Ok{};
+  if (pack_at == std::string_view::npos) {
+    if (b.head.empty()) b.head.assign(bytes);
+    return Ok{};
+  }
   auto header = parse_bundle(head);
   if (!header.ok()) {
     b.failed = true;
@@ -485,6 +490,7 @@ Status PackStoreBuilder::append(std::string_view bytes) {
   b.refs = header->refs;
   b.header_done = true;
   GITLOCKS_CHECK(b.start_indexer());
+  if (b.head.empty()) return b.feed(bytes.substr(pack_at));
   std::string rest = std::move(b.head);
   b.head.clear();
   b.head.shrink_to_fit();
