@@ -151,9 +151,10 @@ gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const
 // clear or without a member key (reading its records then fails as
 // StateReader does); for a PRIVATE state and a member's key, the codec of
 // the commit's epoch (the member's vault merged with the tip's keyring).
-// Errors: not_member when the key opens no vault for that epoch.
+// `epoch` is set to the codec's epoch. Errors: not_member when the key opens
+// no vault for that epoch.
 gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::ObjectStore& store, const CommitPolicy& at,
-                                                                  const gitlocks::KeyPair* member) {
+                                                                  const gitlocks::KeyPair* member, std::int64_t& epoch) {
   gitlocks::StateReader reader(store, at.commit.state);
   GITLOCKS_TRY(is_private, reader.is_private());
   std::unique_ptr<gitlocks::RecordCodec> codec;
@@ -171,6 +172,7 @@ gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::Obje
     }
   }
   if (vault) codec = gitlocks::make_private_codec(*vault, pol.store, pol.epoch);
+  epoch = pol.epoch;
   if (!codec)
     return gitlocks::make_error(Errc::not_member, "this key is not a member of the PRIVATE store at epoch " +
                                                       std::to_string(pol.epoch) + " (the epoch of commit " +
@@ -182,13 +184,15 @@ gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::Obje
 struct CommitWithCodec {
   CommitPolicy at;
   std::unique_ptr<gitlocks::RecordCodec> codec;
+  std::int64_t epoch = -1;  // the codec's epoch (-1: no codec)
 };
 
 gitlocks::Result<CommitWithCodec> commit_with_codec(gitlocks::ObjectStore& store, const char* commit,
                                                     const gitlocks::KeyPair* member) {
   GITLOCKS_TRY(at, commit_policy(store, commit));
-  GITLOCKS_TRY(codec, codec_of(store, at, member));
-  return CommitWithCodec{std::move(at), std::move(codec)};
+  std::int64_t epoch = -1;
+  GITLOCKS_TRY(codec, codec_of(store, at, member, epoch));
+  return CommitWithCodec{std::move(at), std::move(codec), epoch};
 }
 
 }  // namespace
@@ -455,9 +459,7 @@ char* gitlocks_store_read_changes(int handle, const char* commit, const char* ke
     parent_state = parent->at.commit.state;
     old_codec = parent->codec.get();
     // record_changes tells a rekey by the codec: states of one epoch share one.
-    auto a = gitlocks::parse_policy(at.policy);
-    auto b = gitlocks::parse_policy(parent->at.policy);
-    if (old_codec && new_codec && a.ok() && b.ok() && a->epoch == b->epoch) old_codec = new_codec;
+    if (old_codec && new_codec && parent->epoch == c->epoch) old_codec = new_codec;
   }
   auto changes = gitlocks::record_changes(*store, parent_state, at.commit.state, old_codec, new_codec);
   if (!changes.ok()) return fail(changes.error());
