@@ -127,7 +127,16 @@ Result<std::string> read_input(const std::string& name) {
   return ss.str();
 }
 
-int Context::fail(const Error& e) { return print_error(op, e, attempts); }
+int Context::fail(const Error& e) {
+  // The core names a lease's TTL ("ttl 2h exceeds this store's max_ttl 1h");
+  // here it came from --ttl (or run's default), so say so.
+  if (e.fields.count("ttl_ms") && e.message.rfind("ttl ", 0) == 0) {
+    Error named = e;
+    named.message = "--" + e.message;
+    return print_error(op, named, attempts);
+  }
+  return print_error(op, e, attempts);
+}
 
 int Context::done(const gitlocks::json& obj, const std::string& human) {
   std::string text = json_output ? json_line(obj) + "\n" : human;

@@ -23,8 +23,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"init", cmd_init, "init [--private] [--policy FILE]",
      "create the lock store (an existing store is left alone); --private: end-to-end encrypted (docs/PRIVATE.md)"},
-    {"claim", cmd_claim, "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] PATH...",
-     "claim paths, all or none; an expired lease of another holder is reclaimed"},
+    {"claim", cmd_claim, "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] [--wait[=DUR]] PATH...",
+     "claim paths, all or none; an expired lease of another holder is reclaimed; --wait: block until admitted "
+     "(waiters queue in arrival order; after DUR exit 1 wait-timeout)"},
     {"extend", cmd_extend, "extend [--ttl DUR] [--generation G] (LEASE-ID|PATH)...",
      "renew your leases to expire TTL from now (before they expire)"},
     {"release", cmd_release, "release [--generation G] (LEASE-ID|PATH)...", "release your leases"},
@@ -34,8 +35,11 @@ constexpr Command kCommands[] = {
     {"sem release", cmd_sem_release, "sem release NAME [--generation G]", "give your slot back"},
     {"batch", cmd_batch, "batch [--ttl DUR] [FILE|-]",
      "publish JSON Lines of claim/extend/release/sem-acquire/sem-release ops as one transition"},
-    {"run", cmd_run, "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] -- CMD [ARG...]",
-     "hold leases while CMD runs (renewed every TTL/3), then release; exits with CMD's status"},
+    {"run", cmd_run,
+     "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] [--note TEXT] [--wait[=DUR]] -- CMD "
+     "[ARG...]",
+     "hold leases while CMD runs (renewed every TTL/3), then release; exits with CMD's status; --wait: wait for "
+     "admission first"},
     {"status", cmd_status, "status [--all] [PATH...]", "live leases (with --all also expired ones)"},
     {"fence", cmd_fence, "fence RESOURCE GENERATION",
      "exit 0 when GENERATION is a live generation of RESOURCE (PATH, path:PATH or sem:NAME), else 1"},
@@ -98,7 +102,7 @@ Exit status:
   0   success
   1   refused: held-path, full-semaphore, family-policy, stale-generation,
       not-holder, guard-window, empty-interval, limit-mismatch,
-      stale-retries-exhausted
+      stale-retries-exhausted, wait-timeout
   2   store-read / store-write (also: stored data failing verification)
   64  usage: bad flag, bad path, malformed input
   run exits with the command's own status once admitted.
