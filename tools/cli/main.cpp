@@ -107,8 +107,8 @@ Exit status:
   run exits with the command's own status once admitted.
 
 Errors: one JSON object per line on stderr,
-  {"error":"refused"|"usage"|"store-read"|"store-write","code":CODE,
-   "reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
+  {"error":"refused"|"usage"|"store-read"|"store-write",
+   "code":CODE,"reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
    "attempts":N (update-ref or push runs, when publication was attempted)}
 
 Environment:
