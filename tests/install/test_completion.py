@@ -78,6 +78,12 @@ class Completion(unittest.TestCase):
         self.assertEqual(self.complete("git", "locks", "sem", "", git=True), ["acquire", "release"])
         self.assertIn("--note", self.complete("git", "-C", ".", "locks", "claim", "--", git=True))
 
+    def test_the_build_output_is_the_commands_output(self):
+        with open(self.script) as f:
+            self.assertEqual(run([self.bin, "completion", "bash"]).stdout, f.read())
+        r = run([self.bin, "completion", "bash", "zsh"], check=False)
+        self.assertEqual(r.returncode, 64, r.stderr)
+
     def test_commands_are_those_of_help(self):
         help_text = run([self.bin, "--help"]).stdout
         table = help_text.split("\nCommands:\n", 1)[1].split("\n\n", 1)[0]
