@@ -14,7 +14,7 @@ namespace gitlocks::cli {
 namespace {
 
 // What a flag's value or a positional argument completes to, read from the
-// usage string's placeholder: FILE a file name, DIR a directory, a list of
+// usage string's placeholder: FILE or PATH a file name, DIR a directory, a list of
 // lowercase words ("exclusive|shared") those words, anything else nothing.
 std::string kind_of(const std::string& placeholder) {
   std::vector<std::string> alternatives;
