@@ -79,6 +79,8 @@ constexpr Command kCommands[] = {
      "what the installed hooks run"},
     {"web", cmd_web, "web [--port P] [--site DIR]",
      "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
+    {"completion bash", cmd_completion_bash, "completion bash",
+     "print the bash completion script for git-locks and `git locks`, generated from this command table"},
 };
 
 constexpr std::string_view kHelpTail = R"(
@@ -97,6 +99,7 @@ Global flags (anywhere before --):
 
 Durations: 500ms, 30s, 10m, 2h, or plain milliseconds. Default TTL 10m (run: 60s).
 A LEASE-ID is 24 hex digits; any other argument there is a repository path.
+docs/CLI.md describes every command, schema and the publication protocol.
 
 Exit status:
   0   success
@@ -108,8 +111,8 @@ Exit status:
   run exits with the command's own status once admitted.
 
 Errors: one JSON object per line on stderr,
-  {"error":"refused"|"usage"|"store-read"|"store-write","code":CODE,
-   "reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
+  {"error":"refused"|"usage"|"store-read"|"store-write",
+   "code":CODE,"reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
    "attempts":N (update-ref or push runs, when publication was attempted)}
 
 Environment:
@@ -119,17 +122,29 @@ Environment:
   GIT_LOCKS_PROPOSAL_MS  proposal clock of a guard-time store (test seam; never T)
   GIT_LOCKS_TEST_CRASH_AFTER  admit|publish: guard-time enable/resume exits abruptly there (test seam)
 
-docs/CLI.md describes every command, schema and the publication protocol.
 )";
 
+// The layout is GNU's (a summary indented 22 under its usage), which
+// help2man turns into the man page (tools/cli/CMakeLists.txt).
 void print_help() {
-  std::string out = "usage: git-locks [--repo DIR] [--remote NAME] [--json] [--key FILE] COMMAND [ARGS]\n\nCommands:\n";
+  std::string out = "Usage: git-locks [--repo DIR] [--remote NAME] [--json] [--key FILE] COMMAND [ARGS]\n";
+  out += GITLOCKS_DESCRIPTION ".\n\nCommands:\n";
   for (const auto& c : kCommands) {
-    out += "  " + std::string(c.usage) + "\n      " + std::string(c.summary) + "\n";
+    out += "  " + std::string(c.usage) + "\n                      " + std::string(c.summary) + "\n";
   }
   out += kHelpTail;
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
+
+}  // namespace
+
+std::vector<CommandUsage> command_table() {
+  std::vector<CommandUsage> rows;
+  for (const auto& c : kCommands) rows.push_back({c.name, c.usage});
+  return rows;
+}
+
+namespace {
 
 const Command* find_command(const Argv& args, std::size_t at, std::size_t& words) {
   for (const auto& c : kCommands) {
