@@ -75,9 +75,11 @@ int cmd_wait(Context& ctx, const Argv& argv) {
       if (!now.ok()) return ctx.fail(now.error());
       auto vault = open_vault(ctx, **store, *snap);
       if (!vault.ok()) return ctx.fail(vault.error());
+      json body = body_at(*now);
+      if (auto st = canonical_op_paths(body, *snap); !st.ok()) return ctx.fail(st.error());
       HashOnlyScope dry_run(**store);
-      auto plan_result = plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()},
-                              body_at(*now), *now);
+      auto plan_result =
+          plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()}, body, *now);
       if (plan_result.ok())
         return ctx.done({{"op", "wait"}, {"paths", a->positionals}, {"claimable", true}, {"polls", polls}},
                         "claimable now: " + a->positionals[0] + (a->positionals.size() > 1 ? " ..." : ""));
