@@ -24,10 +24,18 @@ std::string no_store_message(Context& ctx) {
 
 Status canonical_op_paths(json& body, const Snapshot& snap) {
   if (!body.is_object() || !body.contains("ops") || !body["ops"].is_array()) return Ok{};
-  for (auto& op : body["ops"]) {
+  json& ops = body["ops"];
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    json& op = ops[i];
     if (!op.is_object() || !op.contains("path") || !op["path"].is_string()) continue;
-    GITLOCKS_TRY(text, normalize_path_input(op["path"].get<std::string>(), snap.path_case));
-    op["path"] = text;
+    auto text = normalize_path_input(op["path"].get<std::string>(), snap.path_case);
+    if (!text.ok()) {
+      // Named as the planner names a failing op (batch maps it to its line).
+      Error e = text.error();
+      if (ops.size() > 1) e.message = "op " + std::to_string(i) + " (" + op.value("op", "") + "): " + e.message;
+      return e;
+    }
+    op["path"] = *text;
   }
   return Ok{};
 }
