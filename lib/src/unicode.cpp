@@ -158,22 +158,35 @@ std::string utf8_encode(std::u32string_view s) {
 
 std::string_view unicode_version() { return detail::kUnicodeVersion; }
 
+namespace {
+// ASCII is its own NFC, has no combining marks and folds A-Z only: the
+// common case (every path the planner and replay see) costs one scan.
+bool is_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+}
+}  // namespace
+
 Result<std::string> to_nfc(std::string_view utf8) {
   if (!detail::utf8_valid(utf8)) return make_error(Errc::usage, "not valid UTF-8");
-  // ASCII is its own NFC: the common case costs one scan.
-  if (std::all_of(utf8.begin(), utf8.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
-    return std::string(utf8);
+  if (is_ascii(utf8)) return std::string(utf8);
   return detail::utf8_encode(detail::nfc(detail::utf8_decode(utf8)));
 }
 
 Result<std::string> case_fold_nfc(std::string_view utf8) {
   if (!detail::utf8_valid(utf8)) return make_error(Errc::usage, "not valid UTF-8");
+  if (is_ascii(utf8)) {
+    std::string out(utf8);
+    for (char& c : out)
+      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return out;
+  }
   std::u32string s = detail::nfc(detail::utf8_decode(utf8));
   for (char32_t& c : s) c = detail::simple_fold(c);
   return detail::utf8_encode(detail::nfc(s));
 }
 
 std::size_t longest_nonstarter_run(std::string_view utf8) {
+  if (is_ascii(utf8)) return 0;
   std::size_t longest = 0;
   std::size_t run = 0;
   std::u32string d;

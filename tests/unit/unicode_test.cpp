@@ -154,6 +154,12 @@ TEST_CASE("unicode simple case folding") {
   CHECK(fold("\xE2\x84\xAA") == "k");                       // KELVIN SIGN -> NFC K -> k
   CHECK(fold("\xF0\x90\x90\x80") == "\xF0\x90\x90\xA8");    // Deseret U+10400 -> U+10428
   CHECK(fold("I") == "i");                                  // no Turkic mapping (status T)
+  // The ASCII fast path agrees with the table for every ASCII code point.
+  for (char32_t c = 1; c < 0x80; ++c) {
+    const std::string one(1, static_cast<char>(c));
+    CHECK(fold(one) == std::string(1, static_cast<char>(gitlocks::detail::simple_fold(c))));
+    CHECK(nfc(one) == one);
+  }
 }
 
 TEST_CASE("unicode case folding is idempotent for every code point") {
