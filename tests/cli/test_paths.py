@@ -22,6 +22,11 @@ class Nfc(CliTest):
             e = self.assertRefused(self.claim(r, "bob", NFC), "held-path")
             self.assertIn(NFC, e["detail"])
             self.assertRefused(self.claim(r, "bob", NFD), "held-path")
+            batch = json.dumps({"op": "claim", "path": NFD}) + "\n"
+            self.assertRefused(r.run("bob", "batch", stdin=batch), "held-path")
+        gen = out["leases"][0]["generation"]
+        self.assertOk(r.run("alice", "fence", f"path:{NFD}", str(gen)))
+        self.assertOk(r.run("alice", "fence", NFC, str(gen)))
         status = r.run("alice", "--json", "status", NFD)
         self.assertOk(status)
         self.assertEqual([l["path"] for l in status.json["leases"]], [NFC])
