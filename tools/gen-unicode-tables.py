@@ -10,13 +10,17 @@ Tables (each a sorted array of packed 64-bit entries, binary-searched):
   kComposition      d1 << 42 | d2 << 21 | cp         primary composites: the
                                                      pairs not in
                                                      Full_Composition_Exclusion
-  kCaseFold         cp << 21 | folded                CaseFolding.txt status C+S
+  kCaseFold         first << 43 | count << 32 |      runs of CaseFolding.txt
+                    (stride - 1) << 31 |             status C+S mappings with
+                    (delta + 2^30)                   one delta, every code
+                                                     point or every second one
 Hangul syllables are algorithmic and not listed.
 
 Usage: gen-unicode-tables.py [--data DIR] [--check | --out FILE]
   --check  exits 1 if the checked-in file differs from what this writes,
            77 (skipped) if the data is not installed, unless CI is set
 """
+import bisect
 import os
 import re
 import sys
@@ -46,6 +50,37 @@ def code_range(field):
         a, b = field.split("..")
         return range(int(a, 16), int(b, 16) + 1)
     return range(int(field, 16), int(field, 16) + 1)
+
+
+def fold_runs(fold):
+    """The mappings as runs (first, count, stride, delta): code points first,
+    first + stride, ... that all fold by adding delta. Checked here against
+    the mapping for every code point, as unicode.cpp looks them up."""
+    items = sorted(fold.items())
+    runs = []
+    i = 0
+    while i < len(items):
+        cp, t = items[i]
+        d = t - cp
+        stride = 1
+        if i + 1 < len(items) and items[i + 1][1] - items[i + 1][0] == d and items[i + 1][0] - cp == 2:
+            stride = 2
+        n = 1
+        while (i + n < len(items) and n < 2047 and items[i + n][0] == cp + n * stride
+               and items[i + n][1] - items[i + n][0] == d):
+            n += 1
+        runs.append((cp, n, stride, d))
+        i += n
+    firsts = [r[0] for r in runs]
+    for c in range(0x110000):
+        k = bisect.bisect_right(firsts, c) - 1
+        got = c
+        if k >= 0:
+            a, n, st, d = runs[k]
+            if c < a + n * st and (c - a) % st == 0:
+                got = c + d
+        assert got == fold.get(c, c), f"fold runs disagree at U+{c:04X}"
+    return runs
 
 
 def generate(data):
@@ -120,8 +155,9 @@ def generate(data):
     lines += table("kComposition", [a << 42 | b << 21 | cp for a, b, cp in comp],
                    "d1 << 42 | d2 << 21 | cp: primary composites (no Full_Composition_Exclusion)")
     lines.append("")
-    lines += table("kCaseFold", [cp << 21 | t for cp, t in fold.items()],
-                   "cp << 21 | folded: CaseFolding.txt, status C and S (simple folding)")
+    runs = fold_runs(fold)
+    lines += table("kCaseFold", [a << 43 | n << 32 | (st - 1) << 31 | (d + (1 << 30)) for a, n, st, d in runs],
+                   "first << 43 | count << 32 | (stride - 1) << 31 | (delta + 2^30): CaseFolding.txt status C+S")
     return "\n".join(lines) + "\n"
 
 

@@ -110,9 +110,18 @@ std::u32string nfc(std::u32string_view s) {
 }
 
 char32_t simple_fold(char32_t c) {
-  if (c > kMask21) return c;
-  const std::uint64_t* e = find(kCaseFold, c, 21);
-  return e ? static_cast<char32_t>(*e & kMask21) : c;
+  // The last run starting at or before c (runs never interleave: the
+  // generator checks every code point).
+  const std::uint64_t key = std::uint64_t{c} << 43 | ((std::uint64_t{1} << 43) - 1);
+  const std::uint64_t* it = std::upper_bound(std::begin(kCaseFold), std::end(kCaseFold), key);
+  if (it == std::begin(kCaseFold)) return c;
+  const std::uint64_t e = *(it - 1);
+  const auto first = static_cast<char32_t>(e >> 43);
+  const auto count = static_cast<char32_t>((e >> 32) & 0x7FF);
+  const char32_t stride = ((e >> 31) & 1) + 1;
+  const auto delta = static_cast<std::int64_t>(e & 0x7FFFFFFF) - (std::int64_t{1} << 30);
+  if (c >= first + count * stride || (c - first) % stride) return c;
+  return static_cast<char32_t>(static_cast<std::int64_t>(c) + delta);
 }
 
 std::u32string utf8_decode(std::string_view s) {

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -243,4 +244,35 @@ TEST_CASE("path case-insensitive stores refuse paths that are not folded") {
   CHECK(r.error().code == Errc::bad_path);
   CHECK(r.error().message.find("(write 'src/main.c')") != std::string::npos);
   CHECK(parse_repo_path("src/main.c", PathCase::insensitive).ok());
+}
+
+TEST_CASE("unicode simple_fold is CaseFolding.txt status C and S for every code point") {
+  std::ifstream in("/usr/share/unicode/CaseFolding.txt");
+  if (!in) {
+    if (std::getenv("CI")) FAIL("missing /usr/share/unicode/CaseFolding.txt (install unicode-data)");
+    MESSAGE("skipped: /usr/share/unicode/CaseFolding.txt not found (install unicode-data)");
+    return;
+  }
+  std::map<char32_t, char32_t> want;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    std::string code, status, mapping;
+    std::getline(f, code, ';');
+    std::getline(f, status, ';');
+    std::getline(f, mapping, ';');
+    if (status != " C" && status != " S") continue;
+    want[static_cast<char32_t>(std::stoul(code, nullptr, 16))] =
+        static_cast<char32_t>(std::stoul(mapping, nullptr, 16));
+  }
+  REQUIRE(want.size() > 1400);
+  std::size_t failures = 0;
+  for (char32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    auto it = want.find(cp);
+    const char32_t expected = it == want.end() ? cp : it->second;
+    if (gitlocks::detail::simple_fold(cp) != expected && ++failures <= 20)
+      FAIL_CHECK("simple_fold(U+" << std::hex << static_cast<unsigned>(cp) << ") is wrong");
+  }
+  CHECK(failures == 0);
 }
