@@ -37,9 +37,12 @@ std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now) {
 
 Error guard_window_error(const PlanOutcome& o, std::int64_t t) {
   if (auto e = ttl_bound_error(o, t)) return *e;
-  return make_error(Errc::guard_window, "admission time " + std::to_string(t) + " is outside the guard interval [" +
-                                            std::to_string(o.interval.lo) + ", " + std::to_string(o.interval.hi) +
-                                            "]");
+  Error e(Errc::guard_window, "admission time " + format_instant_ms(t) + " is outside the guard interval [" +
+                                  format_instant_ms(o.interval.lo) + ", " + format_instant_ms(o.interval.hi) + "]");
+  e.fields["admitted_at_ms"] = std::to_string(t);
+  e.fields["interval_lo_ms"] = std::to_string(o.interval.lo);
+  e.fields["interval_hi_ms"] = std::to_string(o.interval.hi);
+  return e;
 }
 
 std::string lease_id(const std::string& instance, std::size_t op_index, const std::string& resource) {
@@ -608,12 +611,20 @@ class Planner {
     GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
     if (prev != current)
       return make_error(Errc::stale_generation, "lease expiry changed since the request was made");
-    if (expires_at <= prev)
-      return make_error(Errc::guard_window, "a renewal must move the expiry later (" + std::to_string(expires_at) +
-                                                " <= " + std::to_string(prev) + ")");
-    if (now_ && *now_ > prev)
-      return make_error(Errc::guard_window, "lease " + (*lease)["id"].get<std::string>() + " expired at " +
-                                                std::to_string(prev) + "; claim it again instead");
+    if (expires_at <= prev) {
+      Error e(Errc::guard_window, "a renewal must move the expiry later: " + format_instant_ms(expires_at) +
+                                      " is not after the current expiry " + format_instant_ms(prev));
+      e.fields["expires_at_ms"] = std::to_string(expires_at);
+      e.fields["prev_expires_at_ms"] = std::to_string(prev);
+      return e;
+    }
+    if (now_ && *now_ > prev) {
+      Error e(Errc::guard_window, "lease " + (*lease)["id"].get<std::string>() + " expired " +
+                                      format_when(prev, *now_) + "; claim it again instead");
+      e.fields["prev_expires_at_ms"] = std::to_string(prev);
+      e.fields["checked_at_ms"] = std::to_string(*now_);
+      return e;
+    }
     GITLOCKS_TRY(rec, get_for_write(res, nullptr));
     (void)rec;
     (*lease)["expires_at"] = expires_at;

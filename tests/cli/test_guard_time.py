@@ -2,6 +2,7 @@
 loopback with its test clock, guard-time activation and recovery, attested
 leases, substituted proofs, clock rollback, a notary that is down."""
 
+import datetime
 import http.server
 import json
 import os
@@ -80,6 +81,12 @@ class Proxy:
         self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
         tc.addCleanup(self.server.server_close)
         tc.addCleanup(self.server.shutdown)
+
+
+def iso_ms(ms):
+    """ISO-8601 UTC with milliseconds, computed by Python, not by git-locks."""
+    d = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (ms % 1000)
 
 
 def post(url, body):
@@ -329,7 +336,8 @@ class LeaseTest(GuardTimeBase):
         tip = self.repo.tip()
         r = self.attested("alice", "extend", "--ttl", "30000", "a", proposal=P + 60000)  # same expiry
         self.assertFails(r, 1, "refused", "guard-window", "extend",
-                         f"a renewal must move the expiry later ({e} <= {e})", tip)
+                         f"a renewal must move the expiry later: {iso_ms(e)} is not after the current expiry "
+                         f"{iso_ms(e)}", tip)
         self.notary.clock(e)  # renewal at expiry is admitted (T <= prev_expires_at)
         r = self.attested("alice", "extend", "--ttl", "60000", "a", proposal=e)
         self.assertEqual(r.code, 0, r)
