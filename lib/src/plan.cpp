@@ -32,7 +32,16 @@ struct Conflict {
   std::int64_t expires_at;
   Errc reason;
   std::string what;
+  std::string holder;  // the other holder's actor key ("" for a semaphore's expired slot)
 };
+
+// The refusal of a live conflict, with the fields a caller (a waiting agent)
+// branches on: who is in the way and until when.
+Error conflict_error(const Conflict& c, const std::string& suffix) {
+  std::map<std::string, std::string> fields = {{"expires_at", std::to_string(c.expires_at)}};
+  if (!c.holder.empty()) fields["holder"] = c.holder;
+  return Error(c.reason, c.what + suffix, std::move(fields));
+}
 
 json body_path(std::size_t op, std::initializer_list<json> rest) {
   json p = json::array({"ops", op});
@@ -193,8 +202,7 @@ class Planner {
   Status resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim) {
     if (now_) {
       for (const auto& c : conflicts)
-        if (c.expires_at >= *now_)
-          return make_error(c.reason, c.what + " until " + std::to_string(c.expires_at));
+        if (c.expires_at >= *now_) return conflict_error(c, " until " + std::to_string(c.expires_at));
       if (must_reclaim.empty()) op.erase("reclaims");
       else op["reclaims"] = must_reclaim;
       if (conflicts.empty()) {
@@ -216,10 +224,9 @@ class Planner {
       return Ok{};
     }
     auto after = get_int(op, "after");
-    if (!after.ok()) return make_error(conflicts.front().reason, conflicts.front().what + " (no 'after' declared)");
+    if (!after.ok()) return conflict_error(conflicts.front(), " (no 'after' declared)");
     for (const auto& c : conflicts)
-      if (c.expires_at > *after)
-        return make_error(c.reason, c.what + " until " + std::to_string(c.expires_at));
+      if (c.expires_at > *after) return conflict_error(c, " until " + std::to_string(c.expires_at));
     return Ok{};
   }
 
@@ -295,7 +302,8 @@ class Planner {
       for (const auto& l : (*rec)["leases"])
         if (l["holder"] != ctx_.actor && (excl || l["mode"] == "exclusive"))
           conflicts.push_back({l["expires_at"].get<std::int64_t>(), Errc::held_path,
-                               "'" + a + "/' is held " + l["mode"].get<std::string>() + " by " + holder_label(l)});
+                               "'" + a + "/' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
+                               l["holder"].get<std::string>()});
     }
     json must_reclaim = json::array();
     GITLOCKS_TRY(target, get(res));
@@ -306,7 +314,8 @@ class Planner {
         conflicts.push_back({l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
                              own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() +
                                        "); extend it instead"
-                                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l)});
+                                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
+                             l["holder"].get<std::string>()});
         must_reclaim.push_back(
             {{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
       }
@@ -314,10 +323,10 @@ class Planner {
         if (h == ctx_.actor) continue;
         if (m["x"].get<std::int64_t>() > 0)
           conflicts.push_back({m["xu"].get<std::int64_t>(), Errc::held_path,
-                               "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12)});
+                               "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12), h});
         if (excl && m["s"].get<std::int64_t>() > 0)
           conflicts.push_back({m["su"].get<std::int64_t>(), Errc::held_path,
-                               "a path below '" + key + "/' is held shared by " + h.substr(0, 12)});
+                               "a path below '" + key + "/' is held shared by " + h.substr(0, 12), h});
       }
     }
     for (const Family* f : fams) {
@@ -327,7 +336,7 @@ class Planner {
       for (const auto& [h, e] : (*rec)["holders"].items())
         if (h != ctx_.actor)
           conflicts.push_back({e["until"].get<std::int64_t>(), Errc::family_policy,
-                               "family '" + f->name + "' is held by " + h.substr(0, 12)});
+                               "family '" + f->name + "' is held by " + h.substr(0, 12), h});
     }
     GITLOCKS_CHECK(resolve(op, conflicts, must_reclaim));
 
@@ -375,7 +384,7 @@ class Planner {
         std::int64_t e = l["expires_at"].get<std::int64_t>();
         if (e < *now_) {
           reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
-          conflicts.push_back({e, Errc::full_semaphore, "slot"});
+          conflicts.push_back({e, Errc::full_semaphore, "slot", ""});
         } else if (own) {
           return make_error(Errc::usage, "you already hold a slot of semaphore '" + name + "' (lease " +
                                              l["id"].get<std::string>() + "); extend it instead");
@@ -392,7 +401,7 @@ class Planner {
           auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
           if (it == leases.end() || (*it)["generation"] != r["generation"] || (*it)["expires_at"] != r["expires_at"])
             return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases");
-          conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot"});
+          conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot", ""});
           reclaim.push_back(r);
         }
       }
