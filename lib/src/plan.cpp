@@ -38,8 +38,9 @@ struct Conflict {
 // The refusal of a live conflict, with the fields a caller (a waiting agent)
 // branches on: who is in the way and until when.
 Error conflict_error(const Conflict& c, const std::string& suffix) {
-  std::map<std::string, std::string> fields = {{"expires_at", std::to_string(c.expires_at)}};
-  if (!c.holder.empty()) fields["holder"] = c.holder;
+  std::map<std::string, std::string> fields;
+  if (c.reason == Errc::held_path || c.reason == Errc::family_policy)
+    fields = {{"holder", c.holder}, {"expires_at", std::to_string(c.expires_at)}};
   return Error(c.reason, c.what + suffix, std::move(fields));
 }
 
@@ -311,11 +312,11 @@ class Planner {
       for (const auto& l : (*target)["leases"]) {
         bool own = l["holder"] == ctx_.actor;
         if (!own && !excl && l["mode"] == "shared") continue;
-        conflicts.push_back({l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
-                             own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() +
-                                       "); extend it instead"
-                                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
-                             l["holder"].get<std::string>()});
+        conflicts.push_back(
+            {l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
+             own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() + "); extend it instead"
+                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
+             l["holder"].get<std::string>()});
         must_reclaim.push_back(
             {{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
       }

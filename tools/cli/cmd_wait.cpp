@@ -88,10 +88,10 @@ int cmd_wait(Context& ctx, const Argv& argv) {
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
     if (timeout && waited >= *timeout) {
       ctx.attempts.reset();
-      return ctx.fail(Error(why.code,
-                            "timed out after " + format_duration(waited) + " (" + std::to_string(polls) +
-                                " polls): " + why.message,
-                            why.fields));
+      return ctx.fail(
+          Error(why.code,
+                "timed out after " + format_duration(waited) + " (" + std::to_string(polls) + " polls): " + why.message,
+                why.fields));
     }
     // Full jitter on the upper half keeps many waiters from polling in step.
     std::int64_t pause = delay / 2 + static_cast<std::int64_t>(randombytes_uniform(static_cast<std::uint32_t>(delay / 2 + 1)));
