@@ -292,3 +292,26 @@ test('cancelling a waiting claim kills it: no response for it, the server still 
   const st = git_locks(keyA, 'status', 'held/x');
   assert.deepEqual(st.leases, []);
 });
+
+test('SIGTERM to the server terminates a waiting claim too', async () => {
+  git_locks(keyA, 'claim', 'held/y');
+  const child = spawn(cli, ['--repo', repo, '--key', keyB, 'mcp'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (d) => (out += d));
+  const exited = new Promise((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  child.stdin.write(init(1, '2025-11-25') + '\n');
+  child.stdin.write(JSON.stringify({
+    jsonrpc: '2.0',
+    id: 2,
+    method: 'tools/call',
+    params: { name: 'claim', arguments: { paths: ['held/y'], wait: '20s' } },
+  }) + '\n');
+  await sleep(800);
+  child.kill('SIGTERM');
+  assert.deepEqual(await exited, { code: 128 + 15, signal: null });
+  git_locks(keyA, 'release', 'held/y');
+  await sleep(2500);  // a waiting claim left behind would have claimed held/y by now
+  assert.deepEqual(git_locks(keyA, 'status', 'held/y').leases, []);
+  assert.deepEqual(out.trim().split('\n').map((l) => JSON.parse(l).id), [1]);
+});

@@ -6,11 +6,13 @@
 // key the server was started with. Calls run on their own threads, so a
 // blocking wait does not stop the server answering. Stdout carries protocol
 // messages only; diagnostics go to stderr. docs/CLI.md "MCP server".
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -65,8 +67,11 @@ class Server {
   explicit Server(std::vector<std::string> base) : base_(std::move(base)) {}
 
   void handle(const std::string& line);
-  // Stdin is closed: kills the children of calls in flight (they get no
-  // response) and waits for their threads.
+  // Sends SIGTERM to the command of every call in flight; none of them
+  // gets a response.
+  void terminate_calls();
+  // Stdin is closed: terminates the calls in flight and waits for their
+  // threads.
   void shutdown();
 
  private:
@@ -220,13 +225,18 @@ void Server::cancel(const std::string& key) {
   if (it->second->pid > 0) ::kill(it->second->pid, SIGTERM);
 }
 
-void Server::shutdown() {
-  std::unique_lock<std::mutex> lock(calls_mutex_);
+void Server::terminate_calls() {
+  std::lock_guard<std::mutex> lock(calls_mutex_);
   for (auto& [key, call] : calls_) {
     std::lock_guard<std::mutex> call_lock(call->mutex);
     call->cancelled = true;
     if (call->pid > 0) ::kill(call->pid, SIGTERM);
   }
+}
+
+void Server::shutdown() {
+  terminate_calls();
+  std::unique_lock<std::mutex> lock(calls_mutex_);
   calls_done_.wait(lock, [&] { return calls_.empty(); });
 }
 
@@ -255,6 +265,20 @@ int cmd_mcp(Context& ctx, const Argv& argv) {
   if (ctx.allow_test_clock) base.push_back("--allow-test-clock");
   base.push_back("--json");
   Server server(std::move(base));
+  // A host that stops the server with a signal (the spec's shutdown after
+  // closing stdin) must not leave a waiting command behind: the signals are
+  // taken by one thread, which terminates the calls in flight and exits.
+  // Blocked here, before any thread starts; children start unblocked.
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&stop, s);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  std::thread([&server, stop] {
+    int sig = 0;
+    if (sigwait(&stop, &sig) != 0) return;
+    server.terminate_calls();
+    std::_Exit(128 + sig);
+  }).detach();
   for (std::string line; std::getline(std::cin, line);) server.handle(line);
   server.shutdown();
   return kExitOk;
