@@ -7,7 +7,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -173,6 +173,26 @@ test('bad arguments are tool errors (usage); an unknown tool is -32602', async (
     assert.equal(e.code, -32602);
     return true;
   });
+});
+
+test('an operational failure is a tool error with its store-read code', async () => {
+  const nowhere = join(root, 'not-a-repository');
+  mkdirSync(nowhere);
+  const transport = new StdioClientTransport({ command: cli, args: ['--repo', nowhere, '--key', keyA, 'mcp'],
+                                               env: { ...process.env }, stderr: 'inherit' });
+  const c = new Client({ name: 'git-locks-mcp-test', version: '1.0.0' });
+  await c.connect(transport);
+  clients.push(c);
+  await c.listTools();
+  for (const name of ['status', 'verify']) {
+    const r = await c.callTool({ name, arguments: {} });
+    assert.equal(r.isError, true, name);
+    assert.equal(r.structuredContent.error, 'store-read', name);
+    assert.equal(r.structuredContent.code, 'store-read', name);
+    assert.equal(r.structuredContent.op, name);
+  }
+  const claim = await c.callTool({ name: 'claim', arguments: { paths: ['a'] } });
+  assert.equal(claim.structuredContent.code, 'store-read');
 });
 
 // A raw session: writes `lines` (strings, sent as they are) and collects
