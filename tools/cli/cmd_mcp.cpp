@@ -264,7 +264,8 @@ int cmd_mcp(Context& ctx, const Argv& argv) {
   if (ctx.notary_flag) base.insert(base.end(), {"--notary", *ctx.notary_flag});
   if (ctx.allow_test_clock) base.push_back("--allow-test-clock");
   base.push_back("--json");
-  Server server(std::move(base));
+  // Never destroyed: the signal thread below may use it until the process ends.
+  Server& server = *new Server(std::move(base));
   // A host that stops the server with a signal (the spec's shutdown after
   // closing stdin) must not leave a waiting command behind: the signals are
   // taken by one thread, which terminates the calls in flight and exits.
