@@ -113,6 +113,13 @@ test('two agents: claim, held-path refusal, wait until released, verify', async 
   assert.equal(admitted.structuredContent.leases[0].resource, 'path:src/a.c');
   assert.equal(admitted.structuredContent.leases[0].generation, lease.generation + 1);
 
+  const free = await a.callTool({ name: 'wait', arguments: { paths: ['free/z'], timeout: '5s' } });
+  assert.equal(free.isError, false, JSON.stringify(free));
+  assert.deepEqual([free.structuredContent.op, free.structuredContent.claimable], ['wait', true]);
+  const timedOut = await a.callTool({ name: 'wait', arguments: { paths: ['src/a.c'], timeout: 300 } });
+  assert.equal(timedOut.structuredContent.code, 'held-path');
+  assert.equal(timedOut.structuredContent.holder, actorB);
+
   const fence = await a.callTool({
     name: 'fence',
     arguments: { resource: 'src/a.c', generation: admitted.structuredContent.leases[0].generation },
