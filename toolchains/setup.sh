@@ -24,9 +24,10 @@ native_pkgs=(
   libgit2-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
   libclang-rt-14-dev python3 python3-cryptography python3-nacl ca-certificates
   lighttpd util-linux ccache
+  help2man man-db dpkg-dev
 )
 wasm_pkgs=(
-  emscripten node-acorn dpkg-dev autoconf automake libtool chromium
+  emscripten node-acorn autoconf automake libtool chromium
 )
 
 missing=()

@@ -20,6 +20,7 @@ std::string_view errc_name(Errc c) {
     case Errc::limit_mismatch: return "limit-mismatch";
     case Errc::stale_retries_exhausted: return "stale-retries-exhausted";
     case Errc::not_member: return "not-member";
+    case Errc::wait_timeout: return "wait-timeout";
     case Errc::usage: return "usage";
     case Errc::bad_path: return "bad-path";
     case Errc::bad_json: return "bad-json";

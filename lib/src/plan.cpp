@@ -8,12 +8,39 @@
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
+#include "gitlocks/timefmt.hpp"
 #include "gitlocks/vault.hpp"
 #include "records.h"
 #include "tree_edit.h"
 
 namespace gitlocks {
+
+std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now) {
+  if (!o.body.is_object() || !o.body.contains("ops") || !o.body["ops"].is_array()) return std::nullopt;
+  for (const auto& op : o.body["ops"]) {
+    if (!op.is_object() || !op.contains("expires_at") || !op["expires_at"].is_number_integer()) continue;
+    const std::int64_t ttl = op["expires_at"].get<std::int64_t>() - now;
+    const bool over = ttl > o.max_ttl_ms;
+    if (!over && ttl >= o.min_ttl_ms) continue;
+    const std::int64_t bound = over ? o.max_ttl_ms : o.min_ttl_ms;
+    Error e(Errc::guard_window, "ttl " + format_duration(ttl) +
+                                    (over ? " exceeds this store's max_ttl " : " is below this store's min_ttl ") +
+                                    format_duration(bound));
+    e.fields["ttl_ms"] = std::to_string(ttl);
+    e.fields[over ? "max_ttl_ms" : "min_ttl_ms"] = std::to_string(bound);
+    return e;
+  }
+  return std::nullopt;
+}
+
+Error guard_window_error(const PlanOutcome& o, std::int64_t t) {
+  if (auto e = ttl_bound_error(o, t)) return *e;
+  return make_error(Errc::guard_window, "admission time " + std::to_string(t) + " is outside the guard interval [" +
+                                            std::to_string(o.interval.lo) + ", " + std::to_string(o.interval.hi) +
+                                            "]");
+}
 
 std::string lease_id(const std::string& instance, std::size_t op_index, const std::string& resource) {
   return sha256_hex(instance + "\n" + std::to_string(op_index) + "\n" + resource).substr(0, 24);
@@ -29,20 +56,24 @@ constexpr std::int64_t kMaxSemLimit = 1000000;
 // A live-or-dead lease (or marker) that stands in the way of an op. The op may
 // only be admitted after it expired: T > expires_at.
 struct Conflict {
+  Conflict(std::int64_t e, Errc r, std::string w, std::string h = "", std::string n = "", std::string p = "",
+           std::string b = "", std::string m = "", const Family* f = nullptr)
+      : expires_at(e), reason(r), what(std::move(w)), holder(std::move(h)), name(std::move(n)), path(std::move(p)),
+        below(std::move(b)), mode(std::move(m)), family(f) {}
   std::int64_t expires_at;
   Errc reason;
   std::string what;
-  std::string holder;  // the other holder's actor key ("" for a semaphore's expired slot)
+  // Who stands in the way (the holder's key and name), for the error's
+  // fields; `below` is the key of the path whose marker says the holder has
+  // leases under it (the name and the lease are then looked up when the
+  // refusal is reported), `family` the family held.
+  std::string holder;
+  std::string name;
+  std::string path;
+  std::string below;
+  std::string mode;  // of the leases below
+  const Family* family;
 };
-
-// The refusal of a live conflict, with the fields a caller (a waiting agent)
-// branches on: who is in the way and until when.
-Error conflict_error(const Conflict& c, const std::string& suffix) {
-  std::map<std::string, std::string> fields;
-  if (c.reason == Errc::held_path || c.reason == Errc::family_policy)
-    fields = {{"holder", c.holder}, {"expires_at", std::to_string(c.expires_at)}};
-  return Error(c.reason, c.what + suffix, std::move(fields));
-}
 
 json body_path(std::size_t op, std::initializer_list<json> rest) {
   json p = json::array({"ops", op});
@@ -198,12 +229,64 @@ class Planner {
     return (n.empty() ? std::string("holder") : n) + " (" + k.substr(0, 12) + ")";
   }
 
+  // The refusal for conflict `c`: "<what> until 2026-12-01T11:16:33Z, in
+  // 9m59s" (relative to T when proposing), with the holder's key and name,
+  // the raw expiry and the path in the error's fields. A holder known only
+  // from a marker or a family record is named from its live lease there.
+  Error conflict_error(const Conflict& c, const std::string& suffix = "") {
+    Conflict n = c;
+    if (now_ && n.name.empty() && !n.holder.empty() && (!n.below.empty() || n.family)) name_from_lease(n);
+    std::string what = n.what;
+    const std::string key12 = n.holder.substr(0, 12);
+    if (!n.name.empty() && !n.below.empty() && !n.path.empty())
+      what = "'" + n.path + "' (below '" + n.below + "/') is held " + n.mode + " by " + n.name + " (" + key12 + ")";
+    else if (!n.name.empty() && n.family && !n.path.empty())
+      what = "family '" + n.family->name + "' is held by " + n.name + " (" + key12 + "), through '" + n.path + "'";
+    Error e(c.reason, what + suffix + " until " +
+                          (now_ ? format_when(n.expires_at, *now_) : format_instant(n.expires_at)));
+    e.fields["expires_at_ms"] = std::to_string(n.expires_at);
+    if (now_) e.fields["checked_at_ms"] = std::to_string(*now_);
+    if (!n.holder.empty()) {
+      e.fields["holder"] = n.holder;
+      e.fields["holder_name"] = n.name;
+    }
+    if (!n.path.empty()) e.fields["path"] = n.path;
+    if (n.family) e.fields["family"] = n.family->name;
+    return e;
+  }
+
+  // Finds the live lease of `c.holder` that its marker (below) or family
+  // entry stands for, for its name and path. Reads only the records the
+  // index points at (list_leases with filters); a refusal's cost.
+  void name_from_lease(Conflict& c) {
+    std::vector<RepoPath> filters;
+    if (!c.below.empty()) {
+      auto p = parse_repo_path(c.below);
+      if (p.ok()) filters.push_back(*p);
+    } else {
+      filters = c.family->members;
+    }
+    if (filters.empty()) return;
+    auto rows = list_leases(reader_, *now_, filters, false, "");
+    if (!rows.ok()) return;
+    const bool want_exclusive = c.mode == "exclusive";
+    for (const auto& r : *rows) {
+      if (r.value("holder", "") != c.holder || !r.contains("path")) continue;
+      const std::string path = r["path"].get<std::string>();
+      if (!c.below.empty() && (path == c.below || path == c.below + "/")) continue;
+      if (!c.below.empty() && want_exclusive && r.value("mode", "") != "exclusive") continue;
+      c.name = r.value("name", "");
+      c.path = path;
+      return;
+    }
+  }
+
   // Checks what a body declares about conflicts (reclaims, after) or, when
   // proposing, fills it in.
   Status resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim) {
     if (now_) {
       for (const auto& c : conflicts)
-        if (c.expires_at >= *now_) return conflict_error(c, " until " + std::to_string(c.expires_at));
+        if (c.expires_at >= *now_) return conflict_error(c);
       if (must_reclaim.empty()) op.erase("reclaims");
       else op["reclaims"] = must_reclaim;
       if (conflicts.empty()) {
@@ -227,7 +310,7 @@ class Planner {
     auto after = get_int(op, "after");
     if (!after.ok()) return conflict_error(conflicts.front(), " (no 'after' declared)");
     for (const auto& c : conflicts)
-      if (c.expires_at > *after) return conflict_error(c, " until " + std::to_string(c.expires_at));
+      if (c.expires_at > *after) return conflict_error(c);
     return Ok{};
   }
 
@@ -304,7 +387,7 @@ class Planner {
         if (l["holder"] != ctx_.actor && (excl || l["mode"] == "exclusive"))
           conflicts.push_back({l["expires_at"].get<std::int64_t>(), Errc::held_path,
                                "'" + a + "/' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
-                               l["holder"].get<std::string>()});
+                               l.value("holder", ""), l.value("name", ""), l.value("path", a + "/")});
     }
     json must_reclaim = json::array();
     GITLOCKS_TRY(target, get(res));
@@ -312,11 +395,11 @@ class Planner {
       for (const auto& l : (*target)["leases"]) {
         bool own = l["holder"] == ctx_.actor;
         if (!own && !excl && l["mode"] == "shared") continue;
-        conflicts.push_back(
-            {l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
-             own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() + "); extend it instead"
-                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
-             l["holder"].get<std::string>()});
+        conflicts.push_back({l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
+                             own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() +
+                                       "); extend it instead"
+                                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
+                             l.value("holder", ""), l.value("name", ""), l.value("path", key)});
         must_reclaim.push_back(
             {{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
       }
@@ -324,10 +407,12 @@ class Planner {
         if (h == ctx_.actor) continue;
         if (m["x"].get<std::int64_t>() > 0)
           conflicts.push_back({m["xu"].get<std::int64_t>(), Errc::held_path,
-                               "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12), h});
+                               "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12), h, "", "", key,
+                               "exclusive"});
         if (excl && m["s"].get<std::int64_t>() > 0)
           conflicts.push_back({m["su"].get<std::int64_t>(), Errc::held_path,
-                               "a path below '" + key + "/' is held shared by " + h.substr(0, 12), h});
+                               "a path below '" + key + "/' is held shared by " + h.substr(0, 12), h, "", "", key,
+                               "shared"});
       }
     }
     for (const Family* f : fams) {
@@ -337,7 +422,7 @@ class Planner {
       for (const auto& [h, e] : (*rec)["holders"].items())
         if (h != ctx_.actor)
           conflicts.push_back({e["until"].get<std::int64_t>(), Errc::family_policy,
-                               "family '" + f->name + "' is held by " + h.substr(0, 12), h});
+                               "family '" + f->name + "' is held by " + h.substr(0, 12), h, "", "", "", "", f});
     }
     GITLOCKS_CHECK(resolve(op, conflicts, must_reclaim));
 
@@ -385,7 +470,7 @@ class Planner {
         std::int64_t e = l["expires_at"].get<std::int64_t>();
         if (e < *now_) {
           reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
-          conflicts.push_back({e, Errc::full_semaphore, "slot", ""});
+          conflicts.push_back({e, Errc::full_semaphore, "slot"});
         } else if (own) {
           return make_error(Errc::usage, "you already hold a slot of semaphore '" + name + "' (lease " +
                                              l["id"].get<std::string>() + "); extend it instead");
@@ -402,7 +487,7 @@ class Planner {
           auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
           if (it == leases.end() || (*it)["generation"] != r["generation"] || (*it)["expires_at"] != r["expires_at"])
             return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases");
-          conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot", ""});
+          conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot"});
           reclaim.push_back(r);
         }
       }
@@ -421,9 +506,25 @@ class Planner {
       return make_error(Errc::limit_mismatch, "semaphore '" + name + "' has limit " +
                                                   std::to_string((*existing)["limit"].get<std::int64_t>()) +
                                                   " while held; every holder must agree on the limit");
-    if (static_cast<std::int64_t>(remaining.size()) >= limit)
-      return make_error(Errc::full_semaphore, "semaphore '" + name + "' is full (" +
-                                                  std::to_string(remaining.size()) + "/" + std::to_string(limit) + ")");
+    if (static_cast<std::int64_t>(remaining.size()) >= limit) {
+      // Name the holders; the one whose slot frees first is in the fields.
+      const json* first = &remaining[0];
+      std::string holders;
+      for (const auto& l : remaining) {
+        if (l["expires_at"].get<std::int64_t>() < (*first)["expires_at"].get<std::int64_t>()) first = &l;
+        if (holders.size() < 400) holders += (holders.empty() ? "" : ", ") + holder_label(l);
+      }
+      const std::int64_t frees = (*first)["expires_at"].get<std::int64_t>();
+      Error e(Errc::full_semaphore, "semaphore '" + name + "' is full (" + std::to_string(remaining.size()) + "/" +
+                                        std::to_string(limit) + "): held by " + holders + "; the first slot frees " +
+                                        (now_ ? format_when(frees, *now_) : format_instant(frees)) +
+                                        " unless released sooner");
+      e.fields["expires_at_ms"] = std::to_string(frees);
+      if (now_) e.fields["checked_at_ms"] = std::to_string(*now_);
+      e.fields["holder"] = (*first).value("holder", "");
+      e.fields["holder_name"] = (*first).value("name", "");
+      return e;
+    }
 
     GITLOCKS_TRY(rec, get_for_write(res, records::new_sem(name, limit)));
     (*rec)["leases"] = remaining;
@@ -813,6 +914,8 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   GITLOCKS_CHECK(planner.run(out.body, out));
   GITLOCKS_TRY(interval, derive_interval(out.guards, out.body));
   out.interval = interval;
+  out.min_ttl_ms = policy.min_ttl_ms;
+  out.max_ttl_ms = policy.max_ttl_ms;
   GITLOCKS_TRY(root, planner.write(out.records_written));
   out.result_state = root;
   return out;

@@ -71,10 +71,12 @@ Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, con
   Prepared p;
   p.pins = pins_for(snap, outcome);
   const std::int64_t t = std::max(now_ms, snap.last_time.value_or(0));
-  if (!p.pins && !outcome.interval.contains(t))
-    return make_error(Errc::guard_window, "admission time " + std::to_string(t) + " is outside the guard interval [" +
-                                              std::to_string(outcome.interval.lo) + ", " +
-                                              std::to_string(outcome.interval.hi) + "]");
+  if (!p.pins && !outcome.interval.contains(t)) return guard_window_error(outcome, t);
+  // Under guard time the notary gives T; a TTL out of the policy's bounds at
+  // proposal time is refused here, naming the bound, instead of by the
+  // notary as a T outside the interval.
+  if (p.pins)
+    if (auto e = ttl_bound_error(outcome, now_ms)) return *e;
   PacketHeader h;
   h.actor = ctx.actor;
   h.command = command;

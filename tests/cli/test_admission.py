@@ -12,15 +12,11 @@ from support import T0, CliTest
 class Conflicts(CliTest):
     def test_exclusive_shared_matrix(self):
         r = self.repo()
-        lease = self.claimed(r, "alice", "src/a.c")["leases"][0]
-        alice = r.run("alice", "--json", "whoami").json["actor"]
+        self.claimed(r, "alice", "src/a.c")
         with self.unchanged(r):
             e = self.assertRefused(self.claim(r, "bob", "src/a.c"), "held-path")
             self.assertIn("alice", e["detail"])
             self.assertEqual(e["op"], "claim")
-            # Who is in the way and until when, as fields (error fields are strings).
-            self.assertEqual(e["holder"], alice)
-            self.assertEqual(e["expires_at"], str(lease["expires_at"]))
             self.assertRefused(self.claim(r, "bob", "src/a.c", mode="shared"), "held-path")
         self.claimed(r, "alice", "doc/", mode="shared")
         self.claimed(r, "bob", "doc/", mode="shared")  # shared + shared admitted

@@ -11,7 +11,7 @@ ldflags=${3:-}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
+cmake --install "$build" --prefix "$tmp/prefix" --component dev >/dev/null
 test -f "$tmp/prefix/lib/libgitlocks.a"
 test -f "$tmp/prefix/include/gitlocks/plan.hpp"
 if grep -rqE '#include *[<"](git2|sodium)' "$tmp/prefix/include/gitlocks"; then

@@ -93,7 +93,16 @@ test('two agents: claim, held-path refusal, wait until released, verify', async 
   assert.equal(refused.structuredContent.reason, 'held-path');
   assert.equal(refused.structuredContent.op, 'claim');
   assert.equal(refused.structuredContent.holder, actorA);
-  assert.equal(refused.structuredContent.expires_at, String(lease.expires_at));
+  assert.equal(refused.structuredContent.expires_at_ms, lease.expires_at);
+  assert.equal(refused.structuredContent.path, 'src/a.c');
+  assert.equal(typeof refused.structuredContent.holder_name, 'string');
+
+  const gaveUp = await b.callTool({ name: 'claim', arguments: { paths: ['src/a.c'], wait: '300ms' } });
+  assert.equal(gaveUp.isError, true);
+  assert.equal(gaveUp.structuredContent.code, 'wait-timeout');
+  assert.equal(gaveUp.structuredContent.reason, 'wait-timeout');
+  assert.equal(gaveUp.structuredContent.last_reason, 'held-path');
+  assert.equal(gaveUp.structuredContent.holder, actorA);
   assert.match(refused.content[0].text, /held-path/);
 
   // B blocks until A releases; meanwhile both servers keep answering.

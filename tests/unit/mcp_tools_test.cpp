@@ -62,7 +62,7 @@ TEST_CASE("mcp tools: arguments become flags with values attached and paths afte
   CHECK(mcp::command_line(tool("claim"), json::parse(R"({"paths": ["-x", "b/"], "note": "-n", "ttl": 5000})")) ==
         V{"claim", "--ttl=5000", "--note=-n", "--", "-x", "b/"});
   CHECK(mcp::command_line(tool("claim"), json::parse(R"({"paths": ["a"], "wait": "20s", "mode": "shared"})")) ==
-        V{"wait", "--claim", "--timeout=20s", "--mode=shared", "--", "a"});
+        V{"claim", "--mode=shared", "--wait=20s", "--", "a"});
   CHECK(mcp::command_line(tool("release"), json::parse(R"({"leases": ["a"], "generation": 3})")) ==
         V{"release", "--generation=3", "--", "a"});
   CHECK(mcp::command_line(tool("status"), json::parse(R"({"all": true})")) == V{"status", "--all", "--"});
@@ -84,7 +84,7 @@ TEST_CASE("mcp tools: results carry the command's JSON or its error object") {
   CHECK(log["structuredContent"] == json::parse(R"({"commits": [{"commit": "c2"}, {"commit": "c1"}]})"));
 
   const std::string refusal =
-      R"({"code":"held-path","detail":"d","error":"refused","expires_at":"9","holder":"h","op":"claim","reason":"held-path"})";
+      R"({"code":"held-path","detail":"d","error":"refused","expires_at_ms":9,"holder":"h","op":"claim","reason":"held-path"})";
   json refused = mcp::tool_result(tool("claim"), 1, "", refusal + "\n");
   CHECK(refused["isError"] == true);
   CHECK(refused["structuredContent"] == json::parse(refusal));

@@ -1,7 +1,5 @@
 #include "args.h"
 
-#include <ctime>
-
 #include "gitlocks/canon.hpp"
 
 namespace gitlocks::cli {
@@ -46,6 +44,14 @@ Result<Parsed> parse_flags(const std::vector<std::string>& argv, const std::vect
     for (const auto& s : specs)
       if (s.name == name) spec = &s;
     if (!spec) return make_error(Errc::usage, "unknown flag '--" + name + "'");
+    if (spec->optional_value) {
+      if (!inline_value && i + 1 < argv.size() && parse_duration(argv[i + 1]).ok())
+        return make_error(Errc::usage, "write '--" + name + "=" + argv[i + 1] + "': --" + name +
+                                           " takes its value only after '=' (a path named '" + argv[i + 1] +
+                                           "' goes after --)");
+      out.flags[name].push_back(inline_value.value_or(""));
+      continue;
+    }
     if (!spec->takes_value) {
       if (inline_value) return make_error(Errc::usage, "flag '--" + name + "' takes no value");
       out.flags[name].push_back("");
@@ -92,31 +98,6 @@ Result<std::int64_t> parse_duration(std::string_view text) {
   if (!n.ok()) return n.error();
   if (*n > kMaxSafeInteger / scale) return make_error(Errc::usage, "duration '" + std::string(text) + "' is too large");
   return *n * scale;
-}
-
-std::string format_duration(std::int64_t ms) {
-  std::string sign = ms < 0 ? "-" : "";
-  std::int64_t a = ms < 0 ? -ms : ms;
-  if (a < 1000) return sign + std::to_string(a) + "ms";
-  if (a < 60000) {
-    std::string s = std::to_string(a / 1000);
-    if (a % 1000 >= 100) s += "." + std::to_string(a % 1000 / 100);
-    return sign + s + "s";
-  }
-  std::int64_t s = a / 1000;
-  if (s < 3600) return sign + std::to_string(s / 60) + "m" + (s % 60 ? std::to_string(s % 60) + "s" : "");
-  return sign + std::to_string(s / 3600) + "h" + (s % 3600 / 60 ? std::to_string(s % 3600 / 60) + "m" : "");
-}
-
-std::string format_time(std::int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms % 1000));
-  return out;
 }
 
 }  // namespace gitlocks::cli

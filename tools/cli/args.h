@@ -10,12 +10,16 @@
 #include <vector>
 
 #include "gitlocks/result.hpp"
+#include "gitlocks/timefmt.hpp"
 
 namespace gitlocks::cli {
 
 struct FlagSpec {
   std::string_view name;  // without the leading "--"
   bool takes_value = false;
+  // "--name" alone (value "") or "--name=VALUE"; never the next argument
+  // (a next argument that reads as a duration is refused as ambiguous).
+  bool optional_value = false;
 };
 
 struct Parsed {
@@ -29,6 +33,7 @@ struct Parsed {
 };
 
 // Parses "--name", "--name VALUE" and "--name=VALUE"; "--" ends the flags.
+// A flag with an optional value takes it only as "--name=VALUE".
 // With `stop_at_positional`, the first positional argument ends them too
 // (for `run -- CMD`). Unknown flags and missing values are usage errors.
 Result<Parsed> parse_flags(const std::vector<std::string>& argv, const std::vector<FlagSpec>& specs,
@@ -40,10 +45,9 @@ Result<std::int64_t> parse_duration(std::string_view text);
 // A non-negative decimal integer of at most 2^53-1. Errors: usage naming `what`.
 Result<std::int64_t> parse_count(std::string_view text, std::string_view what);
 
-// Human form of a duration in ms: "9m58s", "1.5s", "-3s".
-std::string format_duration(std::int64_t ms);
-
+// Human forms of durations and instants: the core's (gitlocks/timefmt.hpp).
+using gitlocks::format_duration;
 // ISO 8601 UTC with milliseconds: "2023-11-14T22:13:20.000Z".
-std::string format_time(std::int64_t ms);
+inline std::string format_time(std::int64_t ms) { return format_instant_ms(ms); }
 
 }  // namespace gitlocks::cli

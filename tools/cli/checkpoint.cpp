@@ -20,8 +20,9 @@ namespace fs = std::filesystem;
 
 constexpr const char* kCheckpointFormat = "git-locks-trust-v1";
 
-// `git rev-parse --git-common-dir`, through libgit2 (no process).
-Result<fs::path> common_dir(Context& ctx) {
+}  // namespace
+
+Result<fs::path> git_common_dir(Context& ctx) {
   static std::map<std::string, fs::path> known;
   const std::string at = ctx.repo_dir.value_or(".");
   if (auto it = known.find(at); it != known.end()) return it->second;
@@ -36,8 +37,10 @@ Result<fs::path> common_dir(Context& ctx) {
   return known.emplace(at, dir).first->second;
 }
 
+namespace {
+
 Result<fs::path> checkpoint_file(Context& ctx) {
-  GITLOCKS_TRY(dir, common_dir(ctx));
+  GITLOCKS_TRY(dir, git_common_dir(ctx));
   GITLOCKS_TRY(remote, ctx.remote());
   fs::path base = dir / "git-locks" / "trust";
   if (remote) return base / "remotes" / (*remote + ".json");

@@ -12,6 +12,7 @@
 // disagreeing with it): ignored, and the history is replayed from the root.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,10 @@
 #include "gitlocks/trust.hpp"
 
 namespace gitlocks::cli {
+
+// The repository's common git dir (`git rev-parse --git-common-dir`, through
+// libgit2: no process), where the clone's own git-locks files live.
+Result<std::filesystem::path> git_common_dir(Context& ctx);
 
 // Verifies the history ending at `tip` (as just read by ctx.read_tip()) from
 // the checkpoint, records the new checkpoint, and returns the snapshot. When

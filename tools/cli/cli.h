@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "args.h"
@@ -86,6 +87,20 @@ Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::s
 // (letters, digits, - _ . /, no "..", "//", "/.", ".lock"). Errors: usage.
 Result<std::string> check_remote_name(const std::string& name);
 
+// The flags every command accepts (Context::parse), also before the command.
+const std::vector<FlagSpec>& global_flags();
+
+// A row of the command table (main.cpp) without its handler: what
+// `completion bash` builds its script from.
+struct CommandUsage {
+  std::string_view name;   // one word, or two for a sub-command ("sem acquire")
+  std::string_view usage;  // "claim [--mode exclusive|shared] [--ttl DUR] ... PATH..."
+};
+std::vector<CommandUsage> command_table();
+
+// A bash completion script for `git-locks` and `git locks` (cmd_completion.cpp).
+std::string bash_completion(const std::vector<CommandUsage>& commands, const std::vector<FlagSpec>& globals);
+
 // Command handlers (tools/cli/cmd_*.cpp); main.cpp holds the table.
 int cmd_init(Context& ctx, const Argv& argv);
 int cmd_claim(Context& ctx, const Argv& argv);
@@ -117,5 +132,6 @@ int cmd_guard_time_resume(Context& ctx, const Argv& argv);
 int cmd_guard_time_history(Context& ctx, const Argv& argv);
 int cmd_doctor(Context& ctx, const Argv& argv);
 int cmd_migrate(Context& ctx, const Argv& argv);
+int cmd_completion_bash(Context& ctx, const Argv& argv);
 
 }  // namespace gitlocks::cli

@@ -5,6 +5,7 @@
 #include "gitlocks/policy.hpp"
 #include "leases.h"
 #include "publish.h"
+#include "waiting.h"
 
 namespace gitlocks::cli {
 namespace {
@@ -102,13 +103,13 @@ int cmd_init(Context& ctx, const Argv& argv) {
 }
 
 int cmd_claim(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"mode", true}, {"ttl", true}, {"note", true}});
+  auto a = ctx.parse(argv, {{"mode", true}, {"ttl", true}, {"note", true}, {"wait", false, true}});
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one PATH to claim"));
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
   const std::string mode = a->value("mode").value_or("exclusive");
-  return publish_and_report(ctx, "claim", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+  const BodyFn body = [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(ctx, snap));
     json ops = json::array();
     for (const auto& path : a->positionals) {
@@ -117,7 +118,15 @@ int cmd_claim(Context& ctx, const Argv& argv) {
       ops.push_back(op);
     }
     return std::optional<json>{transition_body(ctx, now, ops)};
-  });
+  };
+  if (!a->has("wait")) return publish_and_report(ctx, "claim", body);
+  auto timeout = parse_wait(*a->value("wait"));
+  if (!timeout.ok()) return ctx.fail(timeout.error());
+  const WaitOptions w{*timeout, wanted_paths(a->positionals, mode == "shared"), paths_label(a->positionals)};
+  std::int64_t waited = 0;
+  auto p = publish_when_admitted(ctx, "claim", body, w, &waited);
+  if (!p.ok()) return ctx.fail(p.error());
+  return report_published(ctx, *p, {{"waited_ms", waited}});
 }
 
 int cmd_extend(Context& ctx, const Argv& argv) { return lease_command(ctx, argv, true); }

@@ -1,9 +1,11 @@
-// run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] -- CMD [ARG...]
+// run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] [--wait[=DUR]] -- CMD [ARG...]
 //
 // Admit (one transition), launch, renew every TTL/3 while the command runs,
 // release when it ends, exit with its status. Never launched when admission
-// fails. SIGINT/SIGTERM sent to the wrapper are forwarded to the command
-// (a terminal's Ctrl-C already reaches both: it is not sent twice).
+// fails; with --wait it waits for admission first (waiting.h), or exits 1
+// wait-timeout. SIGINT/SIGTERM sent to the wrapper are forwarded to the
+// command (a terminal's Ctrl-C already reaches both: it is not sent twice);
+// while it waits they end the wrapper, which then holds nothing.
 #include <signal.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include "cli.h"
 #include "publish.h"
 #include "report.h"
+#include "waiting.h"
 
 namespace gitlocks::cli {
 namespace {
@@ -39,12 +42,17 @@ struct Held {
   }
 };
 
-// Publishes `ops` built at the current time as one "run" transition.
-Result<Published> publish_ops(Context& ctx, const std::function<json(std::int64_t now)>& ops) {
-  return publish(ctx, "run", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+// The body of one "run" transition: `ops` built at the current time.
+BodyFn body_of(Context& ctx, const std::function<json(std::int64_t now)>& ops) {
+  return [&ctx, ops](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(ctx, snap));
     return std::optional<json>{transition_body(ctx, now, ops(now))};
-  });
+  };
+}
+
+// Publishes `ops` built at the current time as one "run" transition.
+Result<Published> publish_ops(Context& ctx, const std::function<json(std::int64_t now)>& ops) {
+  return publish(ctx, "run", body_of(ctx, ops));
 }
 
 void report(Context& ctx, const Error& e) { print_error(ctx.op, e, ctx.attempts); }
@@ -179,7 +187,9 @@ int cmd_run(Context& ctx, const Argv& argv) {
     ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{previous};
 
-  auto a = ctx.parse(argv, {{"claim", true}, {"shared", true}, {"sem", true}, {"ttl", true}, {"note", true}}, true);
+  auto a = ctx.parse(
+      argv, {{"claim", true}, {"shared", true}, {"sem", true}, {"ttl", true}, {"note", true}, {"wait", false, true}},
+      true);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "usage: run [--claim PATH]... -- CMD [ARG...]"));
   std::int64_t ttl = kDefaultRunTtlMs;
@@ -216,7 +226,29 @@ int cmd_run(Context& ctx, const Argv& argv) {
     }
     return ops;
   };
-  auto admitted = publish_ops(ctx, admission_ops);
+  std::optional<Result<Published>> admission;
+  if (a->has("wait")) {
+    // --wait[=DUR]: the command starts only once every lease is admitted.
+    auto timeout = parse_wait(*a->value("wait"));
+    if (!timeout.ok()) return ctx.fail(timeout.error());
+    WaitOptions w{*timeout, wanted_paths(a->values("claim"), false), ""};
+    std::vector<std::string> names = a->values("claim");
+    for (const auto& p : a->values("shared")) {
+      w.wanted.push_back({p, true, ""});
+      names.push_back(p);
+    }
+    for (const auto& [name, limit] : sems) {
+      w.wanted.push_back({"", false, name});
+      names.push_back("semaphore " + name);
+    }
+    w.label = paths_label(names);
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);  // Ctrl-C ends a wait
+    admission.emplace(publish_when_admitted(ctx, "run", body_of(ctx, admission_ops), w));
+    pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+  } else {
+    admission.emplace(publish_ops(ctx, admission_ops));
+  }
+  auto& admitted = *admission;
   if (!admitted.ok()) return ctx.fail(admitted.error());
 
   std::vector<Held> held;

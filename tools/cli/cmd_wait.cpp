@@ -1,26 +1,13 @@
-// wait PATH... [--timeout DUR] [--claim]: poll until the paths are claimable
-// (the planner's answer on a dry-run view of the store), with exponential
-// backoff and jitter; with --claim, claim them as soon as that succeeds.
-#include <sodium.h>
-
-#include <algorithm>
-#include <chrono>
-#include <thread>
-
+// wait PATH... [--timeout DUR] [--claim]: wait (waiting.h) until the paths
+// are claimable (the planner's answer on a dry-run view of the store); with
+// --claim, claim them as soon as that succeeds.
 #include "cli.h"
 #include "gitlocks/plan.hpp"
 #include "leases.h"
 #include "publish.h"
+#include "waiting.h"
 
 namespace gitlocks::cli {
-namespace {
-
-constexpr std::int64_t kFirstPollMs = 50;
-constexpr std::int64_t kMaxPollMs = 2000;
-
-bool worth_waiting(Errc code) { return code == Errc::held_path || code == Errc::family_policy; }
-
-}  // namespace
 
 int cmd_wait(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv, {{"timeout", true}, {"claim", false}, {"mode", true}, {"ttl", true}, {"note", true}});
@@ -54,51 +41,53 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     return transition_body(ctx, now, ops);
   };
 
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  std::int64_t delay = kFirstPollMs;
-  for (int polls = 1;; ++polls) {
-    Error why{Errc::held_path, ""};
+  // Only a waiter that will claim queues (waiting.h): one that only looks
+  // never holds anybody back.
+  WaitOptions w{timeout, {}, paths_label(a->positionals)};
+  if (a->has("claim")) w.wanted = wanted_paths(a->positionals, mode == "shared");
+  std::optional<Published> published;
+  auto outcome = wait_until_admitted(ctx, w, [&]() -> std::optional<Error> {
     if (a->has("claim")) {
       auto p = publish(ctx, "claim", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
         GITLOCKS_CHECK(require_store(ctx, snap));
         return std::optional<json>{body_at(now)};
       });
-      if (p.ok()) return report_published(ctx, *p);
-      if (!worth_waiting(p.error().code)) return ctx.fail(p.error());
-      why = p.error();
-    } else {
-      auto snap = current_snapshot(ctx);
-      if (!snap.ok()) return ctx.fail(snap.error());
-      if (auto st = require_store(ctx, *snap); !st.ok()) return ctx.fail(st.error());
-      auto now = now_ms();
-      if (!now.ok()) return ctx.fail(now.error());
-      auto vault = open_vault(ctx, **store, *snap);
-      if (!vault.ok()) return ctx.fail(vault.error());
-      HashOnlyScope dry_run(**store);
-      auto plan_result = plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()},
-                              body_at(*now), *now);
-      if (plan_result.ok())
-        return ctx.done({{"op", "wait"}, {"paths", a->positionals}, {"claimable", true}, {"polls", polls}},
-                        "claimable now: " + a->positionals[0] + (a->positionals.size() > 1 ? " ..." : ""));
-      if (!worth_waiting(plan_result.error().code)) return ctx.fail(plan_result.error());
-      why = plan_result.error();
+      if (!p.ok()) return p.error();
+      published = std::move(*p);
+      return std::nullopt;
     }
-    const std::int64_t waited =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-    if (timeout && waited >= *timeout) {
-      ctx.attempts.reset();
-      return ctx.fail(
-          Error(why.code,
-                "timed out after " + format_duration(waited) + " (" + std::to_string(polls) + " polls): " + why.message,
-                why.fields));
-    }
-    // Full jitter on the upper half keeps many waiters from polling in step.
-    std::int64_t pause = delay / 2 + static_cast<std::int64_t>(randombytes_uniform(static_cast<std::uint32_t>(delay / 2 + 1)));
-    if (timeout) pause = std::min(pause, *timeout - waited);
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause));
-    delay = std::min(kMaxPollMs, delay * 2);
+    auto snap = current_snapshot(ctx);
+    if (!snap.ok()) return snap.error();
+    if (auto st = require_store(ctx, *snap); !st.ok()) return st.error();
+    auto now = now_ms();
+    if (!now.ok()) return now.error();
+    auto vault = open_vault(ctx, **store, *snap);
+    if (!vault.ok()) return vault.error();
+    HashOnlyScope dry_run(**store);
+    auto plan_result =
+        plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()}, body_at(*now), *now);
+    if (!plan_result.ok()) return plan_result.error();
+    return std::nullopt;
+  });
+  if (outcome.timed_out) {
+    // Documented since `wait` came: the last refusal's own code, "timed
+    // out" in the detail; the fields say how long and how often.
+    ctx.attempts.reset();
+    Error e = outcome.last_refusal.value_or(Error(Errc::held_path, "no attempt made"));
+    e.message = "timed out after " + format_duration(outcome.waited_ms) + " (" + std::to_string(outcome.attempts) +
+                " polls): " + e.message;
+    e.fields["waited_ms"] = std::to_string(outcome.waited_ms);
+    e.fields["polls"] = std::to_string(outcome.attempts);
+    return ctx.fail(e);
   }
+  if (outcome.error) return ctx.fail(*outcome.error);
+  if (published) return report_published(ctx, *published, {{"waited_ms", outcome.waited_ms}});
+  return ctx.done({{"op", "wait"},
+                   {"paths", a->positionals},
+                   {"claimable", true},
+                   {"polls", outcome.attempts},
+                   {"waited_ms", outcome.waited_ms}},
+                  "claimable now: " + paths_label(a->positionals));
 }
 
 }  // namespace gitlocks::cli

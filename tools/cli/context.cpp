@@ -11,13 +11,14 @@
 
 namespace gitlocks::cli {
 
+const std::vector<FlagSpec>& global_flags() {
+  static const std::vector<FlagSpec> flags = {{"repo", true},   {"key", true},    {"json", false},
+                                              {"notary", true}, {"remote", true}, {"allow-test-clock", false}};
+  return flags;
+}
+
 Result<Parsed> Context::parse(const Argv& argv, std::vector<FlagSpec> flags, bool stop_at_positional) {
-  flags.push_back({"repo", true});
-  flags.push_back({"key", true});
-  flags.push_back({"json", false});
-  flags.push_back({"notary", true});
-  flags.push_back({"remote", true});
-  flags.push_back({"allow-test-clock", false});
+  flags.insert(flags.end(), global_flags().begin(), global_flags().end());
   GITLOCKS_TRY(p, parse_flags(argv, flags, stop_at_positional));
   if (auto r = p.value("repo")) repo_dir = *r;
   if (auto k = p.value("key")) key_flag = *k;
@@ -127,7 +128,16 @@ Result<std::string> read_input(const std::string& name) {
   return ss.str();
 }
 
-int Context::fail(const Error& e) { return print_error(op, e, attempts); }
+int Context::fail(const Error& e) {
+  // The core names a lease's TTL ("ttl 2h exceeds this store's max_ttl 1h");
+  // here it came from --ttl (or run's default), so say so.
+  if (e.fields.count("ttl_ms") && e.message.rfind("ttl ", 0) == 0) {
+    Error named = e;
+    named.message = "--" + e.message;
+    return print_error(op, named, attempts);
+  }
+  return print_error(op, e, attempts);
+}
 
 int Context::done(const gitlocks::json& obj, const std::string& human) {
   std::string text = json_output ? json_line(obj) + "\n" : human;

@@ -23,8 +23,9 @@ struct Command {
 constexpr Command kCommands[] = {
     {"init", cmd_init, "init [--private] [--policy FILE]",
      "create the lock store (an existing store is left alone); --private: end-to-end encrypted (docs/PRIVATE.md)"},
-    {"claim", cmd_claim, "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] PATH...",
-     "claim paths, all or none; an expired lease of another holder is reclaimed"},
+    {"claim", cmd_claim, "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] [--wait[=DUR]] PATH...",
+     "claim paths, all or none; an expired lease of another holder is reclaimed; --wait: block until admitted "
+     "(waiters queue in arrival order; after DUR exit 1 wait-timeout)"},
     {"extend", cmd_extend, "extend [--ttl DUR] [--generation G] (LEASE-ID|PATH)...",
      "renew your leases to expire TTL from now (before they expire)"},
     {"release", cmd_release, "release [--generation G] (LEASE-ID|PATH)...", "release your leases"},
@@ -34,8 +35,11 @@ constexpr Command kCommands[] = {
     {"sem release", cmd_sem_release, "sem release NAME [--generation G]", "give your slot back"},
     {"batch", cmd_batch, "batch [--ttl DUR] [FILE|-]",
      "publish JSON Lines of claim/extend/release/sem-acquire/sem-release ops as one transition"},
-    {"run", cmd_run, "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] -- CMD [ARG...]",
-     "hold leases while CMD runs (renewed every TTL/3), then release; exits with CMD's status"},
+    {"run", cmd_run,
+     "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] [--note TEXT] [--wait[=DUR]] -- CMD "
+     "[ARG...]",
+     "hold leases while CMD runs (renewed every TTL/3), then release; exits with CMD's status; --wait: wait for "
+     "admission first"},
     {"status", cmd_status, "status [--all] [PATH...]", "live leases (with --all also expired ones)"},
     {"fence", cmd_fence, "fence RESOURCE GENERATION",
      "exit 0 when GENERATION is a live generation of RESOURCE (PATH, path:PATH or sem:NAME), else 1"},
@@ -78,6 +82,8 @@ constexpr Command kCommands[] = {
      "runs the matching command (docs/CLI.md \"MCP server\")"},
     {"web", cmd_web, "web [--port P] [--site DIR]",
      "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
+    {"completion bash", cmd_completion_bash, "completion bash",
+     "print the bash completion script for git-locks and `git locks`, generated from this command table"},
 };
 
 constexpr std::string_view kHelpTail = R"(
@@ -96,19 +102,20 @@ Global flags (anywhere before --):
 
 Durations: 500ms, 30s, 10m, 2h, or plain milliseconds. Default TTL 10m (run: 60s).
 A LEASE-ID is 24 hex digits; any other argument there is a repository path.
+docs/CLI.md describes every command, schema and the publication protocol.
 
 Exit status:
   0   success
   1   refused: held-path, full-semaphore, family-policy, stale-generation,
       not-holder, guard-window, empty-interval, limit-mismatch,
-      stale-retries-exhausted
+      stale-retries-exhausted, wait-timeout
   2   store-read / store-write (also: stored data failing verification)
   64  usage: bad flag, bad path, malformed input
   run exits with the command's own status once admitted.
 
 Errors: one JSON object per line on stderr,
-  {"error":"refused"|"usage"|"store-read"|"store-write","code":CODE,
-   "reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
+  {"error":"refused"|"usage"|"store-read"|"store-write",
+   "code":CODE,"reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
    "attempts":N (update-ref or push runs, when publication was attempted)}
 
 Environment:
@@ -118,17 +125,29 @@ Environment:
   GIT_LOCKS_PROPOSAL_MS  proposal clock of a guard-time store (test seam; never T)
   GIT_LOCKS_TEST_CRASH_AFTER  admit|publish: guard-time enable/resume exits abruptly there (test seam)
 
-docs/CLI.md describes every command, schema and the publication protocol.
 )";
 
+// The layout is GNU's (a summary indented 22 under its usage), which
+// help2man turns into the man page (tools/cli/CMakeLists.txt).
 void print_help() {
-  std::string out = "usage: git-locks [--repo DIR] [--remote NAME] [--json] [--key FILE] COMMAND [ARGS]\n\nCommands:\n";
+  std::string out = "Usage: git-locks [--repo DIR] [--remote NAME] [--json] [--key FILE] COMMAND [ARGS]\n";
+  out += GITLOCKS_DESCRIPTION ".\n\nCommands:\n";
   for (const auto& c : kCommands) {
-    out += "  " + std::string(c.usage) + "\n      " + std::string(c.summary) + "\n";
+    out += "  " + std::string(c.usage) + "\n                      " + std::string(c.summary) + "\n";
   }
   out += kHelpTail;
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
+
+}  // namespace
+
+std::vector<CommandUsage> command_table() {
+  std::vector<CommandUsage> rows;
+  for (const auto& c : kCommands) rows.push_back({c.name, c.usage});
+  return rows;
+}
+
+namespace {
 
 const Command* find_command(const Argv& args, std::size_t at, std::size_t& words) {
   for (const auto& c : kCommands) {

@@ -22,7 +22,14 @@ constexpr const char* kErrorSchema = R"json({
     "op": {"type": "string"},
     "detail": {"type": "string"},
     "holder": {"type": "string"},
-    "expires_at": {"type": "string"},
+    "holder_name": {"type": "string"},
+    "path": {"type": "string"},
+    "family": {"type": "string"},
+    "expires_at_ms": {"type": "integer"},
+    "checked_at_ms": {"type": "integer"},
+    "last_reason": {"type": "string"},
+    "waited_ms": {"type": "integer"},
+    "polls": {"type": "integer"},
     "attempts": {"type": "integer"}
   }
 })json";
@@ -63,7 +70,8 @@ struct Spec {
 const Spec kSpecs[] = {
     {"claim", "claim", false, "Claim paths",
      "Claim repository paths, all or none (git-locks claim). Refused with held-path while another holder's live lease "
-     "is in the way (the error names holder and expires_at). With wait: block up to that long until admitted.",
+     "is in the way (the error names holder, holder_name, path and expires_at_ms). With wait: block up to that long "
+     "until admitted (waiters queue in arrival order), then refused with wait-timeout.",
      R"json({"type": "object", "additionalProperties": false, "required": ["paths"], "properties": {
        "paths": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
                  "description": "repository paths; a trailing / claims a directory"},
@@ -281,17 +289,12 @@ std::optional<std::string> check_schema(const json& schema, const json& value, c
 std::vector<std::string> command_line(const Tool& tool, const json& a) {
   std::vector<std::string> argv;
   const std::string& n = tool.name;
-  if (n == "claim" && a.contains("wait")) {
-    argv = {"wait", "--claim", "--timeout=" + text_of(a["wait"])};
-    flag(argv, a, "mode", "mode");
-    flag(argv, a, "ttl", "ttl");
-    flag(argv, a, "note", "note");
-    positionals(argv, a, "paths");
-  } else if (n == "claim") {
+  if (n == "claim") {
     argv = {"claim"};
     flag(argv, a, "mode", "mode");
     flag(argv, a, "ttl", "ttl");
     flag(argv, a, "note", "note");
+    flag(argv, a, "wait", "wait");
     positionals(argv, a, "paths");
   } else if (n == "extend" || n == "release") {
     argv = {n};

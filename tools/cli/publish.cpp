@@ -149,7 +149,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
                                                        std::to_string(kMaxReplans) + " fresh plans");
 }
 
-int report_published(Context& ctx, const Published& p) {
+int report_published(Context& ctx, const Published& p, const json& extra) {
   const Candidate& c = *p.candidate;
   const json& ops = c.outcome.body.contains("ops") ? c.outcome.body["ops"] : json::array();
   json out = {{"op", ctx.op},
@@ -159,6 +159,7 @@ int report_published(Context& ctx, const Published& p) {
               {"attempts", ctx.attempts.value_or(0)},
               {"leases", c.outcome.leases},
               {"ops", ops}};
+  for (const auto& [k, v] : extra.items()) out[k] = v;
   std::string human;
   std::size_t next_lease = 0;
   auto expiry = [&](std::int64_t at) { return "expires in " + format_duration(at - c.admitted_at_ms); };
@@ -193,7 +194,10 @@ int report_published(Context& ctx, const Published& p) {
     human += line + "\n";
   }
   if (c.outcome.action == "init") human += "initialised the lock store\n";
-  human += "(refs/locks/state -> " + c.commit.substr(0, 12) + ")\n";
+  human += "(refs/locks/state -> " + c.commit.substr(0, 12) +
+           (extra.contains("waited_ms") ? ", after waiting " + format_duration(extra["waited_ms"].get<std::int64_t>())
+                                        : std::string()) +
+           ")\n";
   return ctx.done(out, human);
 }
 

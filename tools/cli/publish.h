@@ -77,7 +77,8 @@ Result<Snapshot> current_snapshot(Context& ctx);
 
 // Prints the success of a publication: one JSON object with --json
 //   {"op","commit","action","admitted_at_ms","attempts","leases":[...],"ops":[...]}
-// else one human line per op.
-int report_published(Context& ctx, const Published& p);
+// else one human line per op. `extra` adds members to the JSON (a waiter's
+// "waited_ms").
+int report_published(Context& ctx, const Published& p, const json& extra = json::object());
 
 }  // namespace gitlocks::cli

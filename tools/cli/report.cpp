@@ -16,6 +16,7 @@ ErrorClass classify(Errc code) {
     case Errc::limit_mismatch:
     case Errc::stale_retries_exhausted:
     case Errc::not_member:
+    case Errc::wait_timeout:
       return {ErrorKind::refused, kExitRefused};
     case Errc::usage:
     case Errc::bad_path:
@@ -57,7 +58,16 @@ json error_object(const std::string& op, const Error& e, std::optional<int> atte
             {"reason", errc_name(e.code)},
             {"op", op},
             {"detail", e.message}};
-  for (const auto& [k, v] : e.fields) o[k] = v;
+  for (const auto& [k, v] : e.fields) {
+    // Instants and durations (*_ms) and counts (polls) are numbers; the
+    // core carries every field as text.
+    const bool numeric = (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0) || k == "polls";
+    if (numeric && !v.empty() && v.size() <= 16 && v.find_first_not_of("-0123456789") == std::string::npos &&
+        v.find('-', 1) == std::string::npos && v != "-")
+      o[k] = std::stoll(v);
+    else
+      o[k] = v;
+  }
   if (attempts && *attempts > 0) o["attempts"] = *attempts;
   return o;
 }

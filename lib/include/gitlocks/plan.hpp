@@ -53,7 +53,21 @@ struct PlanOutcome {
   Interval interval;     // exact admission interval of T
   std::size_t records_written = 0;  // record blobs in the successor
   json leases;           // leases created or renewed: [{resource, lease, generation, expires_at}]
+  // The store policy's TTL bounds (for explaining a T outside `interval`).
+  std::int64_t min_ttl_ms = 0;
+  std::int64_t max_ttl_ms = 0;
 };
+
+// Why admission at `t` is refused when `t` is outside `o.interval`, in the
+// policy's words when a lease's TTL (expires_at - t) is out of its bounds:
+// guard_window "ttl 2h exceeds this store's max_ttl 1h" with fields ttl_ms
+// and max_ttl_ms (or "... is below this store's min_ttl 1s", min_ttl_ms);
+// otherwise "admission time ... is outside the guard interval [lo, hi]".
+Error guard_window_error(const PlanOutcome& o, std::int64_t t);
+
+// The same TTL check made at proposal time `now` (before a notary gives T):
+// the error for the first lease whose expires_at - now is out of bounds.
+std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now);
 
 // source_state: the parent's state tree id, or "" to create a store (body
 // {"init":POLICY}). Objects of the successor are written to `store`.

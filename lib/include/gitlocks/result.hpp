@@ -26,6 +26,7 @@ enum class Errc {
   limit_mismatch,
   stale_retries_exhausted,
   not_member,  // a PRIVATE store and a key that is not one of its members
+  wait_timeout,  // a blocking acquisition (--wait) gave up: its timeout passed
   // Malformed or unsupported input (exit 64).
   usage,
   bad_path,

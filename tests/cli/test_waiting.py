@@ -1,0 +1,242 @@
+"""Blocking acquisition (`claim --wait`, `run --wait`, `wait`) and the
+errors a person reads: instants as ISO-8601 plus relative time, the TTL
+bound named, the holder's name wherever a holder is mentioned."""
+
+import datetime
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+from support import T0, CliTest
+
+
+def iso(ms):
+    """ISO-8601 UTC to the second, computed by Python, not by git-locks."""
+    d = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return d.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ClaimWait(CliTest):
+    def actor(self, r, name):
+        return r.run(name, "--json", "whoami").json["actor"]
+
+    def test_timeout_is_wait_timeout_naming_the_last_holder(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        bob = self.actor(r, "bob")
+        with self.unchanged(r):
+            start = time.monotonic()
+            res = r.run("alice", "claim", "--wait=400ms", "a")
+            elapsed = time.monotonic() - start
+        self.assertEqual(res.code, 1, res)
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("refused", "wait-timeout", "wait-timeout", "claim"))
+        self.assertEqual(e["last_reason"], "held-path")
+        self.assertEqual((e["holder"], e["holder_name"]), (bob, "bob"))
+        self.assertEqual(e["expires_at_ms"], T0 + 60000)
+        self.assertGreaterEqual(e["waited_ms"], 400)
+        self.assertGreaterEqual(e["polls"], 2)
+        self.assertGreaterEqual(elapsed, 0.4)
+        self.assertTrue(e["detail"].startswith("timed out after "), e)
+        self.assertIn("waiting for 'a'", e["detail"])
+        self.assertIn(f"'a' is held exclusive by bob ({bob[:12]}) until {iso(T0 + 60000)}, in 1m", e["detail"])
+        self.assertNotIn("attempts", e)  # no publication is pending: attempts counts update-ref runs
+
+    def test_waits_until_released_and_renews_nothing_meanwhile(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        before = r.tip()
+        waiter = r.popen("alice", "--json", "claim", "--wait", "a")
+        time.sleep(0.8)
+        self.assertIsNone(waiter.poll())
+        self.assertEqual(r.tip(), before)  # waiting wrote nothing
+        self.assertOk(r.run("bob", "release", "a"))
+        out, err = waiter.communicate(timeout=60)
+        self.assertEqual(waiter.returncode, 0, err)
+        got = json.loads(out)
+        self.assertEqual(got["leases"][0]["resource"], "path:a")
+        self.assertGreaterEqual(got["waited_ms"], 800)
+        self.assertEqual(r.run("x", "--json", "status").json["leases"][0]["name"], "alice")
+
+    def test_free_path_is_claimed_at_once(self):
+        r = self.repo()
+        res = self.assertOk(r.run("alice", "--json", "claim", "--wait=5s", "a"))
+        self.assertLess(res.json["waited_ms"], 5000)
+        self.assertEqual(res.json["leases"][0]["resource"], "path:a")
+
+    def test_waiters_are_admitted_in_arrival_order(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        first = r.popen("alice", "--json", "claim", "--wait=60s", "a")
+        time.sleep(0.6)
+        second = r.popen("carol", "--json", "claim", "--wait=60s", "a")
+        time.sleep(0.6)
+        self.assertOk(r.run("bob", "release", "a"))
+        out, err = first.communicate(timeout=60)
+        self.assertEqual(first.returncode, 0, err)
+        time.sleep(0.3)
+        self.assertIsNone(second.poll(), "the later waiter must still wait behind the earlier one")
+        self.assertEqual([l["name"] for l in r.run("x", "--json", "status").json["leases"]], ["alice"])
+        self.assertOk(r.run("alice", "release", "a"))
+        out, err = second.communicate(timeout=60)
+        self.assertEqual(second.returncode, 0, err)
+        self.assertEqual([l["name"] for l in r.run("x", "--json", "status").json["leases"]], ["carol"])
+
+    def test_a_killed_waiter_holds_nobody_back(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        dead = r.popen("alice", "claim", "--wait", "a")
+        time.sleep(0.6)
+        dead.send_signal(signal.SIGKILL)
+        dead.communicate(timeout=30)
+        waiters = os.path.join(r.gitdir(), "git-locks", "waiters")
+        self.assertEqual(len([n for n in os.listdir(waiters) if n.endswith(".json")]), 1)  # its entry is left behind
+        live = r.popen("carol", "--json", "claim", "--wait=60s", "a")
+        time.sleep(0.4)
+        self.assertOk(r.run("bob", "release", "a"))
+        out, err = live.communicate(timeout=60)
+        self.assertEqual(live.returncode, 0, err)
+        self.assertEqual([n for n in os.listdir(waiters) if n.endswith(".json")], [])  # cleaned on the way
+
+    def test_other_paths_do_not_queue_behind_a_waiter(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        waiter = r.popen("alice", "claim", "--wait=30s", "a")
+        try:
+            time.sleep(0.5)
+            res = self.assertOk(r.run("carol", "--json", "claim", "--wait=5s", "b"))
+            self.assertLess(res.json["waited_ms"], 5000)
+        finally:
+            waiter.kill()
+            waiter.communicate()
+
+    def test_a_duration_after_bare_wait_is_refused_as_ambiguous(self):
+        r = self.repo()
+        with self.unchanged(r):
+            e = self.assertUsage(r.run("alice", "claim", "--wait", "30s", "a"), "usage")
+        self.assertIn("write '--wait=30s'", e["detail"])
+        with self.unchanged(r):
+            e = self.assertUsage(r.run("alice", "claim", "--wait=soon", "a"), "usage")
+        self.assertIn("--wait=soon", e["detail"])
+
+    def test_a_refusal_waiting_cannot_cure_ends_the_wait_at_once(self):
+        r = self.repo()
+        with self.unchanged(r):
+            start = time.monotonic()
+            res = r.run("alice", "claim", "--wait=30s", "--ttl", "2h", "a")
+            self.assertLess(time.monotonic() - start, 20)
+        self.assertRefused(res, "guard-window")
+
+
+class RunWait(CliTest):
+    def test_every_run_of_four_looping_workers_runs_its_command(self):
+        # The issue's loop: 4 workers, 8 runs each, one path. Without --wait
+        # most runs were refused at once; with it every one runs.
+        r = self.repo()
+        log = os.path.join(r.root, "ran.log")
+        results = []
+
+        def worker(name):
+            for i in range(8):
+                res = r.run(name, "run", "--wait=300s", "--claim", "shared/env", "--",
+                            "sh", "-c", f'echo "{name} {i}" >> {log}', timeout=400)
+                results.append((name, i, res.code, res.err))
+
+        threads = [threading.Thread(target=worker, args=(f"w{n}",)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(sorted(code for _, _, code, _ in results), [0] * 32, results)
+        with open(log) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(len(lines), 32)
+        self.assertEqual(r.run("x", "--json", "status").json["leases"], [])
+
+    def test_run_wait_timeout_launches_nothing(self):
+        r = self.repo()
+        self.claimed(r, "bob", "f")
+        marker = os.path.join(r.root, "launched")
+        with self.unchanged(r):
+            res = r.run("alice", "run", "--wait=300ms", "--claim", "f", "--", "touch", marker)
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual((res.error["code"], res.error["last_reason"], res.error["holder_name"]),
+                         ("wait-timeout", "held-path", "bob"))
+        self.assertFalse(os.path.exists(marker))
+
+    def test_wait_keeps_its_documented_code(self):
+        r = self.repo()
+        self.claimed(r, "bob", "a")
+        with self.unchanged(r):
+            e = self.assertRefused(r.run("alice", "wait", "--timeout", "300ms", "a"), "held-path")
+        self.assertGreaterEqual(e["waited_ms"], 300)
+        self.assertEqual(e["holder_name"], "bob")
+
+
+class ReadableErrors(CliTest):
+    def actor(self, r, name):
+        return r.run(name, "--json", "whoami").json["actor"]
+
+    def test_held_path_names_holder_and_instant(self):
+        r = self.repo()
+        self.claimed(r, "bob", "src/a.c", ttl="10m")
+        bob = self.actor(r, "bob")
+        with self.unchanged(r):
+            e = self.assertRefused(self.claim(r, "alice", "src/a.c"), "held-path")
+        self.assertEqual(e["detail"], f"'src/a.c' is held exclusive by bob ({bob[:12]}) until {iso(T0 + 600000)}, in 10m")
+        self.assertEqual((e["holder"], e["holder_name"], e["path"]), (bob, "bob", "src/a.c"))
+        self.assertEqual((e["expires_at_ms"], e["checked_at_ms"]), (T0 + 600000, T0))
+
+    def test_lease_below_a_directory_is_named(self):
+        r = self.repo()
+        self.claimed(r, "bob", "src/parser/lex.c", ttl="5m")
+        bob = self.actor(r, "bob")
+        with self.unchanged(r):
+            e = self.assertRefused(self.claim(r, "alice", "src/"), "held-path")
+        self.assertEqual(e["detail"], f"'src/parser/lex.c' (below 'src/') is held exclusive by bob ({bob[:12]}) "
+                                      f"until {iso(T0 + 300000)}, in 5m")
+        self.assertEqual((e["holder_name"], e["path"]), ("bob", "src/parser/lex.c"))
+
+    def test_ttl_over_the_policy_maximum_names_the_bound(self):
+        r = self.repo()
+        with self.unchanged(r):
+            e = self.assertRefused(self.claim(r, "alice", "a", ttl="2h"), "guard-window")
+        self.assertEqual(e["detail"], "--ttl 2h exceeds this store's max_ttl 1h")
+        self.assertEqual((e["ttl_ms"], e["max_ttl_ms"]), (7200000, 3600000))
+        with self.unchanged(r):
+            e = self.assertRefused(self.claim(r, "alice", "a", ttl="500ms"), "guard-window")
+        self.assertEqual(e["detail"], "--ttl 500ms is below this store's min_ttl 1s")
+        self.assertEqual((e["ttl_ms"], e["min_ttl_ms"]), (500, 1000))
+        # The bounds themselves are admitted.
+        self.claimed(r, "alice", "a", ttl="1h")
+        self.claimed(r, "alice", "b", ttl="1s")
+
+    def test_full_semaphore_names_holders_and_the_first_slot_to_free(self):
+        r = self.repo()
+        self.assertOk(r.run("bob", "sem", "acquire", "ci", "--limit", "2", "--ttl", "3m"))
+        self.assertOk(r.run("carol", "sem", "acquire", "ci", "--limit", "2", "--ttl", "2m"))
+        with self.unchanged(r):
+            e = self.assertRefused(r.run("alice", "sem", "acquire", "ci", "--limit", "2"), "full-semaphore")
+        self.assertIn("semaphore 'ci' is full (2/2): held by bob (", e["detail"])
+        self.assertIn("carol (", e["detail"])
+        self.assertIn(f"the first slot frees {iso(T0 + 120000)}, in 2m", e["detail"])
+        self.assertEqual((e["holder_name"], e["expires_at_ms"]), ("carol", T0 + 120000))
+
+    def test_family_holder_is_named(self):
+        policy = {"families": [{"name": "db", "policy": "exclusive", "members": ["db/schema.sql", "db/migrations/"]}]}
+        r = self.repo(policy=policy)
+        self.claimed(r, "bob", "db/schema.sql", ttl="4m")
+        with self.unchanged(r):
+            e = self.assertRefused(self.claim(r, "alice", "db/migrations/"), "family-policy")
+        self.assertIn("family 'db' is held by bob (", e["detail"])
+        self.assertIn("through 'db/schema.sql'", e["detail"])
+        self.assertIn(f"until {iso(T0 + 240000)}, in 4m", e["detail"])
+        self.assertEqual((e["holder_name"], e["family"]), ("bob", "db"))
+
+
+if __name__ == "__main__":
+    unittest.main()
