@@ -257,6 +257,10 @@ export declare function replay(bundle: Bytes | Store, options?: ReplayOptions): 
 export declare function openStore(bytes: Bytes): Store;
 /** The actor (Ed25519 public key, 64 hex) of a member key; the key never comes back. */
 export declare function keyActor(memberKey: MemberKey): string;
+/** NFC and case-folded NFC of a string, with the Unicode version of the core's tables. */
+export declare function unicodeForms(text: string): { nfc: string; fold: string; unicodeVersion: string };
+/** A path as a store compares it (NFC; case-folded when caseInsensitive); throws bad-path. */
+export declare function normalizePath(path: string, options?: { caseInsensitive?: boolean }): string;
 
 export interface GitLocksApi {
   init: typeof init;
@@ -269,6 +273,8 @@ export interface GitLocksApi {
   replay: typeof replay;
   openStore: typeof openStore;
   keyActor: typeof keyActor;
+  unicodeForms: typeof unicodeForms;
+  normalizePath: typeof normalizePath;
   Store: typeof Store;
   GitLocksError: typeof GitLocksError;
 }

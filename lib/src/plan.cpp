@@ -363,7 +363,8 @@ class Planner {
   Status claim(json& op, std::size_t i) {
     GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
     GITLOCKS_TRY(path_text, get_string(op, "path"));
-    GITLOCKS_TRY(p, parse_repo_path(path_text));
+    // NFC, and folded in a case-insensitive store: one spelling per resource.
+    GITLOCKS_TRY(p, parse_repo_path(path_text, policy_.path_case()));
     if (p.display() != path_text) return make_error(Errc::bad_path, "path is not normalised");
     GITLOCKS_TRY(mode, get_string(op, "mode"));
     if (mode != "exclusive" && mode != "shared")
@@ -549,7 +550,7 @@ class Planner {
       return make_error(Errc::bad_json, sem_only ? "op needs 'sem'" : "op needs exactly one of 'path' or 'sem'");
     if (has_path) {
       GITLOCKS_TRY(text, get_string(op, "path"));
-      GITLOCKS_TRY(p, parse_repo_path(text));
+      GITLOCKS_TRY(p, parse_repo_path(text, policy_.path_case()));
       res = path_resource(p.key());
       path = p;
     } else {

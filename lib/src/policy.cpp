@@ -13,7 +13,7 @@ bool is_hex64(const std::string& s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
   return true;
 }
-Result<std::vector<Family>> parse_families(const json& fams) {
+Result<std::vector<Family>> parse_families(const json& fams, PathCase path_case) {
   if (!fams.is_array()) return make_error(Errc::bad_json, "policy 'families' must be an array");
   std::vector<Family> out;
   std::set<std::string> names;
@@ -33,7 +33,7 @@ Result<std::vector<Family>> parse_families(const json& fams) {
       return make_error(Errc::usage, "family '" + name + "' needs a non-empty 'members' array");
     for (const auto& m : *members) {
       if (!m.is_string()) return make_error(Errc::bad_json, "family members must be strings");
-      GITLOCKS_TRY(rp, parse_repo_path(m.get<std::string>()));
+      GITLOCKS_TRY(rp, parse_repo_path(m.get<std::string>(), path_case));
       fam.members.push_back(rp);
     }
     out.push_back(std::move(fam));
@@ -116,12 +116,14 @@ Result<Policy> parse_policy(const json& doc) {
   Policy p;
   if (*fmt == kPrivatePolicyFormat) {
     p.is_private = true;
-    GITLOCKS_CHECK(check_keys(doc, {"format", "visibility", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families",
-                                    "guard_time", "members", "epoch", "keyring", "pending"},
+    GITLOCKS_CHECK(check_keys(doc,
+                              {"format", "visibility", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families",
+                               "guard_time", "members", "epoch", "keyring", "pending", "case_insensitive"},
                               "policy"));
   } else if (*fmt == kPolicyFormat) {
-    GITLOCKS_CHECK(
-        check_keys(doc, {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time"}, "policy"));
+    GITLOCKS_CHECK(check_keys(
+        doc, {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time", "case_insensitive"},
+        "policy"));
   } else {
     return make_error(Errc::unknown_format, "unknown policy format '" + *fmt + "'");
   }
@@ -137,10 +139,14 @@ Result<Policy> parse_policy(const json& doc) {
     return make_error(Errc::usage, "policy TTL bounds must satisfy 0 < min_ttl_ms <= max_ttl_ms");
   p.min_ttl_ms = min;
   p.max_ttl_ms = max;
+  if (auto ci = doc.find("case_insensitive"); ci != doc.end()) {
+    if (!ci->is_boolean()) return make_error(Errc::bad_json, "policy 'case_insensitive' must be true or false");
+    p.case_insensitive = ci->get<bool>();
+  }
   if (!p.is_private) {
     auto fams = doc.find("families");
     if (fams == doc.end()) return make_error(Errc::bad_json, "policy 'families' must be an array");
-    GITLOCKS_TRY(families, parse_families(*fams));
+    GITLOCKS_TRY(families, parse_families(*fams, p.path_case()));
     p.families = std::move(families);
   } else {
     GITLOCKS_CHECK(parse_private(doc, p));
@@ -179,7 +185,7 @@ Status unseal_families(Policy& policy, const json& doc, const Vault& vault) {
   GITLOCKS_TRY(epoch, sealed_epoch(doc["families"]));
   if (epoch != policy.epoch) return make_error(Errc::bad_json, "families are sealed under another epoch");
   GITLOCKS_TRY(plain, open_document(doc["families"], *key, policy.store, "policy.json#families"));
-  GITLOCKS_TRY(families, parse_families(plain));
+  GITLOCKS_TRY(families, parse_families(plain, policy.path_case()));
   policy.families = std::move(families);
   policy.families_sealed = false;
   return Ok{};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gitlocks/path.hpp"
 #include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
 #include "records.h"
@@ -449,6 +450,10 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                                                      " was issued before (highest " + std::to_string(maxgen) + ")"});
     maxgen = std::max(maxgen, a.generation);
     if (a.resource.rfind("path:", 0) != 0) continue;
+    // One spelling per resource: NFC, and folded in a case-insensitive
+    // store. Then comparing keys byte for byte is comparing files.
+    if (auto canonical = parse_repo_path(a.key, policy.path_case()); !canonical.ok())
+      violations.push_back({"path-not-canonical", "lease " + a.id + ": " + canonical.error().message});
     std::vector<std::string> found;
     GITLOCKS_CHECK(conflicts(a.key, a.holder, a.exclusive, found));
     // Exclusive families: another holder live on any member of a family this path belongs to.

@@ -39,6 +39,7 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
   s.guard_time = policy->guard_time;
   s.is_private = policy->is_private;
   s.epoch = policy->epoch;
+  s.path_case = policy->path_case();
   return s;
 }
 

@@ -92,6 +92,16 @@ inline std::string path_property(std::string_view in) {
     const auto& y = pa->components.size() <= pb->components.size() ? pb->components : pa->components;
     if (paths_overlap(*pa, *pb) != std::equal(x.begin(), x.end(), y.begin())) return "overlap is not the prefix rule";
   }
+  // A host's normalization lands on a path the planner accepts, and stays.
+  for (PathCase pc : {PathCase::sensitive, PathCase::insensitive}) {
+    auto n = normalize_path_input(a, pc);
+    if (!n.ok()) continue;
+    if (!parse_repo_path(*n, pc).ok()) return "normalized path is refused by parse_repo_path";
+    auto again = normalize_path_input(*n, pc);
+    if (!again.ok() || *again != *n) return "normalize_path_input is not idempotent";
+  }
+  if (auto n = normalize_path_input(a); pa.ok() && (!n.ok() || *n != a))
+    return "an accepted path is rewritten by normalization";
   return "";
 }
 

@@ -227,6 +227,40 @@ class EndToEnd(RemoteTest):
         self.assertEqual(heads, [srv.tip(), STATE])
 
 
+class Waiting(RemoteTest):
+    """`claim --wait` and `wait` against a remote store: every try fetches."""
+
+    def test_claim_wait_is_admitted_when_the_other_host_releases(self):
+        srv, alice, bob = self.store("daemon", "alice", "bob")
+        self.assertOk(bob.run("--json", "claim", "--ttl", "10m", "a"))
+        proc = subprocess.Popen([binary(), "--repo", alice.path, "--json", "claim", "--wait=60s", "a"],
+                                env=alice.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        self.assertIsNone(proc.poll())
+        held = srv.tip()
+        self.assertOk(bob.run("release", "a"))
+        out, err = proc.communicate(timeout=90)
+        self.assertEqual(proc.returncode, 0, err)
+        got = json.loads(out)
+        self.assertEqual((got["leases"][0]["resource"], got["commit"]), ("path:a", srv.tip()))
+        self.assertNotEqual(srv.tip(), held)
+        self.assertOk(server_verify(self, srv))
+
+    def test_wait_timeouts_name_the_holder(self):
+        srv, alice, bob = self.store("file", "alice", "bob")
+        self.assertOk(bob.run("--json", "claim", "--ttl", "10m", "a"))
+        tip = srv.tip()
+        r = alice.run("claim", "--wait=500ms", "a")
+        self.assertEqual(r.code, 1, r)
+        self.assertEqual((r.error["code"], r.error["last_reason"]), ("wait-timeout", "held-path"))
+        self.assertGreaterEqual(r.error["waited_ms"], 500)
+        self.assertIn("is held exclusive by ", r.error["detail"])
+        r = alice.run("wait", "--timeout", "500ms", "a")
+        self.assertRefused(r, "held-path")
+        self.assertIn("timed out after", r.error["detail"])
+        self.assertEqual(srv.tip(), tip, "waiting publishes nothing")
+
+
 class Publication(RemoteTest):
     def test_stale_push_fetches_and_replans(self):
         srv, alice, bob = self.store("file", "alice", "bob")

@@ -83,17 +83,18 @@ TEST_CASE("path: normal paths parse into components") {
   }
 }
 
-TEST_CASE("path: unicode names are kept byte for byte") {
+TEST_CASE("path: unicode names in NFC are kept byte for byte") {
   const std::string jp = "\xE5\x90\x8D\xE5\x89\x8D/\xE3\x83\x95\xE3\x82\xA1\xE3\x82\xA4\xE3\x83\xAB.txt";
   auto p = must(jp);
   REQUIRE(p.components.size() == 2);
   CHECK(p.components[0] == "\xE5\x90\x8D\xE5\x89\x8D");
   CHECK(p.key() == jp);
-  // Composed and decomposed forms are different paths: no normalisation.
-  auto nfc = must("caf\xC3\xA9");
-  auto nfd = must("cafe\xCC\x81");
-  CHECK(nfc.key() != nfd.key());
-  CHECK_FALSE(paths_overlap(nfc, nfd));
+  // One spelling per file: the NFC form is the path, the decomposed one
+  // (as macOS lists it) is refused, never a second resource (issue 17).
+  CHECK(must("caf\xC3\xA9").key() == "caf\xC3\xA9");
+  auto nfd = parse_repo_path("cafe\xCC\x81");
+  REQUIRE_FALSE(nfd.ok());
+  CHECK(nfd.error().code == Errc::bad_path);
   CHECK(must("\xF0\x9F\x98\x80/\xF4\x8F\xBF\xBF").components.size() == 2);
   // DEL is rejected but U+0080 upward is data.
   CHECK(must("a\xC2\xA0" "b").key() == "a\xC2\xA0" "b");

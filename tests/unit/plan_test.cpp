@@ -257,3 +257,67 @@ TEST_CASE("replay refuses a body whose declared reclaim does not match the state
   wrong_gen["ops"][0]["reclaims"][0]["generation"] = 7;
   CHECK(gitlocks::plan(s.objects(), src, ctx, wrong_gen).error().code == Errc::stale_generation);
 }
+
+TEST_CASE("path identity: an NFD twin of a path is refused bad_path in a packet - never a second lease") {
+  Store s;
+  REQUIRE(s.claim("alice", "docs/caf\xC3\xA9.md", kTtl).ok());
+  auto twin = s.claim("bob", "docs/cafe\xCC\x81.md", kTtl);
+  CHECK(code_of(twin) == Errc::bad_path);
+  CHECK(twin.error().message.find("not in Unicode NFC") != std::string::npos);
+  CHECK(code_of(s.claim("bob", "docs/caf\xC3\xA9.md", kTtl)) == Errc::held_path);
+  // Extend and release name the path too.
+  json l = s.lease_of("alice", "path:docs/caf\xC3\xA9.md");
+  CHECK(s.op("alice", {{"op", "release"}, {"path", "docs/cafe\xCC\x81.md"}, {"lease", l["id"]}}).error().code ==
+        Errc::bad_path);
+  CHECK(s.op("alice", {{"op", "release"}, {"path", "docs/caf\xC3\xA9.md"}, {"lease", l["id"]}}).ok());
+}
+
+TEST_CASE("path identity: a case-insensitive store refuses case twins - a case-sensitive one admits them") {
+  Store ci(json{{"case_insensitive", true}});
+  REQUIRE(ci.claim("alice", "src/main.c", kTtl).ok());
+  // The planner only takes the folded form: a host folds what users type.
+  auto twin = ci.claim("bob", "Src/Main.c", kTtl);
+  CHECK(code_of(twin) == Errc::bad_path);
+  CHECK(twin.error().message.find("(write 'src/main.c')") != std::string::npos);
+  CHECK(code_of(ci.claim("bob", "src/main.c", kTtl)) == Errc::held_path);
+  CHECK(code_of(ci.claim("bob", "src/", kTtl)) == Errc::held_path);
+  REQUIRE(ci.claim("carol", "lib/", kTtl).ok());
+  CHECK(code_of(ci.claim("bob", "LIB/x.c", kTtl)) == Errc::bad_path);
+  CHECK(code_of(ci.claim("bob", "lib/x.c", kTtl)) == Errc::held_path);
+
+  Store cs;
+  REQUIRE(cs.claim("alice", "src/main.c", kTtl).ok());
+  CHECK(cs.claim("bob", "Src/Main.c", kTtl).ok());
+  CHECK(cs.claim("bob", "SRC/", kTtl).ok());
+}
+
+TEST_CASE("path identity: families of a case-insensitive store compare folded") {
+  json fams = {{"case_insensitive", true},
+               {"families", json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql"}}}})}};
+  Store s(fams);
+  REQUIRE(s.claim("alice", "db/schema.sql", kTtl).ok());
+  CHECK(code_of(s.claim("bob", "db/", kTtl)) == Errc::held_path);
+  // A member must itself be in the store's canonical form.
+  json upper = {{"case_insensitive", true},
+                {"families", json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"DB/schema.sql"}}}})}};
+  json doc = gitlocks::default_policy(std::string(64, 'a'), actor_hex("owner"));
+  for (auto& [k, v] : upper.items()) doc[k] = v;
+  auto bad = gitlocks::parse_policy(doc);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == Errc::bad_path);
+}
+
+TEST_CASE("path identity: the policy member case_insensitive is a boolean") {
+  json doc = gitlocks::default_policy(std::string(64, 'a'), actor_hex("owner"));
+  CHECK_FALSE(gitlocks::parse_policy(doc)->case_insensitive);
+  doc["case_insensitive"] = true;
+  CHECK(gitlocks::parse_policy(doc)->case_insensitive);
+  doc["case_insensitive"] = false;
+  CHECK_FALSE(gitlocks::parse_policy(doc)->case_insensitive);
+  for (const json& v : {json(1), json("true"), json(nullptr)}) {
+    doc["case_insensitive"] = v;
+    auto r = gitlocks::parse_policy(doc);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::bad_json);
+  }
+}

@@ -683,3 +683,45 @@ TEST_CASE("replay: resumed from a trusted state a generation issued again is gen
   REQUIRE(v.size() == 1);
   CHECK(v[0].reason == "generation-reused");
 }
+
+TEST_CASE("replay: a forged packet whose path is an NFD or case twin of a held path is invalid") {
+  struct Twin {
+    json policy;
+    const char* held;
+    const char* twin;
+    const char* says;
+  };
+  for (const Twin& t : {Twin{json::object(), "caf\xC3\xA9", "cafe\xCC\x81", "not in Unicode NFC"},
+                        Twin{json{{"case_insensitive", true}}, "src/a.c", "SRC/a.c", "canonical form"}}) {
+    Store s(t.policy);
+    REQUIRE(s.claim("alice", t.held, 60'000).ok());
+    REQUIRE(s.claim("bob", "other", 60'000).ok());
+    // bob's genuine packet, re-signed by bob with the twin as its path.
+    Oid forged = resign(s, 2, "bob", [&](json& p) { p["body"]["ops"][0]["path"] = t.twin; });
+    const std::string detail = only_invalid(s.objects(), forged, 2, "replay-refused");
+    CHECK_MESSAGE(detail.find(t.says) != std::string::npos, detail);
+  }
+}
+
+TEST_CASE("replay: the independent checker flags a lease whose path is not the store's canonical form") {
+  Store s;  // case-sensitive: "Src/A.c" is a legal path here
+  auto before = s.state();
+  REQUIRE(s.claim("alice", "Src/A.c", 60'000).ok());
+  auto after = s.state();
+  gitlocks::Policy sensitive;
+  gitlocks::detail::Timeline ok_model;
+  REQUIRE(ok_model.load(s.objects(), before).ok());
+  auto fine = ok_model.apply(s.objects(), before, after, s.now, sensitive);
+  REQUIRE(fine.ok());
+  CHECK(fine->empty());
+  // The same states under a case-insensitive policy: "Src/A.c" is a second
+  // spelling of "src/a.c", which the checker refuses on its own.
+  gitlocks::Policy insensitive;
+  insensitive.case_insensitive = true;
+  gitlocks::detail::Timeline model;
+  REQUIRE(model.load(s.objects(), before).ok());
+  auto v = model.apply(s.objects(), before, after, s.now, insensitive);
+  REQUIRE(v.ok());
+  REQUIRE(v->size() == 1);
+  CHECK(v->front().reason == "path-not-canonical");
+}

@@ -134,6 +134,16 @@ case("unknown op is refused", [err("alice", [{"op": "steal", "path": "f"}], "bad
 case("unknown field is refused", [err("alice", [dict(claim("f"), colour="red")], "bad-json")])
 case("bad mode is refused", [err("alice", [claim("f", mode="sticky")], "usage")])
 case("note longer than 1024 bytes is refused", [err("alice", [dict(claim("f"), note="x" * 1025)], "usage")])
+# -- path identity (docs/FORMAT.md "Path identity"): one spelling per file
+CAFE_NFC, CAFE_NFD = "docs/caf\u00e9.md", "docs/cafe\u0301.md"
+case("an NFD twin of a held NFC path is refused as a bad path", [ok("alice", [claim(CAFE_NFC)], action="claim", interval=ttl_iv(E)), err("bob", [claim(CAFE_NFD)], "bad-path"), err("bob", [claim(CAFE_NFC)], "held-path")])
+case("an NFD path is refused even in a fresh store", [err("alice", [claim("cafe\u0301/")], "bad-path")])
+case("a Hangul path in NFC is admitted and its jamo spelling refused", [ok("alice", [claim("\uac01")], action="claim", interval=ttl_iv(E)), err("bob", [claim("\u1100\u1161\u11a8")], "bad-path")])
+CI = {"case_insensitive": True}
+case("case-insensitive store: a case twin is refused as a bad path - the folded form is held", [ok("alice", [claim("src/main.c")], action="claim", interval=ttl_iv(E)), err("bob", [claim("Src/Main.c")], "bad-path"), err("bob", [claim("src/main.c")], "held-path")], policy=CI)
+case("case-insensitive store: a folded directory claim covers the file below", [ok("alice", [claim("src/x.c")], action="claim", interval=ttl_iv(E)), err("bob", [claim("SRC/")], "bad-path"), err("bob", [claim("src/")], "held-path")], policy=CI)
+case("case-insensitive store: non-ASCII case is folded too", [ok("alice", [claim("\u00e9t\u00e9/a")], action="claim", interval=ttl_iv(E)), err("bob", [claim("\u00c9t\u00e9/a")], "bad-path")], policy=CI)
+case("case-sensitive store: case variants are different paths", [ok("alice", [claim("src/main.c")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("Src/Main.c")], action="claim", interval=ttl_iv(E))])
 
 def resolve(v, created):
     """"$K.J" -> the id of the J-th lease created by step K."""

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
@@ -243,6 +244,16 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   auto policy = reader.policy();
   if (!policy.ok()) return ctx.fail(policy.error());
   const std::int64_t probe_ttl = (*policy)["min_ttl_ms"].get<std::int64_t>();
+
+  // Changed files as the store compares paths: NFC (macOS lists NFD), and
+  // folded in a case-insensitive store. One that cannot be a path keeps its
+  // spelling: the planner refuses it, as before, without a violation.
+  std::set<std::string> canonical;
+  for (const auto& p : paths) {
+    auto n = normalize_path_input(p, snap->path_case);
+    canonical.insert(n.ok() ? *n : p);
+  }
+  paths = std::move(canonical);
 
   auto probe = [&](const std::vector<std::string>& which) {
     json ops = json::array();

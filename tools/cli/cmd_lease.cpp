@@ -62,7 +62,7 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
 }  // namespace
 
 int cmd_init(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"policy", true}, {"private", false}});
+  auto a = ctx.parse(argv, {{"policy", true}, {"private", false}, {"case-insensitive", false}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "init takes no arguments"));
   auto me = ctx.identity();
@@ -73,10 +73,13 @@ int cmd_init(Context& ctx, const Argv& argv) {
     if (!text.ok()) return ctx.fail(text.error());
     auto doc = canon_parse(*text, CanonMode::lenient);
     if (!doc.ok()) return ctx.fail(make_error(doc.error().code, *file + ": " + doc.error().message));
-    auto keys = check_keys(*doc, {"min_ttl_ms", "max_ttl_ms", "families"}, "policy file");
+    auto keys = check_keys(*doc, {"min_ttl_ms", "max_ttl_ms", "families", "case_insensitive"}, "policy file");
     if (!keys.ok()) return ctx.fail(make_error(Errc::usage, *file + ": " + keys.error().message));
     for (const auto& [k, v] : doc->items()) policy[k] = v;
   }
+  // Repositories checked out on case-insensitive filesystems (macOS,
+  // Windows): one resource per path whatever its case (docs/FORMAT.md).
+  if (a->has("case-insensitive")) policy["case_insensitive"] = true;
   auto valid = parse_policy(policy);
   if (!valid.ok()) return ctx.fail(valid.error());
   if (a->has("private")) {  // docs/PRIVATE.md: sealed to the owner under epoch 1

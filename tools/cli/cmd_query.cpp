@@ -57,16 +57,24 @@ std::string status_table(const json& leases) {
 int cmd_status(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv, {{"all", false}});
   if (!a.ok()) return ctx.fail(a.error());
-  std::vector<RepoPath> filters;
-  for (const auto& p : a->positionals) {
-    auto rp = parse_repo_path(p);
-    if (!rp.ok()) return ctx.fail(rp.error());
-    filters.push_back(*rp);
-  }
+  // A PATH as typed: its NFC form, folded in a case-insensitive store.
+  auto filters_for = [&](PathCase path_case) -> Result<std::vector<RepoPath>> {
+    std::vector<RepoPath> out;
+    for (const auto& p : a->positionals) {
+      GITLOCKS_TRY(text, normalize_path_input(p, path_case));
+      GITLOCKS_TRY(rp, parse_repo_path(text, path_case));
+      out.push_back(rp);
+    }
+    return out;
+  };
+  if (auto checked = filters_for(PathCase::sensitive); !checked.ok()) return ctx.fail(checked.error());
   auto now = now_ms();
   if (!now.ok()) return ctx.fail(now.error());
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
+  auto filtered = filters_for(snap->path_case);
+  if (!filtered.ok()) return ctx.fail(filtered.error());
+  const std::vector<RepoPath> filters = std::move(*filtered);
   json out = {{"store", nullptr}, {"commit", nullptr}, {"now_ms", *now}, {"policy", nullptr}, {"leases", json::array()}};
   if (!snap->commit) return ctx.done(out, "no lock store in this repository (run `git-locks init`)");
   auto store = ctx.store();
@@ -151,18 +159,21 @@ int cmd_fence(Context& ctx, const Argv& argv) {
   auto generation = parse_count(a->positionals[1], "GENERATION");
   if (!generation.ok()) return ctx.fail(generation.error());
   // RESOURCE: "sem:NAME", "path:PATH" or a bare PATH.
-  std::string resource;
-  if (name.rfind("sem:", 0) == 0) {
-    resource = name;
-  } else {
-    auto p = parse_repo_path(name.rfind("path:", 0) == 0 ? name.substr(5) : name);
-    if (!p.ok()) return ctx.fail(p.error());
-    resource = path_resource(p->key());
-  }
+  // A path as typed: its NFC form, folded in a case-insensitive store.
+  auto resource_for = [&](PathCase path_case) -> Result<std::string> {
+    if (name.rfind("sem:", 0) == 0) return name;
+    GITLOCKS_TRY(text, normalize_path_input(name.rfind("path:", 0) == 0 ? name.substr(5) : name, path_case));
+    GITLOCKS_TRY(p, parse_repo_path(text, path_case));
+    return path_resource(p.key());
+  };
+  if (auto checked = resource_for(PathCase::sensitive); !checked.ok()) return ctx.fail(checked.error());
   auto now = now_ms();
   if (!now.ok()) return ctx.fail(now.error());
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
+  auto resolved = resource_for(snap->path_case);
+  if (!resolved.ok()) return ctx.fail(resolved.error());
+  const std::string resource = *resolved;
   std::optional<json> rec;
   if (snap->commit) {
     auto store = ctx.store();

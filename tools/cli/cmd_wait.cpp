@@ -63,9 +63,11 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     if (!now.ok()) return now.error();
     auto vault = open_vault(ctx, **store, *snap);
     if (!vault.ok()) return vault.error();
+    json body = body_at(*now);
+    if (auto st = canonical_op_paths(body, *snap); !st.ok()) return st.error();
     HashOnlyScope dry_run(**store);
     auto plan_result =
-        plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()}, body_at(*now), *now);
+        plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()}, body, *now);
     if (!plan_result.ok()) return plan_result.error();
     return std::nullopt;
   });

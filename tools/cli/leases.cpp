@@ -75,24 +75,28 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
   }
   const bool sem = ref.kind == LeaseRef::Kind::sem;
   std::string resource;
+  std::string target = ref.text;
   if (sem) {
     resource = sem_resource(ref.text);
   } else {
-    GITLOCKS_TRY(p, parse_repo_path(ref.text));
+    // As typed: NFC, folded in a case-insensitive store (path.hpp).
+    GITLOCKS_TRY(text, normalize_path_input(ref.text, snap_.path_case));
+    GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
     resource = path_resource(p.key());
+    target = text;
   }
   GITLOCKS_TRY(rec, record(resource));
   const char* key = sem ? "sem" : "path";
   std::optional<std::string> other;
   if (rec && rec->contains("leases")) {
     for (const auto& l : (*rec)["leases"]) {
-      if (l["holder"] == actor_) return make(key, ref.text, l["id"].get<std::string>());
+      if (l["holder"] == actor_) return make(key, target, l["id"].get<std::string>());
       if (!other) other = l["id"].get<std::string>();
     }
   }
   // Not ours: let the planner name the refusal when it can.
-  if (rec && ref.generation) return make(key, ref.text, "");
-  if (other) return make(key, ref.text, *other);
+  if (rec && ref.generation) return make(key, target, "");
+  if (other) return make(key, target, *other);
   std::string what = sem ? "slot of semaphore '" + ref.text + "'" : "lease on '" + ref.text + "'";
   if (try_id) what += " (and no lease has id " + ref.text + ")";
   return make_error(Errc::not_holder, "you hold no " + what);

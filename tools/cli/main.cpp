@@ -21,7 +21,7 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"init", cmd_init, "init [--private] [--policy FILE]",
+    {"init", cmd_init, "init [--private] [--policy FILE] [--case-insensitive]",
      "create the lock store (an existing store is left alone); --private: end-to-end encrypted (docs/PRIVATE.md)"},
     {"claim", cmd_claim, "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] [--wait[=DUR]] PATH...",
      "claim paths, all or none; an expired lease of another holder is reclaimed; --wait: block until admitted "
@@ -64,7 +64,8 @@ constexpr Command kCommands[] = {
      "owner: require a notary's attestation on every transition from now on"},
     {"guard-time resume", cmd_guard_time_resume, "guard-time resume ID",
      "finish an enable whose answer was lost: verify acceptance or re-send the identical packet"},
-    {"guard-time history", cmd_guard_time_history, "guard-time history", "local guard-time operations and their status"},
+    {"guard-time history", cmd_guard_time_history, "guard-time history",
+     "local guard-time operations and their status"},
     {"member add", cmd_member_add, "member add KEY",
      "owner of a PRIVATE store: add a member (new epoch key sealed to every member; two commits)"},
     {"member remove", cmd_member_remove, "member remove KEY",

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "checkpoint.h"
+#include "gitlocks/path.hpp"
 #include "gitlocks/state.hpp"
 #include "notary_client.h"
 #include "vault_host.h"
@@ -19,6 +20,24 @@ std::string no_store_message(Context& ctx) {
   if (remote.ok() && *remote)
     return "no lock store on remote " + **remote + " (its refs/locks/state is missing): run `git-locks init`";
   return "no lock store in this repository (refs/locks/state is missing): run `git-locks init`";
+}
+
+Status canonical_op_paths(json& body, const Snapshot& snap) {
+  if (!body.is_object() || !body.contains("ops") || !body["ops"].is_array()) return Ok{};
+  json& ops = body["ops"];
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    json& op = ops[i];
+    if (!op.is_object() || !op.contains("path") || !op["path"].is_string()) continue;
+    auto text = normalize_path_input(op["path"].get<std::string>(), snap.path_case);
+    if (!text.ok()) {
+      // Named as the planner names a failing op (batch maps it to its line).
+      Error e = text.error();
+      if (ops.size() > 1) e.message = "op " + std::to_string(i) + " (" + op.value("op", "") + "): " + e.message;
+      return e;
+    }
+    op["path"] = *text;
+  }
+  return Ok{};
 }
 
 Status require_store(Context& ctx, const Snapshot& snap) {
@@ -85,6 +104,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
       GITLOCKS_TRY(body, make_body(snap, now));
       if (!body) return Published{snap, std::nullopt};
+      GITLOCKS_CHECK(canonical_op_paths(*body, snap));
       // A store under guard time needs its notary before anything is planned.
       if (snap.guard_time) GITLOCKS_CHECK(need_notary());
       GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now, vault->get()));

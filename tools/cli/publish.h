@@ -66,6 +66,12 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
 // {"created_at":now,"name":display name,"ops":ops}
 json transition_body(Context& ctx, std::int64_t now, json ops);
 
+// Every op path of `body` as the store compares it: a user's path (an NFD
+// name from macOS, a case variant in a case-insensitive store) becomes its
+// canonical form (normalize_path_input), so one file is one resource.
+// publish() applies it to every body it plans. Errors: bad_path.
+Status canonical_op_paths(json& body, const Snapshot& snap);
+
 // Error for commands that need an existing store.
 Status require_store(Context& ctx, const Snapshot& snap);
 // "no lock store in this repository ..." (or "... on remote NAME ...").

@@ -244,7 +244,7 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
         seen = now_tip;
       }
     }
-    if (!moved) delay = std::min(kMaxPauseMs, delay * 2);
+    if (!moved) delay = std::min(local ? kMaxPauseMs : kMaxRemotePauseMs, delay * 2);
   }
 }
 

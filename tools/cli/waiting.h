@@ -3,8 +3,9 @@
 //
 // A waiter retries its attempt until it is admitted, is refused for a reason
 // waiting cannot cure, or its timeout passes. Between attempts it pauses with
-// exponential backoff and jitter (50 ms doubling to 2 s, each pause drawn
-// uniformly from its upper half); on a store in this repository it also
+// exponential backoff and jitter (50 ms doubling to 2 s, 500 ms for a remote
+// store, each pause drawn uniformly from its upper half); on a store in this
+// repository it also
 // watches refs/locks/state and tries again as soon as the ref moves. It
 // writes nothing to the store while it waits: no lease, no renewal.
 //
@@ -34,6 +35,10 @@ namespace gitlocks::cli {
 inline constexpr std::int64_t kFirstPauseMs = 50;
 inline constexpr std::int64_t kMaxPauseMs = 2000;
 inline constexpr std::int64_t kRefWatchMs = 20;
+// A remote store cannot be watched and its waiters (one per clone) share no
+// queue: they try more often, so that a release is not always taken by the
+// releaser's own next claim (bench/wait_bench.py --remote).
+inline constexpr std::int64_t kMaxRemotePauseMs = 500;
 
 // One resource a waiter wants.
 struct WantedResource {

@@ -422,6 +422,22 @@ function createGitLocksApi(factory, host) {
     return withMemberKey(memberKey, (key) => call('gitlocks_key_actor', key)).actor;
   }
 
+  // NFC and case-folded NFC of a string (the core's tables, whose Unicode
+  // version comes along): {nfc, fold, unicodeVersion}.
+  function unicodeForms(text) {
+    if (typeof text !== 'string') throw new GitLocksError('usage', 'unicodeForms needs a string');
+    const r = call('gitlocks_unicode_forms', [{ bytes: encoder.encode(text), withLength: true }]);
+    return { nfc: r.nfc, fold: r.fold, unicodeVersion: r.unicode_version };
+  }
+
+  // A path as a store compares it (NFC; folded when options.caseInsensitive),
+  // as the CLI makes of what a user typed. Throws GitLocksError bad-path.
+  function normalizePath(text, options) {
+    if (typeof text !== 'string') throw new GitLocksError('usage', 'normalizePath needs a string');
+    const ci = options && options.caseInsensitive ? 1 : 0;
+    return call('gitlocks_normalize_path', [{ bytes: encoder.encode(text), withLength: true }, ci]).path;
+  }
+
   const api = {
     init,
     version,
@@ -433,6 +449,8 @@ function createGitLocksApi(factory, host) {
     replay,
     openStore,
     keyActor,
+    unicodeForms,
+    normalizePath,
     Store,
     GitLocksError,
   };

@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,12 +25,14 @@
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/expr.hpp"
 #include "gitlocks/packet.hpp"
+#include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
+#include "gitlocks/unicode.hpp"
 #include "gitlocks/vault.hpp"
 
 using gitlocks::Errc;
@@ -488,6 +490,27 @@ char* gitlocks_key_actor(const char* key, std::size_t key_len) {
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
   if (!member.get()) return fail(Errc::usage, "member key: none given");
   return ok({{"actor", gitlocks::to_hex(member.get()->public_key)}});
+}
+
+// unicode_forms(text, len) -> {"ok":{"nfc","fold","unicode_version"}}: the
+// NFC and the case-folded NFC of UTF-8 text (unicode.hpp).
+char* gitlocks_unicode_forms(const char* text, std::size_t len) {
+  const std::string_view in(text ? text : "", text ? len : 0);
+  auto nfc = gitlocks::to_nfc(in);
+  if (!nfc.ok()) return fail(nfc.error());
+  auto fold = gitlocks::case_fold_nfc(in);
+  if (!fold.ok()) return fail(fold.error());
+  return ok({{"nfc", *nfc}, {"fold", *fold}, {"unicode_version", std::string(gitlocks::unicode_version())}});
+}
+
+// normalize_path(text, len, case_insensitive) -> {"ok":{"path"}}: what a
+// host makes of a path a user typed (path.hpp normalize_path_input).
+char* gitlocks_normalize_path(const char* text, std::size_t len, int case_insensitive) {
+  auto p = gitlocks::normalize_path_input(
+      std::string_view(text ? text : "", text ? len : 0),
+      case_insensitive ? gitlocks::PathCase::insensitive : gitlocks::PathCase::sensitive);
+  if (!p.ok()) return fail(p.error());
+  return ok({{"path", *p}});
 }
 
 }  // extern "C"

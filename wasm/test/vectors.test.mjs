@@ -165,8 +165,37 @@ for (const file of files('key')) {
   });
 }
 
+// NFC, case folding and path forms, through unicodeForms and normalizePath.
+let unicodeCases = 0;
+for (const file of files('unicode')) {
+  test(`unicode vectors: ${path.basename(file)}`, () => {
+    const doc = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(doc.kind, 'unicode');
+    for (const c of doc.cases) {
+      unicodeCases++;
+      const where = `${path.basename(file)}: ${c.name}`;
+      const forms = gl.unicodeForms(c.input);
+      assert.equal(forms.unicodeVersion, doc.unicode_version, where);
+      assert.equal(forms.nfc, c.expect.nfc, `${where}: nfc`);
+      assert.equal(forms.fold, c.expect.fold, `${where}: fold`);
+      for (const [key, caseInsensitive] of [['path', false], ['path_ci', true]]) {
+        const want = c.expect[key];
+        const outcome = attempt(() => gl.normalizePath(c.input, { caseInsensitive }));
+        if (typeof want === 'string') {
+          assert.ok(!outcome.error, `${where}: ${key}: ${outcome.error && outcome.error.message}`);
+          assert.equal(outcome.value, want, `${where}: ${key}`);
+        } else {
+          assert.ok(outcome.error, `${where}: ${key}: expected ${want.error}`);
+          assert.equal(outcome.error.code, want.error, `${where}: ${key}`);
+        }
+      }
+    }
+  });
+}
+
 test('vector corpus is not silently empty', () => {
   assert.ok(exprCases >= 70, `only ${exprCases} expression cases`);
   assert.ok(planCases >= 40, `only ${planCases} planner cases`);
   assert.ok(keyCases >= 15, `only ${keyCases} key cases`);
+  assert.ok(unicodeCases >= 15, `only ${unicodeCases} unicode cases`);
 });

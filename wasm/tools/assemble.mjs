@@ -23,7 +23,7 @@ glue = glue.slice(0, tail);
 const api = fs.readFileSync(path.join(srcDir, 'js', 'api.js'), 'utf8');
 const names = [
   'init', 'version', 'deriveInterval', 'preflightAction', 'plan', 'verifyPacket', 'verifyAttestation',
-  'replay', 'openStore', 'keyActor', 'Store', 'GitLocksError',
+  'replay', 'openStore', 'keyActor', 'unicodeForms', 'normalizePath', 'Store', 'GitLocksError',
 ];
 
 fs.rmSync(outDir, { recursive: true, force: true });

@@ -5,6 +5,14 @@
 // characters, no '\\', valid UTF-8, at most 4096 bytes and 255 bytes per
 // component. Bad paths are rejected, never rewritten.
 //
+// Identity across platforms: a path in a packet is in Unicode NFC, with no
+// run of more than 30 combining marks (Unicode's stream-safe limit), and in
+// a case-insensitive store (policy "case_insensitive") also case-folded, so
+// one file is one resource whichever filesystem spelled it. Hosts turn what
+// a user typed into that form with normalize_path_input; the planner and
+// replay refuse anything else (bad_path), so a forged NFD or case twin of a
+// held path is an invalid packet, never a second lease.
+//
 // Two claimed paths overlap when one's component list is a prefix of the
 // other's (equal included). The trailing '/' documents intent; it does not
 // narrow the claim: "a/b" also covers "a/b/c" should a/b become a directory.
@@ -20,6 +28,10 @@ namespace gitlocks {
 
 inline constexpr std::size_t kMaxPathBytes = 4096;
 inline constexpr std::size_t kMaxComponentBytes = 255;
+inline constexpr std::size_t kMaxCombiningRun = 30;
+
+// How a store compares paths (Policy::case_insensitive).
+enum class PathCase { sensitive, insensitive };
 
 struct RepoPath {
   std::vector<std::string> components;
@@ -31,8 +43,16 @@ struct RepoPath {
   std::string display() const;
 };
 
-// Validates a path. Errors: bad_path with the reason.
-Result<RepoPath> parse_repo_path(std::string_view text);
+// Validates a path in the store's canonical form (NFC; folded when
+// `path_case` is insensitive). Errors: bad_path with the reason; a path that
+// is only not canonical is refused with a message naming its canonical form.
+Result<RepoPath> parse_repo_path(std::string_view text, PathCase path_case = PathCase::sensitive);
+
+// What a host does with a path a user typed or a filesystem listed: its
+// canonical form for the store (NFC, then folded when case-insensitive),
+// validated as parse_repo_path. Nothing else is rewritten ("./a" stays
+// refused). Errors: bad_path.
+Result<std::string> normalize_path_input(std::string_view text, PathCase path_case = PathCase::sensitive);
 
 // True when the two paths overlap (SPEC §3).
 bool paths_overlap(const RepoPath& a, const RepoPath& b);

@@ -2,6 +2,7 @@
 //
 //   {"format":"gitlocks-policy-v1","store":HEX64,"owner":HEX64,
 //    "min_ttl_ms":1000,"max_ttl_ms":3600000,
+//    "case_insensitive":true,                        (optional, default false)
 //    "families":[{"name":"db","policy":"exclusive"|"shared",
 //                 "members":["db/schema.sql","db/migrations/"]}],
 //    "guard_time":{"audience":A,"service_key":HEX64,"disclosure":"GUARD_WINDOW",
@@ -9,7 +10,10 @@
 //                  "scope":"ALL_COMMITS"}}          (only once activated)
 //
 // The TTL bounds become seed 002's guard expressions (ttl_guards); unknown
-// fields and unknown formats are refused, never ignored.
+// fields and unknown formats are refused, never ignored. In a
+// case-insensitive store the identity of a path is its case-folded NFC form
+// (path.hpp): every path in a packet, and every family member, is written
+// in that form.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +54,16 @@ struct Policy {
   std::int64_t min_ttl_ms = kDefaultMinTtlMs;
   std::int64_t max_ttl_ms = kDefaultMaxTtlMs;
   std::vector<Family> families;
+  // Paths compare case-insensitively (repositories checked out on
+  // case-insensitive filesystems). Set at creation only.
+  bool case_insensitive = false;
+
+  PathCase path_case() const { return case_insensitive ? PathCase::insensitive : PathCase::sensitive; }
 };
 
 // Validates and reads a policy document. Errors: unknown_format, bad_json,
-// bad_path, usage (0 < min_ttl <= max_ttl violated, duplicate family).
+// bad_path (also a family member not in the store's canonical form), usage
+// (0 < min_ttl <= max_ttl violated, duplicate family).
 Result<Policy> parse_policy(const json& doc);
 
 class Vault;

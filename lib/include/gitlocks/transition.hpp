@@ -10,6 +10,7 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/packet.hpp"
+#include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/vault.hpp"
@@ -29,6 +30,9 @@ struct Snapshot {
   std::int64_t epoch = 0;                 // its current key epoch
   bool full = true;                       // its history was re-executed in full (TrustState::full)
   std::string verifier;                   // whose keys verified it (TrustState::verifier)
+  // How the store compares paths (Policy::case_insensitive): hosts turn a
+  // user's path into an op with normalize_path_input(text, path_case).
+  PathCase path_case = PathCase::sensitive;
 };
 
 // A Snapshot is obtained only from verified_snapshot() (gitlocks/trust.hpp):
