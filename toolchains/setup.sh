@@ -3,7 +3,8 @@
 # with sudo available): every build and test dependency of git-locks.
 #
 #   toolchains/setup.sh            native + WASM toolchains and WASM deps
-#   toolchains/setup.sh --native   native toolchain only (no Emscripten)
+#   toolchains/setup.sh --native   native toolchain only (no Emscripten; Node.js
+#                                  and npm for the MCP test)
 #
 # Everything comes from Debian packages (binary and source) and npm; nothing
 # is downloaded from anywhere else. The WASM builds of libsodium and libgit2
@@ -36,13 +37,13 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-# Node.js and npm run the WASM, npm-package and browser suites. Debian's
-# `nodejs` ships without npm (it is the separate `npm` package); a Node.js
-# from elsewhere (e.g. NodeSource's, which bundles npm) is used as it is.
-if [ "$want_wasm" = 1 ]; then
-  command -v node >/dev/null || missing+=(nodejs)
-  command -v npm >/dev/null || missing+=(npm)
-fi
+# Node.js and npm run the WASM, npm-package and browser suites, and (native
+# too) the MCP server's test through the official TypeScript SDK
+# (tests/mcp). Debian's `nodejs` ships without npm (it is the separate `npm`
+# package); a Node.js from elsewhere (e.g. NodeSource's, which bundles npm)
+# is used as it is.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
@@ -73,15 +74,16 @@ if ! command -v setpriv >/dev/null; then
   exit 1
 fi
 
+# The suites use `node --test --test-concurrency`, global WebCrypto and
+# fetch, and the MCP SDK's dependencies need Node.js 20: Node.js 20.10 or
+# newer, native set-up included (the npm package itself runs on 18).
+node_version=$(node -p 'process.versions.node' 2>/dev/null || echo none)
+if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=10)?0:1)' 2>/dev/null; then
+  echo "setup: the test suite needs Node.js >= 20.10, found $node_version (Debian bookworm's own nodejs is 18: install Node.js 20 from Debian trixie/bookworm-backports or NodeSource, then re-run)" >&2
+  exit 1
+fi
+command -v npm >/dev/null || { echo "setup: npm is missing after installing Debian's npm package" >&2; exit 1; }
 if [ "$want_wasm" = 1 ]; then
-  # The suites use `node --test --test-concurrency`, global WebCrypto and
-  # fetch: Node.js 20.10 or newer (the npm package itself runs on 18).
-  node_version=$(node -p 'process.versions.node' 2>/dev/null || echo none)
-  if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a===20&&b>=10)?0:1)' 2>/dev/null; then
-    echo "setup: the test suite needs Node.js >= 20.10, found $node_version (Debian bookworm's own nodejs is 18: install Node.js 20 from Debian trixie/bookworm-backports or NodeSource, then re-run)" >&2
-    exit 1
-  fi
-  command -v npm >/dev/null || { echo "setup: npm is missing after installing Debian's npm package" >&2; exit 1; }
   "$here/wasm-deps.sh"
 fi
 echo "setup: done"

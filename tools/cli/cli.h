@@ -125,6 +125,7 @@ int cmd_member_list(Context& ctx, const Argv& argv);
 int cmd_hook_install(Context& ctx, const Argv& argv);
 int cmd_hook_check(Context& ctx, const Argv& argv);
 int cmd_web(Context& ctx, const Argv& argv);
+int cmd_mcp(Context& ctx, const Argv& argv);
 int cmd_notary(Context& ctx, const Argv& argv);
 int cmd_guard_time_enable(Context& ctx, const Argv& argv);
 int cmd_guard_time_resume(Context& ctx, const Argv& argv);

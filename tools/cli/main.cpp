@@ -78,6 +78,9 @@ constexpr Command kCommands[] = {
      "that does not replay as valid transitions"},
     {"hook check", cmd_hook_check, "hook check pre-commit|pre-push|pre-receive [--warn]",
      "what the installed hooks run"},
+    {"mcp", cmd_mcp, "mcp",
+     "serve the Model Context Protocol on stdin/stdout (one server per agent, acting with --key); every tool call "
+     "runs the matching command (docs/CLI.md \"MCP server\")"},
     {"web", cmd_web, "web [--port P] [--site DIR]",
      "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
     {"completion bash", cmd_completion_bash, "completion bash",

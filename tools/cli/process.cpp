@@ -154,7 +154,7 @@ void Process::abandon() {
   close_fds();
 }
 
-ProcessResult Process::finish(std::string_view input) {
+ProcessResult Process::finish(std::string_view input, const std::function<void()>& before_reap) {
   ProcessResult r;
   if (pid_ <= 0) return r;
   std::size_t written = 0;
@@ -193,6 +193,7 @@ ProcessResult Process::finish(std::string_view input) {
     }
   }
   close_fds();
+  if (before_reap) before_reap();
   r.status = wait_exit_status(pid_);
   pid_ = -1;
   return r;

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,8 +35,10 @@ class Process {
   ~Process();
 
   // Writes `input`, closes stdin, collects both outputs until the child
-  // exits, and reaps it.
-  ProcessResult finish(std::string_view input);
+  // exits, and reaps it. `before_reap`, when given, runs once both outputs
+  // are closed and before the child is reaped: until then its pid cannot
+  // be reused, so another thread may still signal it safely.
+  ProcessResult finish(std::string_view input, const std::function<void()>& before_reap = {});
 
   // Kills a child that was given nothing to do (it has read no input, so it
   // has touched nothing) and reaps it.

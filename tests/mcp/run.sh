@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The ctest entry of the MCP test: `node --test mcp.test.mjs`. Without
+# Node.js a skip (77), a failure under CI=true.
+set -euo pipefail
+if ! command -v node >/dev/null; then
+  if [ "${CI:-}" = true ]; then
+    echo "mcp test: FAILED under CI=true: node is missing (run toolchains/setup.sh --native)" >&2
+    exit 1
+  fi
+  echo "mcp test: NOT PASSED, skipped: node is missing (run toolchains/setup.sh --native)" >&2
+  exit 77
+fi
+exec node --test --test-concurrency=1 "$(dirname "${BASH_SOURCE[0]}")/mcp.test.mjs"
