@@ -245,16 +245,23 @@ class Planner {
       what = "'" + n.path + "' (below '" + n.below + "/') is held " + n.mode + " by " + n.name + " (" + key12 + ")";
     else if (!n.name.empty() && n.family && !n.path.empty())
       what = "family '" + n.family->name + "' is held by " + n.name + " (" + key12 + "), through '" + n.path + "'";
-    Error e(c.reason, what + suffix + " until " +
-                          (now_ ? format_when(n.expires_at, *now_) : format_instant(n.expires_at)));
-    e.fields["expires_at_ms"] = std::to_string(n.expires_at);
-    if (now_) e.fields["checked_at_ms"] = std::to_string(*now_);
-    if (!n.holder.empty()) {
-      e.fields["holder"] = n.holder;
-      e.fields["holder_name"] = n.name;
-    }
+    Error e = refusal(c.reason, what + suffix + " until", n.expires_at, n.holder, n.name);
     if (!n.path.empty()) e.fields["path"] = n.path;
     if (n.family) e.fields["family"] = n.family->name;
+    return e;
+  }
+
+  // `text` followed by the instant `at` ("2026-12-01T11:16:33Z, in 9m59s"
+  // when proposing at T), with at, T and the holder in the fields.
+  Error refusal(Errc code, const std::string& text, std::int64_t at, const std::string& holder,
+                const std::string& name) const {
+    Error e(code, text + " " + (now_ ? format_when(at, *now_) : format_instant(at)));
+    e.fields["expires_at_ms"] = std::to_string(at);
+    if (now_) e.fields["checked_at_ms"] = std::to_string(*now_);
+    if (!holder.empty()) {
+      e.fields["holder"] = holder;
+      e.fields["holder_name"] = name;
+    }
     return e;
   }
 
@@ -519,14 +526,11 @@ class Planner {
         if (holders.size() < 400) holders += (holders.empty() ? "" : ", ") + holder_label(l);
       }
       const std::int64_t frees = (*first)["expires_at"].get<std::int64_t>();
-      Error e(Errc::full_semaphore, "semaphore '" + name + "' is full (" + std::to_string(remaining.size()) + "/" +
-                                        std::to_string(limit) + "): held by " + holders + "; the first slot frees " +
-                                        (now_ ? format_when(frees, *now_) : format_instant(frees)) +
-                                        " unless released sooner");
-      e.fields["expires_at_ms"] = std::to_string(frees);
-      if (now_) e.fields["checked_at_ms"] = std::to_string(*now_);
-      e.fields["holder"] = (*first).value("holder", "");
-      e.fields["holder_name"] = (*first).value("name", "");
+      Error e = refusal(Errc::full_semaphore,
+                        "semaphore '" + name + "' is full (" + std::to_string(remaining.size()) + "/" +
+                            std::to_string(limit) + "): held by " + holders + "; the first slot frees",
+                        frees, (*first).value("holder", ""), (*first).value("name", ""));
+      e.message += " unless released sooner";
       return e;
     }
 
