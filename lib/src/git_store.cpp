@@ -7,6 +7,7 @@
 #include <stdlib.h>  // mkdtemp
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <map>
 #include <system_error>
@@ -33,10 +34,32 @@ std::string oid_hex(const git_oid& oid) {
   return buf;
 }
 
+// The value of a hex digit (either case, as git_oid_fromstrn takes), or -1.
+constexpr int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Every tree entry of every re-planned tree passes through here: a table
+// lookup per digit rather than git_oid_fromstrn's per-call checks.
 Result<git_oid> parse_oid(const Oid& hex) {
+  static const auto table = [] {
+    std::array<signed char, 256> t{};
+    for (int c = 0; c < 256; ++c)
+      t[static_cast<std::size_t>(c)] = static_cast<signed char>(hex_value(static_cast<char>(c)));
+    return t;
+  }();
   git_oid oid;
-  if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstrn(&oid, hex.data(), hex.size()) != 0)
-    return make_error(Errc::store_read, "invalid object id '" + hex + "'");
+  bool ok = hex.size() == GIT_OID_HEXSZ;
+  for (std::size_t i = 0; ok && i < GIT_OID_RAWSZ; ++i) {
+    const int hi = table[static_cast<unsigned char>(hex[2 * i])];
+    const int lo = table[static_cast<unsigned char>(hex[2 * i + 1])];
+    ok = hi >= 0 && lo >= 0;
+    if (ok) oid.id[i] = static_cast<unsigned char>(hi << 4 | lo);
+  }
+  if (!ok) return make_error(Errc::store_read, "invalid object id '" + hex + "'");
   return oid;
 }
 

@@ -175,6 +175,7 @@ class Planner {
       }
       GITLOCKS_TRY(bytes, codec_.encode(loc, rec));
       GITLOCKS_TRY(id, store_.write_blob(bytes));
+      if (&codec_ == &plain_codec()) store_.keep_written_parse(id, rec);
       updates[loc] = id;
       ++records_written;
     }

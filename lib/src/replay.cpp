@@ -55,7 +55,12 @@ class CachingStore final : public ObjectStore {
   Result<SharedTree> read_tree_shared(const Oid& id) override {
     return cached(trees_, id, [&] { return recall(written_trees_, id, [&] { return s_.read_tree_shared(id); }); });
   }
-  Result<Commit> read_commit(const Oid& id) override { return s_.read_commit(id); }
+  Result<Commit> read_commit(const Oid& id) override {
+    if (primed_ && primed_->first == id) return primed_->second;
+    return s_.read_commit(id);
+  }
+  // The commit the walk read last: read_transition_commit reads it again.
+  void prime_commit(Oid id, Commit c) { primed_.emplace(std::move(id), std::move(c)); }
   // A re-planned object is usually the recorded one: the timeline reads it
   // next. Its content is known (the id is its hash); it is handed out only
   // if the store holds that object, so a read fails exactly as before when
@@ -65,15 +70,16 @@ class CachingStore final : public ObjectStore {
     remember(written_blobs_, id, std::string(data));
     return id;
   }
-  Result<Oid> write_tree(const Tree& tree) override {
+  Result<Oid> write_tree(const Tree& tree) override { return write_tree_owned(Tree(tree)); }
+  Result<Oid> write_tree_owned(Tree&& tree) override {
+    // Kept as read_tree returns it: in Git's order (a tree with two entries
+    // of one name is not kept). Re-planned trees usually are in order.
+    if (!std::is_sorted(tree.begin(), tree.end(), detail::git_entry_less))
+      std::sort(tree.begin(), tree.end(), detail::git_entry_less);
     GITLOCKS_TRY(id, s_.write_tree(tree));
-    // As read_tree returns it: in Git's order (a tree with two entries of
-    // one name is not kept).
-    Tree sorted = tree;
-    std::sort(sorted.begin(), sorted.end(), detail::git_entry_less);
     bool unique = true;
-    for (std::size_t i = 1; i < sorted.size() && unique; ++i) unique = detail::git_entry_less(sorted[i - 1], sorted[i]);
-    if (unique) remember(written_trees_, id, SharedTree(std::make_shared<const Tree>(std::move(sorted))));
+    for (std::size_t i = 1; i < tree.size() && unique; ++i) unique = detail::git_entry_less(tree[i - 1], tree[i]);
+    if (unique) remember(written_trees_, id, SharedTree(std::make_shared<const Tree>(std::move(tree))));
     return id;
   }
   bool has_object(const Oid& id) override { return s_.has_object(id); }
@@ -82,7 +88,15 @@ class CachingStore final : public ObjectStore {
   std::shared_ptr<const json> parsed_blob(const Oid& id) override {
     if (auto it = parsed_.young.find(id); it != parsed_.young.end()) return it->second;
     if (auto it = parsed_.old.find(id); it != parsed_.old.end()) return it->second;
-    return nullptr;
+    // A record the planner wrote, once the store holds it (as recall()).
+    const std::shared_ptr<const json>* hit = nullptr;
+    if (auto it = written_parsed_.young.find(id); it != written_parsed_.young.end()) hit = &it->second;
+    else if (auto old = written_parsed_.old.find(id); old != written_parsed_.old.end()) hit = &old->second;
+    if (!hit || !s_.has_object(id)) return nullptr;
+    return remember(parsed_, id, std::shared_ptr<const json>(*hit));
+  }
+  void keep_written_parse(const Oid& id, const json& doc) override {
+    remember(written_parsed_, id, std::shared_ptr<const json>(std::make_shared<const json>(doc)));
   }
   void keep_parsed(const Oid& id, const json& doc) override {
     remember(parsed_, id, std::shared_ptr<const json>(std::make_shared<const json>(doc)));
@@ -128,11 +142,13 @@ class CachingStore final : public ObjectStore {
     return v;
   }
   ObjectStore& s_;
+  std::optional<std::pair<Oid, Commit>> primed_;
   Generations<std::string> blobs_;
   Generations<SharedTree> trees_;
   Generations<std::string> written_blobs_;
   Generations<SharedTree> written_trees_;
   Generations<std::shared_ptr<const json>> parsed_;
+  Generations<std::shared_ptr<const json>> written_parsed_;
 };
 
 struct ChainState {
@@ -479,23 +495,24 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   }
   ReplaySummary summary;
   summary.tip = tip;
-  std::vector<Oid> segment;  // the commits of one segment, tip first
+  std::vector<std::pair<Oid, Commit>> segment;  // the commits of one segment, tip first
   for (std::size_t i = 0; i < count; ++i) {
     if (segment.empty()) {
       const std::size_t m = (count - 1 - i) / kSegment;  // the segment holding commit i (from the root)
       const std::size_t len = std::min(kSegment, count - m * kSegment);
       Oid at = marks[m];
       for (std::size_t k = 0; k < len; ++k) {
-        segment.push_back(at);
-        if (k + 1 == len) break;
         GITLOCKS_TRY(c, raw_store.read_commit(at));
-        if (c.parents.empty())
+        if (k + 1 < len && c.parents.empty())
           return make_error(Errc::store_read, "the chain below " + marks[m] + " changed while read");
-        at = c.parents.front();
+        Oid next = k + 1 < len ? c.parents.front() : Oid();
+        segment.emplace_back(std::move(at), std::move(c));
+        at = std::move(next);
       }
     }
     Verdict v;
-    v.commit = std::move(segment.back());
+    v.commit = segment.back().first;
+    store.prime_commit(std::move(segment.back().first), std::move(segment.back().second));
     segment.pop_back();
     auto tc = read_transition_commit(store, v.commit);
     if (!tc.ok()) {

@@ -89,18 +89,19 @@ std::vector<std::string> split(const std::string& location) {
   return out;
 }
 
-Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int format, const RecordCodec& codec) {
+Result<SharedDoc> load_record(ObjectStore& store, const Change& c, const Oid& id, int format,
+                              const RecordCodec& codec) {
   // A record in the clear is its strict canonical parse, which the store
-  // may have kept (the planner read it from the source state).
+  // may have kept (the planner read it from the source state, or wrote it):
+  // shared, not copied.
   const bool plain = &codec == &plain_codec();
-  Result<json> v = json();
-  if (auto hit = plain ? store.parsed_blob(id) : nullptr) {
-    v = *hit;
-  } else {
+  SharedDoc v = plain ? store.parsed_blob(id) : nullptr;
+  if (!v) {
     GITLOCKS_TRY(bytes, store.read_blob(id));
-    v = codec.decode(split(c.location), bytes);
-    if (!v.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + v.error().message);
-    if (plain) store.keep_parsed(id, *v);
+    auto decoded = codec.decode(split(c.location), bytes);
+    if (!decoded.ok()) return make_error(Errc::invalid, "record " + c.location + ": " + decoded.error().message);
+    if (plain) store.keep_parsed(id, *decoded);
+    v = std::make_shared<const json>(std::move(decoded).value());
   }
   const json& rec = *v;
   if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
@@ -113,14 +114,20 @@ Result<json> load_record(ObjectStore& store, const Change& c, const Oid& id, int
     return make_error(Errc::invalid, "record of " + resource + " stored at " + c.location + ", not " + expected);
   auto st = records::validate(rec, resource);
   if (!st.ok()) return make_error(Errc::invalid, st.error().message);
-  return std::move(v).value();
+  return v;
 }
 
-std::map<std::string, json> leases_by_id(const json& rec) {
-  std::map<std::string, json> out;
+// The leases of a record by id (pointing into `rec`).
+std::map<std::string, const json*> leases_by_id(const json& rec) {
+  std::map<std::string, const json*> out;
   if (rec.is_null()) return out;
-  for (const auto& l : rec["leases"]) out[l["id"].get<std::string>()] = l;
+  for (const auto& l : rec["leases"]) out[l["id"].get<std::string>()] = &l;
   return out;
+}
+
+const json& doc_or_null(const SharedDoc& d) {
+  static const json null_doc;
+  return d ? *d : null_doc;
 }
 
 bool overlaps(const std::string& a, const std::string& b) {
@@ -240,7 +247,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                                                const RecordCodec* new_codec) {
   if (!old_codec) old_codec = &plain_codec();
   if (!new_codec) new_codec = &plain_codec();
-  std::map<std::string, json> previous = std::move(recent_);
+  std::map<std::string, SharedDoc> previous = std::move(recent_);
   recent_.clear();
   std::vector<Violation> violations;
   std::vector<Change> changes;
@@ -292,7 +299,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
   };
   // The path records this commit changed (by key), and what its lease
   // changes must do to the markers of their ancestors.
-  std::map<std::string, std::pair<json, json>> changed_paths;
+  std::map<std::string, std::pair<SharedDoc, SharedDoc>> changed_paths;
   std::map<std::string, std::map<std::string, MarkerDelta>> deltas;  // ancestor key -> holder -> delta
   auto mark = [&](const std::string& key, const std::string& holder, bool exclusive, int count, std::int64_t until) {
     for (const auto& a : ancestors_of(key)) {
@@ -302,22 +309,22 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     }
   };
   std::vector<Admission> admitted;
-  std::vector<json> semaphores;
-  std::map<std::string, json> recent;
+  std::vector<SharedDoc> semaphores;
+  std::map<std::string, SharedDoc> recent;
   // First removals and renewals, then admissions: a reclaim removes the old
   // lease and admits the new one in the same commit.
   for (const auto& c : changes) {
-    json before = nullptr;
-    json after = nullptr;
+    SharedDoc before_doc;
+    SharedDoc after_doc;
     if (c.before) {
       auto hit = previous.find(c.location + ' ' + *c.before);
-      auto r = hit != previous.end() ? Result<json>(std::move(hit->second))
+      auto r = hit != previous.end() ? Result<SharedDoc>(std::move(hit->second))
                                      : load_record(store, c, *c.before, *format, *old_codec);
       if (!r.ok()) {
         violations.push_back({"record-misplaced", r.error().message});
         continue;
       }
-      before = std::move(r).value();
+      before_doc = std::move(r).value();
     }
     if (c.after) {
       auto r = load_record(store, c, *c.after, *format, *new_codec);
@@ -325,9 +332,11 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
         violations.push_back({"record-misplaced", r.error().message});
         continue;
       }
-      after = std::move(r).value();
-      recent.emplace(c.location + ' ' + *c.after, after);
+      after_doc = std::move(r).value();
+      recent.emplace(c.location + ' ' + *c.after, after_doc);
     }
+    const json& before = doc_or_null(before_doc);
+    const json& after = doc_or_null(after_doc);
     const json& any = after.is_null() ? before : after;
     const std::string kind = any["kind"].get<std::string>();
     if (kind == "family") continue;  // derived data; leases carry the facts
@@ -341,20 +350,22 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
       violations.push_back({"generation-reused",
                             "the generation of " + resource + " went back from " + std::to_string(before_generation)});
     if (kind == "path") {
-      changed_paths[name] = {before, after};
+      changed_paths[name] = {before_doc, after_doc};
       for (const auto& [id, l] : old_leases) {
         auto it = new_leases.find(id);
-        if (it == new_leases.end()) mark(name, l["holder"].get<std::string>(), l["mode"] == "exclusive", -1, -1);
-        else if (it->second["expires_at"] != l["expires_at"])
-          mark(name, l["holder"].get<std::string>(), l["mode"] == "exclusive", 0,
-               it->second["expires_at"].get<std::int64_t>());
+        if (it == new_leases.end()) mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", -1, -1);
+        else if ((*it->second)["expires_at"] != (*l)["expires_at"])
+          mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", 0,
+               (*it->second)["expires_at"].get<std::int64_t>());
       }
       for (const auto& [id, n] : new_leases)
         if (!old_leases.count(id))
-          mark(name, n["holder"].get<std::string>(), n["mode"] == "exclusive", 1, n["expires_at"].get<std::int64_t>());
+          mark(name, (*n)["holder"].get<std::string>(), (*n)["mode"] == "exclusive", 1,
+               (*n)["expires_at"].get<std::int64_t>());
     }
     std::vector<Live>* live = kind == "path" && !lazy_ ? &paths_[name] : nullptr;
-    for (const auto& [id, l] : old_leases) {
+    for (const auto& [id, lp] : old_leases) {
+      const json& l = *lp;
       auto it = new_leases.find(id);
       if (it == new_leases.end()) {
         if (live)
@@ -362,7 +373,7 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                       live->end());
         continue;
       }
-      const json& n = it->second;
+      const json& n = *it->second;
       if (n["generation"] != l["generation"] || n["holder"] != l["holder"] ||
           n.value("mode", "") != l.value("mode", ""))
         violations.push_back({"generation-reused", "lease " + id + " changed its generation, holder or mode"});
@@ -378,13 +389,14 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
             if (x.id == id) x.expires_at = n["expires_at"].get<std::int64_t>();
       }
     }
-    for (const auto& [id, n] : new_leases) {
+    for (const auto& [id, np] : new_leases) {
       if (old_leases.count(id)) continue;
+      const json& n = *np;
       admitted.push_back({resource, name, n["holder"].get<std::string>(), id, n.value("mode", "") == "exclusive",
                           n["expires_at"].get<std::int64_t>(), n["generation"].get<std::int64_t>(), before_generation});
     }
     if (live && live->empty()) paths_.erase(name);
-    if (kind == "sem" && !after.is_null()) semaphores.push_back(after);
+    if (kind == "sem" && after_doc) semaphores.push_back(after_doc);
   }
   // The markers follow the lease changes: on every ancestor of a changed
   // lease, and on every changed record, each holder's count changes by
@@ -395,16 +407,18 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
   for (const auto& [k, _] : deltas) marked.insert(k);
   for (const auto& [k, _] : changed_paths) marked.insert(k);
   for (const auto& k : marked) {
-    json before = nullptr;
-    json after = nullptr;
+    SharedDoc before_doc;
+    SharedDoc after_doc;
     if (auto c = changed_paths.find(k); c != changed_paths.end()) {
-      before = c->second.first;
-      after = c->second.second;
+      before_doc = c->second.first;
+      after_doc = c->second.second;
     } else {
       auto rec = after_reader.record(path_resource(k));
       if (!rec.ok()) return rec.error();
-      if (*rec) before = after = **rec;  // unchanged by this commit
+      if (*rec) before_doc = after_doc = std::make_shared<const json>(std::move(**rec));  // unchanged by this commit
     }
+    const json& before = doc_or_null(before_doc);
+    const json& after = doc_or_null(after_doc);
     std::set<std::string> holders;
     for (const json* r : {&before, &after})
       if (!r->is_null())
@@ -470,7 +484,8 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
     if (!lazy_) paths_[a.key].push_back({a.id, a.holder, a.exclusive, a.expires_at});
   }
   recent_ = std::move(recent);
-  for (const auto& rec : semaphores) {
+  for (const auto& doc : semaphores) {
+    const json& rec = *doc;
     std::int64_t live = 0;
     for (const auto& l : rec["leases"])
       if (l["expires_at"].get<std::int64_t>() >= t) ++live;
@@ -529,11 +544,11 @@ Result<RecordChanges> record_changes(ObjectStore& store, const Oid& old_state, c
   for (const auto& c : changes) {
     if (c.before) {
       GITLOCKS_TRY(rec, detail::load_record(store, c, *c.before, format, *old_codec));
-      out.before.push_back(std::move(rec));
+      out.before.push_back(*rec);
     }
     if (c.after) {
       GITLOCKS_TRY(rec, detail::load_record(store, c, *c.after, format, *new_codec));
-      out.after.push_back(std::move(rec));
+      out.after.push_back(*rec);
     }
   }
   return out;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@
 #include "gitlocks/store.hpp"
 
 namespace gitlocks::detail {
+
+// A parsed record shared with the store's cache (never modified).
+using SharedDoc = std::shared_ptr<const json>;
 
 struct Violation {
   std::string reason;  // exclusion-violated, semaphore-over-limit, generation-reused, record-misplaced, ...
@@ -64,7 +68,7 @@ class Timeline {
   std::map<std::string, std::int64_t> max_generation_;  // resource -> highest generation seen
   // Records the previous apply() read as "after", by location + blob id: the
   // next commit reads them again as "before" (bounded by one commit's changes).
-  std::map<std::string, json> recent_;
+  std::map<std::string, SharedDoc> recent_;
 };
 
 }  // namespace gitlocks::detail

@@ -53,7 +53,7 @@ Result<std::optional<Oid>> apply_level(ObjectStore& store, const std::optional<O
     it = group_end;
   }
   if (entries.empty()) return std::optional<Oid>{};
-  GITLOCKS_TRY(id, store.write_tree(entries));
+  GITLOCKS_TRY(id, store.write_tree_owned(std::move(entries)));
   return std::optional<Oid>{id};
 }
 

@@ -51,6 +51,9 @@ class ObjectStore {
   virtual Result<Commit> read_commit(const Oid& id) = 0;
   virtual Result<Oid> write_blob(std::string_view data) = 0;
   virtual Result<Oid> write_tree(const Tree& tree) = 0;
+  // write_tree for a caller that is done with `tree`: a caching store keeps
+  // it rather than a copy (the planner rewrites trees of hundreds of entries).
+  virtual Result<Oid> write_tree_owned(Tree&& tree) { return write_tree(tree); }
   // Author and committer are "git-locks <git-locks@invalid>" at time_seconds,
   // so a commit is a pure function of its inputs.
   virtual Result<Oid> write_commit(const Commit& commit) = 0;
@@ -60,6 +63,11 @@ class ObjectStore {
   // otherwise (then read and parse it, and offer the result to keep_parsed).
   virtual std::shared_ptr<const json> parsed_blob(const Oid& id) { return (void)id, nullptr; }
   virtual void keep_parsed(const Oid& id, const json& doc) { (void)id, (void)doc; }
+  // `doc` is the document whose canonical encoding (canon_dump) the caller
+  // just wrote as blob `id`, so it is that blob's strict canonical parse: a
+  // caching store hands it out from parsed_blob once the store holds `id`
+  // (the planner's re-encoded records are what the verifier reads next).
+  virtual void keep_written_parse(const Oid& id, const json& doc) { (void)id, (void)doc; }
   // True when the object is in the store; false when it is not or the
   // store cannot tell without reading it (then read it).
   virtual bool has_object(const Oid& id) { return (void)id, false; }
