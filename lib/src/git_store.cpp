@@ -98,6 +98,31 @@ struct LibGit2 {
   LibGit2& operator=(const LibGit2&) = delete;
 };
 
+// Opens the repository at `path` (searching upwards unless `flags` say
+// otherwise) and its object database, with `extra_object_dirs` added.
+Status open_repository(const std::string& path, unsigned flags, const std::vector<std::string>& extra_object_dirs,
+                       git_repository*& repo_out, git_odb*& odb_out) {
+  git_repository* repo = nullptr;
+  if (git_repository_open_ext(&repo, path.c_str(), flags, nullptr) != 0)
+    return make_error(Errc::store_read, last_git_error(("cannot open repository at " + path).c_str()));
+  git_odb* odb = nullptr;
+  if (git_repository_odb(&odb, repo) != 0) {
+    git_repository_free(repo);
+    return make_error(Errc::store_read, last_git_error("cannot open object database"));
+  }
+  for (const auto& dir : extra_object_dirs) {
+    if (git_odb_add_disk_alternate(odb, dir.c_str()) != 0) {
+      std::string e = last_git_error(("cannot add object directory " + dir).c_str());
+      git_odb_free(odb);
+      git_repository_free(repo);
+      return make_error(Errc::store_read, e);
+    }
+  }
+  repo_out = repo;
+  odb_out = odb;
+  return Ok{};
+}
+
 class GitStore final : public ObjectStore {
  public:
   // `mempack` is the writable in-memory backend of a memory or pack store
@@ -115,8 +140,18 @@ class GitStore final : public ObjectStore {
   GitStore(const GitStore&) = delete;
   GitStore& operator=(const GitStore&) = delete;
 
+  // A repository store re-opens its object database from `git_dir` (with
+  // the same extra object directories) every
+  // StoreHostOptions::reopen_after_reads reads, so libgit2's pack index
+  // pages and delta-base cache do not accumulate over a long walk.
+  void enable_reopen(std::string git_dir, std::vector<std::string> extra_object_dirs) {
+    reopen_dir_ = std::move(git_dir);
+    extra_dirs_ = std::move(extra_object_dirs);
+  }
+
   Result<std::string> read_blob(const Oid& id) override {
     GITLOCKS_TRY(oid, parse_oid(id));
+    before_read();
     git_odb_object* obj = nullptr;
     if (git_odb_read(&obj, odb_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read blob " + id).c_str()));
@@ -131,6 +166,7 @@ class GitStore final : public ObjectStore {
 
   Result<Tree> read_tree(const Oid& id) override {
     GITLOCKS_TRY(oid, parse_oid(id));
+    before_read();
     git_tree* tree = nullptr;
     if (git_tree_lookup(&tree, repo_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read tree " + id).c_str()));
@@ -152,6 +188,7 @@ class GitStore final : public ObjectStore {
 
   Result<Commit> read_commit(const Oid& id) override {
     GITLOCKS_TRY(oid, parse_oid(id));
+    before_read();
     git_commit* c = nullptr;
     if (git_commit_lookup(&c, repo_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
@@ -236,7 +273,9 @@ class GitStore final : public ObjectStore {
 
   bool has_object(const Oid& id) override {
     auto oid = parse_oid(id);
-    return oid.ok() && git_odb_exists(odb_, &oid.value()) == 1;
+    if (!oid.ok()) return false;
+    before_read();
+    return git_odb_exists(odb_, &oid.value()) == 1;
   }
 
   std::size_t objects_written() const override { return written_; }
@@ -259,6 +298,20 @@ class GitStore final : public ObjectStore {
   }
 
  private:
+  void before_read() {
+    const std::size_t every = host_options().reopen_after_reads;
+    if (reopen_dir_.empty() || every == 0 || ++reads_ < every) return;
+    reads_ = 0;
+    git_repository* repo = nullptr;
+    git_odb* odb = nullptr;
+    // On failure the open database stays in use: nothing is lost but memory.
+    if (!open_repository(reopen_dir_, GIT_REPOSITORY_OPEN_NO_SEARCH, extra_dirs_, repo, odb).ok()) return;
+    git_odb_free(odb_);
+    git_repository_free(repo_);
+    repo_ = repo;
+    odb_ = odb;
+  }
+
   // Git's canonical tree encoding: entries sorted by name, a tree's name
   // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
   static bool git_order(const TreeEntry* a, const TreeEntry* b) { return detail::git_entry_less(*a, *b); }
@@ -298,6 +351,9 @@ class GitStore final : public ObjectStore {
   std::string temp_dir_;
   std::map<std::string, Oid> refs_;
   std::size_t written_ = 0;
+  std::string reopen_dir_;
+  std::vector<std::string> extra_dirs_;
+  std::size_t reads_ = 0;
 };
 
 }  // namespace
@@ -306,22 +362,11 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
                                                     const std::vector<std::string>& extra_object_dirs) {
   LibGit2 lib;  // keeps libgit2 initialised while we open
   git_repository* repo = nullptr;
-  if (git_repository_open_ext(&repo, path.c_str(), 0, nullptr) != 0)
-    return make_error(Errc::store_read, last_git_error(("cannot open repository at " + path).c_str()));
   git_odb* odb = nullptr;
-  if (git_repository_odb(&odb, repo) != 0) {
-    git_repository_free(repo);
-    return make_error(Errc::store_read, last_git_error("cannot open object database"));
-  }
-  for (const auto& dir : extra_object_dirs) {
-    if (git_odb_add_disk_alternate(odb, dir.c_str()) != 0) {
-      std::string e = last_git_error(("cannot add object directory " + dir).c_str());
-      git_odb_free(odb);
-      git_repository_free(repo);
-      return make_error(Errc::store_read, e);
-    }
-  }
-  return std::unique_ptr<ObjectStore>(new GitStore(repo, odb, nullptr));
+  GITLOCKS_CHECK(open_repository(path, 0, extra_object_dirs, repo, odb));
+  auto store = std::make_unique<GitStore>(repo, odb, nullptr);
+  store->enable_reopen(git_repository_path(repo), extra_object_dirs);
+  return std::unique_ptr<ObjectStore>(std::move(store));
 }
 
 namespace {

@@ -73,3 +73,56 @@ TEST_CASE("store: object ids are 40 hex digits of either case - one digit off or
   CHECK_FALSE(s->write_tree({{"x", false, id->substr(0, 39) + "g"}}).ok());
   CHECK(s->write_tree({{"x", false, upper}}).value() == s->write_tree({{"x", false, *id}}).value());
 }
+
+#ifndef __EMSCRIPTEN__  // a repository on disk; the WASM binding never re-opens (StoreHostOptions)
+#include <git2.h>
+#include <stdlib.h>  // mkdtemp
+
+#include <filesystem>
+#include <fstream>
+
+TEST_CASE("store: a repository store re-opens its object database every N reads and keeps its object dirs") {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/gitlocks-reopen-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path root(tmpl);
+  git_libgit2_init();
+  for (const char* name : {"a", "b", "c", "d"}) {
+    git_repository* r = nullptr;
+    REQUIRE(git_repository_init(&r, (root / name).c_str(), 1) == 0);
+    git_repository_free(r);
+  }
+  git_libgit2_shutdown();
+  auto blob_in = [&](const char* repo, const std::string& data) {
+    auto s = std::move(gitlocks::open_git_store((root / repo).string()).value());
+    return s->write_blob(data).value();
+  };
+  const auto in_b = blob_in("b", "from b\n");
+  const auto in_c = blob_in("c", "from c\n");
+  auto reads_after_new_alternate = [&](const char* repo, std::size_t every) {
+    gitlocks::StoreHostOptions host;
+    host.reopen_after_reads = every;
+    gitlocks::set_store_host_options(host);
+    // c's objects come in as an extra directory (as a push's quarantine does).
+    auto s = std::move(gitlocks::open_git_store((root / repo).string(), {(root / "c" / "objects").string()}).value());
+    const auto own = s->write_blob("own\n").value();
+    CHECK_FALSE(s->has_object(in_b));
+    // An alternate added after the store opened is seen only by a new database.
+    std::ofstream(root / repo / "objects" / "info" / "alternates") << (root / "b" / "objects").string() << "\n";
+    for (int i = 0; i < 10; ++i) {
+      CHECK(s->read_blob(in_c).value() == "from c\n");
+      CHECK(s->read_blob(own).value() == "own\n");
+    }
+    const bool sees_b = s->read_blob(in_b).ok();
+    auto late = s->write_blob("late\n");  // writes go on into the re-opened database
+    REQUIRE(late.ok());
+    CHECK(s->read_blob(*late).value() == "late\n");
+    gitlocks::set_store_host_options(gitlocks::StoreHostOptions{});
+    return sees_b;
+  };
+  CHECK(reads_after_new_alternate("a", 3));
+  CHECK_FALSE(reads_after_new_alternate("d", 0));  // never re-opened: the control
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+#endif
