@@ -23,7 +23,7 @@ native_pkgs=(
   build-essential cmake ninja-build git pkg-config clang
   libgit2-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
   libclang-rt-14-dev python3 python3-cryptography python3-nacl ca-certificates
-  lighttpd util-linux ccache unicode-data
+  lighttpd util-linux ccache unicode-data libmimalloc-dev
   help2man man-db dpkg-dev
 )
 wasm_pkgs=(
