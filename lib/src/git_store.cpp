@@ -140,18 +140,18 @@ class GitStore final : public ObjectStore {
   GitStore(const GitStore&) = delete;
   GitStore& operator=(const GitStore&) = delete;
 
-  // A repository store re-opens its object database from `git_dir` (with
-  // the same extra object directories) every
-  // StoreHostOptions::reopen_after_reads reads, so libgit2's pack index
-  // pages and delta-base cache do not accumulate over a long walk.
-  void enable_reopen(std::string git_dir, std::vector<std::string> extra_object_dirs) {
-    reopen_dir_ = std::move(git_dir);
+  // A repository store loads its object database afresh (with the same
+  // extra object directories) every StoreHostOptions::reopen_after_reads
+  // reads, so libgit2's pack index pages and delta-base cache do not
+  // accumulate over a long walk.
+  void enable_reopen(std::vector<std::string> extra_object_dirs) {
+    reopen_ = true;
     extra_dirs_ = std::move(extra_object_dirs);
   }
 
   Result<std::string> read_blob(const Oid& id) override {
     GITLOCKS_TRY(oid, parse_oid(id));
-    before_read();
+    GITLOCKS_CHECK(before_read());
     git_odb_object* obj = nullptr;
     if (git_odb_read(&obj, odb_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read blob " + id).c_str()));
@@ -166,7 +166,7 @@ class GitStore final : public ObjectStore {
 
   Result<Tree> read_tree(const Oid& id) override {
     GITLOCKS_TRY(oid, parse_oid(id));
-    before_read();
+    GITLOCKS_CHECK(before_read());
     git_tree* tree = nullptr;
     if (git_tree_lookup(&tree, repo_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read tree " + id).c_str()));
@@ -188,7 +188,7 @@ class GitStore final : public ObjectStore {
 
   Result<Commit> read_commit(const Oid& id) override {
     GITLOCKS_TRY(oid, parse_oid(id));
-    before_read();
+    GITLOCKS_CHECK(before_read());
     git_commit* c = nullptr;
     if (git_commit_lookup(&c, repo_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
@@ -210,6 +210,7 @@ class GitStore final : public ObjectStore {
         return make_error(Errc::store_write, last_git_error("cannot hash blob"));
       return oid_hex(oid);
     }
+    if (!odb_) return make_error(Errc::store_write, reopen_error_);
     if (git_odb_write(&oid, odb_, data.data(), data.size(), GIT_OBJECT_BLOB) != 0)
       return make_error(Errc::store_write, last_git_error("cannot write blob"));
     ++written_;
@@ -218,6 +219,7 @@ class GitStore final : public ObjectStore {
 
   Result<Oid> write_tree(const Tree& tree) override {
     if (hash_only_) return hash_tree(tree);
+    if (!odb_) return make_error(Errc::store_write, reopen_error_);
     git_treebuilder* b = nullptr;
     if (git_treebuilder_new(&b, repo_, nullptr) != 0)
       return make_error(Errc::store_write, last_git_error("cannot build tree"));
@@ -238,6 +240,7 @@ class GitStore final : public ObjectStore {
   }
 
   Result<Oid> write_commit(const Commit& commit) override {
+    if (!odb_) return make_error(Errc::store_write, reopen_error_);
     GITLOCKS_TRY(tree, parse_oid(commit.tree));
     std::vector<git_oid> parents;
     for (const auto& p : commit.parents) {
@@ -264,6 +267,7 @@ class GitStore final : public ObjectStore {
       if (it == refs_.end()) return std::optional<Oid>{};
       return std::optional<Oid>{it->second};
     }
+    if (!odb_) return make_error(Errc::store_read, reopen_error_);
     git_oid oid;
     int rc = git_reference_name_to_id(&oid, repo_, std::string(name).c_str());
     if (rc == GIT_ENOTFOUND) return std::optional<Oid>{};
@@ -274,7 +278,7 @@ class GitStore final : public ObjectStore {
   bool has_object(const Oid& id) override {
     auto oid = parse_oid(id);
     if (!oid.ok()) return false;
-    before_read();
+    if (!before_read().ok()) return false;
     return git_odb_exists(odb_, &oid.value()) == 1;
   }
 
@@ -298,19 +302,36 @@ class GitStore final : public ObjectStore {
   }
 
  private:
-  void before_read() {
+  // libgit2 shares an open pack (its index mapping and delta-base cache)
+  // among every database of the process that has it open, so the old
+  // database is released before the repository loads a new one (else the
+  // pack would live on in it). A database that cannot be loaded again (the
+  // repository was removed under us) fails this read and every later one.
+  Status before_read() {
+    if (!odb_) return make_error(Errc::store_read, reopen_error_);
     const std::size_t every = host_options().reopen_after_reads;
-    if (reopen_dir_.empty() || every == 0 || ++reads_ < every) return;
+    if (!reopen_ || every == 0 || ++reads_ < every) return Ok{};
     reads_ = 0;
-    git_repository* repo = nullptr;
-    git_odb* odb = nullptr;
-    // On failure the open database stays in use: nothing is lost but memory.
-    if (!open_repository(reopen_dir_, GIT_REPOSITORY_OPEN_NO_SEARCH, extra_dirs_, repo, odb).ok()) return;
     git_odb_free(odb_);
-    git_repository_free(repo_);
-    repo_ = repo;
-    odb_ = odb;
+    odb_ = nullptr;
+    // Frees the repository's own database (and configuration and ref
+    // database, loaded again when next needed) without closing it.
+    if (git_repository__cleanup(repo_) != 0 || git_repository_odb(&odb_, repo_) != 0) {
+      reopen_error_ = last_git_error("cannot open the object database again");
+      odb_ = nullptr;
+      return make_error(Errc::store_read, reopen_error_);
+    }
+    for (const auto& dir : extra_dirs_) {
+      if (git_odb_add_disk_alternate(odb_, dir.c_str()) != 0) {
+        reopen_error_ = last_git_error(("cannot add object directory " + dir).c_str());
+        git_odb_free(odb_);
+        odb_ = nullptr;
+        return make_error(Errc::store_read, reopen_error_);
+      }
+    }
+    return Ok{};
   }
+
 
   // Git's canonical tree encoding: entries sorted by name, a tree's name
   // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
@@ -351,9 +372,10 @@ class GitStore final : public ObjectStore {
   std::string temp_dir_;
   std::map<std::string, Oid> refs_;
   std::size_t written_ = 0;
-  std::string reopen_dir_;
+  bool reopen_ = false;
   std::vector<std::string> extra_dirs_;
   std::size_t reads_ = 0;
+  std::string reopen_error_;
 };
 
 }  // namespace
@@ -365,7 +387,7 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
   git_odb* odb = nullptr;
   GITLOCKS_CHECK(open_repository(path, 0, extra_object_dirs, repo, odb));
   auto store = std::make_unique<GitStore>(repo, odb, nullptr);
-  store->enable_reopen(git_repository_path(repo), extra_object_dirs);
+  store->enable_reopen(extra_object_dirs);
   return std::unique_ptr<ObjectStore>(std::move(store));
 }
 
