@@ -332,7 +332,6 @@ class GitStore final : public ObjectStore {
     return Ok{};
   }
 
-
   // Git's canonical tree encoding: entries sorted by name, a tree's name
   // compared as if it ended in '/'; "<mode> <name>\0<20-byte id>".
   static bool git_order(const TreeEntry* a, const TreeEntry* b) { return detail::git_entry_less(*a, *b); }
