@@ -98,28 +98,11 @@ struct LibGit2 {
   LibGit2& operator=(const LibGit2&) = delete;
 };
 
-// Opens the repository at `path` (searching upwards unless `flags` say
-// otherwise) and its object database, with `extra_object_dirs` added.
-Status open_repository(const std::string& path, unsigned flags, const std::vector<std::string>& extra_object_dirs,
-                       git_repository*& repo_out, git_odb*& odb_out) {
-  git_repository* repo = nullptr;
-  if (git_repository_open_ext(&repo, path.c_str(), flags, nullptr) != 0)
-    return make_error(Errc::store_read, last_git_error(("cannot open repository at " + path).c_str()));
-  git_odb* odb = nullptr;
-  if (git_repository_odb(&odb, repo) != 0) {
-    git_repository_free(repo);
-    return make_error(Errc::store_read, last_git_error("cannot open object database"));
-  }
-  for (const auto& dir : extra_object_dirs) {
-    if (git_odb_add_disk_alternate(odb, dir.c_str()) != 0) {
-      std::string e = last_git_error(("cannot add object directory " + dir).c_str());
-      git_odb_free(odb);
-      git_repository_free(repo);
-      return make_error(Errc::store_read, e);
-    }
-  }
-  repo_out = repo;
-  odb_out = odb;
+// Adds `dirs` to `odb` as alternates (e.g. a push's quarantine).
+Status add_object_dirs(git_odb* odb, const std::vector<std::string>& dirs) {
+  for (const auto& dir : dirs)
+    if (git_odb_add_disk_alternate(odb, dir.c_str()) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot add object directory " + dir).c_str()));
   return Ok{};
 }
 
@@ -321,13 +304,11 @@ class GitStore final : public ObjectStore {
       odb_ = nullptr;
       return make_error(Errc::store_read, reopen_error_);
     }
-    for (const auto& dir : extra_dirs_) {
-      if (git_odb_add_disk_alternate(odb_, dir.c_str()) != 0) {
-        reopen_error_ = last_git_error(("cannot add object directory " + dir).c_str());
-        git_odb_free(odb_);
-        odb_ = nullptr;
-        return make_error(Errc::store_read, reopen_error_);
-      }
+    if (auto added = add_object_dirs(odb_, extra_dirs_); !added.ok()) {
+      reopen_error_ = added.error().message;
+      git_odb_free(odb_);
+      odb_ = nullptr;
+      return added;
     }
     return Ok{};
   }
@@ -383,8 +364,18 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
                                                     const std::vector<std::string>& extra_object_dirs) {
   LibGit2 lib;  // keeps libgit2 initialised while we open
   git_repository* repo = nullptr;
+  if (git_repository_open_ext(&repo, path.c_str(), 0, nullptr) != 0)
+    return make_error(Errc::store_read, last_git_error(("cannot open repository at " + path).c_str()));
   git_odb* odb = nullptr;
-  GITLOCKS_CHECK(open_repository(path, 0, extra_object_dirs, repo, odb));
+  if (git_repository_odb(&odb, repo) != 0) {
+    git_repository_free(repo);
+    return make_error(Errc::store_read, last_git_error("cannot open object database"));
+  }
+  if (auto added = add_object_dirs(odb, extra_object_dirs); !added.ok()) {
+    git_odb_free(odb);
+    git_repository_free(repo);
+    return added.error();
+  }
   auto store = std::make_unique<GitStore>(repo, odb, nullptr);
   store->enable_reopen(extra_object_dirs);
   return std::unique_ptr<ObjectStore>(std::move(store));

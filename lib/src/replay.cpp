@@ -86,12 +86,9 @@ class CachingStore final : public ObjectStore {
   // Parses of blobs read through this store (kept only after a successful
   // read and parse, so a hit stands for exactly that).
   std::shared_ptr<const json> parsed_blob(const Oid& id) override {
-    if (auto it = parsed_.young.find(id); it != parsed_.young.end()) return it->second;
-    if (auto it = parsed_.old.find(id); it != parsed_.old.end()) return it->second;
+    if (const auto* kept = find(parsed_, id)) return *kept;
     // A record the planner wrote, once the store holds it (as recall()).
-    const std::shared_ptr<const json>* hit = nullptr;
-    if (auto it = written_parsed_.young.find(id); it != written_parsed_.young.end()) hit = &it->second;
-    else if (auto old = written_parsed_.old.find(id); old != written_parsed_.old.end()) hit = &old->second;
+    const auto* hit = find(written_parsed_, id);
     if (!hit || !s_.has_object(id)) return nullptr;
     return remember(parsed_, id, std::shared_ptr<const json>(*hit));
   }
@@ -126,11 +123,15 @@ class CachingStore final : public ObjectStore {
   // An object this walk wrote (hash-only), if the store holds it.
   template <typename T, typename Load>
   Result<T> recall(Generations<T>& g, const Oid& id, Load load) {
-    const T* hit = nullptr;
-    if (auto it = g.young.find(id); it != g.young.end()) hit = &it->second;
-    else if (auto old = g.old.find(id); old != g.old.end()) hit = &old->second;
+    const T* hit = find(g, id);
     if (hit && s_.has_object(id)) return *hit;
     return load();
+  }
+  template <typename T>
+  static const T* find(const Generations<T>& g, const Oid& id) {
+    if (auto it = g.young.find(id); it != g.young.end()) return &it->second;
+    if (auto it = g.old.find(id); it != g.old.end()) return &it->second;
+    return nullptr;
   }
   template <typename T>
   static T remember(Generations<T>& g, const Oid& id, T v) {
