@@ -148,3 +148,106 @@ def clone(url, path, name="host"):
     subprocess.run(["git", "-C", path, "config", "user.name", name], check=True)
     subprocess.run(["git", "-C", path, "config", "user.email", f"{name}@example.invalid"], check=True)
     return path
+
+
+class SilentProxy:
+    """A server that accepts connections and never answers, in front of a
+    real `git daemon`: with hang="all" every connection is held open in
+    silence (any URL scheme: git://, http://); with hang="receive-pack" a
+    git:// fetch (git-upload-pack) is passed through to `upstream_port` and
+    only pushes are held. Held connections stay open until close().
+
+        p = SilentProxy.start(hang="all")
+        p.url("store.git", scheme="git")    # git://127.0.0.1:PORT/store.git
+        p.accepted                           # connections accepted so far
+    """
+
+    def __init__(self, hang, upstream_port=None):
+        import threading
+        self.hang, self.upstream_port = hang, upstream_port
+        self.accepted = 0
+        self.held = []
+        self.lock = threading.Lock()
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.closed = False
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    @classmethod
+    def start(cls, hang, upstream_port=None):
+        p = cls(hang, upstream_port)
+        p.thread.start()
+        return p
+
+    def url(self, name, scheme="git"):
+        if scheme == "git":
+            return f"git://127.0.0.1:{self.port}/{name}"
+        return f"http://127.0.0.1:{self.port}/git/{name}"
+
+    def _serve(self):
+        import threading
+        while not self.closed:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                self.accepted += 1
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn):
+        if self.hang == "all":
+            with self.lock:
+                self.held.append(conn)
+            return
+        # git:// starts with one pkt-line: "git-upload-pack /NAME\0host=...\0".
+        first = b""
+        try:
+            while len(first) < 4 or len(first) < int(first[:4], 16):
+                chunk = conn.recv(4096)
+                if not chunk:
+                    conn.close()
+                    return
+                first += chunk
+        except (OSError, ValueError):
+            conn.close()
+            return
+        if first[4:].startswith(b"git-receive-pack"):
+            with self.lock:
+                self.held.append(conn)
+            return
+        import threading
+        up = socket.create_connection(("127.0.0.1", self.upstream_port))
+        up.sendall(first)
+
+        def pump(a, b):
+            """a -> b until a's end of file, then b's write side is closed."""
+            try:
+                while True:
+                    data = a.recv(65536)
+                    if not data:
+                        break
+                    b.sendall(data)
+            except OSError:
+                pass
+            try:
+                b.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        back = threading.Thread(target=pump, args=(up, conn), daemon=True)
+        back.start()
+        pump(conn, up)
+        back.join()
+        conn.close()
+        up.close()
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+        with self.lock:
+            for c in self.held:
+                c.close()
+            self.held.clear()

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "support"))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 sys.path.insert(0, HERE)
 
-from servers import KINDS, Server, clone  # noqa: E402
+from servers import KINDS, Server, SilentProxy, clone  # noqa: E402
 from support import Result, binary  # noqa: E402
 from threads import Workers, run_parallel  # noqa: E402
 
@@ -619,6 +619,105 @@ class ServerGoesAway(RemoteTest):
             self.assertIn(c, history, f"{c} was reported as published but is not on the server")
         self.assertOk(server_verify(self, srv))
         self.assertOk(bob.run("claim", "after/"))
+
+
+def processes_mentioning(text):
+    """Pids of the processes whose command line contains `text`."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+class ServerNeverAnswers(RemoteTest):
+    """Issue 18, goal 4: a server that accepts the connection and never
+    answers costs at most `git config locks.timeout` per fetch or push; the
+    command then fails with store-read (fetch) or store-write (push),
+    publishes nothing and launches nothing."""
+
+    def silent(self, hang, upstream=None):
+        p = SilentProxy.start(hang, upstream)
+        self.addCleanup(p.close)
+        return p
+
+    def timed(self, host, *args):
+        t0 = time.monotonic()
+        r = host.run("--json", *args)
+        return r, time.monotonic() - t0
+
+    def test_fetch_from_a_silent_server_is_store_read_after_the_timeout(self):
+        for scheme in ("git", "http"):
+            with self.subTest(scheme=scheme):
+                proxy = self.silent("all")
+                url = proxy.url("store.git", scheme)
+                host = Host(self, self.root, f"h-{scheme}", url)
+                host.git("config", "locks.timeout", "1s")
+                marker = os.path.join(self.root, f"launched-{scheme}")
+                for args in (("claim", "x/"), ("status",), ("run", "--claim", "z/", "--", "touch", marker)):
+                    r, took = self.timed(host, *args)
+                    e = self.assertStore(r, "store-read")
+                    self.assertIn("did not finish within 1s (git config locks.timeout)", e["detail"], r)
+                    self.assertGreaterEqual(took, 1.0, r)
+                    self.assertLess(took, 10.0, "the timeout did not stop the fetch")
+                self.assertFalse(os.path.exists(marker), "a command was launched without admission")
+                self.assertGreaterEqual(proxy.accepted, 3)
+                self.assertEqual(host.git("for-each-ref", "refs/locks/"), "", "nothing was written")
+                # Nothing git started (git-remote-http for http://) is left
+                # waiting on the silent server.
+                self.assertEqual(processes_mentioning(f"127.0.0.1:{proxy.port}/"), [])
+
+    def test_push_to_a_silent_server_is_store_write_and_nothing_lands(self):
+        srv, alice = self.store("daemon", "alice")
+        self.assertOk(alice.run("claim", "a/"))
+        before = srv.history()
+        proxy = self.silent("receive-pack", srv.port)
+        alice.git("remote", "set-url", "origin", proxy.url(srv.name))
+        alice.git("config", "locks.timeout", "1500ms")
+        self.assertOk(alice.run("--json", "status"))  # fetches pass through
+        marker = os.path.join(self.root, "launched")
+        for args in (("claim", "x/"), ("run", "--claim", "z/", "--", "touch", marker)):
+            r, took = self.timed(alice, *args)
+            e = self.assertStore(r, "store-write")
+            self.assertIn("git push origin did not finish within 1500ms (git config locks.timeout)", e["detail"])
+            self.assertEqual(e["attempts"], 1, r)
+            self.assertGreaterEqual(took, 1.5, r)
+            self.assertLess(took, 12.0, r)
+        self.assertFalse(os.path.exists(marker), "a command was launched without admission")
+        self.assertEqual(srv.history(), before, "nothing was published")
+        self.assertEqual(processes_mentioning(f"127.0.0.1:{proxy.port}/"), [])
+        # The server answers again: the same host claims, nothing was lost.
+        alice.git("remote", "set-url", "origin", srv.url)
+        self.assertOk(alice.run("claim", "x/"))
+        self.assertEqual(srv.history()[1:], before)
+        self.assertOk(server_verify(self, srv))
+
+    def test_bad_timeouts_are_usage_errors(self):
+        srv, alice = self.store("file", "alice")
+        before = srv.history()
+        for bad in ("0", "0s", "-1s", "abc", "25h", "1.5s"):
+            alice.git("config", "locks.timeout", bad)
+            r = alice.run("--json", "claim", "x/")
+            self.assertEqual(r.code, 64, (bad, r))
+            self.assertEqual(r.error["error"], "usage", r)
+            self.assertIn("locks.timeout must be a duration from 1ms to 24h", r.error["detail"])
+        self.assertEqual(srv.history(), before)
+        for good in ("1ms", "24h", "2m"):
+            alice.git("config", "locks.timeout", good)
+            if good == "1ms":
+                # No fetch finishes in a millisecond: store-read, not usage.
+                self.assertStore(alice.run("--json", "status"), "store-read")
+            else:
+                self.assertOk(alice.run("--json", "status"))
+        # A local store never reads the setting.
+        alice.git("config", "locks.timeout", "abc")
+        self.assertOk(alice.run("--remote", "", "--json", "init"))
 
 
 if __name__ == "__main__":

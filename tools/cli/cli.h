@@ -35,7 +35,7 @@ class Context {
   // Parses a command's flags; the global flags are accepted everywhere.
   Result<Parsed> parse(const Argv& argv, std::vector<FlagSpec> flags, bool stop_at_positional = false);
 
-  Git git() const { return Git(repo_dir); }
+  Git git() const { return Git(repo_dir, network_timeout_ms_); }
   // The repository's object store (libgit2), opened once. Errors: store_read.
   Result<ObjectStore*> store();
   // The actor's identity, loaded once. Errors: usage.
@@ -51,7 +51,8 @@ class Context {
   // Where the store lives: nullopt for this repository's refs/locks/state,
   // else the name of the remote whose refs/locks/state it is (--remote,
   // else git config locks.remote; "" or --remote "" means local). Errors:
-  // usage (not a usable remote name).
+  // usage (not a usable remote name, or a bad `locks.timeout`: the most
+  // one fetch or push of the remote may take, default 30 s).
   Result<std::optional<std::string>> remote();
   // The local ref holding the store's tip: refs/locks/state, or for a
   // remote store refs/locks/remotes/NAME/state (its tip as last fetched).
@@ -73,6 +74,7 @@ class Context {
   std::optional<Identity> identity_;
   std::optional<Git::PendingConfigs> config_;
   std::optional<std::optional<std::string>> remote_;
+  std::int64_t network_timeout_ms_ = kNetworkTimeoutMs;
 };
 
 // The contents of a file, or of stdin for "-". Errors: usage.

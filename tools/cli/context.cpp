@@ -53,7 +53,8 @@ void Context::prefetch_config() {
   // --get-regexp matches the lower-cased key: locks.notaryConnectTimeout, locks.notaryReadTimeout.
   if (!config_)
     config_.emplace(
-        git().begin_configs("^(user\\.name|locks\\.remote|locks\\.notary|locks\\.notary(connect|read)timeout)$"));
+        git().begin_configs(
+            "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.notary|locks\\.notary(connect|read)timeout)$"));
 }
 
 std::string Context::config(const std::string& key) {
@@ -71,6 +72,14 @@ Result<std::optional<std::string>> Context::remote() {
     } else {
       // A remote's name becomes part of a ref name (refs/locks/remotes/NAME/state).
       GITLOCKS_TRY(checked, check_remote_name(name));
+      const std::string timeout = config("locks.timeout");
+      if (!timeout.empty()) {
+        auto ms = parse_duration(timeout);
+        if (!ms.ok() || *ms < 1 || *ms > kNetworkTimeoutMaxMs)
+          return make_error(Errc::usage, "git config locks.timeout must be a duration from 1ms to 24h, got '" +
+                                             timeout + "'");
+        network_timeout_ms_ = *ms;
+      }
       remote_.emplace(checked);
     }
   }

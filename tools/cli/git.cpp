@@ -54,6 +54,11 @@ CasStatus classify_lock_reason(std::string_view ref, std::string_view why) {
   return CasStatus::failed;
 }
 
+// 30000 -> "30s", 1500 -> "1500ms": how the timeout reads in a message.
+std::string format_ms(std::int64_t ms) {
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+}
+
 std::string trim_right(std::string_view s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\r')) s.remove_suffix(1);
   return std::string(s);
@@ -126,7 +131,11 @@ CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std
     argv.push_back(new_oid + ":" + std::string(ref));
     auto p = Process::start(argv, {"LC_ALL=C"});
     if (!p.ok()) return {CasStatus::failed, p.error().message};
-    return classify_push(ref, p->finish({}));
+    ProcessResult r = p->finish({}, {}, timeout_ms_);
+    if (r.timed_out)
+      return {CasStatus::failed, "git push " + remote_ + " did not finish within " + format_ms(timeout_ms_) +
+                                     " (git config locks.timeout); stopped" + (r.err.empty() ? "" : ": " + trim_right(r.err))};
+    return classify_push(ref, r);
   }
   if (!process_->ok()) return {CasStatus::failed, process_->error().message};
   std::string input = "start\nupdate " + std::string(ref) + " " + new_oid + " " + old_oid.value_or(kZeroOid) +
@@ -148,12 +157,13 @@ std::vector<std::string> Git::base_argv() const {
   return argv;
 }
 
-Result<ProcessResult> Git::run(const std::vector<std::string>& args, std::string_view input) const {
+Result<ProcessResult> Git::run(const std::vector<std::string>& args, std::string_view input,
+                               std::int64_t timeout_ms) const {
   auto argv = base_argv();
   argv.insert(argv.end(), args.begin(), args.end());
   auto p = Process::start(argv, {"LC_ALL=C"});
   if (!p.ok()) return make_error(Errc::store_read, p.error().message);
-  return p->finish(input);
+  return p->finish(input, {}, timeout_ms);
 }
 
 PendingCas Git::begin_cas() const {
@@ -165,7 +175,9 @@ PendingCas Git::begin_cas() const {
   return PendingCas(Process::start(argv, {"LC_ALL=C"}));
 }
 
-PendingCas Git::begin_push(const std::string& remote) const { return PendingCas(base_argv(), remote); }
+PendingCas Git::begin_push(const std::string& remote) const {
+  return PendingCas(base_argv(), remote, network_timeout_ms_);
+}
 
 Result<bool> Git::fetch_state(const std::string& remote, const std::string& tracking) const {
   // The tracking ref is this clone's cache, not the authority: a short lock
@@ -181,8 +193,13 @@ Result<bool> Git::fetch_state(const std::string& remote, const std::string& trac
   const std::string contended = "cannot lock ref '" + tracking + "'";
   ProcessResult r;
   for (int attempt = 1;; ++attempt) {
-    GITLOCKS_TRY(once, run(args));
+    GITLOCKS_TRY(once, run(args, {}, network_timeout_ms_));
     r = std::move(once);
+    if (r.timed_out)
+      return make_error(Errc::store_read, "git fetch " + remote + " " + std::string(kStateRef) +
+                                              " did not finish within " + format_ms(network_timeout_ms_) +
+                                              " (git config locks.timeout); stopped" +
+                                              (r.err.empty() ? "" : ": " + trim_right(r.err)));
     if (r.status == 0) return true;
     if (attempt == kFetchAttempts || r.err.find(contended) == std::string::npos) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(attempt));

@@ -9,6 +9,7 @@
 // inject failures; see tests/cli/git_wrapper.sh.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,9 +60,10 @@ CasResult classify_push(std::string_view ref, const ProcessResult& r);
 class PendingCas {
  public:
   explicit PendingCas(Result<Process> p) : process_(std::move(p)) {}
-  // A push of refs/locks/state to `remote` with `git_argv` (`git [-C DIR]`).
-  PendingCas(std::vector<std::string> git_argv, std::string remote)
-      : git_argv_(std::move(git_argv)), remote_(std::move(remote)) {}
+  // A push of refs/locks/state to `remote` with `git_argv` (`git [-C DIR]`),
+  // stopped after `timeout_ms` (then failed: store-write).
+  PendingCas(std::vector<std::string> git_argv, std::string remote, std::int64_t timeout_ms)
+      : git_argv_(std::move(git_argv)), remote_(std::move(remote)), timeout_ms_(timeout_ms) {}
   // Feeds start/update/prepare/commit (or pushes) and classifies the result.
   CasResult commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid);
 
@@ -69,19 +71,29 @@ class PendingCas {
   std::optional<Result<Process>> process_;  // local: the started update-ref
   std::vector<std::string> git_argv_;       // remote: `git [-C DIR]`
   std::string remote_;
+  std::int64_t timeout_ms_ = 0;
 };
+
+// How long one git fetch or push of a remote store may take
+// (`git config locks.timeout`), and the bounds of that setting.
+constexpr std::int64_t kNetworkTimeoutMs = 30'000;
+constexpr std::int64_t kNetworkTimeoutMaxMs = 24LL * 3600 * 1000;
 
 class Git {
  public:
   // `repo_dir`: run git as `git -C DIR`; otherwise in the working directory.
-  explicit Git(std::optional<std::string> repo_dir = std::nullopt) : repo_dir_(std::move(repo_dir)) {}
+  // `network_timeout_ms`: the most one fetch or push of a remote may take.
+  explicit Git(std::optional<std::string> repo_dir = std::nullopt, std::int64_t network_timeout_ms = kNetworkTimeoutMs)
+      : repo_dir_(std::move(repo_dir)), network_timeout_ms_(network_timeout_ms) {}
 
   // $GIT_LOCKS_GIT or "git".
   static std::string executable();
 
   // Runs `git [-C DIR] ARGS...` with LC_ALL=C and captures its output.
   // Errors: store_read when git cannot be started.
-  Result<ProcessResult> run(const std::vector<std::string>& args, std::string_view input = {}) const;
+  // `timeout_ms` > 0 stops git after that long (the result says timed_out).
+  Result<ProcessResult> run(const std::vector<std::string>& args, std::string_view input = {},
+                            std::int64_t timeout_ms = 0) const;
 
   // Starts `git -c core.filesRefLockTimeout=0 -c core.packedRefsTimeout=0
   // update-ref --stdin` with LC_ALL=C; feed it with PendingCas::commit.
@@ -93,7 +105,8 @@ class Git {
 
   // Fetches `remote`'s refs/locks/state into the local ref `tracking`
   // (forced); false when the remote has no such ref (`tracking` is then
-  // deleted). Errors: store_read, with git's diagnostics.
+  // deleted). Errors: store_read, with git's diagnostics, also when the
+  // fetch takes longer than the network timeout.
   Result<bool> fetch_state(const std::string& remote, const std::string& tracking) const;
 
   // A started `git config -z --get-regexp PATTERN`; values() waits for it:
@@ -112,6 +125,7 @@ class Git {
  private:
   std::vector<std::string> base_argv() const;
   std::optional<std::string> repo_dir_;
+  std::int64_t network_timeout_ms_;
 };
 
 }  // namespace gitlocks::cli

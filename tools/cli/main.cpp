@@ -97,7 +97,9 @@ Global flags (anywhere before --):
   --notary URL   the notary of a guard-time store (default: git config locks.notary)
   --remote NAME  use the store on remote NAME (default: git config locks.remote;
                  "" for this repository's): every read fetches its refs/locks/state,
-                 every transition is `git push --atomic --force-with-lease`
+                 every transition is `git push --atomic --force-with-lease`;
+                 each fetch or push is stopped after git config locks.timeout
+                 (default 30s; 1ms to 24h): then store-read / store-write
   --allow-test-clock  accept a notary running its test clock (tests only)
   --help, --version
 

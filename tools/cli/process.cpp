@@ -1,5 +1,6 @@
 #include "process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -7,9 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -73,6 +79,58 @@ int decode_status(int raw) {
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
+}
+
+// `root` and its descendants, parents first, read from /proc (Linux; only
+// `root` elsewhere). git starts helpers for some transports
+// (git-remote-http, ssh, upload-pack for file://) that would otherwise
+// outlive it, blocked on the same unanswering server.
+std::vector<pid_t> process_tree(pid_t root) {
+  std::multimap<pid_t, pid_t> children;
+  if (DIR* proc = ::opendir("/proc")) {
+    while (dirent* d = ::readdir(proc)) {
+      char* end = nullptr;
+      long pid = std::strtol(d->d_name, &end, 10);
+      if (!end || *end || pid <= 0) continue;
+      std::ifstream f(std::string("/proc/") + d->d_name + "/stat");
+      std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+      auto close = stat.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 1));
+      std::string state;
+      long ppid = 0;
+      if (rest >> state >> ppid) children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
+    }
+    ::closedir(proc);
+  }
+  std::vector<pid_t> tree{root};
+  for (std::size_t i = 0; i < tree.size() && tree.size() < 4096; ++i) {
+    auto [lo, hi] = children.equal_range(tree[i]);
+    for (auto it = lo; it != hi; ++it) tree.push_back(it->second);
+  }
+  return tree;
+}
+
+// Stops a child that ran out of time, and what it started: SIGTERM first so
+// that git can remove its lock files, SIGKILL for whatever is left after the
+// grace period. The child itself is reaped by the caller.
+void stop_tree(pid_t root) {
+  const auto tree = process_tree(root);
+  for (pid_t p : tree) ::kill(p, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  while (std::chrono::steady_clock::now() < until) {
+    // Exited? (WNOWAIT: left for the caller to reap, so its pid stays ours.)
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(root), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == root)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // Whatever ignored SIGTERM, children first, found again from the child
+  // (still unreaped, so its pid is ours) so that no pid reused meanwhile is
+  // signalled. An exited, unreaped child ignores the signal.
+  const auto left = process_tree(root);
+  for (std::size_t i = left.size(); i-- > 0;) ::kill(left[i], SIGKILL);
 }
 
 }  // namespace
@@ -154,9 +212,12 @@ void Process::abandon() {
   close_fds();
 }
 
-ProcessResult Process::finish(std::string_view input, const std::function<void()>& before_reap) {
+ProcessResult Process::finish(std::string_view input, const std::function<void()>& before_reap,
+                              std::int64_t timeout_ms) {
   ProcessResult r;
   if (pid_ <= 0) return r;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms > 0 ? timeout_ms : 0);
   std::size_t written = 0;
   if (input.empty()) close_fd(in_);
   else fcntl(in_, F_SETFL, fcntl(in_, F_GETFL) | O_NONBLOCK);
@@ -168,10 +229,21 @@ ProcessResult Process::finish(std::string_view input, const std::function<void()
     if (in_ >= 0) fds[n++] = {in_, POLLOUT, 0};
     if (out_ >= 0) fds[n++] = {out_, POLLIN, 0};
     if (err_ >= 0) fds[n++] = {err_, POLLIN, 0};
-    if (::poll(fds, static_cast<nfds_t>(n), -1) < 0) {
+    int wait_ms = -1;
+    if (timeout_ms > 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        r.timed_out = true;
+        break;
+      }
+      wait_ms = static_cast<int>(std::min<std::int64_t>(left + 1, 60'000));
+    }
+    int ready = ::poll(fds, static_cast<nfds_t>(n), wait_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    if (ready == 0) continue;  // the deadline is checked above
     for (int i = 0; i < n; ++i) {
       if (!fds[i].revents) continue;
       int fd = fds[i].fd;
@@ -191,6 +263,12 @@ ProcessResult Process::finish(std::string_view input, const std::function<void()
         else close_fd(err_);
       }
     }
+  }
+  if (r.timed_out) {
+    // Its outputs may stay open in processes it started: stop them all,
+    // and do not wait for end of file.
+    close_fds();
+    stop_tree(pid_);
   }
   close_fds();
   if (before_reap) before_reap();

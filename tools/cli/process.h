@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@ struct ProcessResult {
   int status = -1;  // exit status; 128 + N when killed by signal N
   std::string out;
   std::string err;
+  bool timed_out = false;  // finish()'s timeout ran out and the child was stopped
 };
 
 // A started child with piped stdin, stdout and stderr. Starting early and
@@ -38,7 +40,13 @@ class Process {
   // exits, and reaps it. `before_reap`, when given, runs once both outputs
   // are closed and before the child is reaped: until then its pid cannot
   // be reused, so another thread may still signal it safely.
-  ProcessResult finish(std::string_view input, const std::function<void()>& before_reap = {});
+  //
+  // `timeout_ms` > 0 bounds the whole exchange: when it runs out, the child
+  // and every process it started are sent SIGTERM (so git removes its own
+  // lock files), SIGKILL after a grace period, the child is reaped, and the
+  // result has timed_out set with whatever output had arrived.
+  ProcessResult finish(std::string_view input, const std::function<void()>& before_reap = {},
+                       std::int64_t timeout_ms = 0);
 
   // Kills a child that was given nothing to do (it has read no input, so it
   // has touched nothing) and reaps it.
