@@ -52,9 +52,8 @@ Result<const Identity*> Context::identity() {
 void Context::prefetch_config() {
   // --get-regexp matches the lower-cased key: locks.notaryConnectTimeout, locks.notaryReadTimeout.
   if (!config_)
-    config_.emplace(
-        git().begin_configs(
-            "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.notary|locks\\.notary(connect|read)timeout)$"));
+    config_.emplace(git().begin_configs(
+        "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.notary|locks\\.notary(connect|read)timeout)$"));
 }
 
 std::string Context::config(const std::string& key) {
@@ -76,8 +75,8 @@ Result<std::optional<std::string>> Context::remote() {
       if (!timeout.empty()) {
         auto ms = parse_duration(timeout);
         if (!ms.ok() || *ms < 1 || *ms > kNetworkTimeoutMaxMs)
-          return make_error(Errc::usage, "git config locks.timeout must be a duration from 1ms to 24h, got '" +
-                                             timeout + "'");
+          return make_error(Errc::usage,
+                            "git config locks.timeout must be a duration from 1ms to 24h, got '" + timeout + "'");
         network_timeout_ms_ = *ms;
       }
       remote_.emplace(checked);

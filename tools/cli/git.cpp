@@ -134,7 +134,8 @@ CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std
     ProcessResult r = p->finish({}, {}, timeout_ms_);
     if (r.timed_out)
       return {CasStatus::failed, "git push " + remote_ + " did not finish within " + format_ms(timeout_ms_) +
-                                     " (git config locks.timeout); stopped" + (r.err.empty() ? "" : ": " + trim_right(r.err))};
+                                     " (git config locks.timeout); stopped" +
+                                     (r.err.empty() ? "" : ": " + trim_right(r.err))};
     return classify_push(ref, r);
   }
   if (!process_->ok()) return {CasStatus::failed, process_->error().message};

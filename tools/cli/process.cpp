@@ -122,8 +122,7 @@ void stop_tree(pid_t root) {
   while (std::chrono::steady_clock::now() < until) {
     // Exited? (WNOWAIT: left for the caller to reap, so its pid stays ours.)
     siginfo_t info{};
-    if (::waitid(P_PID, static_cast<id_t>(root), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == root)
-      break;
+    if (::waitid(P_PID, static_cast<id_t>(root), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == root) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   // Whatever ignored SIGTERM, children first, found again from the child
