@@ -1,5 +1,8 @@
 #include "publish.h"
 
+#include <sodium.h>
+
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -86,7 +89,20 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     return make_error(Errc::stale_generation, "the source changed: " + what +
                                                   "; the saved packet is bound to its source and was not published");
   };
+  // libsodium's generator: writers that lost the same race must not draw
+  // the same pauses.
+  const auto uniform = [](std::uint64_t n) -> std::uint64_t {
+    return randombytes_uniform(static_cast<std::uint32_t>(std::min<std::uint64_t>(n, UINT32_MAX)));
+  };
+  std::int64_t round_ms = 0;
   for (int replans = 0; replans <= kMaxReplans; ++replans) {
+    if (replans > 0) {
+      // Another writer won the last round: back off before the fresh
+      // snapshot, so that contending writers spread out instead of
+      // colliding again (issue 18).
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms(replans, round_ms, uniform)));
+    }
+    const auto round_started = std::chrono::steady_clock::now();
     if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
     GITLOCKS_TRY(tip, ctx.read_tip());
     // Only a tip whose history verifies is built on (SPEC §7).
@@ -137,6 +153,9 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
         case CasStatus::stale:
           if (hooks.packet) return stale_resume("another writer moved refs/locks/state while it was admitted");
           replan = true;
+          round_ms =
+              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - round_started)
+                  .count();
           break;
         case CasStatus::locked:
           if (lock_attempt == kLockAttempts)

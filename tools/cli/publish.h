@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 
+#include "backoff.h"
 #include "cli.h"
 #include "gitlocks/transition.hpp"
 #include "vault_host.h"
