@@ -7,9 +7,9 @@
 #                                  and npm for the MCP test)
 #
 # Everything comes from Debian packages (binary and source) and npm; nothing
-# is downloaded from anywhere else. The WASM builds of libsodium and libgit2
-# are cached outside the tree (see toolchains/wasm-deps.sh), so a second run
-# takes seconds.
+# is downloaded from anywhere else. The native static libgit2 and the WASM
+# builds of libsodium and libgit2 are cached outside the tree (see
+# toolchains/native-deps.sh and wasm-deps.sh), so a second run takes seconds.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,7 +21,7 @@ SUDO=""
 
 native_pkgs=(
   build-essential cmake ninja-build git pkg-config clang
-  libgit2-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
+  libgit2-dev libhttp-parser-dev zlib1g-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
   libclang-rt-14-dev python3 python3-cryptography python3-nacl ca-certificates
   lighttpd util-linux ccache unicode-data libmimalloc-dev
   help2man man-db dpkg-dev
@@ -83,6 +83,9 @@ if ! node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.
   exit 1
 fi
 command -v npm >/dev/null || { echo "setup: npm is missing after installing Debian's npm package" >&2; exit 1; }
+# The static libgit2 the native build links (toolchains/native-deps.sh;
+# cached, seconds when up to date), then the WASM libraries.
+"$here/native-deps.sh"
 if [ "$want_wasm" = 1 ]; then
   "$here/wasm-deps.sh"
 fi

@@ -16,8 +16,9 @@
 # ports are never used. Needs (toolchains/setup.sh installs them): emscripten,
 # node-acorn, dpkg-dev, autoconf, automake, libtool, cmake, make.
 set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-RECIPE_REV=1          # bump whenever the build recipe below changes
+RECIPE_REV=2          # bump whenever the build recipe below (or toolchains/patches/) changes
 SRC_PKGS=(libsodium libgit2 zlib http-parser)
 
 cache_root=${GITLOCKS_CACHE:-$HOME/.cache/gitlocks}
@@ -40,21 +41,7 @@ emscripten_version() {
   echo "$v"
 }
 
-# All versions of source package $1 known to apt, newest first (Debian order).
-# Fails if apt knows none (no deb-src entry, or lists not downloaded yet).
-source_versions() {
-  local out v sorted=() i j
-  out=$(apt-cache showsrc --only-source "$1" 2>/dev/null | sed -n 's/^Version: //p' | sort -u) || return 1
-  [ -n "$out" ] || return 1
-  while read -r v; do
-    sorted+=("$v")
-    i=$((${#sorted[@]} - 1))
-    while [ "$i" -gt 0 ] && dpkg --compare-versions "${sorted[i]}" gt "${sorted[i-1]}"; do
-      j=${sorted[i-1]}; sorted[i-1]=${sorted[i]}; sorted[i]=$j; i=$((i - 1))
-    done
-  done <<<"$out"
-  printf '%s\n' "${sorted[@]}"
-}
+. "$here/debian-src.sh"  # source_versions, ensure_deb_src
 
 # Signature of what apt currently offers (+ toolchain + recipe). Maps to the
 # key that was resolved for it, so the cached path needs no download/update.
@@ -133,33 +120,7 @@ try_cached
 # We hold the lock: leftovers of earlier failed builds can go.
 rm -rf "$wasm_dir"/.build.* "$wasm_dir"/*.tmp
 
-ensure_deb_src() {
-  local p ok=1
-  for p in "${SRC_PKGS[@]}"; do
-    source_versions "$p" >/dev/null 2>&1 || { ok=0; break; }
-  done
-  [ "$ok" = 1 ] && return 0
-
-  local f=/etc/apt/sources.list.d/gitlocks-src.sources want
-  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-    want=$(sed 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources)
-  elif [ -f /etc/apt/sources.list ] && grep -q '^deb ' /etc/apt/sources.list; then
-    f=/etc/apt/sources.list.d/gitlocks-src.list
-    want=$(grep '^deb ' /etc/apt/sources.list | grep -i debian | sed 's/^deb /deb-src /')
-  else
-    die "cannot find Debian apt sources to mirror as deb-src"
-  fi
-  if [ ! -f "$f" ] || [ "$(cat "$f")" != "$want" ]; then
-    say "adding deb-src entry $f"
-    printf '%s\n' "$want" | $SUDO tee "$f" >/dev/null
-  fi
-  say "apt-get update (source lists)"
-  $SUDO apt-get update -qq >/dev/null || die "apt-get update failed"
-  for p in "${SRC_PKGS[@]}"; do
-    source_versions "$p" >/dev/null || die "apt knows no source package '$p' even with deb-src"
-  done
-}
-ensure_deb_src
+ensure_deb_src "${SRC_PKGS[@]}"
 
 build=$(mktemp -d "$wasm_dir/.build.XXXXXX")
 log=$build/build.log
@@ -265,6 +226,9 @@ list(SORT SRC_HTTP)
 add_library(http-parser OBJECT ${SRC_HTTP})
 EOF
 
+for p in "$here"/patches/libgit2-*.patch; do
+  run "$g" patch -p1 --forward -i "$p"
+done
 run "$build" emcmake cmake -S "$g" -B "$build/libgit2-build" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$final" \
   -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF \
