@@ -15,8 +15,10 @@ else()
 endif()
 set(GITLOCKS_LIBGIT2_PREFIX "${_gitlocks_native_cache}/native/libgit2" CACHE PATH
     "prefix of the static libgit2 built by toolchains/native-deps.sh")
-option(GITLOCKS_STATIC_LIBGIT2 "link the static libgit2 at GITLOCKS_LIBGIT2_PREFIX when it exists" ON)
-if(GITLOCKS_STATIC_LIBGIT2 AND EXISTS "${GITLOCKS_LIBGIT2_PREFIX}/lib/libgit2.a")
+set(GITLOCKS_HTTPLIB_PREFIX "${_gitlocks_native_cache}/native/cpp-httplib" CACHE PATH
+    "prefix of the header-only cpp-httplib of toolchains/native-deps.sh")
+option(GITLOCKS_USE_NATIVE_DEPS "link the builds of toolchains/native-deps.sh (GITLOCKS_LIBGIT2_PREFIX, GITLOCKS_HTTPLIB_PREFIX) when they exist" ON)
+if(GITLOCKS_USE_NATIVE_DEPS AND EXISTS "${GITLOCKS_LIBGIT2_PREFIX}/lib/libgit2.a")
   file(REAL_PATH "${GITLOCKS_LIBGIT2_PREFIX}" _gitlocks_git2_real)
   message(STATUS "libgit2: static, ${_gitlocks_git2_real}")
   find_package(ZLIB REQUIRED)
@@ -33,3 +35,19 @@ add_library(gitlocks_dep_sodium INTERFACE)
 target_link_libraries(gitlocks_dep_sodium INTERFACE PkgConfig::SODIUM)
 add_library(gitlocks_dep_json INTERFACE)
 target_link_libraries(gitlocks_dep_json INTERFACE nlohmann_json::nlohmann_json)
+
+# cpp-httplib (the notary, its client, `git-locks web`): header-only from
+# toolchains/native-deps.sh when it is there (no OpenSSL or brotli loaded by
+# every git-locks process: ~1.6 ms of CPU each), else Debian's shared one.
+find_package(Threads REQUIRED)
+add_library(gitlocks_dep_httplib INTERFACE)
+if(GITLOCKS_USE_NATIVE_DEPS AND EXISTS "${GITLOCKS_HTTPLIB_PREFIX}/include/httplib.h")
+  file(REAL_PATH "${GITLOCKS_HTTPLIB_PREFIX}" _gitlocks_httplib_real)
+  message(STATUS "cpp-httplib: header-only, ${_gitlocks_httplib_real}")
+  target_include_directories(gitlocks_dep_httplib SYSTEM INTERFACE "${_gitlocks_httplib_real}/include")
+  target_link_libraries(gitlocks_dep_httplib INTERFACE Threads::Threads)
+else()
+  message(STATUS "cpp-httplib: Debian's shared library")
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+  target_link_libraries(gitlocks_dep_httplib INTERFACE PkgConfig::HTTPLIB Threads::Threads)
+endif()

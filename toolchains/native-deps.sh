@@ -1,26 +1,32 @@
 #!/usr/bin/env bash
-# Builds a static libgit2 for the native git-locks from the Debian source of
-# the very libgit2 version the machine's libgit2-dev has, configured without
-# HTTPS, SSH, GSSAPI and NTLM (git-locks reaches servers through the `git`
-# program, never through libgit2's transports).
+# Builds what the native git-locks links statically, from the Debian sources
+# of the very versions the machine's -dev packages have:
 #
-# Why (issue 18): Debian's shared libgit2 initialises its mbedTLS backend at
-# start-up, parsing the whole system CA bundle (~6 ms of CPU), and pulls in
-# ~20 shared libraries; a claim is a short process, so that was most of its
-# own time. The installed package (gitlocksConfig.cmake, gitlocks.pc) still
-# names the system libgit2: consumers link the same version.
+#   libgit2      a static library without HTTPS, SSH, GSSAPI and NTLM
+#                (git-locks reaches servers through the `git` program, never
+#                through libgit2's transports);
+#   cpp-httplib  the single-header library, used header-only without
+#                OpenSSL, brotli or zlib (the notary and `web` speak plain
+#                HTTP on loopback or behind the operator's TLS proxy).
 #
-#   toolchains/native-deps.sh            build if needed (cached), print nothing else
-#   toolchains/native-deps.sh --prefix   print the prefix CMake uses
+# Why (issue 18): a claim is a short process. Debian's shared libgit2
+# initialises its mbedTLS backend at start-up, parsing the whole system CA
+# bundle (~6 ms of CPU); Debian's libcpp-httplib.so pulls in OpenSSL and
+# brotli, whose loading and initialisation cost ~1.6 ms in every process. The
+# installed package (gitlocksConfig.cmake, gitlocks.pc) still names the
+# system libgit2: consumers link the same version.
 #
-# Cache: ${GITLOCKS_CACHE:-~/.cache/gitlocks}/native/libgit2-<version>-r<recipe>,
-# with ~/.cache/gitlocks/native/libgit2 pointing at the current one. CMake
-# (cmake/native-deps.cmake) uses that prefix when it holds lib/libgit2.a and
-# falls back to the system's shared libgit2 otherwise, saying so.
+#   toolchains/native-deps.sh            build what is missing (cached)
+#   toolchains/native-deps.sh --prefix   print the cache folder CMake reads
+#
+# Cache: ${GITLOCKS_CACHE:-~/.cache/gitlocks}/native/<name>-<version>-r<recipe>,
+# with native/libgit2 and native/cpp-httplib pointing at the current ones.
+# CMake (cmake/native-deps.cmake) uses them when present and falls back to
+# Debian's shared libraries otherwise, saying so.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-RECIPE_REV=1  # bump whenever the build recipe below (or toolchains/patches/) changes
+RECIPE_REV=1  # bump whenever a build recipe below (or toolchains/patches/) changes
 
 cache_root=${GITLOCKS_CACHE:-$HOME/.cache/gitlocks}
 native_dir=$cache_root/native
@@ -33,28 +39,35 @@ say() { echo "native-deps: $*"; }
 die() { echo "native-deps: error: $*" >&2; exit 1; }
 
 if [ "${1:-}" = "--prefix" ]; then
-  echo "$native_dir/libgit2"; exit 0
+  echo "$native_dir"; exit 0
 fi
 
 . "$here/debian-src.sh"  # source_versions, ensure_deb_src
 
-version=$(dpkg-query -W -f='${Version}' libgit2-dev 2>/dev/null) || true
-[ -n "$version" ] || die "Debian package libgit2-dev is not installed (run toolchains/setup.sh)"
-key=$(echo "libgit2-$version-r$RECIPE_REV" | tr -c 'A-Za-z0-9.+_\n-' '_')
-final=$native_dir/$key
-
-point_current() {
-  ln -sfn "$key" "$native_dir/.current.$$"
-  mv -T "$native_dir/.current.$$" "$native_dir/libgit2"
-}
+# name -> the installed -dev package whose version we build.
+declare -A dev_pkg=([libgit2]=libgit2-dev [cpp-httplib]=libcpp-httplib-dev)
+declare -A done_file=([libgit2]=lib/libgit2.a [cpp-httplib]=include/httplib.h)
+declare -A version key
+for name in libgit2 cpp-httplib; do
+  version[$name]=$(dpkg-query -W -f='${Version}' "${dev_pkg[$name]}" 2>/dev/null) || true
+  [ -n "${version[$name]}" ] || die "Debian package ${dev_pkg[$name]} is not installed (run toolchains/setup.sh)"
+  key[$name]=$(echo "$name-${version[$name]}-r$RECIPE_REV" | tr -c 'A-Za-z0-9.+_\n-' '_')
+done
 
 mkdir -p "$native_dir"
-if [ -f "$final/lib/libgit2.a" ] && [ -f "$final/BUILDINFO" ]; then
-  point_current
-  exit 0
-fi
+point_current() { # name
+  ln -sfn "${key[$1]}" "$native_dir/.current.$$"
+  mv -T "$native_dir/.current.$$" "$native_dir/$1"
+}
+is_complete() { [ -f "$native_dir/${key[$1]}/${done_file[$1]}" ] && [ -f "$native_dir/${key[$1]}/BUILDINFO" ]; }
 
-for tool in cmake ninja cc dpkg-source apt-get; do
+missing=()
+for name in libgit2 cpp-httplib; do
+  if is_complete "$name"; then point_current "$name"; else missing+=("$name"); fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+for tool in cmake ninja cc dpkg-source apt-get patch; do
   command -v "$tool" >/dev/null || die "'$tool' not found (run toolchains/setup.sh)"
 done
 
@@ -63,10 +76,8 @@ if ! flock -n 9; then
   say "another native-deps build is running; waiting for it"
   flock 9
 fi
-if [ -f "$final/lib/libgit2.a" ]; then point_current; exit 0; fi
 rm -rf "$native_dir"/.build.* "$native_dir"/*.tmp
-
-ensure_deb_src libgit2
+ensure_deb_src "${missing[@]}"
 
 build=$(mktemp -d "$native_dir/.build.XXXXXX")
 log=$build/build.log
@@ -87,58 +98,83 @@ run() { # run <dir> <cmd...>: output to the log, tail on failure
 apt_src_opts=(-qq --only-source --download-only)
 [ "$(id -u)" -eq 0 ] && apt_src_opts+=(-o APT::Sandbox::User=root)
 
-# The installed version's source if the mirror serves it, else the newest
-# Debian revision of the same upstream version that it does serve (a
-# security upload's source is sometimes missing from a mirror): same ABI,
-# and toolchains/patches/ carries what the binary has on top.
-fetch() {
-  local v
-  for v in "$version" $(source_versions libgit2 | grep -xF -v "$version"); do
-    [ "${v%-*}" = "${version%-*}" ] || continue
-    rm -rf "$build/dl"; mkdir -p "$build/dl"
-    echo "+ apt-get source libgit2=$v" >>"$log"
-    if ( cd "$build/dl" && apt-get source "${apt_src_opts[@]}" "libgit2=$v" ) >>"$log" 2>&1; then
-      source_version=$v
-      return 0
-    fi
-    say "libgit2=$v is not downloadable here"
+# Unpacks (Debian's patches applied by dpkg-source) the source of $1 at the
+# installed version if the mirror serves it, else the newest Debian revision
+# of the same upstream version that it does serve (a security upload's
+# source is sometimes missing from a mirror): same ABI, and
+# toolchains/patches/ carries what the binary has on top. Sets source_version.
+unpack() {
+  local name=$1 want=${version[$1]} v dl=$build/dl-$1 attempt
+  for attempt in 1 2; do
+    for v in "$want" $(source_versions "$name" | grep -xF -v "$want"); do
+      [ "${v%-*}" = "${want%-*}" ] || continue
+      rm -rf "$dl"; mkdir -p "$dl"
+      echo "+ apt-get source $name=$v" >>"$log"
+      if ( cd "$dl" && apt-get source "${apt_src_opts[@]}" "$name=$v" ) >>"$log" 2>&1; then
+        source_version=$v
+        run "$dl" dpkg-source --no-check -x "$(cd "$dl" && ls ./*.dsc)" "$build/src-$name"
+        say "source: $name $v (installed: $want)"
+        return 0
+      fi
+      say "$name=$v is not downloadable here"
+    done
+    [ "$attempt" = 1 ] || break
+    say "apt-get update (lists may be stale)"
+    run "$build" $SUDO apt-get update -qq
   done
-  return 1
+  fail "no Debian source of $name ${want%-*} could be downloaded"
 }
-if ! fetch; then
-  say "apt-get update (lists may be stale)"
-  run "$build" $SUDO apt-get update -qq
-  fetch || fail "no Debian source of libgit2 ${version%-*} could be downloaded"
-fi
-say "source: libgit2 $source_version (installed: $version)"
-run "$build/dl" dpkg-source --no-check -x "$(cd "$build/dl" && ls ./*.dsc)" "$build/src"
-for p in "$here"/patches/libgit2-*.patch; do
-  run "$build/src" patch -p1 --forward -i "$p"
-done
 
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
-say "building a static libgit2 $source_version (no HTTPS/SSH; ~1 min on 2 cores)"
-tmp=$final.tmp
-rm -rf "$tmp"
-run "$build" cmake -G Ninja -S "$build/src" -B "$build/out" "${launcher[@]}" \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$final" -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
-  -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF -DBUILD_FUZZERS=OFF \
-  -DUSE_HTTPS=OFF -DUSE_SSH=OFF -DUSE_GSSAPI=OFF -DUSE_NTLMCLIENT=OFF -DUSE_SHA1=CollisionDetection \
-  -DUSE_SHA256=Builtin -DUSE_BUNDLED_ZLIB=OFF -DUSE_HTTP_PARSER=system -DREGEX_BACKEND=regcomp
-run "$build" cmake --build "$build/out" -j2
-run "$build" cmake --install "$build/out" --prefix "$tmp"
-for f in include/git2.h include/git2/sys/mempack.h lib/libgit2.a; do
-  [ -f "$tmp/$f" ] || fail "$f missing from the install"
+finish() { # name tmp: BUILDINFO, then the prefix moves into place
+  {
+    echo "recipe_rev=$RECIPE_REV"
+    echo "$1=$source_version (installed ${dev_pkg[$1]}: ${version[$1]})"
+    echo "patches=$(cd "$here/patches" && ls "$1"-*.patch 2>/dev/null | tr '\n' ' ')"
+    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  } >"$2/BUILDINFO"
+  rm -rf "${2%.tmp}"
+  mv -T "$2" "${2%.tmp}"
+  point_current "$1"
+}
+
+apply_patches() { # name srcdir
+  local p
+  for p in "$here"/patches/"$1"-*.patch; do
+    [ -e "$p" ] || continue
+    run "$2" patch -p1 --forward -i "$p"
+  done
+}
+
+for name in "${missing[@]}"; do
+  unpack "$name"
+  src=$build/src-$name
+  apply_patches "$name" "$src"
+  final=$native_dir/${key[$name]}
+  tmp=$final.tmp
+  rm -rf "$tmp"
+  case $name in
+    libgit2)
+      launcher=()
+      command -v ccache >/dev/null && launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache)
+      say "building a static libgit2 $source_version (no HTTPS/SSH; ~1 min on 2 cores)"
+      run "$build" cmake -G Ninja -S "$src" -B "$build/out-$name" "${launcher[@]}" \
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$final" -DCMAKE_POSITION_INDEPENDENT_CODE=ON \
+        -DBUILD_SHARED_LIBS=OFF -DBUILD_TESTS=OFF -DBUILD_CLI=OFF -DBUILD_EXAMPLES=OFF -DBUILD_FUZZERS=OFF \
+        -DUSE_HTTPS=OFF -DUSE_SSH=OFF -DUSE_GSSAPI=OFF -DUSE_NTLMCLIENT=OFF -DUSE_SHA1=CollisionDetection \
+        -DUSE_SHA256=Builtin -DUSE_BUNDLED_ZLIB=OFF -DUSE_HTTP_PARSER=system -DREGEX_BACKEND=regcomp
+      run "$build" cmake --build "$build/out-$name" -j2
+      run "$build" cmake --install "$build/out-$name" --prefix "$tmp"
+      ;;
+    cpp-httplib)
+      # The source's httplib.h is the whole library (Debian's package
+      # splits it into a declarations header and libcpp-httplib.so).
+      grep -q 'CPPHTTPLIB_VERSION' "$src/httplib.h" || fail "$src/httplib.h is not cpp-httplib"
+      mkdir -p "$tmp/include"
+      cp "$src/httplib.h" "$src/LICENSE" "$tmp/include/"
+      ;;
+  esac
+  [ -f "$tmp/${done_file[$name]}" ] || fail "${done_file[$name]} missing from the $name install"
+  finish "$name" "$tmp"
+  say "installed $final"
 done
-{
-  echo "recipe_rev=$RECIPE_REV"
-  echo "libgit2=$source_version (installed libgit2-dev: $version)"
-  echo "patches=$(cd "$here/patches" && ls libgit2-*.patch | tr '\n' ' ')"
-  echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} >"$tmp/BUILDINFO"
-rm -rf "$final"
-mv -T "$tmp" "$final"
-point_current
 rm -rf "$build"
-say "installed $final ($(du -h "$final/lib/libgit2.a" | cut -f1) libgit2.a)"

@@ -198,7 +198,7 @@ TEST_CASE("store: a delta that would expand past 2 GiB is refused before it is a
     REQUIRE_FALSE(bomb.ok());
     CHECK(bomb.error().code == gitlocks::Errc::store_read);
     // Ours says "exceeds the maximum object size"; Debian's deb12u2 (the
-    // shared library, GITLOCKS_STATIC_LIBGIT2=OFF) "overly large object".
+    // shared library, GITLOCKS_USE_NATIVE_DEPS=OFF) "overly large object".
     const std::string& why = bomb.error().message;
     CHECK_MESSAGE((why.find("exceeds the maximum object size") != std::string::npos ||
                    why.find("overly large object") != std::string::npos),
