@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """git-locks CLI benchmark: prints figures, asserts nothing.
 
-  cli_bench.py PATH/TO/git-locks [--cycles N] [--leases N]
+  cli_bench.py PATH/TO/git-locks [--cycles N] [--leases N] [--only-claim]
                [--baseline PATH/TO/OLD/git-locks] [--gen-history PATH/TO/gitlocks-gen-history]
                [--history 1000,20000]
 
 1. The median wall time of a `git-locks claim` + `release` cycle against bare
    `git update-ref --stdin` transactions (start/update/prepare/commit, the
    same -c flags and LC_ALL=C) on the same repository, measured interleaved
-   so that machine load hits both alike.
+   so that machine load hits both alike; then where a claim's time goes
+   (process start-up, setup, snapshot, planning and signing, object reads
+   and writes, the compare-and-swap, the checkpoint: $GIT_LOCKS_TIMINGS).
 2. A claim (+ release) on a store holding N live leases (default 100,000)
    against the same on an empty store, again interleaved, and the peak RSS of
    those claims (getrusage of the child via wait4).
@@ -114,6 +116,40 @@ def checkpoint_of(path):
     common = subprocess.run(["git", "-C", path, "rev-parse", "--path-format=absolute", "--git-common-dir"],
                             capture_output=True, text=True, check=True).stdout.strip()
     return os.path.join(common, "git-locks", "trust", "local.json")
+
+
+def breakdown(store, args):
+    """Issue 18 goal 1: where a local claim's wall time goes. The phases come
+    from the claim itself ($GIT_LOCKS_TIMINGS, tools/cli/timings.h: exclusive
+    times from main() to the end of the command); process start-up and exit
+    are the wall time of `git-locks --version` (same binary, same libraries,
+    nothing else done); the rest of a claim's wall time is what neither saw
+    (the exit of a process that did work, the parent's wait). The git
+    children run concurrently: `starting git` is only their spawning, `git
+    config` and `compare-and-swap` only the waits for them."""
+    log = os.path.join(os.path.dirname(store.path), "timings.jsonl")
+    env = dict(store.env, GIT_LOCKS_TIMINGS=log)
+    walls, versions = [], []
+    for i in range(args.cycles):
+        wall, code, _, _, err = spawn([store.binary, "--repo", store.path, "claim", "--ttl", "10m", "bench/t"], env)
+        if code != 0:
+            sys.exit(f"claim failed: {err.decode()}")
+        walls.append(wall)
+        store.gl("release", "bench/t")
+        versions.append(spawn([store.binary, "--version"], store.env)[0])
+    with open(log) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    claims = [line for line in lines if line["op"] == "claim"]
+    phases = sorted({p for line in claims for p in line["phases"]})
+    wall, version = statistics.median(walls), statistics.median(versions)
+    total = statistics.median(line["total_ms"] for line in claims) / 1000
+    print(f"   breakdown of a claim ({len(claims)} runs, medians; wall {ms(wall)}):")
+    print(f"     process start-up + exit     {ms(version)}   (git-locks --version)")
+    for p in sorted(phases, key=lambda p: -statistics.median(line["phases"].get(p, 0) for line in claims)):
+        v = statistics.median(line["phases"].get(p, 0) for line in claims) / 1000
+        print(f"     {p:<27} {ms(v)}")
+    print(f"     in main(), all phases       {ms(total)}")
+    print(f"     unaccounted                 {ms(max(0.0, wall - total - version))}")
 
 
 def trust_sections(binary, root, args):
@@ -243,6 +279,7 @@ def main():
     ap.add_argument("--gen-history", help="gitlocks-gen-history (histories for the no-checkpoint claim)")
     ap.add_argument("--history", default="1000,20000")
     ap.add_argument("--only-trust", action="store_true", help="sections 3 and 4 only")
+    ap.add_argument("--only-claim", action="store_true", help="section 1 only (the claim and its breakdown)")
     args = ap.parse_args()
     binary = os.path.abspath(args.binary)
     root = tempfile.mkdtemp(prefix="gitlocks-bench-")
@@ -279,7 +316,10 @@ def main():
         print(f"   git-locks release             {ms(release)}   {release / bare:5.2f}x bare")
         print(f"   claim + release cycle         {ms(cycle)}   {cycle / (2 * bare):5.2f}x two bare transactions")
         cc, bc = statistics.median(claim_cpu), statistics.median(bare_cpu)
-        print(f"   CPU (user+sys, with children): claim {ms(cc)}, bare {ms(bc)}   {cc / bc:5.2f}x")
+        print(f"   CPU (user+sys, with children): claim {ms(cc)}, bare {ms(bc)}   {cc / bc:5.2f}x   (goal <= 2x)")
+        breakdown(empty, args)
+        if args.only_claim:
+            return
 
         big = Store(binary, root, "big")
         start = time.perf_counter()

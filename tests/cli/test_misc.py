@@ -121,6 +121,36 @@ class Help(CliTest):
         self.assertUsage(r.run("a"))
 
 
+class Timings(CliTest):
+    """$GIT_LOCKS_TIMINGS (the benchmarks' breakdown of a claim, issue 18)."""
+
+    def test_one_line_per_command_with_exclusive_phases(self):
+        r = Repo(self)
+        self.assertOk(r.run("a", "init"))
+        log = os.path.join(r.root, "timings.jsonl")
+        plain = self.assertOk(r.run("a", "--json", "claim", "x/"))
+        timed = self.assertOk(r.run("a", "--json", "claim", "y/", env={"GIT_LOCKS_TIMINGS": log}))
+        self.assertEqual(sorted(json.loads(timed.out)), sorted(json.loads(plain.out)), "same answer")
+        self.assertEqual(timed.err, "")
+        self.assertOk(r.run("a", "release", "y/", env={"GIT_LOCKS_TIMINGS": log}))
+        with open(log) as f:
+            lines = [json.loads(line) for line in f.read().splitlines()]
+        self.assertEqual([line["op"] for line in lines], ["claim", "release"])
+        for line in lines:
+            phases = line["phases"]
+            for p in ("setup", "snapshot", "plan and sign", "object writes", "commit", "compare-and-swap",
+                      "checkpoint", "git config", "open store"):
+                self.assertIn(p, phases, line)
+                self.assertGreaterEqual(phases[p], 0.0)
+            # Exclusive phases: together never more than the whole command.
+            self.assertLessEqual(sum(phases.values()), line["total_ms"] * 1.001 + 0.01, line)
+            self.assertGreater(line["total_ms"], 0.0)
+        # Without the variable nothing is written anywhere.
+        self.assertOk(r.run("a", "claim", "z/"))
+        with open(log) as f:
+            self.assertEqual(len(f.read().splitlines()), 2)
+
+
 class Status(CliTest):
     def test_json_schema(self):
         r = self.repo()

@@ -71,7 +71,11 @@ Status write_all(int fd, const std::string& text) {
 }
 
 // Temporary file beside it (one per process: writers of one clone race),
-// fsync, rename over it.
+// renamed over it. Not fsynced: the checkpoint only saves work. After a
+// crash it may be the previous one, empty or torn, and a checkpoint that is
+// missing, malformed or names a commit that is not here is ignored (the
+// history is replayed from the root), so durability would buy nothing but
+// a disk flush on every publication (~0.9 ms of a 10 ms claim here).
 Status save_checkpoint(const fs::path& file, const TrustState& t) {
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
@@ -82,9 +86,8 @@ Status save_checkpoint(const fs::path& file, const TrustState& t) {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return make_error(Errc::store_write, "cannot write " + tmp);
   auto wrote = write_all(fd, *text);
-  const bool synced = wrote.ok() && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || ::rename(tmp.c_str(), file.c_str()) != 0) {
+  const bool closed = ::close(fd) == 0;
+  if (!wrote.ok() || !closed || ::rename(tmp.c_str(), file.c_str()) != 0) {
     ::unlink(tmp.c_str());
     return make_error(Errc::store_write, "cannot persist " + file.string());
   }

@@ -7,7 +7,8 @@
 //   <common>/git-locks/trust/local.json           this repository's store
 //   <common>/git-locks/trust/remotes/NAME.json    the store on remote NAME
 // {"format":"git-locks-trust-v1","trust":{...trust_state_json...}}, canonical
-// JSON, written to a temporary file, fsynced and renamed over the old one.
+// JSON, written to a temporary file and renamed over the old one (not
+// fsynced: see save_checkpoint).
 // Missing, unreadable or malformed, or naming a commit that is not here (or
 // disagreeing with it): ignored, and the history is replayed from the root.
 #pragma once

@@ -1,13 +1,13 @@
-#include "cli.h"
-
 #include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "cli.h"
 #include "gitlocks/state.hpp"
 #include "report.h"
+#include "timings.h"
 
 namespace gitlocks::cli {
 
@@ -34,14 +34,16 @@ Result<Parsed> Context::parse(const Argv& argv, std::vector<FlagSpec> flags, boo
 
 Result<ObjectStore*> Context::store() {
   if (!store_) {
+    timings::Scope t("open store");
     GITLOCKS_TRY(s, open_git_store(repo_dir.value_or("."), extra_object_dirs));
-    store_ = std::move(s);
+    store_ = timings::timed(std::move(s));
   }
   return store_.get();
 }
 
 Result<const Identity*> Context::identity() {
   if (!identity_) {
+    timings::Scope t("identity");
     GITLOCKS_TRY(path, key_file_path(key_flag));
     GITLOCKS_TRY(id, load_identity(path));
     identity_ = std::move(id);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "gitlocks/state.hpp"
+#include "timings.h"
 
 namespace gitlocks::cli {
 namespace {
@@ -123,6 +124,10 @@ CasResult classify_push(std::string_view ref, const ProcessResult& r) {
 }
 
 CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid) {
+  if (starting_) {
+    process_.emplace(starting_->get());
+    starting_.reset();
+  }
   if (!process_) {
     std::vector<std::string> argv = git_argv_;
     for (const char* a : {"push", "--atomic", "--porcelain", "--no-verify"}) argv.emplace_back(a);
@@ -173,7 +178,7 @@ PendingCas Git::begin_cas() const {
   // bounded lock retry is ours (seed 000).
   for (const char* a : {"-c", "core.filesRefLockTimeout=0", "-c", "core.packedRefsTimeout=0", "update-ref", "--stdin"})
     argv.emplace_back(a);
-  return PendingCas(Process::start(argv, {"LC_ALL=C"}));
+  return PendingCas(start_async(std::move(argv), {"LC_ALL=C"}));
 }
 
 PendingCas Git::begin_push(const std::string& remote) const {
@@ -219,14 +224,16 @@ Git::PendingConfigs Git::begin_configs(const std::string& pattern) const {
   auto argv = base_argv();
   for (const char* a : {"config", "-z", "--get-regexp"}) argv.emplace_back(a);
   argv.push_back(pattern);
-  return PendingConfigs(Process::start(argv, {"LC_ALL=C"}));
+  return PendingConfigs(start_async(std::move(argv), {"LC_ALL=C"}));
 }
 
 const std::map<std::string, std::string>& Git::PendingConfigs::values() {
   if (values_) return *values_;
   values_.emplace();
-  if (!process_.ok()) return *values_;
-  ProcessResult r = process_->finish({});
+  timings::Scope t("git config");
+  Result<Process> process = starting_.get();
+  if (!process.ok()) return *values_;
+  ProcessResult r = process->finish({});
   if (r.status != 0) return *values_;  // 1: none set
   // -z: "KEY\nVALUE\0" per entry ("KEY\0" for a valueless boolean).
   for (std::string_view entry : split_fields(r.out, '\0')) {

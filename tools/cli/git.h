@@ -59,7 +59,7 @@ CasResult classify_push(std::string_view ref, const ProcessResult& r);
 // commit): commit() runs the push.
 class PendingCas {
  public:
-  explicit PendingCas(Result<Process> p) : process_(std::move(p)) {}
+  explicit PendingCas(std::future<Result<Process>> p) : starting_(std::move(p)) {}
   // A push of refs/locks/state to `remote` with `git_argv` (`git [-C DIR]`),
   // stopped after `timeout_ms` (then failed: store-write).
   PendingCas(std::vector<std::string> git_argv, std::string remote, std::int64_t timeout_ms)
@@ -68,7 +68,8 @@ class PendingCas {
   CasResult commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid);
 
  private:
-  std::optional<Result<Process>> process_;  // local: the started update-ref
+  std::optional<std::future<Result<Process>>> starting_;  // local: the update-ref being started
+  std::optional<Result<Process>> process_;                // local: the started update-ref
   std::vector<std::string> git_argv_;       // remote: `git [-C DIR]`
   std::string remote_;
   std::int64_t timeout_ms_ = 0;
@@ -113,11 +114,11 @@ class Git {
   // key (lower case, as git prints it) -> its last value.
   class PendingConfigs {
    public:
-    explicit PendingConfigs(Result<Process> p) : process_(std::move(p)) {}
+    explicit PendingConfigs(std::future<Result<Process>> p) : starting_(std::move(p)) {}
     const std::map<std::string, std::string>& values();
 
    private:
-    Result<Process> process_;
+    std::future<Result<Process>> starting_;
     std::optional<std::map<std::string, std::string>> values_;
   };
   PendingConfigs begin_configs(const std::string& pattern) const;

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "gitlocks/crypto.hpp"
 #include "report.h"
+#include "timings.h"
 
 namespace gitlocks::cli {
 namespace {
@@ -125,6 +126,7 @@ Environment:
   GIT_LOCKS_KEY     key file (after --key)
   GIT_LOCKS_NOW_MS  fixed clock in ms since the epoch (tests)
   GIT_LOCKS_GIT     git executable to run (test seam; default "git")
+  GIT_LOCKS_TIMINGS append where the command's time went to this file, one JSON line (benchmarks)
   GIT_LOCKS_PROPOSAL_MS  proposal clock of a guard-time store (test seam; never T)
   GIT_LOCKS_TEST_CRASH_AFTER  admit|publish: guard-time enable/resume exits abruptly there (test seam)
 
@@ -170,6 +172,7 @@ const Command* find_command(const Argv& args, std::size_t at, std::size_t& words
 }
 
 int main_impl(int argc, char** argv) {
+  timings::start();
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe to git is an error we report, not a crash
   if (!crypto_init()) {
     std::fputs("{\"error\":\"store-read\",\"code\":\"store-read\",\"op\":\"git-locks\",\"detail\":\"libsodium failed to initialise\"}\n", stderr);
@@ -223,7 +226,9 @@ int main_impl(int argc, char** argv) {
       return kExitOk;
     }
   }
-  return cmd->handler(ctx, rest);
+  const int status = cmd->handler(ctx, rest);
+  timings::finish(ctx.op);
+  return status;
 }
 
 }  // namespace

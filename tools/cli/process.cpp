@@ -276,6 +276,11 @@ ProcessResult Process::finish(std::string_view input, const std::function<void()
   return r;
 }
 
+std::future<Result<Process>> start_async(std::vector<std::string> argv, std::vector<std::string> env) {
+  return std::async(std::launch::async,
+                    [argv = std::move(argv), env = std::move(env)]() { return Process::start(argv, env); });
+}
+
 Result<pid_t> spawn_inherit(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   SpawnAttr attr;
   std::vector<std::string> args = argv;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +63,11 @@ class Process {
   int out_ = -1;
   int err_ = -1;
 };
+
+// Process::start on a thread of its own. posix_spawn returns only once the
+// child has exec'd (about a millisecond for git): started this way, that
+// wait overlaps the caller's own work. get() waits for the start.
+std::future<Result<Process>> start_async(std::vector<std::string> argv, std::vector<std::string> env);
 
 // Starts a command that shares this process's stdin, stdout and stderr
 // (signal mask and dispositions reset to defaults). Errors: usage when the

@@ -10,6 +10,7 @@
 #include "gitlocks/path.hpp"
 #include "gitlocks/state.hpp"
 #include "notary_client.h"
+#include "timings.h"
 #include "vault_host.h"
 
 namespace gitlocks::cli {
@@ -59,6 +60,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
   // update-ref overlaps libgit2's initialisation and our planning. A command
   // that ends without publishing drops the update-ref process before it has
   // read a single command.
+  std::optional<timings::Scope> setup_time(std::in_place, "setup");
   ctx.prefetch_config();
   // Local is the common case: start its update-ref before we know; a remote
   // store drops it unused.
@@ -95,6 +97,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     return randombytes_uniform(static_cast<std::uint32_t>(std::min<std::uint64_t>(n, UINT32_MAX)));
   };
   std::int64_t round_ms = 0;
+  setup_time.reset();
   for (int replans = 0; replans <= kMaxReplans; ++replans) {
     if (replans > 0) {
       // Another writer won the last round: back off before the fresh
@@ -104,9 +107,11 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     }
     const auto round_started = std::chrono::steady_clock::now();
     if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
+    std::optional<timings::Scope> snapshot_time(std::in_place, "snapshot");
     GITLOCKS_TRY(tip, ctx.read_tip());
     // Only a tip whose history verifies is built on (SPEC §7).
     GITLOCKS_TRY(snap, verified_tip_snapshot(ctx, tip));
+    snapshot_time.reset();
     if (hooks.source_commit && snap.commit != hooks.source_commit)
       return stale_resume("refs/locks/state is at " + snap.commit.value_or("(missing)") + ", not at " +
                           *hooks.source_commit);
@@ -123,6 +128,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       GITLOCKS_CHECK(canonical_op_paths(*body, snap));
       // A store under guard time needs its notary before anything is planned.
       if (snap.guard_time) GITLOCKS_CHECK(need_notary());
+      timings::Scope plan_time("plan and sign");
       GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now, vault->get()));
       prepared = std::move(p);
     }
@@ -140,16 +146,22 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       GITLOCKS_TRY(att, notary_admit(*notary, *prepared->request_stored));
       attestation = std::move(att);
     }
+    std::optional<timings::Scope> commit_time(std::in_place, "commit");
     GITLOCKS_TRY(cand, complete_candidate(*store, snap, std::move(*prepared), attestation, ctx.allow_test_clock));
+    commit_time.reset();
     if (hooks.written) GITLOCKS_CHECK(hooks.written(cand));
     bool replan = false;
     for (int lock_attempt = 1; !replan; ++lock_attempt) {
+      std::optional<timings::Scope> cas_time(std::in_place, "compare-and-swap");
       CasResult r = cas->commit(kStateRef, cand.commit, snap.commit);
+      cas_time.reset();
       *ctx.attempts += 1;
       switch (r.status) {
-        case CasStatus::ok:
+        case CasStatus::ok: {
+          timings::Scope checkpoint_time("checkpoint");
           record_publication(ctx, snap, cand);
           return Published{snap, std::move(cand)};
+        }
         case CasStatus::stale:
           if (hooks.packet) return stale_resume("another writer moved refs/locks/state while it was admitted");
           replan = true;
