@@ -122,12 +122,13 @@ def trace_children(path):
     return life
 
 
-def latency(binary, root, reps):
-    srv = servers.Server.start("daemon", root, "plain.git")
+def latency(binary, root, reps, kind="daemon"):
+    srv = servers.Server.start(kind, root, "plain.git")
     try:
-        # A second repository served by the same daemon, with the server hook.
+        # A second repository served by the same server, with the server hook.
         hooked_bare = os.path.join(os.path.dirname(srv.bare), "hooked.git")
         subprocess.run(["git", "init", "-q", "--bare", hooked_bare], check=True)
+        subprocess.run(["git", "-C", hooked_bare, "config", "http.receivepack", "true"], check=True)
         hooked_url = srv.url.rsplit("/", 1)[0] + "/hooked.git"
         owner_env = clean_env(os.path.join(root, "owner.key"))
         r = subprocess.run([binary, "--repo", hooked_bare, "hook", "install", "--server"], env=owner_env,
@@ -205,7 +206,8 @@ def latency(binary, root, reps):
             tracer.gl("release", "bench/traced")
 
         med = {k: statistics.median(v) for k, v in t.items()}
-        print(f"\n1. claim through git daemon on loopback vs a bare git push ({reps} interleaved runs, medians)")
+        through = "git daemon" if kind == "daemon" else "smart HTTP (git http-backend behind lighttpd)"
+        print(f"\n1. claim through {through} on loopback vs a bare git push ({reps} interleaved runs, medians)")
         print(f"   bare git push --atomic --force-with-lease   {ms(med['bare'])}")
         print(f"   git-locks claim (remote, no server hook)     {ms(med['claim'])}   "
               f"{med['claim'] / med['bare']:5.2f}x bare push   (goal <= 1.5x)")
@@ -320,6 +322,7 @@ def main():
     ap.add_argument("--clients", default="4,16")
     ap.add_argument("--max-ops", type=int, default=400, help="acquisitions per client at most, per scenario")
     ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--transports", default="daemon,http", help="section 1 through these servers (daemon, http)")
     ap.add_argument("--skip-throughput", action="store_true")
     args = ap.parse_args()
     binary = os.path.abspath(args.binary)
@@ -328,7 +331,8 @@ def main():
         print(f"git-locks remote benchmark  ({subprocess.run(['git', '--version'], capture_output=True, text=True).stdout.strip()}, "
               f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f})")
         if not args.skip_latency:
-            latency(binary, os.path.join(root, "latency"), args.reps)
+            for kind in args.transports.split(","):
+                latency(binary, os.path.join(root, "latency-" + kind), args.reps, kind)
         if not args.skip_throughput:
             print(f"\n2. throughput through git daemon, server hook installed "
                   f"({args.seconds:g} s or {args.max_ops} acquisitions per client)")

@@ -10,11 +10,15 @@
 #   PUSH_WRAPPER_FAIL=stale  answer every push as a stale lease would,
 #                          without contacting the server
 #   PUSH_WRAPPER_STATE     directory for the wrapper's own bookkeeping
+#   PUSH_WRAPPER_FETCH_LOG append one line per fetch: "fetch <args>"
 set -u
 real_git=${PUSH_WRAPPER_REAL_GIT:-git}
 is_push=0
 for arg in "$@"; do
   [ "$arg" = "push" ] && is_push=1
+  if [ "$arg" = "fetch" ] && [ -n "${PUSH_WRAPPER_FETCH_LOG:-}" ]; then
+    printf 'fetch %s\n' "$*" >> "$PUSH_WRAPPER_FETCH_LOG"
+  fi
 done
 [ $is_push = 0 ] && exec "$real_git" "$@"
 

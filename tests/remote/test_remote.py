@@ -359,6 +359,71 @@ class Publication(RemoteTest):
         self.assertEqual(r.json["commit"], srv.tip())
         self.assertOk(server_verify(self, srv))
 
+    def watched(self, host, *args):
+        """Runs a command through the push wrapper: (result, pushes, fetches)."""
+        d = tempfile.mkdtemp(dir=self.root)
+        pushes, fetches = os.path.join(d, "push.log"), os.path.join(d, "fetch.log")
+        r = host.run("--json", *args, env={"GIT_LOCKS_GIT": PUSH_WRAPPER, "PUSH_WRAPPER_LOG": pushes,
+                                            "PUSH_WRAPPER_FETCH_LOG": fetches})
+
+        def lines(path):
+            if not os.path.exists(path):
+                return []
+            with open(path) as f:
+                return f.read().splitlines()
+        return r, lines(pushes), lines(fetches)
+
+    def test_publications_plan_on_the_cached_tip_and_the_lease_checks_it(self):
+        """Issue 18: a publication plans on the clone's cached copy of the
+        remote tip, without a fetch; the push's lease is what checks it."""
+        srv, alice, bob = self.store("daemon", "alice", "bob")
+        self.assertOk(alice.run("claim", "a/"))
+        cache = "refs/locks/remotes/origin/state"
+        self.assertEqual(alice.git("rev-parse", cache).strip(), srv.tip(), "our push moved the cache")
+        # Nobody else wrote: one push, no fetch.
+        r, pushes, fetches = self.watched(alice, "claim", "b/")
+        self.assertOk(r)
+        self.assertEqual((len(pushes), len(fetches), r.json["attempts"]), (1, 0, 1), (pushes, fetches))
+        self.assertEqual(r.json["commit"], srv.tip())
+        # Another host wrote since: the cached plan's push is rejected by its
+        # lease, then one fetch and a fresh plan land.
+        self.assertOk(bob.run("claim", "c/"))
+        r, pushes, fetches = self.watched(alice, "claim", "d/")
+        self.assertOk(r)
+        self.assertEqual(r.json["attempts"], 2, r)
+        self.assertEqual(len(pushes), 2, pushes)
+        self.assertTrue(pushes[0].startswith("1 "), pushes)  # the stale lease
+        self.assertEqual(len(fetches), 1, fetches)
+        self.assertEqual(r.json["commit"], srv.tip())
+        # A refusal on the cached tip is decided again on a fresh one: bob
+        # released x/ since alice last saw it held.
+        self.assertOk(bob.run("claim", "x/"))
+        self.assertOk(alice.run("status"))  # alice's cache: x/ held by bob
+        self.assertOk(bob.run("release", "x/"))
+        r, pushes, fetches = self.watched(alice, "claim", "x/")
+        self.assertOk(r)
+        self.assertEqual((len(fetches), len(pushes), r.json["attempts"]), (1, 1, 1), (pushes, fetches))
+        # A real refusal on a current cache: decided again on a fetch,
+        # reported, nothing pushed.
+        self.assertOk(bob.run("claim", "y/"))
+        self.assertOk(alice.run("status"))
+        r, pushes, fetches = self.watched(alice, "claim", "y/")
+        self.assertRefused(r, "held-path")
+        self.assertEqual((len(fetches), len(pushes)), (1, 0), (pushes, fetches))
+        # On a stale cache the claim looks admissible: the lease rejects the
+        # push, and the fresh plan refuses.
+        self.assertOk(bob.run("claim", "w/"))
+        r, pushes, fetches = self.watched(alice, "claim", "w/")
+        self.assertRefused(r, "held-path")
+        self.assertEqual((len(fetches), len(pushes)), (1, 1), (pushes, fetches))
+        self.assertTrue(pushes[0].startswith("1 "), pushes)
+        # Reads still fetch every time.
+        r, pushes, fetches = self.watched(alice, "status")
+        self.assertOk(r)
+        self.assertEqual((len(fetches), len(pushes)), (1, 0))
+        self.assertEqual(len(srv.history()), 10)
+        self.assertOk(server_verify(self, srv))
+
     def test_held_server_ref_lock_retries_the_same_push_then_fails(self):
         srv, alice = self.store("file", "alice")
         before = srv.tip()
@@ -608,9 +673,12 @@ class ServerGoesAway(RemoteTest):
         self.assertIn(2, codes, "no writer noticed the server going away")
 
         marker = os.path.join(self.root, "launched")
+        # A publication plans on the clone's cached remote tip: the push is
+        # what fails (store-write); a read fetches, and that fails (store-read).
         r = bob.run("run", "--claim", "z/", "--", "touch", marker)
-        self.assertStore(r, "store-read")
+        self.assertStore(r, "store-write")
         self.assertFalse(os.path.exists(marker), "a command was launched without admission")
+        self.assertStore(bob.run("status"), "store-read")
 
         srv.restart()
         history = srv.history()

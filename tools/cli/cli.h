@@ -63,6 +63,12 @@ class Context {
   // Starts one compare-and-swap of the store's refs/locks/state: a local
   // update-ref, or a push to the remote.
   Result<PendingCas> begin_cas();
+  // After a push of `pushed` built on `from`: the clone's cache of the
+  // remote tip (state_ref()) moves from `from` to `pushed`, so that the
+  // next publication can plan without a fetch. If another command of this
+  // clone moved the cache meanwhile, nothing changes (the next snapshot
+  // settles it); failures are ignored: it is a cache.
+  void remember_pushed(const Oid& pushed, const std::optional<Oid>& from);
 
   // Reports `e` on stderr (one JSON line) and returns its exit status.
   int fail(const Error& e);

@@ -103,6 +103,12 @@ Result<std::optional<Oid>> Context::read_tip() {
   return s->read_ref(ref);
 }
 
+void Context::remember_pushed(const Oid& pushed, const std::optional<Oid>& from) {
+  auto ref = state_ref();
+  if (!ref.ok()) return;
+  (void)git().run({"update-ref", "-m", "git-locks: pushed", *ref, pushed, from.value_or(std::string(40, '0'))});
+}
+
 Result<PendingCas> Context::begin_cas() {
   GITLOCKS_TRY(r, remote());
   if (r) return git().begin_push(*r);

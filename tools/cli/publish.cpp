@@ -96,22 +96,20 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
   const auto uniform = [](std::uint64_t n) -> std::uint64_t {
     return randombytes_uniform(static_cast<std::uint32_t>(std::min<std::uint64_t>(n, UINT32_MAX)));
   };
-  std::int64_t round_ms = 0;
-  setup_time.reset();
-  for (int replans = 0; replans <= kMaxReplans; ++replans) {
-    if (replans > 0) {
-      // Another writer won the last round: back off before the fresh
-      // snapshot, so that contending writers spread out instead of
-      // colliding again (issue 18).
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms(replans, round_ms, uniform)));
-    }
-    const auto round_started = std::chrono::steady_clock::now();
-    if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
+  // Snapshot (from `tip`), plan, admission, candidate: one round up to the
+  // compare-and-swap. No candidate when there is nothing to do. A round on
+  // the cached remote tip gives up (an error) where it would have side
+  // effects beyond the clone: a guard-time store asks its notary.
+  struct Built {
+    Snapshot snap;
+    std::optional<Candidate> cand;
+  };
+  auto build = [&](const std::optional<Oid>& tip, bool cached) -> Result<Built> {
     std::optional<timings::Scope> snapshot_time(std::in_place, "snapshot");
-    GITLOCKS_TRY(tip, ctx.read_tip());
     // Only a tip whose history verifies is built on (SPEC §7).
     GITLOCKS_TRY(snap, verified_tip_snapshot(ctx, tip));
     snapshot_time.reset();
+    if (cached && snap.guard_time) return make_error(Errc::store_read, "guard time: plan on a fresh snapshot");
     if (hooks.source_commit && snap.commit != hooks.source_commit)
       return stale_resume("refs/locks/state is at " + snap.commit.value_or("(missing)") + ", not at " +
                           *hooks.source_commit);
@@ -124,7 +122,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       // With guard time, T is the notary's alone: the local clock only proposes.
       GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
       GITLOCKS_TRY(body, make_body(snap, now));
-      if (!body) return Published{snap, std::nullopt};
+      if (!body) return Built{std::move(snap), std::nullopt};
       GITLOCKS_CHECK(canonical_op_paths(*body, snap));
       // A store under guard time needs its notary before anything is planned.
       if (snap.guard_time) GITLOCKS_CHECK(need_notary());
@@ -146,9 +144,53 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       GITLOCKS_TRY(att, notary_admit(*notary, *prepared->request_stored));
       attestation = std::move(att);
     }
-    std::optional<timings::Scope> commit_time(std::in_place, "commit");
+    timings::Scope commit_time("commit");
     GITLOCKS_TRY(cand, complete_candidate(*store, snap, std::move(*prepared), attestation, ctx.allow_test_clock));
-    commit_time.reset();
+    return Built{std::move(snap), std::move(cand)};
+  };
+  // A remote store's first round is planned on the clone's cached copy of
+  // the remote tip (refs/locks/remotes/NAME/state, kept current by our own
+  // pushes) instead of a fetch: the push's lease checks that tip on the
+  // server, so a stale cache costs one rejected push and a fresh round
+  // (counted in the 200), never a wrong publication. Anything but a
+  // candidate on the cached tip — a refusal, nothing to do, an error — is
+  // decided again on a fresh fetch before it is reported (issue 18).
+  bool use_cache = remote && !hooks.packet && !hooks.source_commit && !hooks.prepared && !hooks.written;
+  bool last_round_cached = false;
+  std::int64_t round_ms = 0;
+  setup_time.reset();
+  for (int replans = 0; replans <= kMaxReplans; ++replans) {
+    if (replans > 0 && !last_round_cached) {
+      // Another writer won the last round: back off before the fresh
+      // snapshot, so that contending writers spread out instead of
+      // colliding again (issue 18). A cached tip that was merely old is
+      // not a collision: its fresh round starts at once.
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms(replans, round_ms, uniform)));
+    }
+    const auto round_started = std::chrono::steady_clock::now();
+    if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
+    std::optional<Result<Built>> built;
+    last_round_cached = false;
+    if (use_cache) {
+      use_cache = false;
+      GITLOCKS_TRY(ref, ctx.state_ref());
+      auto cached = store->read_ref(ref);
+      if (cached.ok() && *cached) {
+        built.emplace(build(*cached, true));
+        if (built->ok() && (*built)->cand) last_round_cached = true;
+        else built.reset();  // decided again on a fresh snapshot
+      }
+    }
+    if (!built) {
+      std::optional<timings::Scope> fetch_time(std::in_place, "snapshot");
+      GITLOCKS_TRY(tip, ctx.read_tip());
+      fetch_time.reset();
+      built.emplace(build(tip, false));
+    }
+    GITLOCKS_TRY(b, std::move(*built));
+    if (!b.cand) return Published{std::move(b.snap), std::nullopt};
+    Snapshot& snap = b.snap;
+    Candidate& cand = *b.cand;
     if (hooks.written) GITLOCKS_CHECK(hooks.written(cand));
     bool replan = false;
     for (int lock_attempt = 1; !replan; ++lock_attempt) {
@@ -159,6 +201,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       switch (r.status) {
         case CasStatus::ok: {
           timings::Scope checkpoint_time("checkpoint");
+          if (remote) ctx.remember_pushed(cand.commit, snap.commit);
           record_publication(ctx, snap, cand);
           return Published{snap, std::move(cand)};
         }
