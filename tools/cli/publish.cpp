@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "checkpoint.h"
@@ -201,8 +202,14 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       switch (r.status) {
         case CasStatus::ok: {
           timings::Scope checkpoint_time("checkpoint");
-          if (remote) ctx.remember_pushed(cand.commit, snap.commit);
+          // The cache ref (a git child) and the checkpoint (a file) at once.
+          std::future<void> cached;
+          if (remote)
+            cached = std::async(std::launch::async, [&ctx, pushed = cand.commit, from = snap.commit] {
+              ctx.remember_pushed(pushed, from);
+            });
           record_publication(ctx, snap, cand);
+          if (cached.valid()) cached.get();
           return Published{snap, std::move(cand)};
         }
         case CasStatus::stale:
