@@ -25,24 +25,18 @@
 # Debian's shared libraries otherwise, saying so.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+self=native-deps
+. "$here/debian-src.sh"  # say, die, SUDO, cache_root, Debian sources, begin_build/run/fail
 
 RECIPE_REV=1  # bump whenever a build recipe below (or toolchains/patches/) changes
 
-cache_root=${GITLOCKS_CACHE:-$HOME/.cache/gitlocks}
 native_dir=$cache_root/native
-export DEBIAN_FRONTEND=noninteractive
 
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-
-say() { echo "native-deps: $*"; }
-die() { echo "native-deps: error: $*" >&2; exit 1; }
 
 if [ "${1:-}" = "--prefix" ]; then
   echo "$native_dir"; exit 0
 fi
 
-. "$here/debian-src.sh"  # source_versions, ensure_deb_src
 
 # name -> the installed -dev package whose version we build.
 declare -A dev_pkg=([libgit2]=libgit2-dev [cpp-httplib]=libcpp-httplib-dev)
@@ -67,36 +61,12 @@ for name in libgit2 cpp-httplib; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-for tool in cmake ninja cc dpkg-source apt-get patch; do
-  command -v "$tool" >/dev/null || die "'$tool' not found (run toolchains/setup.sh)"
-done
-
-exec 9>"$native_dir/.lock"
-if ! flock -n 9; then
-  say "another native-deps build is running; waiting for it"
-  flock 9
-fi
+need_tools cmake ninja cc dpkg-source apt-get patch
+take_lock "$native_dir"
 rm -rf "$native_dir"/.build.* "$native_dir"/*.tmp
 ensure_deb_src "${missing[@]}"
 
-build=$(mktemp -d "$native_dir/.build.XXXXXX")
-log=$build/build.log
-: >"$log"
-fail() {
-  echo "native-deps: FAILED: $*" >&2
-  echo "native-deps: ---- last lines of $log ----" >&2
-  tail -n 40 "$log" >&2 || true
-  echo "native-deps: build dir kept for inspection: $build" >&2
-  exit 1
-}
-run() { # run <dir> <cmd...>: output to the log, tail on failure
-  local dir=$1; shift
-  echo "+ (cd $dir && $*)" >>"$log"
-  ( cd "$dir" && "$@" ) >>"$log" 2>&1 || fail "$*"
-}
-
-apt_src_opts=(-qq --only-source --download-only)
-[ "$(id -u)" -eq 0 ] && apt_src_opts+=(-o APT::Sandbox::User=root)
+begin_build "$native_dir"
 
 # Unpacks (Debian's patches applied by dpkg-source) the source of $1 at the
 # installed version if the mirror serves it, else the newest Debian revision

@@ -17,20 +17,15 @@
 # node-acorn, dpkg-dev, autoconf, automake, libtool, cmake, make.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+self=wasm-deps
+. "$here/debian-src.sh"  # say, die, SUDO, cache_root, Debian sources, begin_build/run/fail
 
 RECIPE_REV=2          # bump whenever the build recipe below (or toolchains/patches/) changes
 SRC_PKGS=(libsodium libgit2 zlib http-parser)
 
-cache_root=${GITLOCKS_CACHE:-$HOME/.cache/gitlocks}
 wasm_dir=$cache_root/wasm
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
-export DEBIAN_FRONTEND=noninteractive
 
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-
-say() { echo "wasm-deps: $*"; }
-die() { echo "wasm-deps: error: $*" >&2; exit 1; }
 
 # --- versions -----------------------------------------------------------------
 
@@ -41,7 +36,6 @@ emscripten_version() {
   echo "$v"
 }
 
-. "$here/debian-src.sh"  # source_versions, ensure_deb_src
 
 # Signature of what apt currently offers (+ toolchain + recipe). Maps to the
 # key that was resolved for it, so the cached path needs no download/update.
@@ -106,40 +100,17 @@ try_cached
 
 # --- slow path ---------------------------------------------------------------
 
-for tool in emcc emcmake emconfigure emmake emar cmake make autoreconf libtoolize dpkg-source apt-get; do
-  command -v "$tool" >/dev/null || die "'$tool' not found (run toolchains/setup.sh)"
-done
+need_tools emcc emcmake emconfigure emmake emar cmake make autoreconf libtoolize dpkg-source apt-get patch
 
 # One builder at a time; re-check the cache once we hold the lock.
-exec 9>"$wasm_dir/.lock"
-if ! flock -n 9; then
-  say "another wasm-deps build is running; waiting for it"
-  flock 9
-fi
+take_lock "$wasm_dir"
 try_cached
 # We hold the lock: leftovers of earlier failed builds can go.
 rm -rf "$wasm_dir"/.build.* "$wasm_dir"/*.tmp
 
 ensure_deb_src "${SRC_PKGS[@]}"
 
-build=$(mktemp -d "$wasm_dir/.build.XXXXXX")
-log=$build/build.log
-: >"$log"
-fail() {
-  echo "wasm-deps: FAILED: $*" >&2
-  echo "wasm-deps: ---- last lines of $log ----" >&2
-  tail -n 40 "$log" >&2 || true
-  echo "wasm-deps: build dir kept for inspection: $build" >&2
-  exit 1
-}
-run() { # run <dir> <cmd...>: output to the log, tail on failure
-  local dir=$1; shift
-  echo "+ (cd $dir && $*)" >>"$log"
-  ( cd "$dir" && "$@" ) >>"$log" 2>&1 || fail "$*"
-}
-
-apt_src_opts=(-qq --only-source --download-only)
-[ "$(id -u)" -eq 0 ] && apt_src_opts+=(-o APT::Sandbox::User=root)
+begin_build "$wasm_dir"
 
 # Fetch + unpack (patches from debian/patches/series are applied by
 # dpkg-source) the newest version of $1 that the mirror actually serves.
