@@ -312,6 +312,7 @@ def throughput(binary, root, srv, n, overlapping, seconds, max_ops):
     for r in failed[:2]:
         print(f"       e.g. {r[0]}: exit {r[1]} {r[3]}: {str(r[4])[:400]}")
     print(f"     server history verifies: {'yes' if verify.returncode == 0 else 'NO: ' + verify.stderr.strip()[:400]}")
+    return commits / elapsed
 
 
 def main():
@@ -338,12 +339,21 @@ def main():
                   f"({args.seconds:g} s or {args.max_ops} acquisitions per client)")
             tp = os.path.join(root, "throughput")
             srv = servers.Server.start("daemon", tp, "base.git")
+            rates = {}
             try:
                 for n in (int(x) for x in args.clients.split(",")):
                     for overlapping in (False, True):
-                        throughput(binary, tp, srv, n, overlapping, args.seconds, args.max_ops)
+                        rates[(n, overlapping)] = throughput(binary, tp, srv, n, overlapping, args.seconds,
+                                                             args.max_ops)
             finally:
                 srv.close()
+            counts = sorted({n for n, _ in rates})
+            if len(counts) >= 2:
+                lo, hi = counts[0], counts[-1]
+                for overlapping in (False, True):
+                    print(f"\n   {hi} vs {lo} clients, {'overlapping' if overlapping else 'distinct'} paths: "
+                          f"{rates[(hi, overlapping)] / rates[(lo, overlapping)]:.2f}x the commits/s"
+                          + ("   (goal >= 0.8x)" if not overlapping else ""))
         print(f"\n(load average at the end {os.getloadavg()[0]:.2f})")
     finally:
         shutil.rmtree(root, ignore_errors=True)
