@@ -23,7 +23,7 @@ std::int64_t window(int replan, std::int64_t round) {
     asked.push_back(n);
     return n - 1;
   };
-  std::int64_t w = backoff_ms(replan, round, top);
+  std::int64_t w = backoff_ms(replan, round, 0, top);
   REQUIRE(asked.size() == 1);
   CHECK(asked[0] == static_cast<std::uint64_t>(w) + 1);  // [0, window], both ends possible
   return w;
@@ -66,10 +66,10 @@ TEST_CASE("backoff: no pause before the first plan") {
     ++calls;
     return 0;
   };
-  CHECK(backoff_ms(0, 100, count) == 0);
-  CHECK(backoff_ms(-1, 100, count) == 0);
+  CHECK(backoff_ms(0, 100, 0, count) == 0);
+  CHECK(backoff_ms(-1, 100, 0, count) == 0);
   CHECK(calls == 0);
-  CHECK(backoff_ms(1, 100, count) == 0);  // the bottom of the window
+  CHECK(backoff_ms(1, 100, 0, count) == 0);  // the bottom of the window
   CHECK(calls == 1);
 }
 
@@ -80,7 +80,7 @@ TEST_CASE("backoff: libsodium draws stay in the window and spread over it") {
   double sum = 0;
   std::int64_t lo = kBackoffCapMs, hi = 0;
   for (int i = 0; i < draws; ++i) {
-    std::int64_t p = backoff_ms(9, 100, uniform);  // window 6,400 capped to 5,000
+    std::int64_t p = backoff_ms(9, 100, 0, uniform);  // window 6,400 capped to 5,000
     REQUIRE(p >= 0);
     REQUIRE(p <= 5000);
     sum += static_cast<double>(p);
@@ -92,4 +92,21 @@ TEST_CASE("backoff: libsodium draws stay in the window and spread over it") {
   CHECK(sum / draws < 2750.0);
   CHECK(lo < 250);
   CHECK(hi > 4750);
+}
+
+TEST_CASE("backoff: all pauses of a command stop at the 30 s budget") {
+  CHECK(gitlocks::cli::kBackoffBudgetMs == 30000);
+  auto top = [](std::uint64_t n) -> std::uint64_t { return n - 1; };
+  CHECK(backoff_ms(9, 100, 0, top) == 5000);
+  CHECK(backoff_ms(9, 100, 25000, top) == 5000);  // exactly what is left
+  CHECK(backoff_ms(9, 100, 25001, top) == 4999);  // cut to what is left
+  CHECK(backoff_ms(9, 100, 29999, top) == 1);
+  CHECK(backoff_ms(9, 100, 30000, top) == 0);  // spent
+  CHECK(backoff_ms(9, 100, 30001, top) == 0);
+  CHECK(backoff_ms(1, 10, 29995, top) == 5);  // a small draw is not cut
+  CHECK(backoff_ms(1, 10, 29990, top) == 10);
+  // 200 replans at the cap never sleep more than the budget.
+  std::int64_t slept = 0;
+  for (int r = 1; r <= 200; ++r) slept += backoff_ms(r, 5000, slept, top);
+  CHECK(slept == 30000);
 }

@@ -159,6 +159,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
   bool use_cache = remote && !hooks.packet && !hooks.source_commit && !hooks.prepared && !hooks.written;
   bool last_round_cached = false;
   std::int64_t round_ms = 0;
+  std::int64_t slept_ms = 0;  // all backoff pauses so far
   setup_time.reset();
   for (int replans = 0; replans <= kMaxReplans; ++replans) {
     if (replans > 0 && !last_round_cached) {
@@ -166,7 +167,9 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       // snapshot, so that contending writers spread out instead of
       // colliding again (issue 18). A cached tip that was merely old is
       // not a collision: its fresh round starts at once.
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms(replans, round_ms, uniform)));
+      const std::int64_t pause = backoff_ms(replans, round_ms, slept_ms, uniform);
+      slept_ms += pause;
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause));
     }
     const auto round_started = std::chrono::steady_clock::now();
     if (replans > 0 || !cas) GITLOCKS_CHECK(next_cas());
