@@ -20,7 +20,7 @@ SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 
 native_pkgs=(
-  build-essential cmake ninja-build git pkg-config clang
+  build-essential cmake ninja-build git pkg-config clang clang-format
   libgit2-dev libhttp-parser-dev zlib1g-dev libsodium-dev nlohmann-json3-dev doctest-dev libcpp-httplib-dev
   libclang-rt-14-dev python3 python3-cryptography python3-nacl ca-certificates
   lighttpd util-linux ccache unicode-data libmimalloc-dev

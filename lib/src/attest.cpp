@@ -69,7 +69,8 @@ void copy_bindings(const json& from, json& to) {
 std::string packet_digest(std::string_view packet_stored) { return sha256_hex(packet_stored); }
 
 Result<std::string> make_admission_request(const json& packet, std::string_view packet_stored, const KeyPair& actor) {
-  json req = {{"format", kAdmissionFormat}, {"packet_digest", packet_digest(packet_stored)},
+  json req = {{"format", kAdmissionFormat},
+              {"packet_digest", packet_digest(packet_stored)},
               {"interval", packet.contains("interval") ? packet["interval"] : json()}};
   copy_bindings(packet, req);
   GITLOCKS_CHECK(check_bindings(req, "admission request"));
@@ -81,8 +82,9 @@ Result<json> open_admission_request(std::string_view stored) {
   GITLOCKS_TRY(req, open_signed(stored, "request", kAdmissionDomain, "actor"));
   if (req.value("format", "") != kAdmissionFormat)
     return make_error(Errc::unknown_format, "unknown admission request format");
-  GITLOCKS_CHECK(check_keys(req, {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
-                                  "source", "result", "packet_digest", "interval"},
+  GITLOCKS_CHECK(check_keys(req,
+                            {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
+                             "source", "result", "packet_digest", "interval"},
                             "admission request"));
   GITLOCKS_CHECK(check_bindings(req, "admission request"));
   return req;
@@ -93,10 +95,14 @@ Result<std::string> make_attestation(const json& request, const Pins& pins, std:
   GITLOCKS_CHECK(check_bindings(request, "admission request"));
   if (pins.service_key != to_hex(service.public_key))
     return make_error(Errc::usage, "service key pin is not the signing key");
-  json att = {{"format", kAttestationFormat},      {"profile", kProfileGuardTime},
-              {"audience", pins.audience},         {"service_key", pins.service_key},
-              {"packet_digest", request["packet_digest"]}, {"interval", request["interval"]},
-              {"admitted_at_ms", t},               {"clock", test_clock ? "test" : "system"}};
+  json att = {{"format", kAttestationFormat},
+              {"profile", kProfileGuardTime},
+              {"audience", pins.audience},
+              {"service_key", pins.service_key},
+              {"packet_digest", request["packet_digest"]},
+              {"interval", request["interval"]},
+              {"admitted_at_ms", t},
+              {"clock", test_clock ? "test" : "system"}};
   copy_bindings(request, att);
   return seal_signed("attestation", att, kAttestationDomain, service);
 }
@@ -105,10 +111,11 @@ Result<json> open_attestation(std::string_view stored) {
   GITLOCKS_TRY(att, open_signed(stored, "attestation", kAttestationDomain, "service_key"));
   if (att.value("format", "") != kAttestationFormat)
     return make_error(Errc::unknown_format, "unknown attestation format");
-  GITLOCKS_CHECK(check_keys(att, {"format", "profile", "audience", "service_key", "store", "actor", "command", "action",
-                                  "instance", "epoch", "policy_hash", "source", "result", "packet_digest", "interval",
-                                  "admitted_at_ms", "clock"},
-                            "attestation"));
+  GITLOCKS_CHECK(
+      check_keys(att,
+                 {"format", "profile", "audience", "service_key", "store", "actor", "command", "action", "instance",
+                  "epoch", "policy_hash", "source", "result", "packet_digest", "interval", "admitted_at_ms", "clock"},
+                 "attestation"));
   GITLOCKS_CHECK(check_bindings(att, "attestation"));
   if (!att.contains("audience") || !att["audience"].is_string() || !att.contains("admitted_at_ms") ||
       !is_safe(att["admitted_at_ms"]) || !att.contains("clock") || !att["clock"].is_string() ||
@@ -122,11 +129,13 @@ Status check_attestation(const json& att, const json& packet, std::string_view p
   auto bad = [](const std::string& what, const std::string& detail) {
     return make_error(Errc::invalid, what + ": " + detail);
   };
-  if (att["profile"] != kProfileGuardTime) return bad("profile", "unknown attestation profile " + att["profile"].dump());
+  if (att["profile"] != kProfileGuardTime)
+    return bad("profile", "unknown attestation profile " + att["profile"].dump());
   if (att["audience"] != pins.audience)
     return bad("audience", "attested by audience " + att["audience"].dump() + ", pinned " + json(pins.audience).dump());
   if (att["service_key"] != pins.service_key)
-    return bad("service-key", "attested by key " + att["service_key"].get<std::string>() + ", pinned " + pins.service_key);
+    return bad("service-key",
+               "attested by key " + att["service_key"].get<std::string>() + ", pinned " + pins.service_key);
   for (const char* k : kBindingFields)
     if (!packet.contains(k) || att[k] != packet[k])
       return bad(std::string("binding:") + k, "attestation binds " + att[k].dump() + ", packet has " +

@@ -10,30 +10,54 @@ namespace gitlocks {
 
 std::string_view errc_name(Errc c) {
   switch (c) {
-    case Errc::held_path: return "held-path";
-    case Errc::full_semaphore: return "full-semaphore";
-    case Errc::family_policy: return "family-policy";
-    case Errc::stale_generation: return "stale-generation";
-    case Errc::not_holder: return "not-holder";
-    case Errc::guard_window: return "guard-window";
-    case Errc::empty_interval: return "empty-interval";
-    case Errc::limit_mismatch: return "limit-mismatch";
-    case Errc::stale_retries_exhausted: return "stale-retries-exhausted";
-    case Errc::not_member: return "not-member";
-    case Errc::wait_timeout: return "wait-timeout";
-    case Errc::usage: return "usage";
-    case Errc::bad_path: return "bad-path";
-    case Errc::bad_json: return "bad-json";
-    case Errc::non_canonical: return "non-canonical";
-    case Errc::bad_expression: return "bad-expression";
-    case Errc::unsupported_expression: return "unsupported-expression";
-    case Errc::arithmetic_overflow: return "arithmetic-overflow";
-    case Errc::unknown_format: return "unknown-format";
-    case Errc::store_read: return "store-read";
-    case Errc::store_write: return "store-write";
-    case Errc::bad_signature: return "bad-signature";
-    case Errc::invalid: return "invalid";
-    case Errc::invalid_history: return "invalid-history";
+    case Errc::held_path:
+      return "held-path";
+    case Errc::full_semaphore:
+      return "full-semaphore";
+    case Errc::family_policy:
+      return "family-policy";
+    case Errc::stale_generation:
+      return "stale-generation";
+    case Errc::not_holder:
+      return "not-holder";
+    case Errc::guard_window:
+      return "guard-window";
+    case Errc::empty_interval:
+      return "empty-interval";
+    case Errc::limit_mismatch:
+      return "limit-mismatch";
+    case Errc::stale_retries_exhausted:
+      return "stale-retries-exhausted";
+    case Errc::not_member:
+      return "not-member";
+    case Errc::wait_timeout:
+      return "wait-timeout";
+    case Errc::usage:
+      return "usage";
+    case Errc::bad_path:
+      return "bad-path";
+    case Errc::bad_json:
+      return "bad-json";
+    case Errc::non_canonical:
+      return "non-canonical";
+    case Errc::bad_expression:
+      return "bad-expression";
+    case Errc::unsupported_expression:
+      return "unsupported-expression";
+    case Errc::arithmetic_overflow:
+      return "arithmetic-overflow";
+    case Errc::unknown_format:
+      return "unknown-format";
+    case Errc::store_read:
+      return "store-read";
+    case Errc::store_write:
+      return "store-write";
+    case Errc::bad_signature:
+      return "bad-signature";
+    case Errc::invalid:
+      return "invalid";
+    case Errc::invalid_history:
+      return "invalid-history";
   }
   return "unknown";
 }
@@ -159,13 +183,11 @@ Result<json> canon_parse(std::string_view text, CanonMode mode) {
   if (!detail::utf8_valid(text)) return make_error(Errc::bad_json, "input is not valid UTF-8");
   // The lexer treats a NUL byte as end of input and would ignore what follows;
   // a raw NUL is never valid JSON.
-  if (text.find('\0') != std::string_view::npos)
-    return make_error(Errc::bad_json, "input contains a NUL byte");
+  if (text.find('\0') != std::string_view::npos) return make_error(Errc::bad_json, "input contains a NUL byte");
 
   json v;
   CheckedDomParser sax(v);
-  if (!json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, /*strict=*/true) ||
-      sax.is_errored())
+  if (!json::sax_parse(text.begin(), text.end(), &sax, json::input_format_t::json, /*strict=*/true) || sax.is_errored())
     return make_error(Errc::bad_json, "not valid JSON");
   const bool duplicate = sax.duplicate, too_deep = sax.too_deep;
   if (duplicate) return make_error(Errc::bad_json, "duplicate object key");
@@ -188,8 +210,7 @@ Result<std::string> get_string(const json& obj, std::string_view key) {
   if (!obj.is_object()) return make_error(Errc::bad_json, "expected an object");
   auto it = obj.find(key);
   if (it == obj.end()) return make_error(Errc::bad_json, "missing field '" + std::string(key) + "'");
-  if (!it->is_string())
-    return make_error(Errc::bad_json, "field '" + std::string(key) + "' must be a string");
+  if (!it->is_string()) return make_error(Errc::bad_json, "field '" + std::string(key) + "' must be a string");
   return it->get<std::string>();
 }
 
@@ -208,8 +229,7 @@ Result<std::int64_t> get_int(const json& obj, std::string_view key) {
   return i;
 }
 
-Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed,
-                  std::string_view what) {
+Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what) {
   if (!obj.is_object()) return make_error(Errc::bad_json, std::string(what) + " must be an object");
   for (const auto& [k, v] : obj.items()) {
     bool found = false;

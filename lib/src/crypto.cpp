@@ -78,16 +78,15 @@ Signature sign_detached(std::string_view domain, std::string_view message, const
   static_assert(kSignatureBytes == crypto_sign_BYTES);
   auto m = framed(domain, message);
   Signature sig{};
-  crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char*>(m.data()),
-                       m.size(), key.secret_key.data());
+  crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char*>(m.data()), m.size(),
+                       key.secret_key.data());
   return sig;
 }
 
-bool verify_detached(std::string_view domain, std::string_view message, const Signature& sig,
-                     const PublicKey& pk) {
+bool verify_detached(std::string_view domain, std::string_view message, const Signature& sig, const PublicKey& pk) {
   auto m = framed(domain, message);
-  return crypto_sign_verify_detached(sig.data(), reinterpret_cast<const unsigned char*>(m.data()),
-                                     m.size(), pk.data()) == 0;
+  return crypto_sign_verify_detached(sig.data(), reinterpret_cast<const unsigned char*>(m.data()), m.size(),
+                                     pk.data()) == 0;
 }
 
 std::array<std::uint8_t, kSha256Bytes> sha256(std::string_view data) {
@@ -112,8 +111,8 @@ namespace {
 template <std::size_t N>
 Result<std::array<std::uint8_t, N>> from_hex(std::string_view hex, const char* what) {
   if (hex.size() != 2 * N)
-    return make_error(Errc::bad_json, std::string(what) + " must be " + std::to_string(2 * N) +
-                                          " lowercase hex digits");
+    return make_error(Errc::bad_json,
+                      std::string(what) + " must be " + std::to_string(2 * N) + " lowercase hex digits");
   std::array<std::uint8_t, N> out{};
   for (std::size_t i = 0; i < 2 * N; ++i) {
     char c = hex[i];
@@ -127,11 +126,7 @@ Result<std::array<std::uint8_t, N>> from_hex(std::string_view hex, const char* w
 }
 }  // namespace
 
-Result<PublicKey> public_key_from_hex(std::string_view hex) {
-  return from_hex<kPublicKeyBytes>(hex, "public key");
-}
-Result<Signature> signature_from_hex(std::string_view hex) {
-  return from_hex<kSignatureBytes>(hex, "signature");
-}
+Result<PublicKey> public_key_from_hex(std::string_view hex) { return from_hex<kPublicKeyBytes>(hex, "public key"); }
+Result<Signature> signature_from_hex(std::string_view hex) { return from_hex<kSignatureBytes>(hex, "signature"); }
 
 }  // namespace gitlocks

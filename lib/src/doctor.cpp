@@ -111,8 +111,9 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
     out.push_back({"error", "bad-policy", "policy.json", pdoc.error().message});
   } else {
     auto p = parse_policy(*pdoc);
-    if (!p.ok()) out.push_back({"error", p.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
-                                "policy.json", p.error().message});
+    if (!p.ok())
+      out.push_back({"error", p.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy", "policy.json",
+                     p.error().message});
     else policy = *p;
   }
   Walker w{store, *version, out, {}};
@@ -150,7 +151,8 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
       const std::string key = rec["name"].get<std::string>();
       seen_dirs.insert(key);
       std::map<std::string, std::array<std::int64_t, 2>> have;
-      for (const auto& [h, m] : rec["below"].items()) have[h] = {m["x"].get<std::int64_t>(), m["s"].get<std::int64_t>()};
+      for (const auto& [h, m] : rec["below"].items())
+        have[h] = {m["x"].get<std::int64_t>(), m["s"].get<std::int64_t>()};
       if (have != markers[key])
         out.push_back({"error", "marker-mismatch", loc_of(res, *version),
                        "intention markers of '" + key + "/' do not count the leases below it"});

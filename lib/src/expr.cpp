@@ -42,9 +42,7 @@ Error unsupported(std::string msg) {
 Error overflow(std::string msg) { return make_error(Errc::arithmetic_overflow, std::move(msg)); }
 
 // Prefixes an error message with where it happened, keeping its code.
-Error locate(const Error& e, const std::string& where) {
-  return Error{e.code, where + ": " + e.message, e.fields};
-}
+Error locate(const Error& e, const std::string& where) { return Error{e.code, where + ": " + e.message, e.fields}; }
 
 // JSON text for messages; never throws (invalid UTF-8 is replaced).
 std::string show(const json& v) { return v.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -93,8 +91,7 @@ std::optional<std::int64_t> safe_int(const json& v) {
 }
 
 // Like canon's check_keys, but a stray field is a malformed *expression*.
-Status only_fields(const json& obj, std::initializer_list<std::string_view> allowed,
-                   const std::string& what) {
+Status only_fields(const json& obj, std::initializer_list<std::string_view> allowed, const std::string& what) {
   for (const auto& item : obj.items()) {
     bool known = false;
     for (auto a : allowed) known = known || (a == item.key());
@@ -112,9 +109,7 @@ Result<const json*> required(const json& obj, std::string_view key, const std::s
 bool is_comparison(std::string_view op) {
   return op == "lt" || op == "lte" || op == "gt" || op == "gte" || op == "eq" || op == "ne";
 }
-bool is_ordering(std::string_view op) {
-  return op == "lt" || op == "lte" || op == "gt" || op == "gte";
-}
+bool is_ordering(std::string_view op) { return op == "lt" || op == "lte" || op == "gt" || op == "gte"; }
 
 // ---------------------------------------------------------------------------
 // Pass 1: shape
@@ -126,8 +121,7 @@ Status shape_path(const json& path) {
     if (step.is_string()) continue;
     auto index = safe_int(step);
     if (!index || *index < 0)
-      return bad("body path " + show(path) +
-                 ": each step must be a string key or a non-negative integer index");
+      return bad("body path " + show(path) + ": each step must be a string key or a non-negative integer index");
   }
   return Ok{};
 }
@@ -145,8 +139,7 @@ Status shape_operand(const json& op, int depth) {
     GITLOCKS_CHECK(only_fields(op, {"from", "value"}, "literal operand"));
     GITLOCKS_TRY(value, required(op, "value", "literal operand"));
     if (!safe_int(*value))
-      return bad("literal value " + show(*value) +
-                 " must be an integer in [-9007199254740991, 9007199254740991]");
+      return bad("literal value " + show(*value) + " must be an integer in [-9007199254740991, 9007199254740991]");
     return Ok{};
   }
   if (src == "body") {
@@ -212,8 +205,7 @@ Status shape_effect(const json& effect) {
   GITLOCKS_CHECK(only_fields(effect, {"target", "value"}, "effect"));
   GITLOCKS_TRY(target, required(effect, "target", "effect"));
   GITLOCKS_TRY(value, required(effect, "value", "effect"));
-  if (!target->is_array() || target->empty())
-    return bad("effect target must be a non-empty array of keys");
+  if (!target->is_array() || target->empty()) return bad("effect target must be a non-empty array of keys");
   for (const auto& k : *target)
     if (!k.is_string()) return bad("effect target " + show(*target) + ": each key must be a string");
   return shape_operand(*value, 1);
@@ -224,8 +216,7 @@ Status shape_action(const json& action, int depth) {
   if (!action.is_object()) return bad("action must be an object");
   if (const json* variants = field(action, "variants")) {
     GITLOCKS_CHECK(only_fields(action, {"variants"}, "action with variants"));
-    if (!variants->is_array() || variants->empty())
-      return bad("action field 'variants' must be a non-empty array");
+    if (!variants->is_array() || variants->empty()) return bad("action field 'variants' must be a non-empty array");
     for (const auto& v : *variants) GITLOCKS_CHECK(shape_action(v, depth + 1));
     return Ok{};
   }
@@ -246,14 +237,12 @@ bool operand_reads_time(const json& op) {
   auto src = string_field(op, "from");
   if (src == "time") return true;
   if (src != "time_add") return false;
-  return operand_reads_time(*field(op, "timestamp")) ||
-         operand_reads_time(*field(op, "milliseconds"));
+  return operand_reads_time(*field(op, "timestamp")) || operand_reads_time(*field(op, "milliseconds"));
 }
 
 bool expr_reads_time(const json& e) {
   auto op = *string_field(e, "op");
-  if (is_comparison(op))
-    return operand_reads_time(*field(e, "left")) || operand_reads_time(*field(e, "right"));
+  if (is_comparison(op)) return operand_reads_time(*field(e, "left")) || operand_reads_time(*field(e, "right"));
   if (op == "not") return expr_reads_time(*field(e, "arg"));
   for (const auto& a : *field(e, "args"))
     if (expr_reads_time(a)) return true;
@@ -275,8 +264,8 @@ Status support_operand(const json& op) {
   if (operand_reads_time(ms))
     return unsupported("time in milliseconds: a time_add milliseconds operand must be time-free");
   if (string_field(ms, "from") == "literal" && *safe_int(*field(ms, "value")) < 0)
-    return unsupported("negative milliseconds: time_add milliseconds literal " +
-                       show(*field(ms, "value")) + " is negative");
+    return unsupported("negative milliseconds: time_add milliseconds literal " + show(*field(ms, "value")) +
+                       " is negative");
   GITLOCKS_CHECK(support_operand(*field(op, "timestamp")));
   return support_operand(ms);
 }
@@ -293,8 +282,7 @@ Status support_expr(const json& e) {
     GITLOCKS_CHECK(support_operand(left));
     return support_operand(right);
   }
-  if (op == "or" && expr_reads_time(e))
-    return unsupported("timed or: 'or' over time would not give one interval");
+  if (op == "or" && expr_reads_time(e)) return unsupported("timed or: 'or' over time would not give one interval");
   if (op == "not") {
     if (expr_reads_time(e)) return unsupported("timed not: 'not' over time is not supported");
     return support_expr(*field(e, "arg"));
@@ -361,8 +349,7 @@ Result<std::int64_t> lookup_body(const json& path, const json& body) {
   }
   auto value = safe_int(*node);
   if (!value)
-    return bad("body path " + show(path) + " is not a safe integer (got " +
-               std::string(node->type_name()) + ")");
+    return bad("body path " + show(path) + " is not a safe integer (got " + std::string(node->type_name()) + ")");
   return *value;
 }
 
@@ -372,8 +359,7 @@ Result<std::int64_t> eval_value(const json& op, const json& body);
 Result<std::int64_t> eval_milliseconds(const json& ms, const json& body) {
   GITLOCKS_TRY(m, eval_value(ms, body));
   if (!in_domain(m))
-    return overflow("time_add milliseconds operand " + to_string(m) +
-                    " is outside [0, 9007199254740991]");
+    return overflow("time_add milliseconds operand " + to_string(m) + " is outside [0, 9007199254740991]");
   return m;
 }
 
@@ -384,13 +370,11 @@ Result<std::int64_t> eval_value(const json& op, const json& body) {
   if (src == "time_add") {
     GITLOCKS_TRY(ts, eval_value(*field(op, "timestamp"), body));
     if (!in_domain(ts))
-      return overflow("time_add timestamp operand " + to_string(ts) +
-                      " is outside [0, 9007199254740991]");
+      return overflow("time_add timestamp operand " + to_string(ts) + " is outside [0, 9007199254740991]");
     GITLOCKS_TRY(ms, eval_milliseconds(*field(op, "milliseconds"), body));
     i128 sum = static_cast<i128>(ts) + ms;
     if (!in_domain(sum))
-      return overflow("time_add result " + to_string(ts) + " + " + to_string(ms) +
-                      " exceeds 9007199254740991");
+      return overflow("time_add result " + to_string(ts) + " + " + to_string(ms) + " exceeds 9007199254740991");
     return static_cast<std::int64_t>(sum);
   }
   // Unreachable after the time-free check; kept so no path is undefined.
@@ -433,8 +417,8 @@ Result<bool> eval_bool(const json& e, const json& body) {
 
 // The half-lines collected from the guards, in exact 128-bit arithmetic.
 struct Bounds {
-  i128 lo = 0;     // the domain's lower end: lower bounds below 0 are cut, not shifted
-  i128 hi = kMax;  // the domain's upper end
+  i128 lo = 0;                             // the domain's lower end: lower bounds below 0 are cut, not shifted
+  i128 hi = kMax;                          // the domain's upper end
   std::optional<std::size_t> false_guard;  // first time-free guard that is false
 
   void at_least(i128 v) { lo = v > lo ? v : lo; }
@@ -536,12 +520,11 @@ Result<Interval> derive_interval(const json& guards, const json& body) {
   // Errors in any guard take precedence over emptiness: all guards were
   // evaluated before deciding.
   if (b.false_guard)
-    return make_error(Errc::empty_interval, "empty interval: time-free guards[" +
-                                                std::to_string(*b.false_guard) + "] is false");
-  if (b.lo > b.hi)
     return make_error(Errc::empty_interval,
-                      "empty interval: no T in [0, 9007199254740991] satisfies the guards (lo " +
-                          to_string(b.lo) + " > hi " + to_string(b.hi) + ")");
+                      "empty interval: time-free guards[" + std::to_string(*b.false_guard) + "] is false");
+  if (b.lo > b.hi)
+    return make_error(Errc::empty_interval, "empty interval: no T in [0, 9007199254740991] satisfies the guards (lo " +
+                                                to_string(b.lo) + " > hi " + to_string(b.hi) + ")");
   // lo >= 0 and hi <= MAX by construction, and lo <= hi: both fit in int64.
   return Interval{static_cast<std::int64_t>(b.lo), static_cast<std::int64_t>(b.hi)};
 }
@@ -549,8 +532,7 @@ Result<Interval> derive_interval(const json& guards, const json& body) {
 Result<bool> eval_time_free(const json& expr, const json& body) {
   GITLOCKS_CHECK(shape_expr(expr, 1));
   GITLOCKS_CHECK(support_expr(expr));
-  if (expr_reads_time(expr))
-    return bad("expression reads time; only time-free expressions can be evaluated");
+  if (expr_reads_time(expr)) return bad("expression reads time; only time-free expressions can be evaluated");
   return eval_bool(expr, body);
 }
 

@@ -25,9 +25,8 @@ namespace {
 bool hex_of(const json& v, std::size_t n) {
   if (!v.is_string()) return false;
   const auto& s = v.get_ref<const std::string&>();
-  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == n &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 bool safe_int(const json& v) {
   return v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= kMaxSafeInteger;
@@ -40,8 +39,9 @@ Status check_packet(const json& p) {
   if (fmt == p.end() || !fmt->is_string()) return make_error(Errc::bad_json, "packet has no format");
   if (*fmt != kPacketFormat)
     return make_error(Errc::unknown_format, "unknown packet format " + fmt->dump() + "; refusing it");
-  GITLOCKS_CHECK(check_keys(p, {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
-                                "source", "body", "interval", "result", "claimed_at_ms"},
+  GITLOCKS_CHECK(check_keys(p,
+                            {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
+                             "source", "body", "interval", "result", "claimed_at_ms"},
                             "packet"));
   auto need = [&](const char* k) { return p.find(k) != p.end(); };
   for (const char* k : {"store", "actor", "command", "action", "instance", "epoch", "policy_hash", "source", "body",
@@ -69,8 +69,7 @@ Status check_packet(const json& p) {
 
 Result<std::string> seal_packet(const json& packet, const KeyPair& key) {
   GITLOCKS_CHECK(check_packet(packet));
-  if (packet["actor"] != to_hex(key.public_key))
-    return make_error(Errc::usage, "packet actor is not the signing key");
+  if (packet["actor"] != to_hex(key.public_key)) return make_error(Errc::usage, "packet actor is not the signing key");
   GITLOCKS_TRY(bytes, canon_dump(packet));
   Signature sig = sign_detached(kPacketDomain, bytes, key);
   return canon_dump(json{{"packet", packet}, {"sig", to_hex(sig)}});
@@ -97,8 +96,8 @@ Result<OpenedPacket> open_packet(std::string_view stored) {
     bytes = std::move(dumped);
   }
   if (!verify_detached(kPacketDomain, bytes, sig, pk))
-    return make_error(Errc::bad_signature, "packet signature does not verify for actor " +
-                                               doc["packet"]["actor"].get<std::string>());
+    return make_error(Errc::bad_signature,
+                      "packet signature does not verify for actor " + doc["packet"]["actor"].get<std::string>());
   OpenedPacket out;
   out.packet = std::move(doc["packet"]);
   out.packet_bytes = std::move(bytes);
@@ -108,8 +107,7 @@ Result<OpenedPacket> open_packet(std::string_view stored) {
 
 Result<Oid> write_transition_commit(ObjectStore& store, const std::optional<Oid>& parent, const Oid& state,
                                     const std::string& packet_stored, const std::string& message,
-                                    std::int64_t time_seconds,
-                                    const std::optional<std::string>& attestation_stored) {
+                                    std::int64_t time_seconds, const std::optional<std::string>& attestation_stored) {
   GITLOCKS_TRY(packet_blob, store.write_blob(packet_stored));
   Tree txn_entries = {{"packet.json", false, packet_blob}};
   if (attestation_stored) {

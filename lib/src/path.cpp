@@ -42,9 +42,7 @@ std::string RepoPath::key() const {
 std::string RepoPath::display() const { return directory ? key() + "/" : key(); }
 
 Result<RepoPath> parse_repo_path(std::string_view text, PathCase path_case) {
-  auto bad = [&](const std::string& why) {
-    return make_error(Errc::bad_path, "invalid path: " + why);
-  };
+  auto bad = [&](const std::string& why) { return make_error(Errc::bad_path, "invalid path: " + why); };
   if (text.empty()) return bad("empty");
   if (text.size() > kMaxPathBytes) return bad("longer than 4096 bytes");
   if (!detail::utf8_valid(text)) return bad("not valid UTF-8");
@@ -98,8 +96,7 @@ Result<std::string> normalize_path_input(std::string_view text, PathCase path_ca
 
 bool paths_overlap(const RepoPath& a, const RepoPath& b) {
   std::size_t n = std::min(a.components.size(), b.components.size());
-  return std::equal(a.components.begin(), a.components.begin() + static_cast<std::ptrdiff_t>(n),
-                    b.components.begin());
+  return std::equal(a.components.begin(), a.components.begin() + static_cast<std::ptrdiff_t>(n), b.components.begin());
 }
 
 }  // namespace gitlocks

@@ -61,8 +61,15 @@ constexpr std::int64_t kMaxSemLimit = 1000000;
 struct Conflict {
   Conflict(std::int64_t e, Errc r, std::string w, std::string h = "", std::string n = "", std::string p = "",
            std::string b = "", std::string m = "", const Family* f = nullptr)
-      : expires_at(e), reason(r), what(std::move(w)), holder(std::move(h)), name(std::move(n)), path(std::move(p)),
-        below(std::move(b)), mode(std::move(m)), family(f) {}
+      : expires_at(e),
+        reason(r),
+        what(std::move(w)),
+        holder(std::move(h)),
+        name(std::move(n)),
+        path(std::move(p)),
+        below(std::move(b)),
+        mode(std::move(m)),
+        family(f) {}
   std::int64_t expires_at;
   Errc reason;
   std::string what;
@@ -103,7 +110,8 @@ Result<std::optional<std::string>> opt_string(const json& op, const char* key, s
 }
 
 Status check_name(const std::string& name, const char* what) {
-  if (name.empty() || name.size() > 255) return make_error(Errc::usage, std::string(what) + " name must be 1-255 bytes");
+  if (name.empty() || name.size() > 255)
+    return make_error(Errc::usage, std::string(what) + " name must be 1-255 bytes");
   for (unsigned char c : name)
     if (c < 0x20 || c == 0x7f) return make_error(Errc::usage, std::string(what) + " name contains a control character");
   return Ok{};
@@ -378,8 +386,7 @@ class Planner {
     GITLOCKS_TRY(p, parse_repo_path(path_text, policy_.path_case()));
     if (p.display() != path_text) return make_error(Errc::bad_path, "path is not normalised");
     GITLOCKS_TRY(mode, get_string(op, "mode"));
-    if (mode != "exclusive" && mode != "shared")
-      return make_error(Errc::usage, "mode must be exclusive or shared");
+    if (mode != "exclusive" && mode != "shared") return make_error(Errc::usage, "mode must be exclusive or shared");
     const bool excl = mode == "exclusive";
     GITLOCKS_TRY(expires_at, expiry(op));
     GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
@@ -388,8 +395,8 @@ class Planner {
     auto fams = families_of(p);
     for (const Family* f : fams)
       if (!f->exclusive && excl)
-        return make_error(Errc::family_policy, "family '" + f->name +
-                                                   "' is shared: its members may only be claimed in shared mode");
+        return make_error(Errc::family_policy,
+                          "family '" + f->name + "' is shared: its members may only be claimed in shared mode");
 
     std::vector<Conflict> conflicts;
     for (const auto& a : ancestors(p)) {
@@ -407,13 +414,12 @@ class Planner {
       for (const auto& l : (*target)["leases"]) {
         bool own = l["holder"] == ctx_.actor;
         if (!own && !excl && l["mode"] == "shared") continue;
-        conflicts.push_back({l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
-                             own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() +
-                                       "); extend it instead"
-                                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
-                             l.value("holder", ""), l.value("name", ""), l.value("path", key)});
-        must_reclaim.push_back(
-            {{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
+        conflicts.push_back(
+            {l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
+             own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() + "); extend it instead"
+                 : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
+             l.value("holder", ""), l.value("name", ""), l.value("path", key)});
+        must_reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
       }
       for (const auto& [h, m] : (*target)["below"].items()) {
         if (h == ctx_.actor) continue;
@@ -449,9 +455,14 @@ class Planner {
     }
     std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
     (*rec)["generation"] = gen;
-    json lease = {{"id", lease_id(ctx_.instance, i, res)}, {"holder", ctx_.actor}, {"name", name_},
-                  {"mode", mode}, {"generation", gen}, {"expires_at", expires_at},
-                  {"created_at", created_at_}, {"path", p.display()}};
+    json lease = {{"id", lease_id(ctx_.instance, i, res)},
+                  {"holder", ctx_.actor},
+                  {"name", name_},
+                  {"mode", mode},
+                  {"generation", gen},
+                  {"expires_at", expires_at},
+                  {"created_at", created_at_},
+                  {"path", p.display()}};
     if (note) lease["note"] = *note;
     (*rec)["leases"].push_back(lease);
     GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
@@ -508,7 +519,8 @@ class Planner {
     // Remaining leases after reclaim.
     json remaining = json::array();
     for (const auto& l : leases) {
-      bool reclaimed = std::any_of(reclaim.begin(), reclaim.end(), [&](const json& r) { return r["lease"] == l["id"]; });
+      bool reclaimed =
+          std::any_of(reclaim.begin(), reclaim.end(), [&](const json& r) { return r["lease"] == l["id"]; });
       if (reclaimed) continue;
       if (l["holder"] == ctx_.actor)
         return make_error(Errc::usage, "you already hold a slot of semaphore '" + name + "'; extend it instead");
@@ -540,8 +552,12 @@ class Planner {
     (*rec)["limit"] = limit;
     std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
     (*rec)["generation"] = gen;
-    json lease = {{"id", lease_id(ctx_.instance, i, res)}, {"holder", ctx_.actor}, {"name", name_},
-                  {"generation", gen}, {"expires_at", expires_at}, {"created_at", created_at_}};
+    json lease = {{"id", lease_id(ctx_.instance, i, res)},
+                  {"holder", ctx_.actor},
+                  {"name", name_},
+                  {"generation", gen},
+                  {"expires_at", expires_at},
+                  {"created_at", created_at_}};
     if (note) lease["note"] = *note;
     (*rec)["leases"].push_back(lease);
     leases_.push_back({{"resource", res}, {"lease", lease["id"]}, {"generation", gen}, {"expires_at", expires_at}});
@@ -599,13 +615,14 @@ class Planner {
     if (now_ && !op.contains("generation")) op["generation"] = (*it)["generation"];
     if (op["generation"] != (*it)["generation"])
       return make_error(Errc::stale_generation, "lease " + id + " has generation " +
-                                                    std::to_string((*it)["generation"].get<std::int64_t>()) +
-                                                    ", not " + op["generation"].dump());
+                                                    std::to_string((*it)["generation"].get<std::int64_t>()) + ", not " +
+                                                    op["generation"].dump());
     return &*it;
   }
 
   Status extend(json& op, std::size_t i) {
-    GITLOCKS_CHECK(check_keys(op, {"op", "path", "sem", "lease", "generation", "prev_expires_at", "expires_at"}, "extend op"));
+    GITLOCKS_CHECK(
+        check_keys(op, {"op", "path", "sem", "lease", "generation", "prev_expires_at", "expires_at"}, "extend op"));
     std::string res;
     std::optional<RepoPath> p;
     GITLOCKS_CHECK(target_of(op, false, res, p));
@@ -614,8 +631,7 @@ class Planner {
     const std::int64_t current = (*lease)["expires_at"].get<std::int64_t>();
     if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
     GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
-    if (prev != current)
-      return make_error(Errc::stale_generation, "lease expiry changed since the request was made");
+    if (prev != current) return make_error(Errc::stale_generation, "lease expiry changed since the request was made");
     if (expires_at <= prev) {
       Error e(Errc::guard_window, "a renewal must move the expiry later: " + format_instant_ms(expires_at) +
                                       " is not after the current expiry " + format_instant_ms(prev));
@@ -642,7 +658,6 @@ class Planner {
     return Ok{};
   }
 
-
   Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id) {
     GITLOCKS_TRY(rec, get_for_write(res, nullptr));
     auto& leases = (*rec)["leases"];
@@ -654,7 +669,8 @@ class Planner {
   }
 
   Status release(json& op, std::size_t /*i*/, bool sem) {
-    GITLOCKS_CHECK(check_keys(op, {"op", sem ? "sem" : "path", "lease", "generation"}, sem ? "sem-release op" : "release op"));
+    GITLOCKS_CHECK(
+        check_keys(op, {"op", sem ? "sem" : "path", "lease", "generation"}, sem ? "sem-release op" : "release op"));
     std::string res;
     std::optional<RepoPath> p;
     GITLOCKS_CHECK(target_of(op, sem, res, p));
@@ -741,7 +757,6 @@ Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const 
   return time_free_outcome(body, "init", root, 0);
 }
 
-
 // PRIVATE membership: add/remove start a keyring transition to epoch E+1
 // (the new epoch key sealed to the new member list); rekey completes it by
 // re-sealing every record, and the families, under the new key.
@@ -772,7 +787,8 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
     next["keyring"][next_epoch] = pend["keyring"][next_epoch];
     next.erase("pending");
     if (policy_doc.contains("families")) {
-      auto plain = open_document(policy_doc["families"], *vault.key(policy.epoch), policy.store, "policy.json#families");
+      auto plain =
+          open_document(policy_doc["families"], *vault.key(policy.epoch), policy.store, "policy.json#families");
       if (!plain.ok()) return plain.error();
       GITLOCKS_TRY(resealed, seal_document(*plain, *vault.key(policy.epoch + 1), policy.epoch + 1, policy.store,
                                            "policy.json#families"));
@@ -782,7 +798,8 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
     return time_free_outcome(body, "rekey", root, records.size());
   }
   GITLOCKS_CHECK(check_keys(a, {"op", "member", "expected_policy_hash", "keyring"}, "admin op"));
-  if (policy.pending) return make_error(Errc::usage, "a keyring transition is already pending; run `git-locks member rekey`");
+  if (policy.pending)
+    return make_error(Errc::usage, "a keyring transition is already pending; run `git-locks member rekey`");
   GITLOCKS_TRY(member, get_string(a, "member"));
   GITLOCKS_TRY(pk, public_key_from_hex(member));
   (void)pk;
@@ -815,7 +832,8 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   const json& a = body["admin"];
   GITLOCKS_TRY(op, get_string(a, "op"));
   if (ctx.actor != policy.owner)
-    return make_error(Errc::not_holder, "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy");
+    return make_error(Errc::not_holder,
+                      "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy");
   GITLOCKS_TRY(expected, get_string(a, "expected_policy_hash"));
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
   if (expected != sha256_hex(current_bytes))
@@ -826,8 +844,9 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
   GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
   if (policy.pending)
-    return make_error(Errc::usage, "a keyring transition is pending: guard time needs an active keyring without a "
-                                   "pending transition (run `git-locks member rekey` first)");
+    return make_error(Errc::usage,
+                      "a keyring transition is pending: guard time needs an active keyring without a "
+                      "pending transition (run `git-locks member rekey` first)");
   GITLOCKS_TRY(disclosure, get_string(a, "disclosure"));
   if (disclosure != kDisclosureGuardWindow)
     return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
@@ -844,8 +863,9 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
     return Error(Errc::usage, "ALREADY_ENABLED: guard time is already enabled with these pins",
                  {{"status", "ALREADY_ENABLED"}});
   if (policy.guard_time)
-    return make_error(Errc::usage, "guard time is enabled with other pins; replacing them (signer rotation) is "
-                                   "not supported");
+    return make_error(Errc::usage,
+                      "guard time is enabled with other pins; replacing them (signer rotation) is "
+                      "not supported");
   json next = policy_doc;
   next["guard_time"] = guard_time_doc(pins);
   GITLOCKS_TRY(parsed, parse_policy(next));

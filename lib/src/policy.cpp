@@ -43,12 +43,14 @@ Result<std::vector<Family>> parse_families(const json& fams, PathCase path_case)
 
 // keyring: {"<epoch>": {"<member hex>": "<sealed hex>"}}
 Status check_keyring(const json& ring, const char* what) {
-  if (!ring.is_object() || ring.empty()) return make_error(Errc::bad_json, std::string(what) + " must be a non-empty object");
+  if (!ring.is_object() || ring.empty())
+    return make_error(Errc::bad_json, std::string(what) + " must be a non-empty object");
   for (const auto& [epoch, keys] : ring.items()) {
     if (epoch.empty() || epoch.size() > 15 || epoch.find_first_not_of("0123456789") != std::string::npos ||
         (epoch.size() > 1 && epoch[0] == '0'))
       return make_error(Errc::bad_json, std::string(what) + " epoch '" + epoch + "' is not a number");
-    if (!keys.is_object() || keys.empty()) return make_error(Errc::bad_json, std::string(what) + " epoch " + epoch + " has no keys");
+    if (!keys.is_object() || keys.empty())
+      return make_error(Errc::bad_json, std::string(what) + " epoch " + epoch + " has no keys");
     for (const auto& [member, sealed] : keys.items())
       if (!is_hex64(member) || !sealed.is_string())
         return make_error(Errc::bad_json, std::string(what) + " has a malformed entry");
@@ -61,7 +63,8 @@ Result<std::vector<std::string>> parse_members(const json& m, const std::string&
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const auto& x : m) {
-    if (!x.is_string() || !is_hex64(x.get<std::string>())) return make_error(Errc::bad_json, "members must be 64-hex keys");
+    if (!x.is_string() || !is_hex64(x.get<std::string>()))
+      return make_error(Errc::bad_json, "members must be 64-hex keys");
     if (!seen.insert(x.get<std::string>()).second) return make_error(Errc::bad_json, "duplicate member");
     out.push_back(x.get<std::string>());
   }
@@ -83,7 +86,8 @@ Status parse_private(const json& doc, Policy& p) {
   if (!current.is_object()) return make_error(Errc::bad_json, "keyring has no entry for the current epoch");
   for (const auto& m : members)
     if (!current.contains(m)) return make_error(Errc::bad_json, "the current epoch key is not sealed to every member");
-  if (current.size() != members.size()) return make_error(Errc::bad_json, "the current epoch key is sealed to a non-member");
+  if (current.size() != members.size())
+    return make_error(Errc::bad_json, "the current epoch key is sealed to a non-member");
   if (doc.contains("pending")) {
     const json& pend = doc["pending"];
     GITLOCKS_CHECK(check_keys(pend, {"epoch", "members", "keyring"}, "pending keyring transition"));
@@ -168,7 +172,8 @@ Result<Policy> parse_policy(const json& doc) {
     GITLOCKS_TRY(scope, get_string(*gt, "scope"));
     if (!is_hex64(key)) return make_error(Errc::bad_json, "guard_time service_key must be 64 hex digits");
     if (audience.empty()) return make_error(Errc::bad_json, "guard_time audience must not be empty");
-    if (disclosure != kDisclosureGuardWindow) return make_error(Errc::unknown_format, "unknown disclosure " + disclosure);
+    if (disclosure != kDisclosureGuardWindow)
+      return make_error(Errc::unknown_format, "unknown disclosure " + disclosure);
     if (scope != "ALL_COMMITS") return make_error(Errc::unknown_format, "unknown guard_time scope " + scope);
     if (profiles == gt->end() || *profiles != json::array({kProfileGuardTime, kProfileTimeAdd}))
       return make_error(Errc::unknown_format, "guard_time profiles must be exactly [" + std::string(kProfileGuardTime) +
@@ -200,7 +205,7 @@ json guard_time_doc(const Pins& pins) {
 }
 
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex) {
-  return json{{"format", kPolicyFormat}, {"store", store_id_hex},     {"owner", owner_hex},
+  return json{{"format", kPolicyFormat},        {"store", store_id_hex},          {"owner", owner_hex},
               {"min_ttl_ms", kDefaultMinTtlMs}, {"max_ttl_ms", kDefaultMaxTtlMs}, {"families", json::array()}};
 }
 
@@ -209,8 +214,10 @@ json ttl_guards(const Policy& p, const json& prefix) {
   path.push_back("expires_at");
   auto bound = [&](const char* op, std::int64_t ms) {
     return json{{"op", op},
-                {"left", {{"from", "time_add"}, {"timestamp", {{"from", "time"}}},
-                          {"milliseconds", {{"from", "literal"}, {"value", ms}}}}},
+                {"left",
+                 {{"from", "time_add"},
+                  {"timestamp", {{"from", "time"}}},
+                  {"milliseconds", {{"from", "literal"}, {"value", ms}}}}},
                 {"right", {{"from", "body"}, {"path", path}}}};
   };
   return json::array({bound("lte", p.min_ttl_ms), bound("gte", p.max_ttl_ms)});

@@ -131,8 +131,7 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
     const std::string kind = rec.value("kind", "");
     if (kind != "path" && kind != "sem") return true;
-    const std::size_t n =
-        static_cast<std::size_t>(std::count_if(rec["leases"].begin(), rec["leases"].end(), shown));
+    const std::size_t n = static_cast<std::size_t>(std::count_if(rec["leases"].begin(), rec["leases"].end(), shown));
     if (n == 0) return true;
     count += n;
     resources.push_back(kind + ":" + rec["name"].get<std::string>());

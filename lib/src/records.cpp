@@ -42,15 +42,14 @@ bool is_str(const json& obj, const char* key) {
 }
 
 bool is_hex(const std::string& s, std::size_t n) {
-  return s.size() == n && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == n &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 Status validate_lease(const json& l, const std::string& resource, bool path) {
   if (!l.is_object()) return bad(resource, "lease is not an object");
-  static const char* allowed[] = {"id", "holder", "name", "mode", "generation", "expires_at",
-                                  "created_at", "note", "path"};
+  static const char* allowed[] = {"id",         "holder",     "name", "mode", "generation",
+                                  "expires_at", "created_at", "note", "path"};
   for (const auto& item : l.items()) {
     const std::string& k = item.key();
     if (std::none_of(std::begin(allowed), std::end(allowed), [&](const char* a) { return k == a; }))
@@ -99,8 +98,8 @@ Status validate(const json& rec, const std::string& resource) {
     auto below = rec.find("below");
     if (below == rec.end() || !below->is_object()) return bad(resource, "below");
     for (const auto& [h, m] : below->items()) {
-      if (!is_hex(h, 64) || !m.is_object() || m.size() != 4 || !is_int(m, "x") || !is_int(m, "xu") ||
-          !is_int(m, "s") || !is_int(m, "su"))
+      if (!is_hex(h, 64) || !m.is_object() || m.size() != 4 || !is_int(m, "x") || !is_int(m, "xu") || !is_int(m, "s") ||
+          !is_int(m, "su"))
         return bad(resource, "marker of " + h);
     }
     return Ok{};

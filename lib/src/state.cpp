@@ -1,8 +1,8 @@
 #include "gitlocks/state.hpp"
 
 #include "gitlocks/crypto.hpp"
-#include "gitlocks/vault.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/vault.hpp"
 #include "records.h"
 #include "tree_edit.h"
 
@@ -137,10 +137,9 @@ Result<int> StateReader::format_version() {
   auto f = get_string(*v, "format");
   if (f.ok() && *f == kStateFormat && v->size() == 1) return version_ = 2;
   if (f.ok() && *f == kStateFormatV1 && v->size() == 1) return version_ = 1;
-  return make_error(Errc::unknown_format,
-                    "unknown store format " + (f.ok() ? "'" + *f + "'" : std::string("(none)")) +
-                        "; this git-locks understands " + std::string(kStateFormat) + " (and reads " +
-                        std::string(kStateFormatV1) + " for migration)");
+  return make_error(Errc::unknown_format, "unknown store format " + (f.ok() ? "'" + *f + "'" : std::string("(none)")) +
+                                              "; this git-locks understands " + std::string(kStateFormat) +
+                                              " (and reads " + std::string(kStateFormatV1) + " for migration)");
 }
 
 Status StateReader::check_format() {
@@ -242,8 +241,7 @@ Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vecto
     auto loc = codec->location(resource, format);
     GITLOCKS_TRY(bytes, codec->encode(loc, rec));
     GITLOCKS_TRY(id, store.write_blob(bytes));
-    if (!updates.emplace(loc, id).second)
-      return make_error(Errc::bad_json, "two records of " + resource);
+    if (!updates.emplace(loc, id).second) return make_error(Errc::bad_json, "two records of " + resource);
   }
   GITLOCKS_TRY(root, detail::tree_apply(store, std::nullopt, updates));
   if (!root) return make_error(Errc::store_write, "empty state tree");

@@ -8,8 +8,8 @@ namespace {
 using Iter = TreeUpdates::const_iterator;
 
 // Applies updates [begin, end), all sharing the first `depth` components.
-Result<std::optional<Oid>> apply_level(ObjectStore& store, const std::optional<Oid>& root, Iter begin,
-                                       Iter end, std::size_t depth) {
+Result<std::optional<Oid>> apply_level(ObjectStore& store, const std::optional<Oid>& root, Iter begin, Iter end,
+                                       std::size_t depth) {
   Tree entries;
   if (root) {
     GITLOCKS_TRY(t, store.read_tree(*root));
@@ -75,8 +75,7 @@ bool git_entry_less(const TreeEntry& a, const TreeEntry& b) {
   return nx < ny;
 }
 
-Result<std::optional<Oid>> tree_apply(ObjectStore& store, const std::optional<Oid>& root,
-                                      const TreeUpdates& updates) {
+Result<std::optional<Oid>> tree_apply(ObjectStore& store, const std::optional<Oid>& root, const TreeUpdates& updates) {
   for (const auto& [path, _] : updates)
     if (path.empty()) return make_error(Errc::store_write, "empty tree path");
   if (updates.empty()) return root;

@@ -20,7 +20,6 @@ using TreeUpdates = std::map<TreePath, std::optional<Oid>>;
 bool git_entry_less(const TreeEntry& a, const TreeEntry& b);
 
 // Returns the new root id; nullopt when the result is empty.
-Result<std::optional<Oid>> tree_apply(ObjectStore& store, const std::optional<Oid>& root,
-                                      const TreeUpdates& updates);
+Result<std::optional<Oid>> tree_apply(ObjectStore& store, const std::optional<Oid>& root, const TreeUpdates& updates);
 
 }  // namespace gitlocks::detail

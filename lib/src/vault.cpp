@@ -70,7 +70,8 @@ Result<EpochKey> open_epoch_key(std::string_view sealed_hex, const KeyPair& memb
   EpochKey key{};
   int rc = crypto_box_seal_open(key.data(), sealed.data(), sealed.size(), pk, sk);
   sodium_memzero(sk, sizeof sk);
-  if (rc != 0) return make_error(Errc::bad_signature, "the epoch key is not sealed to this member (or was tampered with)");
+  if (rc != 0)
+    return make_error(Errc::bad_signature, "the epoch key is not sealed to this member (or was tampered with)");
   return key;
 }
 
@@ -98,7 +99,8 @@ Result<Vault> Vault::open(const json& policy, const KeyPair& member) {
   if (policy.contains("keyring")) GITLOCKS_CHECK(take(policy["keyring"]));
   if (policy.contains("pending") && policy["pending"].is_object() && policy["pending"].contains("keyring"))
     GITLOCKS_CHECK(take(policy["pending"]["keyring"]));
-  if (v.keys_.empty()) return make_error(Errc::not_member, "this key (" + me.substr(0, 12) + ") is not a member of the store");
+  if (v.keys_.empty())
+    return make_error(Errc::not_member, "this key (" + me.substr(0, 12) + ") is not a member of the store");
   return v;
 }
 
@@ -138,7 +140,8 @@ Result<std::string> seal_document(const json& plaintext, const EpochKey& key, st
   crypto_aead_xchacha20poly1305_ietf_encrypt(ct.data(), &ct_len, reinterpret_cast<const unsigned char*>(pt.data()),
                                              pt.size(), reinterpret_cast<const unsigned char*>(ad.data()), ad.size(),
                                              nullptr, nonce, enc_key.data());
-  return canon_dump(json{{"sealed", {{"ct", to_hex(ct.data(), ct_len)}, {"epoch", epoch}, {"nonce", to_hex(nonce, sizeof nonce)}}}});
+  return canon_dump(
+      json{{"sealed", {{"ct", to_hex(ct.data(), ct_len)}, {"epoch", epoch}, {"nonce", to_hex(nonce, sizeof nonce)}}}});
 }
 
 Result<std::int64_t> sealed_epoch(const json& doc) {
@@ -150,21 +153,23 @@ Result<std::int64_t> sealed_epoch(const json& doc) {
   return e;
 }
 
-Result<json> open_document(const json& doc, const EpochKey& key, const std::string& store, const std::string& location) {
+Result<json> open_document(const json& doc, const EpochKey& key, const std::string& store,
+                           const std::string& location) {
   GITLOCKS_TRY(epoch, sealed_epoch(doc));
   GITLOCKS_TRY(ct_hex, get_string(doc["sealed"], "ct"));
   GITLOCKS_TRY(nonce_hex, get_string(doc["sealed"], "nonce"));
   GITLOCKS_TRY(ct, from_hex(ct_hex, "ciphertext"));
   GITLOCKS_TRY(nonce, from_hex(nonce_hex, "nonce"));
-  if (nonce.size() != crypto_aead_xchacha20poly1305_ietf_NPUBBYTES || ct.size() < crypto_aead_xchacha20poly1305_ietf_ABYTES)
+  if (nonce.size() != crypto_aead_xchacha20poly1305_ietf_NPUBBYTES ||
+      ct.size() < crypto_aead_xchacha20poly1305_ietf_ABYTES)
     return make_error(Errc::bad_json, "sealed document has a malformed nonce or ciphertext");
   GITLOCKS_TRY(ad, associated_data(epoch, store, location));
   auto enc_key = subkey(key, "gitlocks/seal/v1");
   std::string pt(ct.size() - crypto_aead_xchacha20poly1305_ietf_ABYTES, '\0');
   unsigned long long pt_len = 0;
-  if (crypto_aead_xchacha20poly1305_ietf_decrypt(reinterpret_cast<unsigned char*>(pt.data()), &pt_len, nullptr,
-                                                 ct.data(), ct.size(), reinterpret_cast<const unsigned char*>(ad.data()),
-                                                 ad.size(), nonce.data(), enc_key.data()) != 0)
+  if (crypto_aead_xchacha20poly1305_ietf_decrypt(
+          reinterpret_cast<unsigned char*>(pt.data()), &pt_len, nullptr, ct.data(), ct.size(),
+          reinterpret_cast<const unsigned char*>(ad.data()), ad.size(), nonce.data(), enc_key.data()) != 0)
     return make_error(Errc::bad_signature, "sealed document at " + location +
                                                " does not authenticate (tampered, moved, or another epoch or store)");
   pt.resize(pt_len);
@@ -174,7 +179,8 @@ Result<json> open_document(const json& doc, const EpochKey& key, const std::stri
   // could have different trees.
   GITLOCKS_TRY(again, seal_document(*v, key, epoch, store, location));
   GITLOCKS_TRY(stored, canon_dump(doc));
-  if (again != stored) return make_error(Errc::non_canonical, "sealed document at " + location + " has a non-derived nonce");
+  if (again != stored)
+    return make_error(Errc::non_canonical, "sealed document at " + location + " has a non-derived nonce");
   return std::move(v).value();
 }
 

@@ -1,13 +1,12 @@
 // Uses the installed core end to end: derive an interval, create a store in
 // memory and claim a path. Prints the successor tree id.
+#include <cstdio>
 #include <gitlocks/crypto.hpp>
 #include <gitlocks/expr.hpp>
 #include <gitlocks/policy.hpp>
 #include <gitlocks/state.hpp>
 #include <gitlocks/transition.hpp>
 #include <gitlocks/trust.hpp>
-
-#include <cstdio>
 
 int main() {
   using namespace gitlocks;
@@ -25,7 +24,8 @@ int main() {
   auto trusted = verified_snapshot(**store, init->commit, TrustOptions{});
   if (!trusted.ok()) return 6;
   auto snap = &trusted->snapshot;
-  json body = {{"created_at", 5000}, {"name", "consumer"},
+  json body = {{"created_at", 5000},
+               {"name", "consumer"},
                {"ops", {{{"op", "claim"}, {"path", "src/"}, {"mode", "exclusive"}, {"expires_at", 65000}}}}};
   auto claim = build_candidate(**store, *snap, key, "claim", std::string(64, '2'), body, 5000);
   if (!claim.ok()) {

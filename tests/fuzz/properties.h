@@ -272,10 +272,8 @@ inline void shrink(json& v, bool in_body) {
   if (v.is_object()) {
     const bool literal = v.contains("from") && v["from"] == "literal";
     for (auto& [k, sub] : v.items()) {
-      if (literal && k == "value" && sub.is_number_integer())
-        sub = small(sub.get<std::int64_t>());
-      else if (k != "path" || in_body)
-        shrink(sub, in_body);
+      if (literal && k == "value" && sub.is_number_integer()) sub = small(sub.get<std::int64_t>());
+      else if (k != "path" || in_body) shrink(sub, in_body);
     }
   } else if (v.is_array()) {
     for (auto& sub : v) shrink(sub, in_body);

@@ -19,8 +19,7 @@ const std::filesystem::path& vectors_dir();
 inline std::vector<std::filesystem::path> vector_files(const std::string& kind) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it(vectors_dir() / kind, ec), end;
-       !ec && it != end; it.increment(ec))
+  for (std::filesystem::directory_iterator it(vectors_dir() / kind, ec), end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".json") files.push_back(it->path());
   std::sort(files.begin(), files.end());
   return files;

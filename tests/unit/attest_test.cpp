@@ -1,5 +1,7 @@
 // Trusted admission time in the core: activation, attested transitions and
 // their verification, with an in-process notary whose clock the test sets.
+#include "gitlocks/attest.hpp"
+
 #include <doctest/doctest.h>
 
 #include <functional>
@@ -7,7 +9,6 @@
 #include <vector>
 
 #include "fixture.h"
-#include "gitlocks/attest.hpp"
 #include "gitlocks/replay.hpp"
 
 using gitlocks::Errc;
@@ -74,11 +75,15 @@ TEST_CASE("guard time: activation preconditions") {
   Notary n;
   s.admit = n.fn();
   n.clock = s.now;
-  CHECK(enable(s, "alice", n.pins).error().code == Errc::not_holder);            // not the owner
+  CHECK(enable(s, "alice", n.pins).error().code == Errc::not_holder);                              // not the owner
   CHECK(enable(s, "owner", n.pins, std::string(64, '0')).error().code == Errc::stale_generation);  // CAS
-  json bad = {{"admin", {{"op", "guard-time-enable"}, {"audience", "a"}, {"service_key", n.pins.service_key},
-                         {"disclosure", "NONE"}, {"expected_policy_hash", s.snapshot().policy_hash}}}};
-  CHECK(s.submit("owner", "guard-time", bad).error().code == Errc::usage);       // no consent
+  json bad = {{"admin",
+               {{"op", "guard-time-enable"},
+                {"audience", "a"},
+                {"service_key", n.pins.service_key},
+                {"disclosure", "NONE"},
+                {"expected_policy_hash", s.snapshot().policy_hash}}}};
+  CHECK(s.submit("owner", "guard-time", bad).error().code == Errc::usage);  // no consent
   REQUIRE(enable(s, "owner", n.pins).ok());
   auto again = enable(s, "owner", n.pins);
   CHECK(again.error().code == Errc::usage);
@@ -148,7 +153,8 @@ TEST_CASE("guard time: replay flags attestations from another commit - a test cl
   // Substitute c1's attestation into c2's commit.
   auto tc2 = gitlocks::read_transition_commit(store, c2->commit).value();
   Oid forged = gitlocks::write_transition_commit(store, tc2.parents[0], tc2.state, tc2.packet_stored, "x\n", 0,
-                                                 c1->attestation_stored).value();
+                                                 c1->attestation_stored)
+                   .value();
   auto v1 = verify(s, forged);
   REQUIRE(first_bad(v1));
   CHECK(first_bad(v1)->commit == forged);
@@ -196,9 +202,9 @@ namespace {
 struct AttestedHistory {
   Store s;
   Notary n;
-  Oid parent;                    // alice's commit: the tip the forgeries build on
-  std::int64_t alice_t = 0;      // its attested T
-  gitlocks::Candidate bob;       // bob's genuine next commit
+  Oid parent;                // alice's commit: the tip the forgeries build on
+  std::int64_t alice_t = 0;  // its attested T
+  gitlocks::Candidate bob;   // bob's genuine next commit
   gitlocks::TransitionCommit bob_tc;
 
   AttestedHistory() {
@@ -233,7 +239,8 @@ struct AttestedHistory {
 
   // The notary's genuine attestation of bob's packet at `t`, as a document.
   json attestation_at(std::int64_t t) {
-    auto stored = gitlocks::make_attestation(request_for(bob.packet, bob.packet_stored, "bob"), n.pins, t, false, n.key);
+    auto stored =
+        gitlocks::make_attestation(request_for(bob.packet, bob.packet_stored, "bob"), n.pins, t, false, n.key);
     REQUIRE(stored.ok());
     return gitlocks::open_attestation(*stored).value();
   }
@@ -291,8 +298,8 @@ TEST_CASE("guard time: replay flags a client clock reading in an attested packet
   json packet = h.bob.packet;
   packet["claimed_at_ms"] = h.bob.admitted_at_ms;
   std::string stored = gitlocks::seal_packet(packet, gitlocks::test::actor_key("bob")).value();
-  auto att = gitlocks::make_attestation(h.request_for(packet, stored, "bob"), h.n.pins, h.bob.admitted_at_ms, false,
-                                        h.n.key);
+  auto att =
+      gitlocks::make_attestation(h.request_for(packet, stored, "bob"), h.n.pins, h.bob.admitted_at_ms, false, h.n.key);
   REQUIRE(att.ok());
   Oid tip = h.commit(stored, *att);
   CHECK(only_tip_invalid(h.s, tip, "time-source-mismatch") == "a client clock reading under guard time");
@@ -322,13 +329,13 @@ TEST_CASE("guard time: replay flags a signed packet whose interval is not the de
   json packet = h.bob.packet;
   packet["interval"][1] = e - 1001;
   std::string stored = gitlocks::seal_packet(packet, gitlocks::test::actor_key("bob")).value();
-  auto att = gitlocks::make_attestation(h.request_for(packet, stored, "bob"), h.n.pins, h.bob.admitted_at_ms, false,
-                                        h.n.key);
+  auto att =
+      gitlocks::make_attestation(h.request_for(packet, stored, "bob"), h.n.pins, h.bob.admitted_at_ms, false, h.n.key);
   REQUIRE(att.ok());
   Oid tip = h.commit(stored, *att);
-  CHECK(only_tip_invalid(h.s, tip, "interval-mismatch") ==
-        "derived interval [" + std::to_string(e - 3'600'000) + ", " + std::to_string(e - 1000) +
-            "] differs from the packet's");
+  CHECK(only_tip_invalid(h.s, tip, "interval-mismatch") == "derived interval [" + std::to_string(e - 3'600'000) + ", " +
+                                                               std::to_string(e - 1000) +
+                                                               "] differs from the packet's");
 }
 
 TEST_CASE("guard time: replay checks every field of a pinned notary's signed attestation") {
@@ -349,15 +356,14 @@ TEST_CASE("guard time: replay checks every field of a pinned notary's signed att
        "attestation-mismatch", "interval: signed interval differs from the packet's"},
       {"another audience", [&](json& a) { a["audience"] = "elsewhere"; }, false, "attestation-mismatch",
        "audience: attested by audience \"elsewhere\""},
-      {"an unknown profile", [&](json& a) { a["profile"] = "time-add-guard-window-v1"; }, false,
-       "attestation-mismatch", "profile: unknown attestation profile"},
+      {"an unknown profile", [&](json& a) { a["profile"] = "time-add-guard-window-v1"; }, false, "attestation-mismatch",
+       "profile: unknown attestation profile"},
       {"another source", [&](json& a) { a["source"] = std::string(40, '0'); }, false, "attestation-mismatch",
        "binding:source: attestation binds \"" + std::string(40, '0') + "\""},
       {"a test clock", [&](json& a) { a["clock"] = "test"; }, false, "attestation-mismatch",
        "test-clock: admitted by a notary running a \"test\" clock"},
-      {"a key other than the pinned one",
-       [&](json& a) { a["service_key"] = gitlocks::to_hex(rogue.public_key); }, true, "attestation-mismatch",
-       "service-key: attested by key " + gitlocks::to_hex(rogue.public_key)},
+      {"a key other than the pinned one", [&](json& a) { a["service_key"] = gitlocks::to_hex(rogue.public_key); }, true,
+       "attestation-mismatch", "service-key: attested by key " + gitlocks::to_hex(rogue.public_key)},
       {"a signature by another key than the embedded one", [&](json&) {}, true, "bad-attestation-signature",
        "attestation signature does not verify"},
       {"a missing admitted_at_ms", [&](json& a) { a.erase("admitted_at_ms"); }, false, "bad-attestation",
@@ -392,17 +398,18 @@ TEST_CASE("guard time: the first attested T may not go below the last local-cloc
   // The same activation packet, attested 1 ms before alice's local T.
   auto req = gitlocks::make_admission_request(en->packet, en->packet_stored, gitlocks::test::actor_key("owner"));
   REQUIRE(req.ok());
-  auto att = gitlocks::make_attestation(gitlocks::open_admission_request(*req).value(), n.pins, s.now - 1, false, n.key);
+  auto att =
+      gitlocks::make_attestation(gitlocks::open_admission_request(*req).value(), n.pins, s.now - 1, false, n.key);
   REQUIRE(att.ok());
   auto tc = gitlocks::read_transition_commit(s.objects(), en->commit).value();
-  Oid forged = gitlocks::write_transition_commit(s.objects(), parent, tc.state, en->packet_stored, "forged\n", 0, *att)
-                   .value();
+  Oid forged =
+      gitlocks::write_transition_commit(s.objects(), parent, tc.state, en->packet_stored, "forged\n", 0, *att).value();
   auto vs = verify(s, forged);
   REQUIRE(vs.size() == 3);
   CHECK(vs[0].ok);
   CHECK(vs[1].ok);
   CHECK_FALSE(vs[2].ok);
   CHECK(vs[2].reason == "time-decreased");
-  CHECK(vs[2].detail == "attested T = " + std::to_string(s.now - 1) + " is before the previous " +
-                            std::to_string(s.now));
+  CHECK(vs[2].detail ==
+        "attested T = " + std::to_string(s.now - 1) + " is before the previous " + std::to_string(s.now));
 }

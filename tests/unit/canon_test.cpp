@@ -1,14 +1,14 @@
 // Canonical JSON (SPEC §3): adversarial inputs for canon_parse (strict and
 // lenient), canon_dump and the typed accessors. Expected bytes are written by
 // hand, never produced by the code under test.
+#include "gitlocks/canon.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include "gitlocks/canon.hpp"
 
 using gitlocks::canon_dump;
 using gitlocks::canon_parse;
@@ -88,8 +88,11 @@ const std::string kDoc =
 // ---------------------------------------------------------------- numbers
 
 TEST_CASE("canon: floats are rejected in every spelling - strict and lenient") {
-  const char* floats[] = {"1.0", "1e3", "1E3", "1e+3", "1E-2", "-0.0", "0.0", "0e0", "1e0", "1.5",
-                          "-1.5", "2.5e-308", "1e400", "-1e400", "9007199254740991.0",
+  const char* floats[] = {"1.0",   "1e3",         "1E3",
+                          "1e+3",  "1E-2",        "-0.0",
+                          "0.0",   "0e0",         "1e0",
+                          "1.5",   "-1.5",        "2.5e-308",
+                          "1e400", "-1e400",      "9007199254740991.0",
                           "[1.0]", "{\"a\":1e3}", "{\"a\":[0,{\"b\":-0.0}]}"};
   for (const char* f : floats) {
     INFO("input: ", f);
@@ -99,8 +102,8 @@ TEST_CASE("canon: floats are rejected in every spelling - strict and lenient") {
 }
 
 TEST_CASE("canon: malformed number syntax is bad JSON") {
-  const char* bad[] = {"+1", "01", "-01", ".5", "1.", "-", "--1", "0x10", "Infinity", "-Infinity",
-                       "NaN", "1e", "1e+", "- 1", "1_000"};
+  const char* bad[] = {"+1",       "01",        "-01", ".5", "1.",  "-",   "--1",  "0x10",
+                       "Infinity", "-Infinity", "NaN", "1e", "1e+", "- 1", "1_000"};
   for (const char* b : bad) {
     INFO("input: ", b);
     CHECK(strict_outcome(b) == "bad-json");
@@ -120,11 +123,10 @@ TEST_CASE("canon: integers at +-(2^53-1) are accepted - one beyond is rejected")
   CHECK((*in_obj)["a"][1].get<std::int64_t>() == -9007199254740991LL);
 
   const char* unsafe[] = {
-      "9007199254740992",       "-9007199254740992",    "9007199254740993",
-      "-9007199254740993",      "9223372036854775807",  "-9223372036854775808",
-      "9223372036854775808",    "-9223372036854775809", "18446744073709551615",
-      "18446744073709551616",   "-18446744073709551616",
-      "[9007199254740992]",     "{\"a\":-9007199254740992}",
+      "9007199254740992",          "-9007199254740992",    "9007199254740993",      "-9007199254740993",
+      "9223372036854775807",       "-9223372036854775808", "9223372036854775808",   "-9223372036854775809",
+      "18446744073709551615",      "18446744073709551616", "-18446744073709551616", "[9007199254740992]",
+      "{\"a\":-9007199254740992}",
   };
   for (const char* u : unsafe) {
     INFO("input: ", u);
@@ -187,21 +189,21 @@ TEST_CASE("canon: duplicate keys are rejected at top level and nested") {
 
 TEST_CASE("canon: invalid UTF-8 is rejected inside and outside strings") {
   const std::vector<std::string> bad_seqs = {
-      "\x80",              // lone continuation byte
-      "\xBF",              // lone continuation byte
-      "\xC0\xAF",          // overlong '/'
-      "\xC0\x80",          // overlong NUL
-      "\xC1\xBF",          // overlong (C1 lead)
-      "\xE0\x80\xAF",      // 3-byte overlong '/'
-      "\xE0\x9F\xBF",      // 3-byte overlong U+07FF
-      "\xF0\x80\x80\xAF",  // 4-byte overlong '/'
-      "\xF0\x8F\xBF\xBF",  // 4-byte overlong U+FFFF
-      "\xED\xA0\x80",      // UTF-16 high surrogate U+D800
-      "\xED\xBF\xBF",      // low surrogate U+DFFF
+      "\x80",                      // lone continuation byte
+      "\xBF",                      // lone continuation byte
+      "\xC0\xAF",                  // overlong '/'
+      "\xC0\x80",                  // overlong NUL
+      "\xC1\xBF",                  // overlong (C1 lead)
+      "\xE0\x80\xAF",              // 3-byte overlong '/'
+      "\xE0\x9F\xBF",              // 3-byte overlong U+07FF
+      "\xF0\x80\x80\xAF",          // 4-byte overlong '/'
+      "\xF0\x8F\xBF\xBF",          // 4-byte overlong U+FFFF
+      "\xED\xA0\x80",              // UTF-16 high surrogate U+D800
+      "\xED\xBF\xBF",              // low surrogate U+DFFF
       "\xED\xA0\xBD\xED\xB8\x80",  // CESU-8 surrogate pair
-      "\xF4\x90\x80\x80",  // U+110000
-      "\xF5\x80\x80\x80",  // lead byte beyond range
-      "\xF8\x88\x80\x80\x80",  // 5-byte form
+      "\xF4\x90\x80\x80",          // U+110000
+      "\xF5\x80\x80\x80",          // lead byte beyond range
+      "\xF8\x88\x80\x80\x80",      // 5-byte form
       "\xFE",
       "\xFF",
       "\xC3\x28",          // lead followed by ASCII
@@ -212,12 +214,12 @@ TEST_CASE("canon: invalid UTF-8 is rejected inside and outside strings") {
   for (const auto& seq : bad_seqs) {
     INFO("sequence: ", show(seq));
     const std::vector<std::string> docs = {
-        "\"" + seq + "\"",                       // inside a string value
-        "{\"" + seq + "\":1}",                   // inside a key
-        "[\"a" + seq + "b\"]",                   // middle of a string
-        seq + "{}",                              // before the document
-        "{}" + seq,                              // after the document
-        "[1," + seq + "]",                       // between values
+        "\"" + seq + "\"",      // inside a string value
+        "{\"" + seq + "\":1}",  // inside a key
+        "[\"a" + seq + "b\"]",  // middle of a string
+        seq + "{}",             // before the document
+        "{}" + seq,             // after the document
+        "[1," + seq + "]",      // between values
     };
     for (const auto& d : docs) {
       INFO("doc: ", show(d));
@@ -229,9 +231,9 @@ TEST_CASE("canon: invalid UTF-8 is rejected inside and outside strings") {
 
 TEST_CASE("canon: truncated UTF-8 at end of input is rejected") {
   const std::vector<std::string> docs = {
-      "\"\xC3",           "\"\xE2\x82",         "\"\xF0\x9F\x98",  "\"\xF0",
-      "\"\xC3\"",         "\"\xE2\x82\"",       "\"\xF0\x9F\x98\"", "{\"a\":\"\xE2\x82\xAC\xE2\x82\"}",
-      "{}\xC3",           "{}\xF0\x9F\x98",
+      "\"\xC3",   "\"\xE2\x82",     "\"\xF0\x9F\x98",   "\"\xF0",
+      "\"\xC3\"", "\"\xE2\x82\"",   "\"\xF0\x9F\x98\"", "{\"a\":\"\xE2\x82\xAC\xE2\x82\"}",
+      "{}\xC3",   "{}\xF0\x9F\x98",
   };
   for (const auto& d : docs) {
     INFO("doc: ", show(d));
@@ -269,8 +271,8 @@ TEST_CASE("canon: UTF-8 boundary code points are accepted raw") {
 
 TEST_CASE("canon: backslash-u escapes of lone or misordered surrogates are rejected") {
   const char* bad[] = {
-      "\"\\ud800\"",        "\"\\udbff\"",        "\"\\udc00\"",         "\"\\udfff\"",
-      "\"\\ud800\\u0041\"", "\"\\udc00\\ud800\"", "\"\\ud800\\ud800\"",  "\"\\ud800x\"",
+      "\"\\ud800\"",        "\"\\udbff\"",        "\"\\udc00\"",        "\"\\udfff\"",
+      "\"\\ud800\\u0041\"", "\"\\udc00\\ud800\"", "\"\\ud800\\ud800\"", "\"\\ud800x\"",
       "\"\\ud800",          "{\"\\ud800\":1}",    "\"\\uD800\"",
   };
   for (const char* b : bad) {
@@ -303,9 +305,8 @@ TEST_CASE("canon: the escape of U+0000 decodes to a NUL byte and is canonical as
 }
 
 TEST_CASE("canon: malformed escapes are bad JSON") {
-  const char* bad[] = {"\"\\u\"",   "\"\\u12\"",  "\"\\u12g4\"", "\"\\x41\"", "\"\\U0041\"",
-                       "\"\\a\"",   "\"\\'\"",    "\"\\0\"",     "\"\\\"",    "\"abc",
-                       "\"\\u-123\"", "\"\\ u0041\""};
+  const char* bad[] = {"\"\\u\"", "\"\\u12\"", "\"\\u12g4\"", "\"\\x41\"", "\"\\U0041\"", "\"\\a\"",
+                       "\"\\'\"", "\"\\0\"",   "\"\\\"",      "\"abc",     "\"\\u-123\"", "\"\\ u0041\""};
   for (const char* b : bad) {
     INFO("input: ", b);
     CHECK(strict_outcome(b) == "bad-json");
@@ -357,20 +358,20 @@ TEST_CASE("canon: string escapes in canonical output - derived by hand") {
   }
   // The same value spelled any other way is not canonical.
   const char* noncanon[] = {
-      "\"\\/\"",         // escaped solidus
-      "\"\\u000a\"",     // \n spelled as \u
-      "\"\\u0009\"",     // \t spelled as \u
-      "\"\\u0008\"",     // \b
-      "\"\\u000c\"",     // \f
-      "\"\\u000d\"",     // \r
-      "\"\\u001F\"",     // uppercase hex
-      "\"\\u000B\"",     // uppercase hex
-      "\"\\u0041\"",     // escaped ASCII letter
-      "\"\\u0022\"",     // '"' as \u
-      "\"\\u005c\"",     // '\\' as \u
-      "\"\\u00e9\"",     // escaped non-ASCII
-      "\"\\u007f\"",     // DEL escaped
-      "\"\\u2028\"",     // escaped line separator
+      "\"\\/\"",      // escaped solidus
+      "\"\\u000a\"",  // \n spelled as \u
+      "\"\\u0009\"",  // \t spelled as \u
+      "\"\\u0008\"",  // \b
+      "\"\\u000c\"",  // \f
+      "\"\\u000d\"",  // \r
+      "\"\\u001F\"",  // uppercase hex
+      "\"\\u000B\"",  // uppercase hex
+      "\"\\u0041\"",  // escaped ASCII letter
+      "\"\\u0022\"",  // '"' as \u
+      "\"\\u005c\"",  // '\\' as \u
+      "\"\\u00e9\"",  // escaped non-ASCII
+      "\"\\u007f\"",  // DEL escaped
+      "\"\\u2028\"",  // escaped line separator
   };
   for (const char* n : noncanon) {
     INFO("input: ", n);
@@ -382,8 +383,7 @@ TEST_CASE("canon: string escapes in canonical output - derived by hand") {
 // --------------------------------------------------------------- nesting
 
 TEST_CASE("canon: nesting of exactly 64 levels is accepted - 65 is rejected") {
-  for (const std::string& inner : {std::string(""), std::string("1"), std::string("\"s\""),
-                                   std::string("{}")}) {
+  for (const std::string& inner : {std::string(""), std::string("1"), std::string("\"s\""), std::string("{}")}) {
     INFO("inner: ", inner);
     // `{}` as inner is itself a level.
     int extra = inner == "{}" ? 1 : 0;
@@ -403,8 +403,8 @@ TEST_CASE("canon: nesting of exactly 64 levels is accepted - 65 is rejected") {
   for (int i = 0; i < 32; ++i) mixed += "[{\"k\":";
   std::string closing;
   for (int i = 0; i < 32; ++i) closing += "}]";
-  CHECK(strict_outcome(mixed + "0" + closing) == "ok");                    // 64 levels
-  CHECK(strict_outcome(mixed + "[0]" + closing) == "bad-json");            // 65 levels
+  CHECK(strict_outcome(mixed + "0" + closing) == "ok");          // 64 levels
+  CHECK(strict_outcome(mixed + "[0]" + closing) == "bad-json");  // 65 levels
 }
 
 TEST_CASE("canon: canon_dump applies the same 64-level limit") {
@@ -469,9 +469,8 @@ TEST_CASE("canon: no proper prefix of a canonical document parses to the same va
 
 TEST_CASE("canon: trailing garbage is rejected") {
   const std::vector<std::string> bad = {
-      kDoc + "x", kDoc + "}", kDoc + "{}", kDoc + ",", kDoc + "0", kDoc + "\"",
-      "{}{}", "[][]", "1 2", "1,2", "null null", "{},", "[1]]", "{\"a\":1}}", "truex", "nulll",
-      "\"a\"\"b\"", "0 0",
+      kDoc + "x", kDoc + "}",  kDoc + "{}", kDoc + ",", kDoc + "0",   kDoc + "\"", "{}{}",  "[][]",       "1 2",
+      "1,2",      "null null", "{},",       "[1]]",     "{\"a\":1}}", "truex",     "nulll", "\"a\"\"b\"", "0 0",
   };
   for (const auto& b : bad) {
     INFO("input: ", show(b));
@@ -483,7 +482,9 @@ TEST_CASE("canon: trailing garbage is rejected") {
   const std::vector<std::string> after_nul = {
       std::string("{}\0", 3),
       std::string("{\"a\":1}\0{\"a\":2}", 15),
-      std::string("1\0" "2", 3),
+      std::string("1\0"
+                  "2",
+                  3),
       std::string("[1]\0garbage", 11),
       kDoc + std::string("\0", 1) + kDoc,
   };
@@ -496,9 +497,25 @@ TEST_CASE("canon: trailing garbage is rejected") {
 
 TEST_CASE("canon: whitespace is free in lenient mode and non-canonical in strict mode") {
   const std::vector<std::string> ws = {
-      " {}", "{} ", "{}\n", "\n{}", "\t{}", "{}\r\n", "{ }", "[ ]", "[1, 2]", "[1 ,2]",
-      "{\"a\": 1}", "{\"a\" :1}", "{ \"a\":1}", "{\"a\":1 }", "{\"a\":1,\r\"b\":2}",
-      "{\n  \"a\": [\n    1\n  ]\n}", " 1", "1 ", "\"x\" ",
+      " {}",
+      "{} ",
+      "{}\n",
+      "\n{}",
+      "\t{}",
+      "{}\r\n",
+      "{ }",
+      "[ ]",
+      "[1, 2]",
+      "[1 ,2]",
+      "{\"a\": 1}",
+      "{\"a\" :1}",
+      "{ \"a\":1}",
+      "{\"a\":1 }",
+      "{\"a\":1,\r\"b\":2}",
+      "{\n  \"a\": [\n    1\n  ]\n}",
+      " 1",
+      "1 ",
+      "\"x\" ",
   };
   for (const auto& w : ws) {
     INFO("input: ", show(w));
@@ -507,8 +524,14 @@ TEST_CASE("canon: whitespace is free in lenient mode and non-canonical in strict
   }
   // Not JSON whitespace at all: form feed, vertical tab, NBSP, U+2028, BOM
   // (strict only: the BOM is never canonical).
-  const std::vector<std::string> not_ws = {"\f{}", "{}\f", "\v[]", "[1,\v2]", "\xC2\xA0{}",
-                                           "[1,\xC2\xA0" "2]", "{}\xE2\x80\xA8"};
+  const std::vector<std::string> not_ws = {"\f{}",
+                                           "{}\f",
+                                           "\v[]",
+                                           "[1,\v2]",
+                                           "\xC2\xA0{}",
+                                           "[1,\xC2\xA0"
+                                           "2]",
+                                           "{}\xE2\x80\xA8"};
   for (const auto& w : not_ws) {
     INFO("input: ", show(w));
     CHECK(lenient_outcome(w) == "bad-json");
@@ -525,9 +548,9 @@ TEST_CASE("canon: unsorted keys are lenient-only") {
       "{\"a\":1,\"c\":2,\"b\":3}",
       "{\"x\":{\"b\":1,\"a\":2}}",
       "[{\"b\":1,\"a\":2}]",
-      "{\"aa\":1,\"a\":2}",             // prefix sorts first
-      "{\"a\":1,\"B\":2}",              // uppercase (0x42) before lowercase (0x61)
-      "{\"\xC3\xA9\":1,\"z\":2}",       // 0xC3 > 'z'
+      "{\"aa\":1,\"a\":2}",                           // prefix sorts first
+      "{\"a\":1,\"B\":2}",                            // uppercase (0x42) before lowercase (0x61)
+      "{\"\xC3\xA9\":1,\"z\":2}",                     // 0xC3 > 'z'
       "{\"\xF0\x9F\x98\x80\":1,\"\xEF\xBF\xBD\":2}",  // UTF-16 order, not UTF-8 order
       "{\"a\\u0000\":1,\"a\":2}",
   };
@@ -544,7 +567,7 @@ TEST_CASE("canon: keys sort by UTF-8 bytes - including non-ASCII keys") {
   obj["\xF0\x9F\x98\x80"] = 1;  // U+1F600: F0 9F 98 80 (UTF-16 D83D, sorts before U+FFFD there)
   obj["\xEF\xBF\xBD"] = 2;      // U+FFFD: EF BF BD
   obj["z"] = 3;
-  obj["\xC3\xA9"] = 4;          // U+00E9: C3 A9
+  obj["\xC3\xA9"] = 4;  // U+00E9: C3 A9
   obj["Z"] = 5;
   obj["a"] = 6;
   obj["aa"] = 7;
@@ -566,8 +589,17 @@ TEST_CASE("canon: keys sort by UTF-8 bytes - including non-ASCII keys") {
 
 TEST_CASE("canon: dump(parse(x)) == x for canonical documents") {
   const std::vector<std::string> docs = {
-      "{}", "[]", "\"\"", "0", "-1", "1", "null", "true", "false",
-      "9007199254740991", "-9007199254740991",
+      "{}",
+      "[]",
+      "\"\"",
+      "0",
+      "-1",
+      "1",
+      "null",
+      "true",
+      "false",
+      "9007199254740991",
+      "-9007199254740991",
       "{\"a\":[1,2,{\"b\":null}],\"c\":\"d\"}",
       "[[],[[]],{},{\"\":{}}]",
       "{\"\":\"\",\"a\":\"\\\\\\\"\\n\"}",
@@ -648,8 +680,8 @@ TEST_CASE("canon: get_int checks presence - type and range") {
   // A key view that is not NUL-terminated.
   std::string_view nx = "nx";
   CHECK(*gitlocks::get_int(o, nx.substr(0, 1)) == 5);
-  for (const char* k : {"big", "small", "u53", "u63", "u64max", "u64max_minus_4", "f", "s", "b",
-                        "z", "arr", "obj", "missing", "N", ""}) {
+  for (const char* k : {"big", "small", "u53", "u63", "u64max", "u64max_minus_4", "f", "s", "b", "z", "arr", "obj",
+                        "missing", "N", ""}) {
     INFO("key: ", std::string(k));
     CHECK(outcome(gitlocks::get_int(o, k)) == "bad-json");
   }
@@ -659,13 +691,8 @@ TEST_CASE("canon: get_int checks presence - type and range") {
 }
 
 TEST_CASE("canon: get_string checks presence and type and keeps every byte") {
-  json o = {{"s", "hello"},
-            {"nul", std::string("a\0b", 3)},
-            {"empty", ""},
-            {"i", 1},
-            {"b", false},
-            {"z", nullptr},
-            {"arr", json::array({"s"})}};
+  json o = {{"s", "hello"}, {"nul", std::string("a\0b", 3)}, {"empty", ""}, {"i", 1}, {"b", false},
+            {"z", nullptr}, {"arr", json::array({"s"})}};
   CHECK(*gitlocks::get_string(o, "s") == "hello");
   CHECK(*gitlocks::get_string(o, "nul") == std::string("a\0b", 3));
   auto e = gitlocks::get_string(o, "empty");
@@ -711,9 +738,8 @@ TEST_CASE("canon: single-byte mutations never crash and strict success is byte-e
       "{\"k\":{\"x\":[[],{}]},\"\xC3\xA9\":\"\xF0\x9F\x98\x80\"}",
   };
   // Bytes that matter to a JSON parser, plus UTF-8 lead/continuation bytes.
-  const std::string interesting =
-      std::string("{}[],:\"\\/-+.0123456789eEtrufalsn \t\r\n\b\fu") +
-      std::string("\x00\x01\x1f\x7f\x80\xbf\xc0\xc2\xdf\xe0\xed\xef\xf0\xf4\xf5\xff", 16);
+  const std::string interesting = std::string("{}[],:\"\\/-+.0123456789eEtrufalsn \t\r\n\b\fu") +
+                                  std::string("\x00\x01\x1f\x7f\x80\xbf\xc0\xc2\xdf\xe0\xed\xef\xf0\xf4\xf5\xff", 16);
   SplitMix64 rng{0x5EED'C0DE'2024ULL};
   int accepted_strict = 0, non_canonical = 0, malformed = 0;
   for (const auto& seed : seeds) {

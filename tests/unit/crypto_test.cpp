@@ -1,8 +1,9 @@
 // Crypto primitives: published test vectors (FIPS 180-2, RFC 8032), exact
 // failure of verification under any single-bit change, domain separation,
 // strict hex parsing.
-#include <doctest/doctest.h>
+#include "gitlocks/crypto.hpp"
 
+#include <doctest/doctest.h>
 #include <sodium.h>
 
 #include <array>
@@ -10,10 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "gitlocks/crypto.hpp"
-
-using gitlocks::KeyPair;
 using gitlocks::kAttestationDomain;
+using gitlocks::KeyPair;
 using gitlocks::kPacketDomain;
 using gitlocks::PublicKey;
 using gitlocks::Signature;
@@ -62,10 +61,8 @@ const std::string kPkHex = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af02
 
 TEST_CASE("crypto: sha256 matches the FIPS 180-2 test vectors") {
   init();
-  CHECK(gitlocks::sha256_hex("") ==
-        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  CHECK(gitlocks::sha256_hex("abc") ==
-        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(gitlocks::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(gitlocks::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(gitlocks::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   auto raw = gitlocks::sha256("abc");
@@ -93,10 +90,9 @@ TEST_CASE("crypto: keypair_from_seed matches RFC 8032 and is seed || public key"
         "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e3970"
         "1cf9b46bd25bf5f0595bbe24655141438e7a100b");
   // RFC 8032 test 2: one-byte message 0x72.
-  KeyPair kp2 = gitlocks::keypair_from_seed(
-      seed_from_hex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"));
-  CHECK(gitlocks::to_hex(kp2.public_key) ==
-        "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
+  KeyPair kp2 =
+      gitlocks::keypair_from_seed(seed_from_hex("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"));
+  CHECK(gitlocks::to_hex(kp2.public_key) == "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
   CHECK(gitlocks::to_hex(gitlocks::sign_detached("", "\x72", kp2)) ==
         "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613"
         "d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
@@ -129,8 +125,8 @@ TEST_CASE("crypto: keypair_from_seed is deterministic - different seeds give dif
 TEST_CASE("crypto: sign/verify round trip and deterministic signatures") {
   init();
   KeyPair kp = gitlocks::keypair_from_seed(seed_filled(0x42));
-  for (std::string msg : {std::string(""), std::string("x"), std::string("hello world"),
-                          std::string("a\0b", 3), std::string(10000, 'z')}) {
+  for (std::string msg : {std::string(""), std::string("x"), std::string("hello world"), std::string("a\0b", 3),
+                          std::string(10000, 'z')}) {
     INFO("message size: ", msg.size());
     Signature s1 = gitlocks::sign_detached(kPacketDomain, msg, kp);
     Signature s2 = gitlocks::sign_detached(kPacketDomain, msg, kp);
@@ -139,8 +135,7 @@ TEST_CASE("crypto: sign/verify round trip and deterministic signatures") {
     // Appending or dropping a byte breaks it.
     CHECK_FALSE(gitlocks::verify_detached(kPacketDomain, msg + '\0', s1, kp.public_key));
     if (!msg.empty())
-      CHECK_FALSE(gitlocks::verify_detached(kPacketDomain, msg.substr(0, msg.size() - 1), s1,
-                                            kp.public_key));
+      CHECK_FALSE(gitlocks::verify_detached(kPacketDomain, msg.substr(0, msg.size() - 1), s1, kp.public_key));
   }
   // Wrong key.
   KeyPair other = gitlocks::keypair_from_seed(seed_filled(0x43));
@@ -224,10 +219,10 @@ TEST_CASE("crypto: domain separation between packet and attestation signatures")
 
   // Wire format: Ed25519 over domain || message, checked with libsodium directly.
   std::string framed = std::string(kPacketDomain) + msg;
-  CHECK(crypto_sign_verify_detached(p.data(), reinterpret_cast<const unsigned char*>(framed.data()),
-                                    framed.size(), kp.public_key.data()) == 0);
-  CHECK(crypto_sign_verify_detached(p.data(), reinterpret_cast<const unsigned char*>(msg.data()),
-                                    msg.size(), kp.public_key.data()) != 0);
+  CHECK(crypto_sign_verify_detached(p.data(), reinterpret_cast<const unsigned char*>(framed.data()), framed.size(),
+                                    kp.public_key.data()) == 0);
+  CHECK(crypto_sign_verify_detached(p.data(), reinterpret_cast<const unsigned char*>(msg.data()), msg.size(),
+                                    kp.public_key.data()) != 0);
 }
 
 TEST_CASE("crypto: to_hex is lowercase and round-trips through the parsers") {

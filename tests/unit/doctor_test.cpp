@@ -1,8 +1,9 @@
 // doctor: diagnoses reservation data, repairs nothing.
+#include "gitlocks/doctor.hpp"
+
 #include <doctest/doctest.h>
 
 #include "fixture.h"
-#include "gitlocks/doctor.hpp"
 #include "tree_edit.h"
 
 using gitlocks::json;
@@ -60,7 +61,8 @@ TEST_CASE("doctor: each kind of damage is named") {
     CHECK(codes(f.diagnose(put(store, f.state, f.loc, f.rec.dump(1)))) == std::vector<std::string>{"non-canonical"});
   }
   SUBCASE("malformed record") {
-    CHECK(codes(f.diagnose(put(store, f.state, f.loc, "{\"kind\":"))) == std::vector<std::string>{"malformed-record", "marker-mismatch"});
+    CHECK(codes(f.diagnose(put(store, f.state, f.loc, "{\"kind\":"))) ==
+          std::vector<std::string>{"malformed-record", "marker-mismatch"});
   }
   SUBCASE("record under another resource's name") {
     auto other = gitlocks::record_location("path:zzz");

@@ -2,14 +2,14 @@
 // "Native expression"). Expected intervals are worked out by hand in the
 // comments; boundaries are also re-checked with a separate, deliberately
 // naive reference evaluator that plugs T back into the guards.
+#include "gitlocks/expr.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "gitlocks/expr.hpp"
 
 using gitlocks::derive_interval;
 using gitlocks::Errc;
@@ -203,9 +203,8 @@ TEST_CASE("expr: overflow of T + MAX_TTL is refused although the comparison woul
 
 TEST_CASE("expr: nested time_add adds its milliseconds") {
   // (T + 400) + 600 <= e  and  ((T + 10000) + 20000) + 30000 >= e, e = 100000.
-  auto g = json::array(
-      {cmp("lte", add(add(tnow(), lit(400)), lit(600)), body("expires_at")),
-       cmp("gte", add(add(add(tnow(), lit(10000)), lit(20000)), lit(30000)), body("expires_at"))});
+  auto g = json::array({cmp("lte", add(add(tnow(), lit(400)), lit(600)), body("expires_at")),
+                        cmp("gte", add(add(add(tnow(), lit(10000)), lit(20000)), lit(30000)), body("expires_at"))});
   auto iv = expect_interval(g, expires(100000));
   CHECK(iv == Interval{40000, 99000});
   check_edges(g, expires(100000), iv);
@@ -226,8 +225,8 @@ TEST_CASE("expr: reversed comparisons are normalised") {
                         cmp("lte", body("expires_at"), add(tnow(), lit(60000)))});
   CHECK(expect_interval(g, b) == Interval{40000, 99000});
   // e > T+1000 => T <= 98999;  e < T+60000 => T >= 40001.
-  auto gs = json::array({cmp("gt", body("expires_at"), add(tnow(), lit(1000))),
-                         cmp("lt", body("expires_at"), add(tnow(), lit(60000)))});
+  auto gs = json::array(
+      {cmp("gt", body("expires_at"), add(tnow(), lit(1000))), cmp("lt", body("expires_at"), add(tnow(), lit(60000)))});
   auto iv = expect_interval(gs, b);
   CHECK(iv == Interval{40001, 98999});
   check_edges(gs, b, iv);
@@ -235,10 +234,13 @@ TEST_CASE("expr: reversed comparisons are normalised") {
 
 TEST_CASE("expr: strict vs non-strict") {
   auto b = expires(100000);
-  struct Row { const char* op; Interval expect; };
+  struct Row {
+    const char* op;
+    Interval expect;
+  };
   // T + 1000 op 100000.
-  const Row rows[] = {{"lte", {0, 99000}}, {"lt", {0, 98999}},
-                      {"gte", {99000, MAX - 1000}}, {"gt", {99001, MAX - 1000}}};
+  const Row rows[] = {
+      {"lte", {0, 99000}}, {"lt", {0, 98999}}, {"gte", {99000, MAX - 1000}}, {"gt", {99001, MAX - 1000}}};
   for (const auto& row : rows) {
     CAPTURE(row.op);
     auto g = json::array({cmp(row.op, add(tnow(), lit(1000)), body("expires_at"))});
@@ -257,11 +259,10 @@ TEST_CASE("expr: strict vs non-strict") {
 
 TEST_CASE("expr: empty guard list and conjunctions") {
   CHECK(expect_interval(json::array(), json::object()) == gitlocks::kUniversalInterval);
-  auto g = json::array({json{{"op", "and"},
-                             {"args", json::array({cmp("gte", tnow(), lit(10)),
-                                                   json{{"op", "and"}, {"args", json::array()}},
-                                                   json{{"op", "and"},
-                                                        {"args", json::array({cmp("lt", tnow(), lit(20))})}}})}}});
+  auto g = json::array(
+      {json{{"op", "and"},
+            {"args", json::array({cmp("gte", tnow(), lit(10)), json{{"op", "and"}, {"args", json::array()}},
+                                  json{{"op", "and"}, {"args", json::array({cmp("lt", tnow(), lit(20))})}}})}}});
   CHECK(expect_interval(g, json::object()) == Interval{10, 19});
 }
 
@@ -279,8 +280,7 @@ TEST_CASE("expr: time-free guards are evaluated") {
   auto ne = cmp("ne", body("gen"), lit(3));
   CHECK(expect_interval(json::array({either, negated, eq}), b) == gitlocks::kUniversalInterval);
   expect_derive_error(json::array({ne}), b, Errc::empty_interval, "false");
-  expect_derive_error(json::array({json{{"op", "or"}, {"args", json::array()}}}), b,
-                      Errc::empty_interval, "false");
+  expect_derive_error(json::array({json{{"op", "or"}, {"args", json::array()}}}), b, Errc::empty_interval, "false");
   // Array index in a body path.
   auto idx = json{{"from", "body"}, {"path", json::array({"items", 1})}};
   CHECK(expect_interval(json::array({cmp("eq", idx, lit(8))}), b) == gitlocks::kUniversalInterval);
@@ -297,37 +297,34 @@ TEST_CASE("expr: missing body path or non-integer values name the path") {
   expect_derive_error(g, json{{"expires_at", true}}, Errc::bad_expression, "not a safe integer");
   expect_derive_error(g, json{{"expires_at", nullptr}}, Errc::bad_expression, "expires_at");
   expect_derive_error(g, json::array(), Errc::bad_expression, "is missing");
-  expect_derive_error(g, json{{"expires_at", std::uint64_t{1} << 53}}, Errc::bad_expression,
-                      "not a safe integer");
+  expect_derive_error(g, json{{"expires_at", std::uint64_t{1} << 53}}, Errc::bad_expression, "not a safe integer");
   auto deep = json{{"from", "body"}, {"path", json::array({"a", 2, "b"})}};
-  expect_derive_error(json::array({cmp("lte", tnow(), deep)}), json{{"a", json::array({1, 2})}},
-                      Errc::bad_expression, "[\"a\",2,\"b\"] is missing");
-  expect_derive_error(json::array({cmp("lte", tnow(), deep)}), json{{"a", json{{"2", 5}}}},
-                      Errc::bad_expression, "is missing");
+  expect_derive_error(json::array({cmp("lte", tnow(), deep)}), json{{"a", json::array({1, 2})}}, Errc::bad_expression,
+                      "[\"a\",2,\"b\"] is missing");
+  expect_derive_error(json::array({cmp("lte", tnow(), deep)}), json{{"a", json{{"2", 5}}}}, Errc::bad_expression,
+                      "is missing");
   // An error in a later guard wins over emptiness found earlier.
   auto empty_then_missing = json::array({cmp("lt", tnow(), lit(0)), cmp("lte", tnow(), body("nope"))});
   expect_derive_error(empty_then_missing, json::object(), Errc::bad_expression, "nope");
   // Error inside an or: no short-circuit hides it.
-  auto either = json{{"op", "or"}, {"args", json::array({cmp("eq", lit(1), lit(1)),
-                                                         cmp("eq", body("nope"), lit(1))})}};
+  auto either = json{{"op", "or"}, {"args", json::array({cmp("eq", lit(1), lit(1)), cmp("eq", body("nope"), lit(1))})}};
   expect_derive_error(json::array({either}), json::object(), Errc::bad_expression, "nope");
 }
 
 TEST_CASE("expr: arithmetic domain of time_add operands") {
   auto b = json{{"neg", -1}, {"max", MAX}, {"zero", 0}};
   // Timed chain with a negative body milliseconds: out of domain.
-  expect_derive_error(json::array({cmp("lte", add(tnow(), body("neg")), lit(10))}), b,
-                      Errc::arithmetic_overflow, "-1");
+  expect_derive_error(json::array({cmp("lte", add(tnow(), body("neg")), lit(10))}), b, Errc::arithmetic_overflow, "-1");
   // Time-free time_add overflowing, or with a negative timestamp.
-  expect_derive_error(json::array({cmp("lte", tnow(), add(body("max"), lit(1)))}), b,
-                      Errc::arithmetic_overflow, "exceeds");
-  expect_derive_error(json::array({cmp("lte", tnow(), add(lit(-1), lit(1)))}), b,
-                      Errc::arithmetic_overflow, "timestamp");
-  expect_derive_error(json::array({cmp("lte", tnow(), add(body("neg"), body("zero")))}), b,
-                      Errc::arithmetic_overflow, "timestamp");
+  expect_derive_error(json::array({cmp("lte", tnow(), add(body("max"), lit(1)))}), b, Errc::arithmetic_overflow,
+                      "exceeds");
+  expect_derive_error(json::array({cmp("lte", tnow(), add(lit(-1), lit(1)))}), b, Errc::arithmetic_overflow,
+                      "timestamp");
+  expect_derive_error(json::array({cmp("lte", tnow(), add(body("neg"), body("zero")))}), b, Errc::arithmetic_overflow,
+                      "timestamp");
   // ... also inside time-free guards.
-  expect_derive_error(json::array({cmp("eq", add(body("max"), body("max")), lit(0))}), b,
-                      Errc::arithmetic_overflow, "exceeds");
+  expect_derive_error(json::array({cmp("eq", add(body("max"), body("max")), lit(0))}), b, Errc::arithmetic_overflow,
+                      "exceeds");
   // Right at the top is fine: MAX + 0.
   CHECK(expect_interval(json::array({cmp("lte", tnow(), add(body("max"), lit(0)))}), b) ==
         gitlocks::kUniversalInterval);
@@ -338,58 +335,51 @@ TEST_CASE("expr: arithmetic domain of time_add operands") {
 
 TEST_CASE("expr: huge and negative literals") {
   const std::int64_t two53 = MAX + 1;
-  expect_preflight_error(json::array({cmp("lte", tnow(), lit(two53))}), Errc::bad_expression,
-                         "literal value");
-  expect_preflight_error(json::array({cmp("lte", tnow(), lit(-two53))}), Errc::bad_expression,
-                         "literal value");
-  expect_preflight_error(json::array({cmp("lte", tnow(), json{{"from", "literal"},
-                                                            {"value", std::uint64_t{18446744073709551615u}}})}),
-                         Errc::bad_expression, "literal value");
-  expect_preflight_error(json::array({cmp("lte", add(tnow(), lit(-1)), lit(10))}),
-                         Errc::unsupported_expression, "negative milliseconds");
-  expect_preflight_error(json::array({cmp("lte", add(tnow(), lit(-MAX)), lit(10))}),
-                         Errc::unsupported_expression, "negative milliseconds");
+  expect_preflight_error(json::array({cmp("lte", tnow(), lit(two53))}), Errc::bad_expression, "literal value");
+  expect_preflight_error(json::array({cmp("lte", tnow(), lit(-two53))}), Errc::bad_expression, "literal value");
+  expect_preflight_error(
+      json::array({cmp("lte", tnow(), json{{"from", "literal"}, {"value", std::uint64_t{18446744073709551615u}}})}),
+      Errc::bad_expression, "literal value");
+  expect_preflight_error(json::array({cmp("lte", add(tnow(), lit(-1)), lit(10))}), Errc::unsupported_expression,
+                         "negative milliseconds");
+  expect_preflight_error(json::array({cmp("lte", add(tnow(), lit(-MAX)), lit(10))}), Errc::unsupported_expression,
+                         "negative milliseconds");
   // Negative literal milliseconds in a time-free time_add is refused too.
-  expect_preflight_error(json::array({cmp("eq", add(lit(5), lit(-1)), lit(4))}),
-                         Errc::unsupported_expression, "negative milliseconds");
+  expect_preflight_error(json::array({cmp("eq", add(lit(5), lit(-1)), lit(4))}), Errc::unsupported_expression,
+                         "negative milliseconds");
   // 2^53-1 as milliseconds: allowed at preflight, fits only at T = 0.
-  CHECK(expect_interval(json::array({cmp("lte", add(tnow(), lit(MAX)), lit(MAX))}), json::object()) ==
-        Interval{0, 0});
+  CHECK(expect_interval(json::array({cmp("lte", add(tnow(), lit(MAX)), lit(MAX))}), json::object()) == Interval{0, 0});
 }
 
 TEST_CASE("expr: each unsupported form fails preflight with its phrase") {
   using E = Errc;
-  expect_preflight_error(json::array({cmp("lte", add(tnow(), lit(1)), tnow())}),
-                         E::unsupported_expression, "time on both sides");
-  expect_preflight_error(json::array({cmp("lt", tnow(), tnow())}), E::unsupported_expression,
+  expect_preflight_error(json::array({cmp("lte", add(tnow(), lit(1)), tnow())}), E::unsupported_expression,
                          "time on both sides");
-  expect_preflight_error(json::array({cmp("lte", add(tnow(), tnow()), lit(5))}),
-                         E::unsupported_expression, "time in milliseconds");
-  expect_preflight_error(json::array({cmp("lte", add(lit(5), tnow()), lit(5))}),
-                         E::unsupported_expression, "time in milliseconds");
+  expect_preflight_error(json::array({cmp("lt", tnow(), tnow())}), E::unsupported_expression, "time on both sides");
+  expect_preflight_error(json::array({cmp("lte", add(tnow(), tnow()), lit(5))}), E::unsupported_expression,
+                         "time in milliseconds");
+  expect_preflight_error(json::array({cmp("lte", add(lit(5), tnow()), lit(5))}), E::unsupported_expression,
+                         "time in milliseconds");
   expect_preflight_error(json::array({cmp("lte", lit(5), add(add(tnow(), lit(1)), add(lit(1), tnow())))}),
                          E::unsupported_expression, "time in milliseconds");
-  expect_preflight_error(json::array({cmp("eq", tnow(), lit(5))}), E::unsupported_expression,
+  expect_preflight_error(json::array({cmp("eq", tnow(), lit(5))}), E::unsupported_expression, "timed equality");
+  expect_preflight_error(json::array({cmp("ne", lit(5), add(tnow(), lit(1)))}), E::unsupported_expression,
                          "timed equality");
-  expect_preflight_error(json::array({cmp("ne", lit(5), add(tnow(), lit(1)))}),
-                         E::unsupported_expression, "timed equality");
   auto timed = cmp("lte", tnow(), lit(5));
   auto free = cmp("lte", lit(1), lit(5));
   expect_preflight_error(json::array({json{{"op", "or"}, {"args", json::array({free, timed})}}}),
                          E::unsupported_expression, "timed or");
-  expect_preflight_error(json::array({json{{"op", "not"}, {"arg", timed}}}),
-                         E::unsupported_expression, "timed not");
+  expect_preflight_error(json::array({json{{"op", "not"}, {"arg", timed}}}), E::unsupported_expression, "timed not");
   // Hidden one level down.
   auto and_timed = json{{"op", "and"}, {"args", json::array({free, timed})}};
-  expect_preflight_error(json::array({json{{"op", "not"}, {"arg", and_timed}}}),
-                         E::unsupported_expression, "timed not");
+  expect_preflight_error(json::array({json{{"op", "not"}, {"arg", and_timed}}}), E::unsupported_expression,
+                         "timed not");
   expect_preflight_error(
-      json::array({json{{"op", "and"},
-                        {"args", json::array({json{{"op", "or"}, {"args", json::array({and_timed})}}})}}}),
+      json::array(
+          {json{{"op", "and"}, {"args", json::array({json{{"op", "or"}, {"args", json::array({and_timed})}}})}}}),
       E::unsupported_expression, "timed or");
   // The location is reported.
-  expect_preflight_error(json::array({free, cmp("eq", tnow(), lit(5))}), E::unsupported_expression,
-                         "guards[1]");
+  expect_preflight_error(json::array({free, cmp("eq", tnow(), lit(5))}), E::unsupported_expression, "guards[1]");
 }
 
 TEST_CASE("expr: action preflight") {
@@ -401,8 +391,7 @@ TEST_CASE("expr: action preflight") {
   CHECK(gitlocks::action_preflight(action(timed, copy)).ok());
   CHECK(gitlocks::action_preflight(action(json::array(), json::array())).ok());
   CHECK(gitlocks::action_preflight(json{{"variants", json::array({action(timed, copy)})}}).ok());
-  CHECK(gitlocks::action_preflight(
-            json{{"variants", json::array({action(free, copy), action(free, json::array())})}})
+  CHECK(gitlocks::action_preflight(json{{"variants", json::array({action(free, copy), action(free, json::array())})}})
             .ok());
 
   auto two_timed = json{{"variants", json::array({action(free, copy), action(timed, copy)})}};
@@ -410,8 +399,8 @@ TEST_CASE("expr: action preflight") {
   REQUIRE_FALSE(s.ok());
   expect_error(s.error(), Errc::unsupported_expression, "timed variants");
   // Nested variants count their leaves.
-  auto nested = json{{"variants", json::array({json{{"variants", json::array({action(timed, copy),
-                                                                               action(free, copy)})}}})}};
+  auto nested =
+      json{{"variants", json::array({json{{"variants", json::array({action(timed, copy), action(free, copy)})}}})}};
   s = gitlocks::action_preflight(nested);
   REQUIRE_FALSE(s.ok());
   expect_error(s.error(), Errc::unsupported_expression, "timed variants");
@@ -456,14 +445,14 @@ TEST_CASE("expr: action preflight") {
 TEST_CASE("expr: malformed expressions are bad_expression") {
   auto ok_op = lit(1);
   const json malformed[] = {
-      json::object(),                                           // not an array
+      json::object(),  // not an array
       json(5),
-      json::array({5}),                                         // expression not an object
-      json::array({json::object()}),                            // missing op
+      json::array({5}),               // expression not an object
+      json::array({json::object()}),  // missing op
       json::array({json{{"op", 1}, {"left", tnow()}, {"right", ok_op}}}),
       json::array({json{{"op", "le"}, {"left", tnow()}, {"right", ok_op}}}),  // unknown op
       json::array({json{{"op", "LTE"}, {"left", tnow()}, {"right", ok_op}}}),
-      json::array({json{{"op", "lte"}, {"left", tnow()}}}),       // truncated
+      json::array({json{{"op", "lte"}, {"left", tnow()}}}),  // truncated
       json::array({json{{"op", "lte"}, {"right", ok_op}}}),
       json::array({json{{"op", "lte"}, {"left", tnow()}, {"right", ok_op}, {"why", "x"}}}),  // unknown field
       json::array({json{{"op", "and"}}}),
@@ -472,7 +461,7 @@ TEST_CASE("expr: malformed expressions are bad_expression") {
       json::array({json{{"op", "and"}, {"args", json::array()}, {"arg", json::object()}}}),
       json::array({json{{"op", "not"}}}),
       json::array({json{{"op", "not"}, {"args", json::array()}}}),
-      json::array({cmp("lte", json::object(), ok_op)}),          // operand missing from
+      json::array({cmp("lte", json::object(), ok_op)}),  // operand missing from
       json::array({cmp("lte", json{{"from", 3}}, ok_op)}),
       json::array({cmp("lte", json{{"from", "clock"}}, ok_op)}),  // unknown source
       json::array({cmp("lte", json{{"from", "time"}, {"unit", "ms"}}, ok_op)}),
@@ -492,7 +481,7 @@ TEST_CASE("expr: malformed expressions are bad_expression") {
       json::array({cmp("lte", json{{"from", "time_add"}, {"milliseconds", lit(1)}}, ok_op)}),
       json::array({cmp("lte", with(add(tnow(), lit(1)), "extra", 0), ok_op)}),
       json::array({cmp("lte", add(tnow(), json::array()), ok_op)}),
-      json::array({cmp("lte", tnow(), ok_op), 7}),                // second guard malformed
+      json::array({cmp("lte", tnow(), ok_op), 7}),  // second guard malformed
   };
   for (const auto& g : malformed) {
     CAPTURE(g.dump());
@@ -504,11 +493,11 @@ TEST_CASE("expr: malformed expressions are bad_expression") {
     CHECK(errc_name(r.error().code) == "bad-expression");
   }
   // Malformed wins over unsupported, wherever each occurs.
-  expect_preflight_error(json::array({cmp("eq", tnow(), lit(1)), json{{"op", "xor"}}}),
-                         Errc::bad_expression, "unknown op 'xor'");
+  expect_preflight_error(json::array({cmp("eq", tnow(), lit(1)), json{{"op", "xor"}}}), Errc::bad_expression,
+                         "unknown op 'xor'");
   // Messages name the offending field.
-  expect_preflight_error(json::array({with(cmp("lte", tnow(), lit(1)), "because", 1)}),
-                         Errc::bad_expression, "unknown field 'because'");
+  expect_preflight_error(json::array({with(cmp("lte", tnow(), lit(1)), "because", 1)}), Errc::bad_expression,
+                         "unknown field 'because'");
   // Invalid UTF-8 in a path does not break message formatting.
   expect_preflight_error(
       json::array({cmp("lte", tnow(), json{{"from", "body"}, {"path", json::array({"ok", -3, "\xff"})}})}),
@@ -620,7 +609,8 @@ struct Rng {  // xorshift64*, fixed seed: deterministic on every platform
 json random_value(Rng& r, json& b) {
   std::int64_t v = r.range(0, 3) == 0 ? MAX - r.range(0, 70) : r.range(-10, 70);
   switch (r.range(0, 2)) {
-    case 0: return lit(v);
+    case 0:
+      return lit(v);
     case 1: {
       std::string key = "k" + std::to_string(b.size());
       b[key] = v;

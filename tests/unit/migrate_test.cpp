@@ -61,9 +61,7 @@ json claim(const std::string& path, std::int64_t expires) {
   return {{"ops", {{{"op", "claim"}, {"path", path}, {"mode", "exclusive"}, {"expires_at", expires}}}}};
 }
 
-json migrate_body() {
-  return {{"migrate", {{"from", gitlocks::kStateFormatV1}, {"to", gitlocks::kStateFormat}}}};
-}
+json migrate_body() { return {{"migrate", {{"from", gitlocks::kStateFormatV1}, {"to", gitlocks::kStateFormat}}}}; }
 
 }  // namespace
 
@@ -99,9 +97,21 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
   CHECK(new_reader.format_version().value() == 2);
   // Every record carried over byte for byte.
   std::vector<json> a, b;
-  REQUIRE(old_reader.for_each_record([&](const json& r) { a.push_back(r); return true; }).ok());
-  REQUIRE(new_reader.for_each_record([&](const json& r) { b.push_back(r); return true; }).ok());
-  auto by_name = [](const json& x, const json& y) { return x["kind"].dump() + x["name"].dump() < y["kind"].dump() + y["name"].dump(); };
+  REQUIRE(old_reader
+              .for_each_record([&](const json& r) {
+                a.push_back(r);
+                return true;
+              })
+              .ok());
+  REQUIRE(new_reader
+              .for_each_record([&](const json& r) {
+                b.push_back(r);
+                return true;
+              })
+              .ok());
+  auto by_name = [](const json& x, const json& y) {
+    return x["kind"].dump() + x["name"].dump() < y["kind"].dump() + y["name"].dump();
+  };
   std::sort(a.begin(), a.end(), by_name);
   std::sort(b.begin(), b.end(), by_name);
   CHECK(a.size() == 3);  // src/a.c, the marker record of src, docs
@@ -110,13 +120,15 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
   // Writers carry on in format 2; generations continue.
   auto snap2 = gitlocks::detail::read_unverified_snapshot(store, migrated->commit).value();
   w.now += 60'001;
-  auto next = gitlocks::build_candidate(store, snap2, gitlocks::test::actor_key("carol"), "claim",
-                                        std::string(64, '3'), [&] {
-                                          json b2 = claim("src/a.c", w.now + 60'000);
-                                          b2["created_at"] = w.now;
-                                          b2["name"] = "carol";
-                                          return b2;
-                                        }(), w.now);
+  auto next = gitlocks::build_candidate(
+      store, snap2, gitlocks::test::actor_key("carol"), "claim", std::string(64, '3'),
+      [&] {
+        json b2 = claim("src/a.c", w.now + 60'000);
+        b2["created_at"] = w.now;
+        b2["name"] = "carol";
+        return b2;
+      }(),
+      w.now);
   REQUIRE_MESSAGE(next.ok(), next.error().message);
   CHECK(next->outcome.action == "reclaim");
   (void)gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, next->commit);
@@ -124,7 +136,8 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
   CHECK((*r3.record("path:src/a.c").value())["generation"] == 2);
 
   std::vector<gitlocks::Verdict> verdicts;
-  auto sum = gitlocks::replay_chain(store, next->commit, {}, [&](const gitlocks::Verdict& v) { verdicts.push_back(v); });
+  auto sum =
+      gitlocks::replay_chain(store, next->commit, {}, [&](const gitlocks::Verdict& v) { verdicts.push_back(v); });
   REQUIRE(sum.ok());
   CHECK(sum->commits == 5);
   for (const auto& v : verdicts) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
@@ -134,8 +147,8 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
     gitlocks::ReplayOptions options;
     options.from = verdicts[from].commit;
     std::vector<gitlocks::Verdict> resumed;
-    auto r = gitlocks::replay_chain(store, next->commit, options,
-                                    [&](const gitlocks::Verdict& v) { resumed.push_back(v); });
+    auto r =
+        gitlocks::replay_chain(store, next->commit, options, [&](const gitlocks::Verdict& v) { resumed.push_back(v); });
     REQUIRE(r.ok());
     REQUIRE(resumed.size() == verdicts.size() - from - 1);
     for (const auto& v : resumed) CHECK_MESSAGE(v.ok, from << ": " << v.reason << ": " << v.detail);
@@ -147,7 +160,8 @@ TEST_CASE("migrate: refused on format 2 - for unknown versions - and unknown for
   auto r = s.submit("alice", "migrate", migrate_body());
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == Errc::usage);
-  auto v9 = s.submit("alice", "migrate", json{{"migrate", {{"from", "gitlocks-state-v9"}, {"to", gitlocks::kStateFormat}}}});
+  auto v9 =
+      s.submit("alice", "migrate", json{{"migrate", {{"from", "gitlocks-state-v9"}, {"to", gitlocks::kStateFormat}}}});
   CHECK(v9.error().code == Errc::unknown_format);
   // A state whose format.json names an unknown version.
   auto& store = s.objects();

@@ -2,10 +2,10 @@
 // object database (what the browser and Node get handed), and write_state.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "fixture.h"
 #include "gitlocks/replay.hpp"
-
-#include <algorithm>
 
 using gitlocks::json;
 using gitlocks::Oid;
@@ -23,9 +23,7 @@ Store small_history() {
   return s;
 }
 
-std::string bundle(const std::string& header_lines, const std::string& pack) {
-  return header_lines + "\n" + pack;
-}
+std::string bundle(const std::string& header_lines, const std::string& pack) { return header_lines + "\n" + pack; }
 
 std::vector<std::string> verdict_lines(gitlocks::ObjectStore& store, const Oid& tip) {
   std::vector<std::string> out;
@@ -63,8 +61,8 @@ TEST_CASE("pack store: v3 bundles with sha1 - and bare packfiles without refs") 
   Store s = small_history();
   Oid tip = *s.tip();
   std::string pack = gitlocks::memory_store_pack(s.objects()).value();
-  auto v3 = gitlocks::open_pack_store(
-      bundle("# v3 git bundle\n@object-format=sha1\n" + tip + " refs/locks/state\n", pack));
+  auto v3 =
+      gitlocks::open_pack_store(bundle("# v3 git bundle\n@object-format=sha1\n" + tip + " refs/locks/state\n", pack));
   REQUIRE_MESSAGE(v3.ok(), v3.error().message);
   CHECK((*v3)->read_ref("refs/locks/state").value() == std::optional<Oid>(tip));
 
@@ -105,7 +103,12 @@ TEST_CASE("write_state: policy and records rebuild the planner's tree byte for b
   gitlocks::StateReader reader(s.objects(), state);
   json policy = reader.policy().value();
   std::vector<json> records;
-  REQUIRE(reader.for_each_record([&](const json& r) { records.push_back(r); return true; }).ok());
+  REQUIRE(reader
+              .for_each_record([&](const json& r) {
+                records.push_back(r);
+                return true;
+              })
+              .ok());
   REQUIRE(records.size() >= 4);
   std::reverse(records.begin(), records.end());  // order does not matter
   auto fresh = std::move(gitlocks::open_memory_store().value());
@@ -117,8 +120,8 @@ TEST_CASE("write_state: policy and records rebuild the planner's tree byte for b
   dup.push_back(records.front());
   CHECK(gitlocks::write_state(*fresh, policy, dup).error().code == gitlocks::Errc::bad_json);
   auto empty = records;
-  empty.push_back(json{{"kind", "path"}, {"name", "nothing"}, {"generation", 0}, {"leases", json::array()},
-                       {"below", json::object()}});
+  empty.push_back(json{
+      {"kind", "path"}, {"name", "nothing"}, {"generation", 0}, {"leases", json::array()}, {"below", json::object()}});
   CHECK(gitlocks::write_state(*fresh, policy, empty).error().code == gitlocks::Errc::bad_json);
   auto bad = records;
   bad.push_back(json{{"kind", "path"}});

@@ -1,8 +1,9 @@
 // Signed packets: any change of any field breaks the signature.
+#include "gitlocks/packet.hpp"
+
 #include <doctest/doctest.h>
 
 #include "fixture.h"
-#include "gitlocks/packet.hpp"
 
 using gitlocks::Errc;
 using gitlocks::json;

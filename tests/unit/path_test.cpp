@@ -1,11 +1,11 @@
 // Repository paths (SPEC §3): validation is exact at every boundary, bad
 // paths are rejected (never rewritten), overlap is component-wise.
+#include "gitlocks/path.hpp"
+
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
-
-#include "gitlocks/path.hpp"
 
 using gitlocks::Errc;
 using gitlocks::parse_repo_path;
@@ -73,8 +73,8 @@ TEST_CASE("path: normal paths parse into components") {
   CHECK(one.key() == "README");
 
   // Dots that are not "." or ".." components are ordinary names.
-  for (const char* ok : {"...", "..a", "a..", ".hidden", "a/.b/c", "a/b.", "..../x", "-", "a b",
-                         "a:b", "#", "~", "a/b/c/d/e/f/g/h/i/j"}) {
+  for (const char* ok : {"...", "..a", "a..", ".hidden", "a/.b/c", "a/b.", "..../x", "-", "a b", "a:b", "#", "~",
+                         "a/b/c/d/e/f/g/h/i/j"}) {
     auto r = parse_repo_path(ok);
     INFO("path: ", ok);
     REQUIRE(r.ok());
@@ -97,7 +97,11 @@ TEST_CASE("path: unicode names in NFC are kept byte for byte") {
   CHECK(nfd.error().code == Errc::bad_path);
   CHECK(must("\xF0\x9F\x98\x80/\xF4\x8F\xBF\xBF").components.size() == 2);
   // DEL is rejected but U+0080 upward is data.
-  CHECK(must("a\xC2\xA0" "b").key() == "a\xC2\xA0" "b");
+  CHECK(must("a\xC2\xA0"
+             "b")
+            .key() ==
+        "a\xC2\xA0"
+        "b");
 }
 
 TEST_CASE("path: a trailing '/' marks a directory - display keeps it - key drops it") {
@@ -171,16 +175,68 @@ TEST_CASE("path: paths of 4096 bytes are accepted - 4097 rejected") {
 
 TEST_CASE("path: malformed paths are rejected") {
   const std::vector<std::string> bad = {
-      "", "/", "//", "/abs", "/a/b", "a//b", "a/b//", "a//", "./a", ".", "./", "a/./b", "a/.",
-      "a/./", "a/..", "..", "../", "../a", "a/../b", "a/b/..", "a\\b", "C:\\x", "\\", "a/b\\",
-      std::string("a\0", 2), std::string("a\0b", 3), std::string("\0", 1), std::string("a/\0/b", 5),
-      "a\x01" "b", "a\x1f" "b", "a\x7f" "b", "a\tb", "a\nb", "a\rb", "\x1b[31m", "a/b\n",
+      "",
+      "/",
+      "//",
+      "/abs",
+      "/a/b",
+      "a//b",
+      "a/b//",
+      "a//",
+      "./a",
+      ".",
+      "./",
+      "a/./b",
+      "a/.",
+      "a/./",
+      "a/..",
+      "..",
+      "../",
+      "../a",
+      "a/../b",
+      "a/b/..",
+      "a\\b",
+      "C:\\x",
+      "\\",
+      "a/b\\",
+      std::string("a\0", 2),
+      std::string("a\0b", 3),
+      std::string("\0", 1),
+      std::string("a/\0/b", 5),
+      "a\x01"
+      "b",
+      "a\x1f"
+      "b",
+      "a\x7f"
+      "b",
+      "a\tb",
+      "a\nb",
+      "a\rb",
+      "\x1b[31m",
+      "a/b\n",
       // Overlong encodings of '/' and '.': must not become separators or dots.
-      "a\xC0\xAF" "b", "a\xE0\x80\xAF" "b", "a\xF0\x80\x80\xAF" "b", "\xC0\xAE", "\xC0\xAE\xC0\xAE",
-      "a/\xC0\xAE\xC0\xAE/b", "\xE0\x80\xAE", "\xC0\x80",
+      "a\xC0\xAF"
+      "b",
+      "a\xE0\x80\xAF"
+      "b",
+      "a\xF0\x80\x80\xAF"
+      "b",
+      "\xC0\xAE",
+      "\xC0\xAE\xC0\xAE",
+      "a/\xC0\xAE\xC0\xAE/b",
+      "\xE0\x80\xAE",
+      "\xC0\x80",
       // Invalid UTF-8.
-      "\x80", "a\xBF", "\xFF", "\xFE", "a\xC3", "a\xE2\x82", "\xED\xA0\x80", "\xF4\x90\x80\x80",
-      "\xF5\x80\x80\x80", "a\xC3/b",
+      "\x80",
+      "a\xBF",
+      "\xFF",
+      "\xFE",
+      "a\xC3",
+      "a\xE2\x82",
+      "\xED\xA0\x80",
+      "\xF4\x90\x80\x80",
+      "\xF5\x80\x80\x80",
+      "a\xC3/b",
   };
   for (const auto& b : bad) {
     INFO("path: ", show(b));
@@ -214,9 +270,9 @@ TEST_CASE("path: overlap is equality or component-prefix - in both directions") 
   CHECK(overlap("a/b", "a"));
   CHECK(overlap("a/", "a/b/c"));
   CHECK(overlap("a/b/c", "a/"));
-  CHECK(overlap("a/b/", "a/b"));      // directory and file with the same components
+  CHECK(overlap("a/b/", "a/b"));  // directory and file with the same components
   CHECK(overlap("a/b", "a/b/"));
-  CHECK(overlap("a/b", "a/b/c"));     // "a/b" covers a/b/c should it become a directory
+  CHECK(overlap("a/b", "a/b/c"));  // "a/b" covers a/b/c should it become a directory
   CHECK(overlap("x/", "x/"));
 
   CHECK_FALSE(overlap("a/b", "a/c"));
@@ -228,7 +284,7 @@ TEST_CASE("path: overlap is equality or component-prefix - in both directions") 
   CHECK_FALSE(overlap("a/bc", "a/b"));
   CHECK_FALSE(overlap("a/b/", "a/bc"));
   CHECK_FALSE(overlap("ab/c", "a/bc"));
-  CHECK_FALSE(overlap("x/y", "a/x/y"));     // suffix is not overlap
+  CHECK_FALSE(overlap("x/y", "a/x/y"));  // suffix is not overlap
   CHECK_FALSE(overlap("a/b/c", "b/c"));
   CHECK_FALSE(overlap("a.b", "a/b"));
   CHECK_FALSE(overlap("caf\xC3\xA9", "caf\xC3\xA9s/x"));

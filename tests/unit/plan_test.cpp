@@ -107,13 +107,13 @@ TEST_CASE("extend: renew before and at expiry - refused after it - when not incr
   };
   CHECK(code_of(extend("bob", expiry + 1000)) == Errc::not_holder);
   CHECK(code_of(extend("alice", expiry)) == Errc::guard_window);  // non-increasing
-  s.now = expiry;  // at expiry: still renewable
+  s.now = expiry;                                                 // at expiry: still renewable
   auto c = extend("alice", expiry + 10'000);
   REQUIRE(c.ok());
   CHECK(c->outcome.interval.hi == expiry);  // T <= prev_expires_at
   CHECK(s.lease_of("alice", "path:f")["expires_at"] == expiry + 10'000);
   CHECK(s.lease_of("alice", "path:f")["generation"] == 1);  // extend keeps the generation
-  s.now = expiry + 10'001;  // after expiry
+  s.now = expiry + 10'001;                                  // after expiry
   CHECK(code_of(extend("alice", expiry + 20'000)) == Errc::guard_window);
 }
 
@@ -146,10 +146,11 @@ TEST_CASE("release: only by the holder - generations keep increasing across rele
 }
 
 TEST_CASE("families: exclusive family blocks other holders on any member - shared family refuses exclusive") {
-  json fams = {{"families", json::array({
-                                {{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql", "db/migrations/"}}},
-                                {{"name", "docs"}, {"policy", "shared"}, {"members", {"docs/"}}},
-                            })}};
+  json fams = {
+      {"families", json::array({
+                       {{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql", "db/migrations/"}}},
+                       {{"name", "docs"}, {"policy", "shared"}, {"members", {"docs/"}}},
+                   })}};
   Store s(fams);
   REQUIRE(s.claim("alice", "db/schema.sql", kTtl).ok());
   CHECK(code_of(s.claim("bob", "db/migrations/001.sql", kTtl)) == Errc::family_policy);
@@ -176,7 +177,7 @@ TEST_CASE("semaphores: full - mismatched limit - reclaim of an expired slot") {
   REQUIRE(acquire("b", 2, 5000).ok());
   CHECK(code_of(acquire("c", 2)) == Errc::full_semaphore);
   CHECK(code_of(acquire("a", 2)) == Errc::usage);  // already holds a slot
-  s.now += 5001;                                    // b's slot expired
+  s.now += 5001;                                   // b's slot expired
   auto c = acquire("c", 2);
   REQUIRE(c.ok());
   auto rec = s.record("sem:ci");
@@ -189,8 +190,10 @@ TEST_CASE("batch: all or nothing") {
   Store s;
   REQUIRE(s.claim("bob", "taken", kTtl).ok());
   auto before = s.tip();
-  json body = {{"ops", json::array({{{"op", "claim"}, {"path", "free"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}},
-                                    {{"op", "claim"}, {"path", "taken"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}}})}};
+  json body = {
+      {"ops",
+       json::array({{{"op", "claim"}, {"path", "free"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}},
+                    {{"op", "claim"}, {"path", "taken"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}}})}};
   auto r = s.submit("alice", "batch", body);
   CHECK(code_of(r) == Errc::held_path);
   CHECK(s.tip() == before);

@@ -9,8 +9,8 @@
 #include "gitlocks/replay.hpp"
 #include "gitlocks/vault.hpp"
 
-using gitlocks::Errc;
 using gitlocks::EpochKey;
+using gitlocks::Errc;
 using gitlocks::json;
 using gitlocks::Oid;
 using gitlocks::test::actor_hex;
@@ -30,8 +30,8 @@ std::array<std::uint8_t, 32> seed(const std::string& s) { return gitlocks::sha25
 json keyring_for(int epoch, const std::vector<std::string>& members) {
   json ring = json::object();
   for (const auto& m : members)
-    ring[actor_hex(m)] = gitlocks::seal_epoch_key(epoch_key(epoch), actor_key(m).public_key,
-                                                  seed(m + std::to_string(epoch))).value();
+    ring[actor_hex(m)] =
+        gitlocks::seal_epoch_key(epoch_key(epoch), actor_key(m).public_key, seed(m + std::to_string(epoch))).value();
   return json{{std::to_string(epoch), ring}};
 }
 
@@ -44,8 +44,8 @@ json private_policy(const json& families = nullptr) {
   pol["keyring"] = keyring_for(1, {"owner"});
   pol.erase("families");
   if (!families.is_null())
-    pol["families"] = json::parse(gitlocks::seal_document(families, epoch_key(1), 1, std::string(64, 'b'),
-                                                          "policy.json#families").value());
+    pol["families"] = json::parse(
+        gitlocks::seal_document(families, epoch_key(1), 1, std::string(64, 'b'), "policy.json#families").value());
   return pol;
 }
 
@@ -54,19 +54,23 @@ gitlocks::Vault vault_of(gitlocks::test::Store& s, const std::string& who) {
   return gitlocks::Vault::open(r.policy().value(), actor_key(who)).value();
 }
 
-
 gitlocks::Result<gitlocks::Candidate> membership_keyring(gitlocks::test::Store& s, const std::string& op,
-                                                         const std::string& member, const std::vector<std::string>& next) {
+                                                         const std::string& member,
+                                                         const std::vector<std::string>& next) {
   gitlocks::StateReader r(s.objects(), s.state());
   auto pol = gitlocks::parse_policy(r.policy().value()).value();
   json ring = keyring_for(static_cast<int>(pol.epoch) + 1, next);
-  return s.submit("owner", "member", json{{"admin", {{"op", op}, {"member", actor_hex(member)},
-                                                      {"expected_policy_hash", s.snapshot().policy_hash},
-                                                      {"keyring", ring}}}});
+  return s.submit("owner", "member",
+                  json{{"admin",
+                        {{"op", op},
+                         {"member", actor_hex(member)},
+                         {"expected_policy_hash", s.snapshot().policy_hash},
+                         {"keyring", ring}}}});
 }
 
 gitlocks::Result<gitlocks::Candidate> rekey(gitlocks::test::Store& s) {
-  return s.submit("owner", "member", json{{"admin", {{"op", "rekey"}, {"expected_policy_hash", s.snapshot().policy_hash}}}});
+  return s.submit("owner", "member",
+                  json{{"admin", {{"op", "rekey"}, {"expected_policy_hash", s.snapshot().policy_hash}}}});
 }
 
 // Every object reachable from the ref, as raw bytes (commit messages, tree
@@ -105,7 +109,8 @@ std::vector<gitlocks::Verdict> verify(gitlocks::test::Store& s, const gitlocks::
 
 struct World {
   gitlocks::test::Store s{json::object(), "owner",
-                          private_policy(json::array({{{"name", "finance"}, {"policy", "exclusive"},
+                          private_policy(json::array({{{"name", "finance"},
+                                                       {"policy", "exclusive"},
                                                        {"members", {"secret/q3-budget.xlsx", "secret/forecast/"}}}}))};
   gitlocks::Vault owner_vault;
   World() {
@@ -137,19 +142,25 @@ TEST_CASE("private: members plan on sealed records - nobody else sees paths - no
   World w;
   auto& s = w.s;
   w.as_alice();
-  auto c = s.op("alice", {{"op", "claim"}, {"path", "secret/q3-budget.xlsx"}, {"mode", "exclusive"},
-                          {"expires_at", s.now + 777'777}, {"note", "merger-talks"}});
+  auto c = s.op("alice", {{"op", "claim"},
+                          {"path", "secret/q3-budget.xlsx"},
+                          {"mode", "exclusive"},
+                          {"expires_at", s.now + 777'777},
+                          {"note", "merger-talks"}});
   REQUIRE_MESSAGE(c.ok(), c.error().message);
   CHECK(c->packet["body"].contains("sealed"));
   CHECK(c->packet["epoch"] == 2);
   // Family rules work on sealed families: the owner cannot take another member.
   s.vault = &w.owner_vault;
-  CHECK(s.op("owner", {{"op", "claim"}, {"path", "secret/forecast/2027.csv"}, {"mode", "exclusive"},
-                       {"expires_at", s.now + 60'000}}).error().code == Errc::family_policy);
+  CHECK(s.op("owner", {{"op", "claim"},
+                       {"path", "secret/forecast/2027.csv"},
+                       {"mode", "exclusive"},
+                       {"expires_at", s.now + 60'000}})
+            .error()
+            .code == Errc::family_policy);
   std::string bytes = all_bytes(s);
   for (const std::string& secret : {std::string("q3-budget"), std::string("secret/"), std::string("forecast"),
-                                    std::string("merger-talks"), std::string("alice"),
-                                    std::to_string(s.now + 777'777)})
+                                    std::string("merger-talks"), std::string("alice"), std::to_string(s.now + 777'777)})
     CHECK_MESSAGE(bytes.find(secret) == std::string::npos, "found plaintext " << secret);
   // A member reads it back.
   gitlocks::StateReader r(s.objects(), s.state());
@@ -172,10 +183,13 @@ TEST_CASE("private: a non-member cannot plan - a pending transition blocks write
   s.vault = &w.owner_vault;
   REQUIRE(membership_keyring(s, "member-add", "bob", {"owner", "alice", "bob"}).ok());
   CHECK(s.claim("owner", "x", 60'000).error().code == Errc::usage);  // pending
-  auto gt = s.submit("owner", "guard-time", json{{"admin", {{"op", "guard-time-enable"}, {"audience", "a"},
-                                                            {"service_key", actor_hex("notary")},
-                                                            {"disclosure", "GUARD_WINDOW"},
-                                                            {"expected_policy_hash", s.snapshot().policy_hash}}}});
+  auto gt = s.submit("owner", "guard-time",
+                     json{{"admin",
+                           {{"op", "guard-time-enable"},
+                            {"audience", "a"},
+                            {"service_key", actor_hex("notary")},
+                            {"disclosure", "GUARD_WINDOW"},
+                            {"expected_policy_hash", s.snapshot().policy_hash}}}});
   REQUIRE_FALSE(gt.ok());
   CHECK(gt.error().message.find("pending") != std::string::npos);
   w.owner_vault = vault_of(s, "owner");
@@ -189,7 +203,8 @@ TEST_CASE("private: removal starts a new epoch the removed member cannot open") 
   const gitlocks::Vault& alice_before = w.alice_vault;
   w.remove_alice();
   REQUIRE(s.claim("owner", "after-removal/plan.md", 60'000).ok());
-  auto alice_after = gitlocks::Vault::open(gitlocks::StateReader(s.objects(), s.state()).policy().value(), actor_key("alice"));
+  auto alice_after =
+      gitlocks::Vault::open(gitlocks::StateReader(s.objects(), s.state()).policy().value(), actor_key("alice"));
   REQUIRE(alice_after.ok());  // she still opens the epochs she belonged to...
   CHECK(alice_after->key(2) != nullptr);
   CHECK(alice_after->key(3) == nullptr);  // ...but not the new one
@@ -250,7 +265,8 @@ TEST_CASE("private: tampered - swapped - wrong-epoch and replayed sealed data ar
   CHECK_FALSE(other_store->decode(loc_a, blob_a).ok());
   // A packet from before the rekey, replayed on top: its body is sealed under epoch 1.
   json body = json::parse(gitlocks::seal_document(json{{"created_at", s.now}, {"name", "x"}, {"ops", json::array()}},
-                                                  epoch_key(1), 1, store_id, "txn/body/" + std::string(64, '1')).value());
+                                                  epoch_key(1), 1, store_id, "txn/body/" + std::string(64, '1'))
+                              .value());
   auto tc = gitlocks::read_transition_commit(s.objects(), *s.tip()).value();
   json packet = json::parse(tc.packet_stored)["packet"];
   packet["body"] = body;
@@ -265,15 +281,18 @@ TEST_CASE("private: tampered - swapped - wrong-epoch and replayed sealed data ar
   CHECK(vs.back().reason == "wrong-epoch");
   // A flipped byte inside a sealed body fails authentication for members.
   packet["epoch"] = 2;
-  json good_body = json::parse(gitlocks::seal_document(json{{"created_at", s.now}, {"name", "x"}, {"ops", json::array()}},
-                                                       epoch_key(2), 2, store_id, "txn/body/" + std::string(64, '1')).value());
+  json good_body =
+      json::parse(gitlocks::seal_document(json{{"created_at", s.now}, {"name", "x"}, {"ops", json::array()}},
+                                          epoch_key(2), 2, store_id, "txn/body/" + std::string(64, '1'))
+                      .value());
   std::string ct = good_body["sealed"]["ct"];
   ct[4] = ct[4] == '0' ? '1' : '0';
   good_body["sealed"]["ct"] = ct;
   packet["body"] = good_body;
   auto stored2 = gitlocks::seal_packet(packet, actor_key("owner")).value();
   Oid forged2 = gitlocks::write_transition_commit(s.objects(), tc.parents[0] == "" ? *s.tip() : tc.commit, tc.state,
-                                                  stored2, "x\n", 0).value();
+                                                  stored2, "x\n", 0)
+                    .value();
   (void)gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, forged2);
   auto vs2 = verify(s, &w.owner_vault);
   CHECK(vs2.back().reason == "bad-sealed-body");

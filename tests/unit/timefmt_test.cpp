@@ -1,9 +1,9 @@
 // Instants and durations in messages (gitlocks/timefmt.hpp). The expected
 // strings were computed with Python's datetime (proleptic Gregorian, UTC),
 // not with this code.
-#include <doctest/doctest.h>
-
 #include "gitlocks/timefmt.hpp"
+
+#include <doctest/doctest.h>
 
 using namespace gitlocks;
 

@@ -18,9 +18,10 @@ using gitlocks::test::TestNotary;
 namespace {
 
 json claim_body(std::int64_t now, const std::string& path) {
-  return json{{"created_at", now},
-              {"name", "alice"},
-              {"ops", json::array({{{"op", "claim"}, {"path", path}, {"mode", "exclusive"}, {"expires_at", now + 30000}}})}};
+  return json{
+      {"created_at", now},
+      {"name", "alice"},
+      {"ops", json::array({{{"op", "claim"}, {"path", path}, {"mode", "exclusive"}, {"expires_at", now + 30000}}})}};
 }
 
 // A store with guard time on (T of the activation: the notary's clock, s.now).
@@ -67,7 +68,8 @@ TEST_CASE("transition: a reopened packet gives the identical request and commit"
   CHECK(first->attestation_stored == *att);
 }
 
-TEST_CASE("transition: reopen_prepared refuses another signer and a moved source and a packet that does not re-execute") {
+TEST_CASE(
+    "transition: reopen_prepared refuses another signer and a moved source and a packet that does not re-execute") {
   Guarded g;
   const auto snap = g.s.snapshot();
   auto p = g.prepare("a");

@@ -19,8 +19,6 @@ using gitlocks::json;
 
 namespace {
 
-
-
 // Compares an outcome (ok, or an error) with a case's "expect". Returns an
 // empty string on a match, otherwise what differed.
 std::string compare_error(const gitlocks::Error& e, const json& expect) {
@@ -29,8 +27,7 @@ std::string compare_error(const gitlocks::Error& e, const json& expect) {
   std::string want_code = expect.value("error", "");
   std::string want_msg = expect.value("message", "");
   if (gitlocks::errc_name(e.code) != want_code)
-    return "expected error " + want_code + ", got " + std::string(gitlocks::errc_name(e.code)) + ": " +
-           e.message;
+    return "expected error " + want_code + ", got " + std::string(gitlocks::errc_name(e.code)) + ": " + e.message;
   if (e.message.find(want_msg) == std::string::npos)
     return "message \"" + e.message + "\" does not contain \"" + want_msg + "\"";
   return "";
@@ -42,15 +39,15 @@ std::string run_guard_case(const json& c) {
   auto r = gitlocks::derive_interval(c["guards"], body);
   if (!r.ok()) return compare_error(r.error(), expect);
   if (!expect.contains("interval"))
-    return "expected error " + expect.value("error", "?") + ", got interval [" + std::to_string(r->lo) +
-           ", " + std::to_string(r->hi) + "]";
+    return "expected error " + expect.value("error", "?") + ", got interval [" + std::to_string(r->lo) + ", " +
+           std::to_string(r->hi) + "]";
   const json& want = expect["interval"];
   if (!want.is_array() || want.size() != 2 || !want[0].is_number_integer() || !want[1].is_number_integer())
     return "malformed expect.interval";
   gitlocks::Interval w{want[0].get<std::int64_t>(), want[1].get<std::int64_t>()};
   if (*r != w)
-    return "expected [" + std::to_string(w.lo) + ", " + std::to_string(w.hi) + "], got [" +
-           std::to_string(r->lo) + ", " + std::to_string(r->hi) + "]";
+    return "expected [" + std::to_string(w.lo) + ", " + std::to_string(w.hi) + "], got [" + std::to_string(r->lo) +
+           ", " + std::to_string(r->hi) + "]";
   return "";
 }
 

@@ -24,8 +24,6 @@ using gitlocks::json;
 
 namespace {
 
-
-
 // "$K.J" names the J-th lease created by step K of the same case.
 json resolve_refs(json v, const std::vector<json>& step_leases) {
   if (v.is_string()) {

@@ -67,10 +67,13 @@ Result<Parsed> parse_flags(const std::vector<std::string>& argv, const std::vect
 }
 
 Result<std::int64_t> parse_count(std::string_view text, std::string_view what) {
-  if (text.empty() || text.size() > 16) return make_error(Errc::usage, std::string(what) + " must be a non-negative integer");
+  if (text.empty() || text.size() > 16)
+    return make_error(Errc::usage, std::string(what) + " must be a non-negative integer");
   std::int64_t v = 0;
   for (char c : text) {
-    if (c < '0' || c > '9') return make_error(Errc::usage, std::string(what) + " must be a non-negative integer, not '" + std::string(text) + "'");
+    if (c < '0' || c > '9')
+      return make_error(Errc::usage,
+                        std::string(what) + " must be a non-negative integer, not '" + std::string(text) + "'");
     v = v * 10 + (c - '0');
   }
   if (v > kMaxSafeInteger) return make_error(Errc::usage, std::string(what) + " is too large");
@@ -93,7 +96,8 @@ Result<std::int64_t> parse_duration(std::string_view text) {
     }
   }
   if (digits.empty() || digits.size() > 15 || digits.find_first_not_of("0123456789") != std::string_view::npos)
-    return make_error(Errc::usage, "bad duration '" + std::string(text) + "' (use 500ms, 30s, 10m, 2h or milliseconds)");
+    return make_error(Errc::usage,
+                      "bad duration '" + std::string(text) + "' (use 500ms, 30s, 10m, 2h or milliseconds)");
   auto n = parse_count(digits, "duration");
   if (!n.ok()) return n.error();
   if (*n > kMaxSafeInteger / scale) return make_error(Errc::usage, "duration '" + std::string(text) + "' is too large");

@@ -16,8 +16,8 @@ namespace gitlocks::cli {
 
 struct BatchLine {
   std::size_t number = 0;
-  json op;                       // claim / sem-acquire: the core op without expires_at
-  std::optional<LeaseRef> ref;   // extend / release / sem-release
+  json op;                      // claim / sem-acquire: the core op without expires_at
+  std::optional<LeaseRef> ref;  // extend / release / sem-release
   bool extend = false;
   std::int64_t ttl = 0;
 };

@@ -22,14 +22,14 @@ using Argv = std::vector<std::string>;
 
 class Context {
  public:
-  std::string op;                       // the command, as named in error objects
-  bool json_output = false;             // --json
-  std::optional<std::string> repo_dir;  // --repo
-  std::optional<std::string> key_flag;  // --key
-  std::optional<int> attempts;          // update-ref (or push) runs of the last publication
-  std::optional<std::string> notary_flag;  // --notary URL (else git config locks.notary)
-  std::optional<std::string> remote_flag;  // --remote NAME (else git config locks.remote)
-  bool allow_test_clock = false;           // --allow-test-clock: accept a notary's test clock (tests)
+  std::string op;                              // the command, as named in error objects
+  bool json_output = false;                    // --json
+  std::optional<std::string> repo_dir;         // --repo
+  std::optional<std::string> key_flag;         // --key
+  std::optional<int> attempts;                 // update-ref (or push) runs of the last publication
+  std::optional<std::string> notary_flag;      // --notary URL (else git config locks.notary)
+  std::optional<std::string> remote_flag;      // --remote NAME (else git config locks.remote)
+  bool allow_test_clock = false;               // --allow-test-clock: accept a notary's test clock (tests)
   std::vector<std::string> extra_object_dirs;  // also read objects from these (a push's quarantine)
 
   // Parses a command's flags; the global flags are accepted everywhere.

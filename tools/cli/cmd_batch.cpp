@@ -70,8 +70,9 @@ int cmd_batch(Context& ctx, const Argv& argv) {
   });
   if (!p.ok()) {
     const Error& e = p.error();
-    const bool planner_said = (e.code != Errc::stale_retries_exhausted && classify(e.code).kind == ErrorKind::refused) ||
-                              classify(e.code).kind == ErrorKind::usage;
+    const bool planner_said =
+        (e.code != Errc::stale_retries_exhausted && classify(e.code).kind == ErrorKind::refused) ||
+        classify(e.code).kind == ErrorKind::usage;
     const bool from_line = e.message.rfind("line ", 0) == 0;
     return ctx.fail(planner_said && !from_line ? with_line(e, lines) : e);
   }

@@ -30,8 +30,7 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
-  if (!*tip)
-    return ctx.fail(make_error(Errc::usage, "no lock store in this repository (refs/locks/state is missing)"));
+  if (!*tip) return ctx.fail(make_error(Errc::usage, "no lock store in this repository (refs/locks/state is missing)"));
   // The tip must at least be a transition commit; anything less is unreadable.
   auto commit = read_transition_commit(**store, **tip);
   if (!commit.ok()) return ctx.fail(make_error(Errc::store_read, "refs/locks/state: " + commit.error().message));
@@ -61,10 +60,9 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
     human += f.severity + " " + f.code + " " + f.location + ": " + f.detail + "\n";
   }
   const bool healthy = errors == 0;
-  json out = {{"op", "doctor"},          {"commit", **tip},           {"state", commit->state},
-              {"now_ms", *now},          {"healthy", healthy},        {"errors", errors},
-              {"parent_checked", parent_checked}, {"findings", list}, {"repairs", false},
-              {"scope", kScope}};
+  json out = {{"op", "doctor"},     {"commit", **tip},  {"state", commit->state},           {"now_ms", *now},
+              {"healthy", healthy}, {"errors", errors}, {"parent_checked", parent_checked}, {"findings", list},
+              {"repairs", false},   {"scope", kScope}};
   human += healthy ? "healthy: no problems in the reservation data"
                    : std::to_string(errors) + " problem" + (errors == 1 ? "" : "s") + " found";
   human += " (refs/locks/state -> " + (**tip).substr(0, 12) + ")\n";

@@ -136,7 +136,9 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
   }
   if (updates.empty()) return 0;
   auto refuse = [&](const std::string& why) {
-    return print_error(ctx.op, make_error(Errc::invalid, "push rejected by the server's git-locks hook: refs/locks/state: " + why), std::nullopt);
+    return print_error(
+        ctx.op, make_error(Errc::invalid, "push rejected by the server's git-locks hook: refs/locks/state: " + why),
+        std::nullopt);
   };
   ctx.extra_object_dirs = quarantine_object_dirs();
   auto store = ctx.store();
@@ -152,8 +154,7 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
     });
     if (!summary.ok()) {
       if (summary.error().code == Errc::invalid && options.from)
-        return refuse(u.new_oid + " does not descend from the current tip " + u.old_oid +
-                      " (history rewrite refused)");
+        return refuse(u.new_oid + " does not descend from the current tip " + u.old_oid + " (history rewrite refused)");
       return refuse("cannot replay " + u.new_oid + ": " + summary.error().message);
     }
     if (bad)
@@ -183,15 +184,16 @@ int cmd_hook_install(Context& ctx, const Argv& argv) {
     const std::string file = dir + "/" + hook;
     std::string script = "#!/bin/sh\n" + std::string(kHookMarker) + ": " + what +
                          "\n# Installed by `git-locks hook install`; run it again to update.\n"
-                         "exec " + shell_quote(exe) + " hook check " + hook + flags + " \"$@\"\n";
+                         "exec " +
+                         shell_quote(exe) + " hook check " + hook + flags + " \"$@\"\n";
     GITLOCKS_CHECK(install_hook(file, script, a->has("force")));
     installed.push_back(file);
     return Ok{};
   };
   if (server) {
-    auto st = add("pre-receive",
-                  "rejects any push to refs/locks/state that does not replay as legal, signed transitions.",
-                  ctx.allow_test_clock ? " --allow-test-clock" : "");
+    auto st =
+        add("pre-receive", "rejects any push to refs/locks/state that does not replay as legal, signed transitions.",
+            ctx.allow_test_clock ? " --allow-test-clock" : "");
     if (!st.ok()) return ctx.fail(st.error());
     return ctx.done({{"op", "hook install"}, {"hooks", installed}, {"server", true}},
                     "installed " + installed[0].get<std::string>() +
@@ -260,7 +262,8 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
     for (const auto& p : which)
       ops.push_back({{"op", "claim"}, {"path", p}, {"mode", "shared"}, {"expires_at", *now + probe_ttl}});
     HashOnlyScope dry_run(**store);
-    return plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()}, transition_body(ctx, *now, ops), *now);
+    return plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()},
+                transition_body(ctx, *now, ops), *now);
   };
   auto violation = [](Errc c) { return c == Errc::held_path || c == Errc::family_policy; };
   std::vector<std::string> all(paths.begin(), paths.end());
@@ -289,8 +292,8 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   int status = 0;
   for (const auto& e : found)
     status = print_error(ctx.op,
-                         make_error(e.code, "this " + what + " changes a path under another holder's claim (git " + what +
-                                                " --no-verify bypasses this hook): " + e.message),
+                         make_error(e.code, "this " + what + " changes a path under another holder's claim (git " +
+                                                what + " --no-verify bypasses this hook): " + e.message),
                          std::nullopt);
   return status;
 }

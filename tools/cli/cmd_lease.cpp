@@ -99,10 +99,15 @@ int cmd_init(Context& ctx, const Argv& argv) {
                         s.commit->substr(0, 12) + "); nothing written");
   }
   const Candidate& c = *p->candidate;
-  return ctx.done({{"op", "init"}, {"created", true}, {"store", policy["store"]}, {"owner", (*me)->actor},
-                   {"commit", c.commit}, {"policy", policy}, {"attempts", ctx.attempts.value_or(0)}},
-                  "initialised a lock store (store " + policy["store"].get<std::string>().substr(0, 12) +
-                      ", owner " + (*me)->actor.substr(0, 12) + ", refs/locks/state -> " + c.commit.substr(0, 12) + ")");
+  return ctx.done({{"op", "init"},
+                   {"created", true},
+                   {"store", policy["store"]},
+                   {"owner", (*me)->actor},
+                   {"commit", c.commit},
+                   {"policy", policy},
+                   {"attempts", ctx.attempts.value_or(0)}},
+                  "initialised a lock store (store " + policy["store"].get<std::string>().substr(0, 12) + ", owner " +
+                      (*me)->actor.substr(0, 12) + ", refs/locks/state -> " + c.commit.substr(0, 12) + ")");
 }
 
 int cmd_claim(Context& ctx, const Argv& argv) {
@@ -157,19 +162,21 @@ int cmd_sweep(Context& ctx, const Argv& argv) {
 int cmd_sem_acquire(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv, {{"limit", true}, {"ttl", true}, {"note", true}});
   if (!a.ok()) return ctx.fail(a.error());
-  if (a->positionals.size() != 1) return ctx.fail(make_error(Errc::usage, "usage: sem acquire NAME --limit N [--ttl DUR]"));
+  if (a->positionals.size() != 1)
+    return ctx.fail(make_error(Errc::usage, "usage: sem acquire NAME --limit N [--ttl DUR]"));
   auto limit_text = a->value("limit");
   if (!limit_text) return ctx.fail(make_error(Errc::usage, "sem acquire needs --limit N"));
   auto limit = parse_count(*limit_text, "--limit");
   if (!limit.ok()) return ctx.fail(limit.error());
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
-  return publish_and_report(ctx, "sem-acquire", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(ctx, snap));
-    json op = {{"op", "sem-acquire"}, {"sem", a->positionals[0]}, {"limit", *limit}, {"expires_at", now + *ttl}};
-    if (auto note = a->value("note")) op["note"] = *note;
-    return std::optional<json>{transition_body(ctx, now, json::array({op}))};
-  });
+  return publish_and_report(
+      ctx, "sem-acquire", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+        GITLOCKS_CHECK(require_store(ctx, snap));
+        json op = {{"op", "sem-acquire"}, {"sem", a->positionals[0]}, {"limit", *limit}, {"expires_at", now + *ttl}};
+        if (auto note = a->value("note")) op["note"] = *note;
+        return std::optional<json>{transition_body(ctx, now, json::array({op}))};
+      });
 }
 
 int cmd_sem_release(Context& ctx, const Argv& argv) {
@@ -182,12 +189,13 @@ int cmd_sem_release(Context& ctx, const Argv& argv) {
   if (!me.ok()) return ctx.fail(me.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  return publish_and_report(ctx, "sem-release", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(ctx, snap));
-    LeaseResolver resolve(**store, snap, (*me)->actor);
-    GITLOCKS_TRY(op, resolve.op_for({LeaseRef::Kind::sem, a->positionals[0], *gen}, false));
-    return std::optional<json>{transition_body(ctx, now, json::array({op}))};
-  });
+  return publish_and_report(ctx, "sem-release",
+                            [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+                              GITLOCKS_CHECK(require_store(ctx, snap));
+                              LeaseResolver resolve(**store, snap, (*me)->actor);
+                              GITLOCKS_TRY(op, resolve.op_for({LeaseRef::Kind::sem, a->positionals[0], *gen}, false));
+                              return std::optional<json>{transition_body(ctx, now, json::array({op}))};
+                            });
 }
 
 }  // namespace gitlocks::cli

@@ -65,11 +65,17 @@ int change(Context& ctx, const Argv& argv, bool add) {
     }
     next_epoch = snap.epoch + 1;
     GITLOCKS_TRY(ring, seal_keyring(next_key, next_epoch, next_members));
-    return std::optional<json>{json{{"admin", {{"op", add ? "member-add" : "member-remove"}, {"member", member},
-                                               {"expected_policy_hash", snap.policy_hash}, {"keyring", ring}}}}};
+    return std::optional<json>{json{{"admin",
+                                     {{"op", add ? "member-add" : "member-remove"},
+                                      {"member", member},
+                                      {"expected_policy_hash", snap.policy_hash},
+                                      {"keyring", ring}}}}};
   });
   if (!pending.ok()) return ctx.fail(pending.error());
-  json out = {{"op", ctx.op}, {"member", member}, {"epoch", next_epoch}, {"members", next_members},
+  json out = {{"op", ctx.op},
+              {"member", member},
+              {"epoch", next_epoch},
+              {"members", next_members},
               {"commits", json::array({membership(*pending->candidate)})}};
   const std::string what = std::string(add ? "added " : "removed ") + member.substr(0, 12);
   const char* stop = std::getenv("GIT_LOCKS_TEST_STOP_AFTER_PENDING");

@@ -20,14 +20,15 @@ int cmd_migrate(Context& ctx, const Argv& argv) {
     if (snap.format == 2) return std::optional<json>{};
     if (snap.format != 1)
       return make_error(Errc::unknown_format, "no migration from store format " + std::to_string(snap.format));
-    return std::optional<json>{json{{"migrate", {{"from", std::string(kStateFormatV1)}, {"to", std::string(kStateFormat)}}}}};
+    return std::optional<json>{
+        json{{"migrate", {{"from", std::string(kStateFormatV1)}, {"to", std::string(kStateFormat)}}}}};
   });
   if (!p.ok()) return ctx.fail(p.error());
   if (!p->candidate) {
     const Snapshot& s = p->source;
-    return ctx.done({{"op", "migrate"}, {"migrated", false}, {"format", std::string(kStateFormat)}, {"commit", *s.commit}},
-                    "the store is already in the current format (" + std::string(kStateFormat) +
-                        "); nothing written");
+    return ctx.done(
+        {{"op", "migrate"}, {"migrated", false}, {"format", std::string(kStateFormat)}, {"commit", *s.commit}},
+        "the store is already in the current format (" + std::string(kStateFormat) + "); nothing written");
   }
   const Candidate& c = *p->candidate;
   return ctx.done({{"op", "migrate"},

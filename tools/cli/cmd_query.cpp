@@ -35,9 +35,9 @@ std::string status_header() {
 
 std::string status_row(const json& e) {
   const bool path = e["kind"] == "path";
-  std::string what = path ? e["path"].get<std::string>()
-                          : "sem " + e["sem"].get<std::string>() + " (limit " +
-                                std::to_string(e["limit"].get<std::int64_t>()) + ")";
+  std::string what =
+      path ? e["path"].get<std::string>()
+           : "sem " + e["sem"].get<std::string>() + " (limit " + std::to_string(e["limit"].get<std::int64_t>()) + ")";
   std::string left = e["live"].get<bool>() ? format_duration(e["expires_in_ms"].get<std::int64_t>()) : "expired";
   return pad(what, 31) + " " + pad(path ? e["mode"].get<std::string>() : "slot", 11) +
          pad(holder_label(e) + (e["mine"].get<bool>() ? " *" : ""), 27) + " " +
@@ -75,7 +75,8 @@ int cmd_status(Context& ctx, const Argv& argv) {
   auto filtered = filters_for(snap->path_case);
   if (!filtered.ok()) return ctx.fail(filtered.error());
   const std::vector<RepoPath> filters = std::move(*filtered);
-  json out = {{"store", nullptr}, {"commit", nullptr}, {"now_ms", *now}, {"policy", nullptr}, {"leases", json::array()}};
+  json out = {
+      {"store", nullptr}, {"commit", nullptr}, {"now_ms", *now}, {"policy", nullptr}, {"leases", json::array()}};
   if (!snap->commit) return ctx.done(out, "no lock store in this repository (run `git-locks init`)");
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
@@ -88,15 +89,19 @@ int cmd_status(Context& ctx, const Argv& argv) {
   if (!policy.ok()) return ctx.fail(policy.error());
   if (auto v = (*vault)->get(); v && policy->contains("families")) {  // PRIVATE: the sealed families
     auto families = open_document((*policy)["families"], *v->key(snap->epoch), snap->store_id, "policy.json#families");
-    if (!families.ok()) return ctx.fail(make_error(Errc::store_read, "policy.json families: " + families.error().message));
+    if (!families.ok())
+      return ctx.fail(make_error(Errc::store_read, "policy.json families: " + families.error().message));
     (*policy)["families"] = *families;
   }
   out["store"] = snap->store_id;
   out["commit"] = *snap->commit;
-  out["policy"] = {{"min_ttl_ms", (*policy)["min_ttl_ms"]}, {"max_ttl_ms", (*policy)["max_ttl_ms"]},
-                   {"families", (*policy)["families"]}, {"owner", (*policy)["owner"]}};
+  out["policy"] = {{"min_ttl_ms", (*policy)["min_ttl_ms"]},
+                   {"max_ttl_ms", (*policy)["max_ttl_ms"]},
+                   {"families", (*policy)["families"]},
+                   {"owner", (*policy)["owner"]}};
   out["policy_hash"] = snap->policy_hash;
-  out["guard_time"] = snap->guard_time ? json{{"enabled", true}, {"audience", snap->guard_time->audience},
+  out["guard_time"] = snap->guard_time ? json{{"enabled", true},
+                                              {"audience", snap->guard_time->audience},
                                               {"service_key", snap->guard_time->service_key}}
                                        : json{{"enabled", false}};
   auto header = [&](std::size_t n) {
@@ -126,9 +131,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
   bool first = true;
   auto st = for_each_lease(
       reader, *now, a->has("all"), me,
-      [&](std::size_t n) {
-        text = ctx.json_output ? doc.substr(0, at) + "[" : header(n) + (n ? status_header() : "");
-      },
+      [&](std::size_t n) { text = ctx.json_output ? doc.substr(0, at) + "[" : header(n) + (n ? status_header() : ""); },
       [&](const json& row) {
         if (ctx.json_output) {
           if (!first) text += ',';
@@ -189,17 +192,23 @@ int cmd_fence(Context& ctx, const Argv& argv) {
   if (rec && rec->contains("leases")) {
     for (const auto& l : (*rec)["leases"]) {
       if (l["generation"] != *generation || !lease_live(l, *now)) continue;
-      return ctx.done({{"op", "fence"}, {"resource", resource}, {"generation", *generation}, {"live", true},
-                       {"lease", l["id"]}, {"holder", l["holder"]}, {"name", l["name"]}, {"expires_at", l["expires_at"]},
+      return ctx.done({{"op", "fence"},
+                       {"resource", resource},
+                       {"generation", *generation},
+                       {"live", true},
+                       {"lease", l["id"]},
+                       {"holder", l["holder"]},
+                       {"name", l["name"]},
+                       {"expires_at", l["expires_at"]},
                        {"commit", *snap->commit}},
                       "ok: generation " + std::to_string(*generation) + " of " + resource + " is live (lease " +
                           l["id"].get<std::string>() + ", " + holder_label(l) + ", expires in " +
                           format_duration(l["expires_at"].get<std::int64_t>() - *now) + ")");
     }
   }
-  return ctx.fail(make_error(Errc::stale_generation,
-                             "generation " + std::to_string(*generation) + " of " + resource +
-                                 " is not live (current generation " + std::to_string(current) + ")"));
+  return ctx.fail(make_error(Errc::stale_generation, "generation " + std::to_string(*generation) + " of " + resource +
+                                                         " is not live (current generation " + std::to_string(current) +
+                                                         ")"));
 }
 
 int cmd_log(Context& ctx, const Argv& argv) {
@@ -241,8 +250,7 @@ int cmd_log(Context& ctx, const Argv& argv) {
                  {"summary", summary},
                  {"body", body}};
     if (ctx.json_output) text += json_line(line) + "\n";
-    else
-      text += at->substr(0, 12) + "  " + (t ? format_time(*t) : std::string(24, ' ')) + "  " + summary + "\n";
+    else text += at->substr(0, 12) + "  " + (t ? format_time(*t) : std::string(24, ' ')) + "  " + summary + "\n";
     at = tc->parents.empty() ? std::nullopt : std::optional<Oid>(tc->parents[0]);
   }
   std::fwrite(text.data(), 1, text.size(), stdout);

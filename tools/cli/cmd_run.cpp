@@ -31,7 +31,8 @@ struct Held {
   bool lost = false;
 
   std::string label() const {
-    return target.contains("path") ? target["path"].get<std::string>() : "semaphore " + target["sem"].get<std::string>();
+    return target.contains("path") ? target["path"].get<std::string>()
+                                   : "semaphore " + target["sem"].get<std::string>();
   }
   json op(const char* kind) const {
     json o = target;
@@ -61,7 +62,9 @@ class Renewer {
  public:
   Renewer(Context& ctx, std::vector<Held>& held, std::int64_t ttl) : ctx_(ctx), held_(held), ttl_(ttl) {}
 
-  void start() { thread_ = std::thread([this] { loop(); }); }
+  void start() {
+    thread_ = std::thread([this] { loop(); });
+  }
   void stop() {
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -168,8 +171,9 @@ void release_all(Context& ctx, std::vector<Held>& held) {
   }
   for (Held* h : live) {
     auto one = release({h});
-    if (!one.ok()) report(ctx, make_error(one.error().code, "release of " + h->lease + " on " + h->label() +
-                                                                " failed: " + one.error().message));
+    if (!one.ok())
+      report(ctx, make_error(one.error().code,
+                             "release of " + h->lease + " on " + h->label() + " failed: " + one.error().message));
   }
 }
 
@@ -214,7 +218,9 @@ int cmd_run(Context& ctx, const Argv& argv) {
     auto note = a->value("note");
     for (const char* mode : {"claim", "shared"})
       for (const auto& p : a->values(mode)) {
-        json o = {{"op", "claim"}, {"path", p}, {"mode", std::string(mode) == "claim" ? "exclusive" : "shared"},
+        json o = {{"op", "claim"},
+                  {"path", p},
+                  {"mode", std::string(mode) == "claim" ? "exclusive" : "shared"},
                   {"expires_at", now + ttl}};
         if (note) o["note"] = *note;
         ops.push_back(o);

@@ -1,22 +1,23 @@
 // Verification commands: verify (SPEC §7, replay of the whole history with
 // fork detection) and export (a Git bundle of refs/locks/state for other
 // hosts, docs/FORMAT.md "Bundles").
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <system_error>
-#include <unistd.h>
 
 #include "checkpoint.h"
-#include "progress.h"
 #include "cli.h"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/vault.hpp"
+#include "progress.h"
 #include "publish.h"
 #include "report.h"
 
@@ -163,7 +164,8 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     if (!r.ok()) return ctx.fail(r.error());
     std::string id = r->out;
     while (!id.empty() && id.back() == '\n') id.pop_back();
-    if (r->status != 0 || id.size() != 40) return ctx.fail(make_error(Errc::usage, "--from: no such commit '" + *from + "'"));
+    if (r->status != 0 || id.size() != 40)
+      return ctx.fail(make_error(Errc::usage, "--from: no such commit '" + *from + "'"));
     options.from = id;
   }
   // A PRIVATE store is verified in full with a member's keys; any other key
@@ -301,13 +303,14 @@ int cmd_verify(Context& ctx, const Argv& argv) {
                    short_id(anchor->commit) + " (`--full` replays from the root)"
              : std::to_string(summary->commits) + " commit(s)" + (user_from ? std::string() : " from the root");
   text += valid ? "verified " + what + " up to " + tip + ": all valid\n"
-                : "verified " + what + " up to " + tip + ": " +
-                      std::to_string(summary->invalid) + " invalid" +
+                : "verified " + what + " up to " + tip + ": " + std::to_string(summary->invalid) + " invalid" +
                       (summary->first_invalid ? ", first at " + *summary->first_invalid : std::string()) +
                       (fork_from ? std::string(", history rewritten") : std::string()) + "\n";
   if (recovery)
-    text += "to recover, the store's owner resets refs/locks/state to the last valid commit (after inspecting the "
-            "verdicts above): " + *recovery + "\n";
+    text +=
+        "to recover, the store's owner resets refs/locks/state to the last valid commit (after inspecting the "
+        "verdicts above): " +
+        *recovery + "\n";
   if (ctx.json_output) {
     std::fflush(stdout);
     std::string line = json_line(s) + "\n";
@@ -337,7 +340,8 @@ int cmd_export(Context& ctx, const Argv& argv) {
   auto made = bundle_of_store(ctx, **ref, path);
   if (!made.ok()) return ctx.fail(made.error());
   if (made->status != 0)
-    return ctx.fail(make_error(Errc::store_write, "git bundle create exited " + std::to_string(made->status) + ": " + made->err));
+    return ctx.fail(
+        make_error(Errc::store_write, "git bundle create exited " + std::to_string(made->status) + ": " + made->err));
   return ctx.done({{"bundle", path}, {"ref", kStateRef}, {"tip", **ref}},
                   "wrote " + path + " (" + std::string(kStateRef) + " at " + **ref + ")");
 }

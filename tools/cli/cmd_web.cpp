@@ -45,7 +45,7 @@ std::optional<fs::path> find_site(const std::optional<std::string>& flag) {
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return std::nullopt;
   const fs::path bin = exe.parent_path();
-  for (const fs::path& candidate : {bin / ".." / "share" / "git-locks" / "web",            // installed
+  for (const fs::path& candidate : {bin / ".." / "share" / "git-locks" / "web",             // installed
                                     bin / ".." / ".." / ".." / "wasm" / "web" / "site"}) {  // build/<preset>/tools/cli
     if (is_site(candidate)) return fs::weakly_canonical(candidate, ec);
   }
@@ -214,8 +214,7 @@ int cmd_web(Context& ctx, const Argv& argv) {
     return ctx.fail(make_error(Errc::usage, "cannot listen on 127.0.0.1:" + std::to_string(port)));
   }
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/?bundle=live.bundle&live=1";
-  const std::string line =
-      json_line({{"op", "web"}, {"url", url}, {"port", port}, {"site", site->string()}}) + "\n";
+  const std::string line = json_line({{"op", "web"}, {"url", url}, {"port", port}, {"site", site->string()}}) + "\n";
   std::fwrite(line.data(), 1, line.size(), stdout);
   std::fflush(stdout);
   if (!server.listen_after_bind()) return ctx.fail(make_error(Errc::store_read, "the server stopped"));

@@ -111,7 +111,8 @@ CasResult classify_push(std::string_view ref, const ProcessResult& r) {
   // The server's own compare-and-swap failed after the lease check passed.
   // Only these summaries carry its reason; a hook's rejection ("pre-receive
   // hook declined") is final whatever the hook printed.
-  if (summary != "[remote rejected] (atomic transaction failed)" && summary != "[remote rejected] (failed to update ref)")
+  if (summary != "[remote rejected] (atomic transaction failed)" &&
+      summary != "[remote rejected] (failed to update ref)")
     return {CasStatus::failed, detail};
   const std::string head = "remote: error: cannot lock ref '" + std::string(ref) + "': ";
   for (std::string_view l : split_fields(r.err, '\n')) {
@@ -144,8 +145,8 @@ CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std
     return classify_push(ref, r);
   }
   if (!process_->ok()) return {CasStatus::failed, process_->error().message};
-  std::string input = "start\nupdate " + std::string(ref) + " " + new_oid + " " + old_oid.value_or(kZeroOid) +
-                      "\nprepare\ncommit\n";
+  std::string input =
+      "start\nupdate " + std::string(ref) + " " + new_oid + " " + old_oid.value_or(kZeroOid) + "\nprepare\ncommit\n";
   return classify_update_ref(ref, (*process_)->finish(input));
 }
 
@@ -188,9 +189,16 @@ PendingCas Git::begin_push(const std::string& remote) const {
 Result<bool> Git::fetch_state(const std::string& remote, const std::string& tracking) const {
   // The tracking ref is this clone's cache, not the authority: a short lock
   // wait there only serialises concurrent fetches of the same clone.
-  std::vector<std::string> args{"-c", "core.filesRefLockTimeout=1000", "fetch", "--quiet", "--no-tags",
-                                "--no-write-fetch-head", "--no-auto-gc", "--no-recurse-submodules",
-                                "--no-show-forced-updates", remote,
+  std::vector<std::string> args{"-c",
+                                "core.filesRefLockTimeout=1000",
+                                "fetch",
+                                "--quiet",
+                                "--no-tags",
+                                "--no-write-fetch-head",
+                                "--no-auto-gc",
+                                "--no-recurse-submodules",
+                                "--no-show-forced-updates",
+                                remote,
                                 "+" + std::string(kStateRef) + ":" + tracking};
   // Concurrent commands of one clone fetch into the same cache ref; git
   // refuses an update whose old value moved under it ("cannot lock ref
@@ -216,8 +224,8 @@ Result<bool> Git::fetch_state(const std::string& remote, const std::string& trac
     if (d.status != 0) return make_error(Errc::store_read, "git update-ref -d " + tracking + ": " + trim_right(d.err));
     return false;
   }
-  return make_error(Errc::store_read, "git fetch " + remote + " " + std::string(kStateRef) + " failed: " +
-                                          describe_failure(r));
+  return make_error(Errc::store_read,
+                    "git fetch " + remote + " " + std::string(kStateRef) + " failed: " + describe_failure(r));
 }
 
 Git::PendingConfigs Git::begin_configs(const std::string& pattern) const {
@@ -238,7 +246,8 @@ const std::map<std::string, std::string>& Git::PendingConfigs::values() {
   // -z: "KEY\nVALUE\0" per entry ("KEY\0" for a valueless boolean).
   for (std::string_view entry : split_fields(r.out, '\0')) {
     std::size_t nl = entry.find('\n');
-    (*values_)[std::string(entry.substr(0, nl))] = nl == std::string_view::npos ? "" : std::string(entry.substr(nl + 1));
+    (*values_)[std::string(entry.substr(0, nl))] =
+        nl == std::string_view::npos ? "" : std::string(entry.substr(nl + 1));
   }
   return *values_;
 }

@@ -70,7 +70,7 @@ class PendingCas {
  private:
   std::optional<std::future<Result<Process>>> starting_;  // local: the update-ref being started
   std::optional<Result<Process>> process_;                // local: the started update-ref
-  std::vector<std::string> git_argv_;       // remote: `git [-C DIR]`
+  std::vector<std::string> git_argv_;                     // remote: `git [-C DIR]`
   std::string remote_;
   std::int64_t timeout_ms_ = 0;
 };

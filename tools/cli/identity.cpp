@@ -27,7 +27,7 @@ std::string dir_of(const std::string& path) {
 
 Status make_dirs(const std::string& dir) {
   if (dir.empty() || dir == "/" || dir == ".") return Ok{};
-  struct stat st{};
+  struct stat st {};
   if (::stat(dir.c_str(), &st) == 0) return Ok{};
   GITLOCKS_CHECK(make_dirs(dir_of(dir)));
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
@@ -91,12 +91,13 @@ Result<Identity> load_identity(const std::string& path) {
   for (int round = 0; round < 2; ++round) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      if (errno != ENOENT || round > 0) return make_error(Errc::usage, "cannot open key file " + path + ": " + errno_text());
+      if (errno != ENOENT || round > 0)
+        return make_error(Errc::usage, "cannot open key file " + path + ": " + errno_text());
       GITLOCKS_CHECK(make_dirs(dir_of(path)));
       GITLOCKS_CHECK(create_key(path));
       continue;
     }
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd);
       return make_error(Errc::usage, "key file " + path + " is not a regular file");

@@ -21,7 +21,7 @@ inline constexpr std::size_t kInstanceBytes = 32;
 
 struct Identity {
   KeyPair key;
-  std::string actor;     // public key, 64 hex
+  std::string actor;  // public key, 64 hex
   std::string key_file;
 };
 

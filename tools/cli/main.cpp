@@ -175,7 +175,10 @@ int main_impl(int argc, char** argv) {
   timings::start();
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe to git is an error we report, not a crash
   if (!crypto_init()) {
-    std::fputs("{\"error\":\"store-read\",\"code\":\"store-read\",\"op\":\"git-locks\",\"detail\":\"libsodium failed to initialise\"}\n", stderr);
+    std::fputs(
+        "{\"error\":\"store-read\",\"code\":\"store-read\",\"op\":\"git-locks\",\"detail\":\"libsodium failed to "
+        "initialise\"}\n",
+        stderr);
     return kExitStore;
   }
   Argv args(argv + 1, argv + argc);

@@ -59,8 +59,9 @@ Result<NotaryEndpoint> notary_endpoint(Context& ctx) {
     ep.url = ctx.config("locks.notary");
   }
   if (ep.url.empty())
-    return make_error(Errc::usage, "this store requires trusted admission time: set `git config locks.notary "
-                                   "http://HOST:PORT` or pass --notary URL");
+    return make_error(Errc::usage,
+                      "this store requires trusted admission time: set `git config locks.notary "
+                      "http://HOST:PORT` or pass --notary URL");
   if (ep.url.rfind("http://", 0) != 0 || ep.url.size() <= 7)
     return make_error(Errc::usage, "notary URL must be http://HOST:PORT, got " + ep.url);
   while (ep.url.size() > 7 && ep.url.back() == '/') ep.url.pop_back();
@@ -77,8 +78,8 @@ Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins) {
   auto res = c->Get("/v1/discovery");
   if (!res) return unreachable(ep, "GET /v1/discovery", res.error(), start);
   if (res->status != 200)
-    return make_error(Errc::store_write, "notary discovery failed with HTTP " + std::to_string(res->status) + ": " +
-                                             res->body);
+    return make_error(Errc::store_write,
+                      "notary discovery failed with HTTP " + std::to_string(res->status) + ": " + res->body);
   json d = json::parse(res->body, nullptr, false);
   if (d.is_discarded() || !d.is_object()) return make_error(Errc::store_write, "notary discovery is not a JSON object");
   auto str = [&](const char* k) { return d.contains(k) && d[k].is_string() ? d[k].get<std::string>() : std::string(); };
@@ -92,14 +93,14 @@ Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins) {
     return make_error(Errc::store_write, "notary " + ep.url + " does not advertise both profiles " +
                                              std::string(kProfileGuardTime) + " and " + std::string(kProfileTimeAdd));
   if (str("audience") != pins.audience)
-    return make_error(Errc::store_write, "notary audience '" + str("audience") + "' is not the pinned '" +
-                                             pins.audience + "'");
+    return make_error(Errc::store_write,
+                      "notary audience '" + str("audience") + "' is not the pinned '" + pins.audience + "'");
   if (str("service_key") != pins.service_key)
-    return make_error(Errc::store_write, "notary service key " + str("service_key") + " is not the pinned " +
-                                             pins.service_key);
+    return make_error(Errc::store_write,
+                      "notary service key " + str("service_key") + " is not the pinned " + pins.service_key);
   if (str("clock") != "system" && !(str("clock") == "test" && ep.allow_test_clock))
-    return make_error(Errc::store_write, "notary runs a '" + str("clock") +
-                                             "' clock: refused (tests only: --allow-test-clock)");
+    return make_error(Errc::store_write,
+                      "notary runs a '" + str("clock") + "' clock: refused (tests only: --allow-test-clock)");
   return d;
 }
 
@@ -112,16 +113,16 @@ Result<std::string> notary_admit(const NotaryEndpoint& ep, const std::string& re
   json e = json::parse(res->body, nullptr, false);
   const std::string quoted = e.is_discarded() ? json(res->body).dump() : e.dump();
   if (res->status == 422)
-    return make_error(Errc::guard_window,
-                      "the notary's admission time is outside the guard interval: " + quoted);
+    return make_error(Errc::guard_window, "the notary's admission time is outside the guard interval: " + quoted);
   return make_error(Errc::store_write, "notary refused admission with HTTP " + std::to_string(res->status) + ": " +
                                            quoted + "; nothing was published");
 }
 
 Result<std::int64_t> proposal_now_ms() {
   if (const char* o = std::getenv("GIT_LOCKS_NOW_MS"); o && *o)
-    return make_error(Errc::usage, "GIT_LOCKS_NOW_MS is refused: this store uses trusted admission time from its "
-                                   "notary, never a client clock");
+    return make_error(Errc::usage,
+                      "GIT_LOCKS_NOW_MS is refused: this store uses trusted admission time from its "
+                      "notary, never a client clock");
   if (const char* p = std::getenv("GIT_LOCKS_PROPOSAL_MS"); p && *p) return parse_count(p, "GIT_LOCKS_PROPOSAL_MS");
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();

@@ -42,10 +42,14 @@ ErrorClass classify(Errc code) {
 
 std::string_view kind_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::refused: return "refused";
-    case ErrorKind::usage: return "usage";
-    case ErrorKind::store_read: return "store-read";
-    case ErrorKind::store_write: return "store-write";
+    case ErrorKind::refused:
+      return "refused";
+    case ErrorKind::usage:
+      return "usage";
+    case ErrorKind::store_read:
+      return "store-read";
+    case ErrorKind::store_write:
+      return "store-write";
   }
   return "store-read";
 }
@@ -65,8 +69,7 @@ json error_object(const std::string& op, const Error& e, std::optional<int> atte
     if (numeric && !v.empty() && v.size() <= 16 && v.find_first_not_of("-0123456789") == std::string::npos &&
         v.find('-', 1) == std::string::npos && v != "-")
       o[k] = std::stoll(v);
-    else
-      o[k] = v;
+    else o[k] = v;
   }
   if (attempts && *attempts > 0) o["attempts"] = *attempts;
   return o;

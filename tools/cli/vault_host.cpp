@@ -1,12 +1,11 @@
 #include "vault_host.h"
 
-#include "gitlocks/replay.hpp"
-
 #include <sodium.h>
 
 #include <map>
 
 #include "gitlocks/policy.hpp"
+#include "gitlocks/replay.hpp"
 
 namespace gitlocks::cli {
 
@@ -54,9 +53,10 @@ Result<const VaultView*> open_vault(Context& ctx, ObjectStore& store, const Snap
   auto vault = Vault::open(policy, me->key);
   if (!vault.ok()) {
     if (vault.error().code == Errc::not_member)
-      return make_error(Errc::not_member, "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
-                                              ") is not one of its members: ask the owner to run `git-locks member add " +
-                                              me->actor + "`");
+      return make_error(Errc::not_member,
+                        "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
+                            ") is not one of its members: ask the owner to run `git-locks member add " + me->actor +
+                            "`");
     return vault.error();
   }
   if (!vault->key(snap.epoch))

@@ -181,7 +181,8 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto elapsed = [&] {
-    return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    return static_cast<std::int64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
   };
   WaitOutcome out;
 
@@ -191,7 +192,8 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   auto ref = ctx.state_ref();
   std::unique_ptr<QueueEntry> queue;
   if (ref.ok() && !options.wanted.empty()) {
-    if (auto dir = git_common_dir(ctx); dir.ok()) queue = QueueEntry::join(*dir / "git-locks" / "waiters", *ref, options.wanted);
+    if (auto dir = git_common_dir(ctx); dir.ok())
+      queue = QueueEntry::join(*dir / "git-locks" / "waiters", *ref, options.wanted);
   }
   ObjectStore* store = nullptr;
   if (local) {

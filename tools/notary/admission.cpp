@@ -44,8 +44,7 @@ Reply Admitter::discovery() const {
 
 bool Admitter::read_clock(std::int64_t& t, std::string& error) const {
   if (test_clock_) return state_.read_test_clock(t, error);
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
                  .count();
   if (now < 0 || now > kMaxSafeInteger) {
     error = "the system clock is outside [0, 2^53-1] ms";

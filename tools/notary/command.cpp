@@ -106,9 +106,11 @@ int serve(const std::vector<std::string>& args) {
 }  // namespace
 
 int notary_command(const std::vector<std::string>& args) {
-  if (args.empty()) return usage("notary", "usage: notary keygen --out FILE | notary serve --key FILE --state DIR "
-                                           "--listen HOST:PORT --audience NAME [--test-clock] [--allow-remote] "
-                                           "[--max-request-bytes N]");
+  if (args.empty())
+    return usage("notary",
+                 "usage: notary keygen --out FILE | notary serve --key FILE --state DIR "
+                 "--listen HOST:PORT --audience NAME [--test-clock] [--allow-remote] "
+                 "[--max-request-bytes N]");
   if (args[0] == "keygen") return keygen(args);
   if (args[0] == "serve") return serve(args);
   return usage("notary", "unknown notary command '" + args[0] + "' (keygen, serve)");

@@ -94,8 +94,8 @@ bool load_service_key(const std::string& path, KeyPair& out, StartFailure& failu
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     if (st.st_uid != ::geteuid())
-      return fail("key-permissions", "key file " + path + " is owned by uid " + std::to_string(st.st_uid) +
-                                         ", not by this user");
+      return fail("key-permissions",
+                  "key file " + path + " is owned by uid " + std::to_string(st.st_uid) + ", not by this user");
     return fail("key-permissions", "key file " + path + " has mode " + mode +
                                        "; it must not be accessible by group or others (chmod 600)");
   }

@@ -5,9 +5,7 @@
 
 namespace gitlocks::notary {
 
-std::string ListenAddress::with_port(int p) const {
-  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(p);
-}
+std::string ListenAddress::with_port(int p) const { return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(p); }
 
 bool parse_listen_address(const std::string& text, ListenAddress& out, std::string& error) {
   error = "listen address must be HOST:PORT or [IPV6]:PORT with PORT in 0..65535, not '" + text + "'";

@@ -24,7 +24,7 @@ inline constexpr int kExitFailure = 2;
 inline constexpr int kExitUsage = 64;
 
 inline constexpr std::size_t kDefaultMaxRequestBytes = 64 * 1024;
-inline constexpr std::size_t kMinRequestBytes = 1024;             // a request is about 900 bytes
+inline constexpr std::size_t kMinRequestBytes = 1024;  // a request is about 900 bytes
 inline constexpr std::size_t kMaxRequestBytesLimit = 16 * 1024 * 1024;
 
 // ---------------------------------------------------------------- key file
@@ -40,12 +40,12 @@ int notary_keygen(const std::string& out_path, std::string& error, std::string* 
 // ---------------------------------------------------------------- service
 
 struct NotaryConfig {
-  std::string key_path;   // a file made by notary_keygen; refused unless owner-only (no group/other bits)
-  std::string state_dir;  // created (0700) if missing; holds the high-water mark, locked while serving
+  std::string key_path;                // a file made by notary_keygen; refused unless owner-only (no group/other bits)
+  std::string state_dir;               // created (0700) if missing; holds the high-water mark, locked while serving
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free port; IPv6 as [::1]:PORT
-  std::string audience;   // the service audience clients pin (1..256 printable ASCII bytes)
-  bool test_clock = false;    // T from <state_dir>/test-clock-ms, advertised and signed as "clock":"test"
-  bool allow_remote = false;  // permit a non-loopback listen address
+  std::string audience;                // the service audience clients pin (1..256 printable ASCII bytes)
+  bool test_clock = false;             // T from <state_dir>/test-clock-ms, advertised and signed as "clock":"test"
+  bool allow_remote = false;           // permit a non-loopback listen address
   std::size_t max_request_bytes = kDefaultMaxRequestBytes;  // in [kMinRequestBytes, kMaxRequestBytesLimit]
 };
 

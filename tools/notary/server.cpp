@@ -50,8 +50,8 @@ bool check_config(const NotaryConfig& c, ListenAddress& addr, StartFailure& fail
       !std::all_of(c.audience.begin(), c.audience.end(), [](char ch) { return ch > 0x20 && ch < 0x7f; }))
     return usage("bad-audience", "the audience must be 1 to 256 printable ASCII characters without spaces");
   if (c.max_request_bytes < kMinRequestBytes || c.max_request_bytes > kMaxRequestBytesLimit)
-    return usage("bad-max-request-bytes", "max request bytes must lie in [" + std::to_string(kMinRequestBytes) +
-                                              ", " + std::to_string(kMaxRequestBytesLimit) + "]");
+    return usage("bad-max-request-bytes", "max request bytes must lie in [" + std::to_string(kMinRequestBytes) + ", " +
+                                              std::to_string(kMaxRequestBytesLimit) + "]");
   std::string error;
   if (!parse_listen_address(c.listen, addr, error)) return usage("bad-listen", error);
   if (!addr.loopback && !c.allow_remote)
@@ -77,13 +77,17 @@ void send(httplib::Response& res, const Reply& r) {
 // The fixed JSON body of statuses httplib produces before any route runs.
 Reply library_error(int status, std::size_t max_request_bytes) {
   switch (status) {
-    case 400: return error_reply(400, "bad-request", "the HTTP request is malformed");
-    case 404: return error_reply(404, "not-found", "no such endpoint; see GET /v1/discovery");
+    case 400:
+      return error_reply(400, "bad-request", "the HTTP request is malformed");
+    case 404:
+      return error_reply(404, "not-found", "no such endpoint; see GET /v1/discovery");
     case 413:
       return error_reply(413, "request-too-large",
                          "the request body exceeds the limit of " + std::to_string(max_request_bytes) + " bytes");
-    case 414: return error_reply(414, "uri-too-long", "the request URI is too long");
-    default: return error_reply(status, "http-error", "HTTP status " + std::to_string(status));
+    case 414:
+      return error_reply(414, "uri-too-long", "the request URI is too long");
+    default:
+      return error_reply(status, "http-error", "HTTP status " + std::to_string(status));
   }
 }
 
@@ -166,11 +170,11 @@ int notary_serve(const NotaryConfig& config) {
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     listen_fd = sock;
   });
-  int port = addr.port == 0 ? svr.bind_to_any_port(addr.host)
-                            : (svr.bind_to_port(addr.host, addr.port) ? addr.port : -1);
+  int port =
+      addr.port == 0 ? svr.bind_to_any_port(addr.host) : (svr.bind_to_port(addr.host, addr.port) ? addr.port : -1);
   if (port < 0)
-    return refuse({"listen-failed", "cannot listen on " + config.listen + " (address in use or unavailable)",
-                   kExitFailure});
+    return refuse(
+        {"listen-failed", "cannot listen on " + config.listen + " (address in use or unavailable)", kExitFailure});
   // httplib listens with a backlog of 5: bursts of clients would overflow it
   // and be reset. Listening again on a listening socket only raises it.
   if (::listen(listen_fd, SOMAXCONN) != 0)

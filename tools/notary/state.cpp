@@ -81,13 +81,15 @@ std::unique_ptr<StateDir> StateDir::open(const std::string& dir, StartFailure& f
   switch (read_small(s->dir_fd_, kHighWaterFile, kMaxStateFileBytes, text)) {
     case ReadStatus::ok:
       if (!parse_high_water(text, s->high_water_))
-        return fail("state-corrupt", hw_path + " is not a valid high-water mark; refusing to start rather than "
-                                               "reset it (restore it, or see docs/NOTARY.md)");
+        return fail("state-corrupt", hw_path +
+                                         " is not a valid high-water mark; refusing to start rather than "
+                                         "reset it (restore it, or see docs/NOTARY.md)");
       break;
     case ReadStatus::missing:
       if (!fresh)
-        return fail("state-corrupt", hw_path + " is missing but " + dir + " was initialised; refusing to start "
-                                               "rather than reset the high-water mark (see docs/NOTARY.md)");
+        return fail("state-corrupt", hw_path + " is missing but " + dir +
+                                         " was initialised; refusing to start "
+                                         "rather than reset the high-water mark (see docs/NOTARY.md)");
       break;
     case ReadStatus::error:
       return fail("state-corrupt", errno_message("cannot read", hw_path));

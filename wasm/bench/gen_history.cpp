@@ -48,7 +48,8 @@ namespace {
 
 template <class T>
 T must(gitlocks::Result<T> r, const char* what) {
-  if (!r.ok()) die(std::string(what) + ": " + std::string(gitlocks::errc_name(r.error().code)) + ": " + r.error().message);
+  if (!r.ok())
+    die(std::string(what) + ": " + std::string(gitlocks::errc_name(r.error().code)) + ": " + r.error().message);
   return std::move(r).value();
 }
 
@@ -79,8 +80,8 @@ class Generator {
   Generator(std::uint64_t seed, bool attested) : rng_{seed * 2654435761u + 1}, attested_(attested) {
     store_ = must(gitlocks::open_memory_store(), "memory store");
     json policy = gitlocks::default_policy(std::string(64, 'a'), gitlocks::to_hex(key_of("owner").public_key));
-    policy["families"] = json::array({{{"name", "db"}, {"policy", "exclusive"},
-                                       {"members", json::array({"db/schema.sql", "db/migrations/"})}}});
+    policy["families"] = json::array(
+        {{{"name", "db"}, {"policy", "exclusive"}, {"members", json::array({"db/schema.sql", "db/migrations/"})}}});
     if (!submit("owner", "init", json{{"init", policy}}).ok()) die("init failed");
     if (attested_) {
       admit_ = [this](const std::string& stored) -> gitlocks::Result<std::string> {
@@ -93,9 +94,12 @@ class Generator {
         return gitlocks::make_attestation(*req, pins_, t, false, notary_);
       };
       auto snap = must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snapshot");
-      json enable = {{"admin", {{"op", "guard-time-enable"}, {"audience", pins_.audience},
-                                {"service_key", pins_.service_key}, {"disclosure", "GUARD_WINDOW"},
-                                {"expected_policy_hash", snap.policy_hash}}}};
+      json enable = {{"admin",
+                      {{"op", "guard-time-enable"},
+                       {"audience", pins_.audience},
+                       {"service_key", pins_.service_key},
+                       {"disclosure", "GUARD_WINDOW"},
+                       {"expected_policy_hash", snap.policy_hash}}}};
       auto r = submit("owner", "guard-time", enable);
       if (!r.ok()) die("guard-time enable: " + r.error().message);
     }
@@ -167,20 +171,27 @@ class Generator {
     std::string command;
     std::size_t held_index = held_.size();
     if (kind < 8) {
-      auto sweep = gitlocks::propose_sweep(*store_, must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snap").state, now_);
+      auto sweep = gitlocks::propose_sweep(
+          *store_, must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snap").state, now_);
       if (!sweep.ok() || !*sweep) return false;
       ops.push_back(**sweep);
       command = "sweep";
     } else if (kind < 45 || held_.empty()) {
       const char* mode = rng_.below(3) == 0 ? "shared" : "exclusive";
-      ops.push_back({{"op", "claim"}, {"path", random_path()}, {"mode", mode},
+      ops.push_back({{"op", "claim"},
+                     {"path", random_path()},
+                     {"mode", mode},
                      {"expires_at", now_ + 30'000 + static_cast<std::int64_t>(rng_.below(600'000))}});
       if (rng_.below(5) == 0)
-        ops.push_back({{"op", "claim"}, {"path", random_path()}, {"mode", mode},
+        ops.push_back({{"op", "claim"},
+                       {"path", random_path()},
+                       {"mode", mode},
                        {"expires_at", now_ + 30'000 + static_cast<std::int64_t>(rng_.below(600'000))}});
       command = ops.size() > 1 ? "batch" : "claim";
     } else if (kind < 55) {
-      ops.push_back({{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", 3},
+      ops.push_back({{"op", "sem-acquire"},
+                     {"sem", "ci"},
+                     {"limit", 3},
                      {"expires_at", now_ + 20'000 + static_cast<std::int64_t>(rng_.below(300'000))}});
       command = "sem-acquire";
     } else if (kind < 75) {
@@ -254,10 +265,13 @@ Oid tamper(gitlocks::ObjectStore& store, const Oid& tip, std::size_t k, const st
       } else if (mode == "state-byte") {
         gitlocks::StateReader reader(store, tc.state);
         std::optional<json> victim;
-        if (!reader.for_each_record([&](const json& r) {
-              if (r.contains("leases") && !r["leases"].empty()) victim = r;
-              return !victim;
-            }).ok() || !victim)
+        if (!reader
+                 .for_each_record([&](const json& r) {
+                   if (r.contains("leases") && !r["leases"].empty()) victim = r;
+                   return !victim;
+                 })
+                 .ok() ||
+            !victim)
           die("commit has no record with leases to tamper with");
         std::string bytes = must(gitlocks::canon_dump(*victim), "dump");
         auto at = bytes.find("\"expires_at\":");

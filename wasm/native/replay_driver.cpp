@@ -94,7 +94,9 @@ int main(int argc, char** argv) {
   const double replay_ms = ms_since(t1);
   if (!r.ok()) return fail(r.error().message);
   std::cout << out << std::flush;
-  std::cerr << gitlocks::json{{"commits", r->commits}, {"invalid", r->invalid}, {"member", vault.vault.has_value()},
+  std::cerr << gitlocks::json{{"commits", r->commits},
+                              {"invalid", r->invalid},
+                              {"member", vault.vault.has_value()},
                               {"open_ms", open_ms},
                               {"replay_ms", replay_ms}}
                    .dump()

@@ -158,7 +158,8 @@ gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const
 // `epoch` is set to the codec's epoch. Errors: not_member when the key opens
 // no vault for that epoch.
 gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::ObjectStore& store, const CommitPolicy& at,
-                                                                  const gitlocks::KeyPair* member, std::int64_t& epoch) {
+                                                                  const gitlocks::KeyPair* member,
+                                                                  std::int64_t& epoch) {
   gitlocks::StateReader reader(store, at.commit.state);
   GITLOCKS_TRY(is_private, reader.is_private());
   std::unique_ptr<gitlocks::RecordCodec> codec;

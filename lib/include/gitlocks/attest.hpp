@@ -39,8 +39,8 @@ struct Pins {
 };
 
 // The bindings shared by request and attestation, in this order.
-inline constexpr const char* kBindingFields[] = {"store",  "actor",  "command", "action", "instance", "epoch",
-                                                 "policy_hash", "source", "result"};
+inline constexpr const char* kBindingFields[] = {"store", "actor",       "command", "action", "instance",
+                                                 "epoch", "policy_hash", "source",  "result"};
 
 // sha256 hex of a packet's stored (signed) form: the "commit hash" the
 // attestation binds.
@@ -65,7 +65,7 @@ Result<json> open_attestation(std::string_view stored);
 // and the pins. Errors (invalid) name the first mismatch:
 //   "audience", "service-key", "binding:<field>", "packet-digest",
 //   "interval", "time-outside-interval", "test-clock", "profile".
-Status check_attestation(const json& attestation, const json& packet, std::string_view packet_stored,
-                         const Pins& pins, bool allow_test_clock);
+Status check_attestation(const json& attestation, const json& packet, std::string_view packet_stored, const Pins& pins,
+                         bool allow_test_clock);
 
 }  // namespace gitlocks

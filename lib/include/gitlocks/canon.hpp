@@ -8,10 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "gitlocks/result.hpp"
 
@@ -46,7 +45,6 @@ Status canon_check(const json& value);
 Result<std::string> get_string(const json& obj, std::string_view key);
 Result<std::int64_t> get_int(const json& obj, std::string_view key);
 // Checks that obj is an object whose keys are all in `allowed`.
-Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed,
-                  std::string_view what);
+Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what);
 
 }  // namespace gitlocks

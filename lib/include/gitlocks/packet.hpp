@@ -70,10 +70,10 @@ Result<OpenedPacket> open_packet(std::string_view stored);
 struct TransitionCommit {
   Oid commit;
   std::vector<Oid> parents;
-  Oid state;                 // state tree id
-  std::string packet_stored; // txn/packet.json
+  Oid state;                                      // state tree id
+  std::string packet_stored;                      // txn/packet.json
   std::optional<std::string> attestation_stored;  // txn/attestation.json
-  std::vector<std::string> unexpected;  // tree entries outside the layout
+  std::vector<std::string> unexpected;            // tree entries outside the layout
   std::int64_t time_seconds = 0;
 };
 

@@ -46,13 +46,13 @@ struct PlanContext {
 };
 
 struct PlanOutcome {
-  json body;             // the complete body (as proposed or as given)
-  std::string action;    // packet action: init, claim, reclaim, extend, ...
-  Oid result_state;      // successor state tree id
-  json guards;           // every guard expression of the transition
-  Interval interval;     // exact admission interval of T
+  json body;                        // the complete body (as proposed or as given)
+  std::string action;               // packet action: init, claim, reclaim, extend, ...
+  Oid result_state;                 // successor state tree id
+  json guards;                      // every guard expression of the transition
+  Interval interval;                // exact admission interval of T
   std::size_t records_written = 0;  // record blobs in the successor
-  json leases;           // leases created or renewed: [{resource, lease, generation, expires_at}]
+  json leases;                      // leases created or renewed: [{resource, lease, generation, expires_at}]
   // The store policy's TTL bounds (for explaining a T outside `interval`).
   std::int64_t min_ttl_ms = 0;
   std::int64_t max_ttl_ms = 0;
@@ -71,12 +71,12 @@ std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now);
 
 // source_state: the parent's state tree id, or "" to create a store (body
 // {"init":POLICY}). Objects of the successor are written to `store`.
-Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx,
-                         const json& body, std::optional<std::int64_t> now = std::nullopt);
+Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,
+                         std::optional<std::int64_t> now = std::nullopt);
 
 // The sweep op that removes every lease expired at `now` (nullopt when none).
-Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state,
-                                          std::int64_t now, const Vault* vault = nullptr);
+Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_state, std::int64_t now,
+                                          const Vault* vault = nullptr);
 
 // Deterministic lease id (24 hex digits).
 std::string lease_id(const std::string& instance, std::size_t op_index, const std::string& resource);

@@ -75,12 +75,12 @@ MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair*
 // What a verified history establishes at its tip, and all a later
 // verification needs to continue from it (the checkpoint, docs/FORMAT.md).
 struct TrustState {
-  Oid commit;                              // the verified tip
+  Oid commit;  // the verified tip
   std::string store_id;
-  std::string policy_hash;                 // sha256 of the policy in force at the tip
-  std::optional<Pins> guard_time;          // the notary pins in force (from the verified chain)
-  std::optional<std::int64_t> last_time;   // the last admitted T along the chain
-  std::int64_t epoch = 0;                  // the keyring epoch (PRIVATE stores; 0 otherwise)
+  std::string policy_hash;                // sha256 of the policy in force at the tip
+  std::optional<Pins> guard_time;         // the notary pins in force (from the verified chain)
+  std::optional<std::int64_t> last_time;  // the last admitted T along the chain
+  std::int64_t epoch = 0;                 // the keyring epoch (PRIVATE stores; 0 otherwise)
   // Every commit up to `commit` was re-executed in full (false: some PRIVATE
   // commits were checked structurally only, without their epoch key).
   bool full = true;
@@ -89,9 +89,8 @@ struct TrustState {
   // never builds on what a keyless reader could not check.
   std::string verifier;
   bool operator==(const TrustState& o) const {
-    return commit == o.commit && store_id == o.store_id && policy_hash == o.policy_hash &&
-           guard_time == o.guard_time && last_time == o.last_time && epoch == o.epoch && full == o.full &&
-           verifier == o.verifier;
+    return commit == o.commit && store_id == o.store_id && policy_hash == o.policy_hash && guard_time == o.guard_time &&
+           last_time == o.last_time && epoch == o.epoch && full == o.full && verifier == o.verifier;
   }
 };
 

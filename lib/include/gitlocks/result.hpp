@@ -25,7 +25,7 @@ enum class Errc {
   empty_interval,
   limit_mismatch,
   stale_retries_exhausted,
-  not_member,  // a PRIVATE store and a key that is not one of its members
+  not_member,    // a PRIVATE store and a key that is not one of its members
   wait_timeout,  // a blocking acquisition (--wait) gave up: its timeout passed
   // Malformed or unsupported input (exit 64).
   usage,
@@ -94,13 +94,13 @@ inline Error make_error(Errc c, std::string message) { return Error{c, std::move
 }  // namespace gitlocks
 
 // Propagate an error from a Result-returning expression.
-#define GITLOCKS_TRY(var, expr)                     \
-  auto var##_result_ = (expr);                      \
+#define GITLOCKS_TRY(var, expr)                          \
+  auto var##_result_ = (expr);                           \
   if (!var##_result_.ok()) return var##_result_.error(); \
   auto& var = var##_result_.value()
 
-#define GITLOCKS_CHECK(expr)                        \
-  do {                                              \
-    auto gitlocks_status_ = (expr);                 \
+#define GITLOCKS_CHECK(expr)                                     \
+  do {                                                           \
+    auto gitlocks_status_ = (expr);                              \
     if (!gitlocks_status_.ok()) return gitlocks_status_.error(); \
   } while (0)

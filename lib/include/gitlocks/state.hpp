@@ -84,7 +84,7 @@ class StateReader {
   Result<const Tree*> tree(const Oid& id);
   Result<const RecordCodec*> codec();
   ObjectStore& store_;
-  int version_ = 0;  // 0 until format_version() has read it
+  int version_ = 0;   // 0 until format_version() has read it
   int private_ = -1;  // -1 until is_private() has read the policy
   Oid root_;
   const RecordCodec* codec_;
@@ -97,7 +97,7 @@ class StateReader {
 // as JSON can plan on it. Errors: those of parse_policy; bad_json for a
 // record that is malformed, empty (the planner never stores one) or given
 // twice.
-Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records,
-                        int format = 2, const RecordCodec* codec = nullptr);
+Result<Oid> write_state(ObjectStore& store, const json& policy, const std::vector<json>& records, int format = 2,
+                        const RecordCodec* codec = nullptr);
 
 }  // namespace gitlocks
