@@ -45,6 +45,10 @@ class Context {
   void prefetch_config();
   // A configuration value ("" when unset).
   std::string config(const std::string& key);
+  // The duration setting `name` (as documented, e.g. locks.notaryReadTimeout)
+  // in milliseconds, `fallback` when unset. Errors: usage, unless it is a
+  // duration from 1 ms to `max_ms`.
+  Result<std::int64_t> duration_config(const std::string& name, std::int64_t fallback, std::int64_t max_ms);
   // The display name ("" when user.name is unset).
   std::string display_name() { return config("user.name"); }
 

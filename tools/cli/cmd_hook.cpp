@@ -33,7 +33,6 @@ namespace {
 
 constexpr std::string_view kHookMarker = "# git-locks hook";
 constexpr std::size_t kChunk = 10000;  // the planner's op limit per transition
-constexpr const char* kZeroOid = "0000000000000000000000000000000000000000";
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";

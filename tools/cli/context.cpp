@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -65,6 +66,18 @@ std::string Context::config(const std::string& key) {
   return it == values.end() ? std::string() : it->second;
 }
 
+Result<std::int64_t> Context::duration_config(const std::string& name, std::int64_t fallback, std::int64_t max_ms) {
+  std::string key = name;  // git config --get-regexp reports keys in lower case
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string text = config(key);
+  if (text.empty()) return fallback;
+  auto ms = parse_duration(text);
+  if (!ms.ok() || *ms < 1 || *ms > max_ms)
+    return make_error(Errc::usage, "git config " + name + " must be a duration from 1ms to " + format_duration(max_ms) +
+                                       ", got '" + text + "'");
+  return *ms;
+}
+
 Result<std::optional<std::string>> Context::remote() {
   if (!remote_) {
     const std::string name = remote_flag ? *remote_flag : config("locks.remote");
@@ -73,14 +86,8 @@ Result<std::optional<std::string>> Context::remote() {
     } else {
       // A remote's name becomes part of a ref name (refs/locks/remotes/NAME/state).
       GITLOCKS_TRY(checked, check_remote_name(name));
-      const std::string timeout = config("locks.timeout");
-      if (!timeout.empty()) {
-        auto ms = parse_duration(timeout);
-        if (!ms.ok() || *ms < 1 || *ms > kNetworkTimeoutMaxMs)
-          return make_error(Errc::usage,
-                            "git config locks.timeout must be a duration from 1ms to 24h, got '" + timeout + "'");
-        network_timeout_ms_ = *ms;
-      }
+      GITLOCKS_TRY(timeout, duration_config("locks.timeout", kNetworkTimeoutMs, kNetworkTimeoutMaxMs));
+      network_timeout_ms_ = timeout;
       remote_.emplace(checked);
     }
   }
@@ -106,7 +113,7 @@ Result<std::optional<Oid>> Context::read_tip() {
 void Context::remember_pushed(const Oid& pushed, const std::optional<Oid>& from) {
   auto ref = state_ref();
   if (!ref.ok()) return;
-  (void)git().run({"update-ref", "-m", "git-locks: pushed", *ref, pushed, from.value_or(std::string(40, '0'))});
+  (void)git().run({"update-ref", "-m", "git-locks: pushed", *ref, pushed, from.value_or(kZeroOid)});
 }
 
 Result<PendingCas> Context::begin_cas() {

@@ -10,7 +10,6 @@
 namespace gitlocks::cli {
 namespace {
 
-constexpr const char* kZeroOid = "0000000000000000000000000000000000000000";
 // Fetches of one clone racing for its cache ref (Git::fetch_state).
 constexpr int kFetchAttempts = 10;
 

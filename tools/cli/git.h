@@ -22,6 +22,10 @@
 
 namespace gitlocks::cli {
 
+// Git's id for "no object" (a ref that does not exist, in update-ref and
+// hook input).
+inline constexpr const char* kZeroOid = "0000000000000000000000000000000000000000";
+
 // How one `git update-ref --stdin` transaction ended.
 enum class CasStatus {
   ok,      // the ref now points at the new commit

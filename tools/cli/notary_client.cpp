@@ -36,18 +36,6 @@ Error unreachable(const NotaryEndpoint& ep, const std::string& what, httplib::Er
                                            "); nothing was published");
 }
 
-// `name` as documented; git config --get-regexp reports it in lower case.
-Result<std::int64_t> timeout_config(Context& ctx, std::string name, std::int64_t fallback) {
-  std::string key = name;
-  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-  const std::string text = ctx.config(key);
-  if (text.empty()) return fallback;
-  auto ms = parse_duration(text);
-  if (!ms.ok() || *ms < 1 || *ms > kNotaryMaxTimeoutMs)
-    return make_error(Errc::usage, "git config " + name + " must be a duration from 1ms to 10m, got '" + text + "'");
-  return *ms;
-}
-
 }  // namespace
 
 Result<NotaryEndpoint> notary_endpoint(Context& ctx) {
@@ -65,8 +53,9 @@ Result<NotaryEndpoint> notary_endpoint(Context& ctx) {
   if (ep.url.rfind("http://", 0) != 0 || ep.url.size() <= 7)
     return make_error(Errc::usage, "notary URL must be http://HOST:PORT, got " + ep.url);
   while (ep.url.size() > 7 && ep.url.back() == '/') ep.url.pop_back();
-  GITLOCKS_TRY(connect_ms, timeout_config(ctx, "locks.notaryConnectTimeout", kNotaryConnectTimeoutMs));
-  GITLOCKS_TRY(read_ms, timeout_config(ctx, "locks.notaryReadTimeout", kNotaryReadTimeoutMs));
+  GITLOCKS_TRY(connect_ms,
+               ctx.duration_config("locks.notaryConnectTimeout", kNotaryConnectTimeoutMs, kNotaryMaxTimeoutMs));
+  GITLOCKS_TRY(read_ms, ctx.duration_config("locks.notaryReadTimeout", kNotaryReadTimeoutMs, kNotaryMaxTimeoutMs));
   ep.connect_timeout_ms = connect_ms;
   ep.read_timeout_ms = read_ms;
   return ep;
