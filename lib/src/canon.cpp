@@ -32,6 +32,8 @@ std::string_view errc_name(Errc c) {
       return "not-member";
     case Errc::wait_timeout:
       return "wait-timeout";
+    case Errc::already_held:
+      return "already-held";
     case Errc::usage:
       return "usage";
     case Errc::bad_path:

@@ -161,6 +161,8 @@ class Planner {
       if (!st.ok()) {
         Error e = st.error();
         if (ops->size() > 1) e.message = "op " + std::to_string(i) + " (" + kind + "): " + e.message;
+        e.fields["op_index"] = std::to_string(i);
+        e.fields["op_kind"] = kind;
         return e;
       }
       action = i == 0 ? act : "batch";
@@ -321,7 +323,8 @@ class Planner {
     if (op.contains("reclaims") && (declared.empty() || !declared.is_array()))
       return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
     if (declared != must_reclaim)
-      return make_error(Errc::stale_generation, "declared reclaims do not match the leases in the state");
+      return make_error(Errc::stale_generation, "declared reclaims do not match the leases in the state")
+          .because(reason::reclaim_mismatch);
     if (conflicts.empty()) {
       if (op.contains("after")) return make_error(Errc::bad_json, "'after' declared without a conflict");
       return Ok{};
@@ -415,7 +418,7 @@ class Planner {
         bool own = l["holder"] == ctx_.actor;
         if (!own && !excl && l["mode"] == "shared") continue;
         conflicts.push_back(
-            {l["expires_at"].get<std::int64_t>(), own ? Errc::usage : Errc::held_path,
+            {l["expires_at"].get<std::int64_t>(), own ? Errc::already_held : Errc::held_path,
              own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() + "); extend it instead"
                  : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
              l.value("holder", ""), l.value("name", ""), l.value("path", key)});
@@ -495,8 +498,8 @@ class Planner {
           reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
           conflicts.push_back({e, Errc::full_semaphore, "slot"});
         } else if (own) {
-          return make_error(Errc::usage, "you already hold a slot of semaphore '" + name + "' (lease " +
-                                             l["id"].get<std::string>() + "); extend it instead");
+          return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "' (lease " +
+                                                    l["id"].get<std::string>() + "); extend it instead");
         }
       }
       GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
@@ -509,7 +512,8 @@ class Planner {
           GITLOCKS_CHECK(check_keys(r, {"lease", "generation", "expires_at"}, "reclaim"));
           auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
           if (it == leases.end() || (*it)["generation"] != r["generation"] || (*it)["expires_at"] != r["expires_at"])
-            return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases");
+            return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases")
+                .because(reason::reclaim_mismatch);
           conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot"});
           reclaim.push_back(r);
         }
@@ -523,7 +527,7 @@ class Planner {
           std::any_of(reclaim.begin(), reclaim.end(), [&](const json& r) { return r["lease"] == l["id"]; });
       if (reclaimed) continue;
       if (l["holder"] == ctx_.actor)
-        return make_error(Errc::usage, "you already hold a slot of semaphore '" + name + "'; extend it instead");
+        return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "'; extend it instead");
       remaining.push_back(l);
     }
     if (!remaining.empty() && (*existing)["limit"].get<std::int64_t>() != limit)
@@ -604,11 +608,11 @@ class Planner {
     if (it == leases.end()) {
       bool stale = op.contains("generation") && op["generation"].is_number_integer() &&
                    op["generation"].get<std::int64_t>() < (*rec)["generation"].get<std::int64_t>();
-      return make_error(stale ? Errc::stale_generation : Errc::not_holder,
-                        stale ? which + " on " + res + " at generation " + op["generation"].dump() +
-                                    ": superseded (generation now " +
-                                    std::to_string((*rec)["generation"].get<std::int64_t>()) + ")"
-                              : which + " on " + res);
+      if (!stale) return make_error(Errc::not_holder, which + " on " + res);
+      return make_error(Errc::stale_generation, which + " on " + res + " at generation " + op["generation"].dump() +
+                                                    ": superseded (generation now " +
+                                                    std::to_string((*rec)["generation"].get<std::int64_t>()) + ")")
+          .because(reason::superseded);
     }
     if ((*it)["holder"] != ctx_.actor)
       return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + holder_label(*it));
@@ -631,7 +635,9 @@ class Planner {
     const std::int64_t current = (*lease)["expires_at"].get<std::int64_t>();
     if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
     GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
-    if (prev != current) return make_error(Errc::stale_generation, "lease expiry changed since the request was made");
+    if (prev != current)
+      return make_error(Errc::stale_generation, "lease expiry changed since the request was made")
+          .because(reason::expiry_changed);
     if (expires_at <= prev) {
       Error e(Errc::guard_window, "a renewal must move the expiry later: " + format_instant_ms(expires_at) +
                                       " is not after the current expiry " + format_instant_ms(prev));
@@ -698,8 +704,11 @@ class Planner {
       if (!rec->is_null())
         for (const auto& l : (*rec)["leases"])
           if (l["id"] == id && l["generation"] == gen && l["expires_at"] == exp) found = true;
-      if (!found) return make_error(Errc::stale_generation, "swept lease " + id + " is not in the state as declared");
-      if (now_ && exp >= *now_) return make_error(Errc::held_path, "lease " + id + " has not expired");
+      if (!found)
+        return make_error(Errc::stale_generation, "swept lease " + id + " is not in the state as declared")
+            .because(reason::sweep_mismatch);
+      if (now_ && exp >= *now_)
+        return make_error(Errc::held_path, "lease " + id + " has not expired").because(reason::not_expired);
       GITLOCKS_CHECK(remove_lease(res, p, id));
       guards_.push_back(time_after(body_path(i, {"leases", j, "expires_at"})));
     }
@@ -837,8 +846,9 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   GITLOCKS_TRY(expected, get_string(a, "expected_policy_hash"));
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
   if (expected != sha256_hex(current_bytes))
-    return make_error(Errc::stale_generation, "the policy changed: expected policy hash " + expected + ", current " +
-                                                  sha256_hex(current_bytes));
+    return make_error(Errc::stale_generation,
+                      "the policy changed: expected policy hash " + expected + ", current " + sha256_hex(current_bytes))
+        .because(reason::policy_changed);
   if (op == "member-add" || op == "member-remove" || op == "rekey")
     return plan_membership(store, reader, policy_doc, policy, ctx, body, op);
   if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
@@ -860,8 +870,8 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   // reports ALREADY_ENABLED and writes nothing); other pins contradict the
   // policy (there is no signer rotation).
   if (policy.guard_time && *policy.guard_time == pins)
-    return Error(Errc::usage, "ALREADY_ENABLED: guard time is already enabled with these pins",
-                 {{"status", "ALREADY_ENABLED"}});
+    return make_error(Errc::usage, "ALREADY_ENABLED: guard time is already enabled with these pins")
+        .because(reason::already_enabled);
   if (policy.guard_time)
     return make_error(Errc::usage,
                       "guard time is enabled with other pins; replacing them (signer rotation) is "

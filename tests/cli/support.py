@@ -167,12 +167,14 @@ class CliTest(unittest.TestCase):
         self.assertEqual(res.err, "", res)
         return res
 
-    def assertRefused(self, res, reason):
+    def assertRefused(self, res, code, reason=None):
+        """Exit 1, and the exact code and reason (the reason is the code's
+        name unless the core gave a sub-code)."""
         self.assertEqual(res.code, 1, res)
         e = res.error
         self.assertEqual(e["error"], "refused", res)
-        self.assertEqual(e["reason"], reason, res)
-        self.assertEqual(e["code"], reason, res)
+        self.assertEqual(e["code"], code, res)
+        self.assertEqual(e["reason"], reason or code, res)
         return e
 
     def assertUsage(self, res, code=None):

@@ -155,16 +155,32 @@ class Holders(CliTest):
         with self.unchanged(r):
             self.assertRefused(r.run("alice", "release", lease), "not-holder")
 
+    def test_claiming_or_acquiring_again_is_a_refusal_not_a_usage_error(self):
+        r = self.repo()
+        claimed = self.claimed(r, "alice", "f")
+        lease = claimed["leases"][0]["lease"]
+        self.assertOk(r.run("alice", "sem", "acquire", "s", "--limit", "2"))
+        with self.unchanged(r):
+            e = self.assertRefused(r.run("alice", "claim", "f"), "already-held")
+            self.assertIn("extend it instead", e["detail"])
+            me = r.run("alice", "--json", "whoami").json
+            self.assertEqual(e["holder"], me["actor"])
+            self.assertIn(lease, e["detail"])
+            self.assertRefused(r.run("alice", "sem", "acquire", "s", "--limit", "2"), "already-held")
+            # --wait does not wait for one's own lease: refused at once.
+            self.assertRefused(r.run("alice", "claim", "--wait=30s", "f"), "already-held")
+
     def test_stale_generation_refused(self):
         r = self.repo()
         self.claimed(r, "alice", "f", ttl="5s")
         r.now = T0 + 5001
         self.claimed(r, "bob", "f")  # reclaim: generation 2
         with self.unchanged(r):
-            self.assertRefused(r.run("alice", "release", "--generation", "1", "f"), "stale-generation")
+            self.assertRefused(r.run("alice", "release", "--generation", "1", "f"), "stale-generation", "superseded")
             self.assertRefused(r.run("bob", "release", "--generation", "1", "f"), "stale-generation")
             self.assertRefused(r.run("bob", "extend", "--generation", "1", "f"), "stale-generation")
-            self.assertRefused(r.run("bob", "fence", "f", "1"), "stale-generation")
+            e = self.assertRefused(r.run("bob", "fence", "f", "1"), "stale-generation")
+            self.assertEqual((e["resource"], e["generation"], e["current_generation"]), ("path:f", 1, 2))
         self.assertOk(r.run("bob", "release", "--generation", "2", "f"))
 
     def test_fence(self):
@@ -194,6 +210,8 @@ class Batches(CliTest):
         with self.unchanged(r):
             e = self.assertRefused(r.run("alice", "batch", stdin=text), "held-path")
             self.assertIn("line 3", e["detail"])
+            # The failing op and its line as fields: nobody parses the message.
+            self.assertEqual((e["op_index"], e["op_kind"], e["line"]), (2, "claim", 3))
         self.assertEqual(r.run("alice", "--json", "status", "free").json["leases"], [])
         text = "\n".join(json.dumps(l) for l in lines[:2]) + "\n\n"
         res = self.assertOk(r.run("alice", "--json", "batch", "-", stdin=text))
@@ -229,6 +247,7 @@ class Batches(CliTest):
                 with self.subTest(line=bad):
                     e = self.assertUsage(r.run("alice", "batch", stdin=good + "\n" + bad + "\n"), code)
                     self.assertIn(where, e["detail"])
+                    self.assertEqual(e["line"], 2)
             self.assertUsage(r.run("alice", "batch", stdin="\n\n"))
             self.assertUsage(r.run("alice", "batch", os.path.join(r.root, "missing.jsonl")))
 

@@ -138,12 +138,13 @@ class GuardTimeBase(unittest.TestCase):
         self.assertEqual(r.json["status"], "ACCEPTED")
         self.repo.now = None
 
-    def assertFails(self, r, status, kind, code, op, detail=None, tip=None):
-        """Exit `status`, one JSON error {kind, code, reason == code, op}, `detail` (exact, or a
-        substring when given as ("in", TEXT)), nothing on stdout, and the ref at `tip` when given."""
+    def assertFails(self, r, status, kind, code, op, detail=None, tip=None, reason=None):
+        """Exit `status`, one JSON error {kind, code, reason (the code unless given), op}, `detail`
+        (exact, or a substring when given as ("in", TEXT)), nothing on stdout, and the ref at `tip`
+        when given."""
         self.assertEqual(r.code, status, r)
         e = r.error
-        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), (kind, code, code, op), r)
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), (kind, code, reason or code, op), r)
         if isinstance(detail, tuple):
             self.assertIn(detail[1], e["detail"], r)
         elif detail is not None:
@@ -189,7 +190,7 @@ class ActivationTest(GuardTimeBase):
                           "00" * 32, "--operation-id", "w", "--allow-test-clock")
         self.assertFails(r, 1, "refused", "stale-generation", "guard-time enable",
                          f"the policy changed: expected policy hash {'00' * 32}, current {self.status()['policy_hash']}",
-                         tip)
+                         tip, reason="policy-changed")
         r = self.repo.run("alice", "guard-time", "enable", "--audience", "locks.test", "--service-key",
                           self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
                           self.status()["policy_hash"], "--operation-id", "v")
@@ -243,7 +244,8 @@ class ActivationTest(GuardTimeBase):
         self.assertEqual(self.repo.run("bob", "claim", "--ttl", "30s", "x").code, 0)
         tip = self.repo.tip()
         r = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock")
-        self.assertFails(r, 1, "refused", "stale-generation", "guard-time resume", ("in", "source changed"), tip)
+        self.assertFails(r, 1, "refused", "stale-generation", "guard-time resume", ("in", "source changed"), tip,
+                         reason="source-changed")
         h = self.repo.run("alice", "guard-time", "history", "--json")
         self.assertEqual(h.json["operations"][0]["status"], "FAILED")
         # FAILED is final: enable with that id and its very input is refused as well, and so is resume.
@@ -252,10 +254,11 @@ class ActivationTest(GuardTimeBase):
                               self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
                               saved["input"]["expected_policy_hash"], "--operation-id", "op-1", "--allow-test-clock")
         e = self.assertFails(again, 1, "refused", "stale-generation", "guard-time enable",
-                             ("in", "operation op-1 FAILED: the source changed"), tip)
+                             ("in", "operation op-1 FAILED: the source changed"), tip, reason="operation-failed")
         self.assertIn("start a new operation", e["detail"])
         self.assertFails(self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock"), 1, "refused",
-                         "stale-generation", "guard-time resume", ("in", "operation op-1 FAILED"), tip)
+                         "stale-generation", "guard-time resume", ("in", "operation op-1 FAILED"), tip,
+                         reason="operation-failed")
 
     def test_accepted_only_from_the_verified_history(self):
         """The ref moved to the enable commit but the answer was lost; then a forger copies that
@@ -358,7 +361,8 @@ class LeaseTest(GuardTimeBase):
         tip = self.repo.tip()
         r = self.attested("alice", "release", "--generation", "1", "a", proposal=e + 2)
         self.assertFails(r, 1, "refused", "stale-generation", "release",
-                         "no lease of yours on path:a at generation 1: superseded (generation now 2)", tip)
+                         "no lease of yours on path:a at generation 1: superseded (generation now 2)", tip,
+                         reason="superseded")
 
     def test_overflow_and_invalid_bounds(self):
         tip = self.repo.tip()

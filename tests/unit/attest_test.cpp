@@ -87,7 +87,7 @@ TEST_CASE("guard time: activation preconditions") {
   REQUIRE(enable(s, "owner", n.pins).ok());
   auto again = enable(s, "owner", n.pins);
   CHECK(again.error().code == Errc::usage);
-  CHECK(again.error().message.rfind("ALREADY_ENABLED", 0) == 0);
+  CHECK(again.error().has_reason(gitlocks::reason::already_enabled));
   Notary other;
   other.key = gitlocks::test::actor_key("other-notary");
   other.pins = {"locks.example", gitlocks::to_hex(other.key.public_key)};

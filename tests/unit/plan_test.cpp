@@ -45,7 +45,27 @@ TEST_CASE("claim: a directory covers the paths below it and vice versa") {
 TEST_CASE("claim: the same holder claiming a live lease again is told to extend") {
   Store s;
   REQUIRE(s.claim("alice", "a", kTtl).ok());
-  CHECK(code_of(s.claim("alice", "a", kTtl)) == Errc::usage);
+  auto again = s.claim("alice", "a", kTtl);
+  CHECK(code_of(again) == Errc::already_held);
+  CHECK(again.error().reason() == "already-held");
+  CHECK(again.error().fields.at("holder") == actor_hex("alice"));
+}
+
+TEST_CASE("batch: the failing op of several is named in fields - not only in the message") {
+  Store s;
+  REQUIRE(s.claim("alice", "b", kTtl).ok());
+  auto r = s.submit("bob", "batch",
+                    {{"ops",
+                      {{{"op", "claim"}, {"path", "a"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}},
+                       {{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}}}}});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == Errc::held_path);
+  CHECK(r.error().fields.at("op_index") == "1");
+  CHECK(r.error().fields.at("op_kind") == "claim");
+  auto one = s.claim("bob", "b", kTtl);  // one op: index 0, and the message has no prefix
+  REQUIRE_FALSE(one.ok());
+  CHECK(one.error().fields.at("op_index") == "0");
+  CHECK(one.error().message.rfind("op ", 0) == std::string::npos);
 }
 
 TEST_CASE("claim: bad paths are refused - never rewritten") {
@@ -176,8 +196,8 @@ TEST_CASE("semaphores: full - mismatched limit - reclaim of an expired slot") {
   CHECK(code_of(acquire("b", 3)) == Errc::limit_mismatch);
   REQUIRE(acquire("b", 2, 5000).ok());
   CHECK(code_of(acquire("c", 2)) == Errc::full_semaphore);
-  CHECK(code_of(acquire("a", 2)) == Errc::usage);  // already holds a slot
-  s.now += 5001;                                   // b's slot expired
+  CHECK(code_of(acquire("a", 2)) == Errc::already_held);  // a refusal (exit 1), not a usage error
+  s.now += 5001;                                          // b's slot expired
   auto c = acquire("c", 2);
   REQUIRE(c.ok());
   auto rec = s.record("sem:ci");
@@ -323,4 +343,36 @@ TEST_CASE("path identity: the policy member case_insensitive is a boolean") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().code == Errc::bad_json);
   }
+}
+
+TEST_CASE("stale generations say which one - superseded, expiry-changed, sweep-mismatch, not-expired") {
+  Store s;
+  auto first = s.claim("alice", "a", 1'000);
+  REQUIRE(first.ok());
+  const std::string old_id = first->outcome.leases[0]["lease"];
+  s.now += 2'000;
+  REQUIRE(s.claim("bob", "a", 60'000).ok());  // reclaims alice's expired lease: generation 2
+  auto late = s.op("alice", {{"op", "release"}, {"path", "a"}, {"lease", old_id}, {"generation", 1}});
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.error().code == Errc::stale_generation);
+  CHECK(late.error().reason() == "superseded");
+  auto rec = s.record("path:a");
+  REQUIRE(rec);
+  const json l = (*rec)["leases"][0];
+  auto moved = s.op("bob", {{"op", "extend"},
+                            {"path", "a"},
+                            {"lease", l["id"]},
+                            {"prev_expires_at", l["expires_at"].get<std::int64_t>() - 1},
+                            {"expires_at", s.now + 90'000}});
+  REQUIRE_FALSE(moved.ok());
+  CHECK(moved.error().reason() == "expiry-changed");
+  json swept = {{"path", "a"}, {"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}};
+  auto early = s.op("carol", {{"op", "sweep"}, {"leases", {swept}}});
+  REQUIRE_FALSE(early.ok());
+  CHECK(early.error().code == Errc::held_path);
+  CHECK(early.error().reason() == "not-expired");
+  swept["generation"] = 1;
+  auto wrong = s.op("carol", {{"op", "sweep"}, {"leases", {swept}}});
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error().reason() == "sweep-mismatch");
 }

@@ -178,15 +178,15 @@ TEST_CASE("transition: a store without guard time takes no attestation") {
   CHECK(plain->admitted_at_ms == s.now);
 }
 
-TEST_CASE("plan: the same pins again is ALREADY_ENABLED in a field and other pins are a plain usage error") {
+TEST_CASE("plan: the same pins again is the reason already-enabled and other pins are a plain usage error") {
   Guarded g;
   auto same = gitlocks::test::enable_guard_time(g.s, "owner", g.n.pins);
   REQUIRE_FALSE(same.ok());
   CHECK(same.error().code == Errc::usage);
-  CHECK(same.error().fields.at("status") == "ALREADY_ENABLED");
+  CHECK(same.error().reason() == "already-enabled");
   TestNotary other("other-notary", "locks.other");
   auto different = gitlocks::test::enable_guard_time(g.s, "owner", other.pins);
   REQUIRE_FALSE(different.ok());
   CHECK(different.error().code == Errc::usage);
-  CHECK(different.error().fields.count("status") == 0);
+  CHECK(different.error().reason() == "usage");
 }

@@ -66,7 +66,7 @@ case("file claim blocks a shared directory claim above it", [ok("alice", [claim(
 case("shared directory and shared file below coexist", [ok("alice", [claim("src/x/y.c", mode="shared")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("src/", mode="shared")], action="claim", interval=ttl_iv(E))])
 case("components, not string prefixes: srcx vs src/", [ok("alice", [claim("src/")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("srcx/a")], action="claim", interval=ttl_iv(E))])
 case("same holder never conflicts with itself", [ok("alice", [claim("src/a.c")], action="claim", interval=ttl_iv(E)), ok("alice", [claim("src/")], action="claim", interval=ttl_iv(E))])
-case("same holder claiming its live lease again is a usage error", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("alice", [claim("f")], "usage")])
+case("same holder claiming its live lease again is refused as already-held", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("alice", [claim("f")], "already-held")])
 case("deep directory conflict five levels down", [ok("alice", [claim("a/b/c/d/e/f.txt")], action="claim", interval=ttl_iv(E)), err("bob", [claim("a/b/")], "held-path"), ok("bob", [claim("a/c/")], action="claim", interval=ttl_iv(E))])
 # -- TTL window boundaries
 case("TTL at MIN_TTL is admitted", [ok("alice", [claim("f", ttl=MIN)], action="claim", interval=ttl_iv(NOW + MIN))])

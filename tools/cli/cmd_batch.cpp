@@ -15,19 +15,24 @@
 namespace gitlocks::cli {
 namespace {
 
-// The planner names a failing op by its index ("op 3 (claim): ..."); name
-// the input line as well.
+// The planner names a failing op of several by its index (the error's
+// "op_index" field); name the input line as well.
 Error with_line(const Error& e, const std::vector<BatchLine>& lines) {
   std::size_t index = 0;
-  if (lines.size() == 1) return make_error(e.code, "line " + std::to_string(lines[0].number) + ": " + e.message);
-  if (e.message.rfind("op ", 0) != 0) return e;
-  try {
-    index = std::stoul(e.message.substr(3));
-  } catch (...) {
-    return e;
+  if (lines.size() == 1) {
+    Error out = e;
+    out.message = "line " + std::to_string(lines[0].number) + ": " + e.message;
+    out.fields["line"] = std::to_string(lines[0].number);
+    return out;
   }
+  auto f = e.fields.find("op_index");
+  if (f == e.fields.end()) return e;
+  index = static_cast<std::size_t>(std::stoull(f->second));
   if (index >= lines.size()) return e;
-  return make_error(e.code, "line " + std::to_string(lines[index].number) + ": " + e.message);
+  Error out = e;
+  out.message = "line " + std::to_string(lines[index].number) + ": " + e.message;
+  out.fields["line"] = std::to_string(lines[index].number);
+  return out;
 }
 
 }  // namespace
@@ -60,7 +65,11 @@ int cmd_batch(Context& ctx, const Argv& argv) {
       json op = l.op;
       if (l.ref) {
         auto r = resolve.op_for(*l.ref, l.extend);
-        if (!r.ok()) return make_error(r.error().code, "line " + std::to_string(l.number) + ": " + r.error().message);
+        if (!r.ok()) {
+          Error e = r.error().prefixed("line " + std::to_string(l.number) + ": ");
+          e.fields["line"] = std::to_string(l.number);
+          return e;
+        }
         op = std::move(*r);
       }
       if (l.extend || !l.ref) op["expires_at"] = now + l.ttl;
@@ -73,7 +82,7 @@ int cmd_batch(Context& ctx, const Argv& argv) {
     const bool planner_said =
         (e.code != Errc::stale_retries_exhausted && classify(e.code).kind == ErrorKind::refused) ||
         classify(e.code).kind == ErrorKind::usage;
-    const bool from_line = e.message.rfind("line ", 0) == 0;
+    const bool from_line = e.fields.count("line") > 0;
     return ctx.fail(planner_said && !from_line ? with_line(e, lines) : e);
   }
   return report_published(ctx, *p);

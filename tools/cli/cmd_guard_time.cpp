@@ -158,7 +158,8 @@ int report(Context& ctx, const json& rec, const std::string& human) {
 int refuse_failed(Context& ctx, const json& rec) {
   return ctx.fail(make_error(Errc::stale_generation, "operation " + rec["operation_id"].get<std::string>() +
                                                          " FAILED: " + rec.value("detail", std::string("unknown")) +
-                                                         "; start a new operation with another id"));
+                                                         "; start a new operation with another id")
+                      .because(reason::operation_failed));
 }
 
 // The whole history must verify in full before the owner changes the rules:
@@ -199,7 +200,11 @@ std::optional<Error> run_operation(Context& ctx, const std::string& dir, json& r
   };
   auto published = publish(ctx, "guard-time-enable", make_body, hooks);
   if (!published.ok()) {
-    if (published.error().code == Errc::stale_generation && rec.is_object() && !rec.empty()) {
+    // The source or the policy moved under the saved operation: it can never
+    // be published any more.
+    const Error& e = published.error();
+    if ((e.has_reason(reason::source_changed) || e.has_reason(reason::policy_changed)) && rec.is_object() &&
+        !rec.empty()) {
       rec["status"] = "FAILED";
       rec["detail"] = published.error().message;
       rec["updated_at_ms"] = wall_ms();
@@ -325,7 +330,7 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
   };
   if (auto e = run_operation(ctx, *dir, rec, make_body, hooks)) {
     // The core's answer to the same pins at the current policy: nothing to do.
-    if (auto f = e->fields.find("status"); f != e->fields.end() && f->second == "ALREADY_ENABLED") {
+    if (e->has_reason(reason::already_enabled)) {
       auto tip = ctx.read_tip();
       return ctx.done({{"op", ctx.op},
                        {"operation_id", id},

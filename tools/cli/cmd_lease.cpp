@@ -72,7 +72,7 @@ int cmd_init(Context& ctx, const Argv& argv) {
     auto text = read_input(*file);
     if (!text.ok()) return ctx.fail(text.error());
     auto doc = canon_parse(*text, CanonMode::lenient);
-    if (!doc.ok()) return ctx.fail(make_error(doc.error().code, *file + ": " + doc.error().message));
+    if (!doc.ok()) return ctx.fail(doc.error().prefixed(*file + ": "));
     auto keys = check_keys(*doc, {"min_ttl_ms", "max_ttl_ms", "families", "case_insensitive"}, "policy file");
     if (!keys.ok()) return ctx.fail(make_error(Errc::usage, *file + ": " + keys.error().message));
     for (const auto& [k, v] : doc->items()) policy[k] = v;

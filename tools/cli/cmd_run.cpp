@@ -123,15 +123,15 @@ class Renewer {
           continue;
         }
         h->lost = true;
-        report(ctx_, make_error(one.error().code, "renewal refused: the lease " + h->lease + " on " + h->label() +
-                                                      " is no longer held: " + one.error().message));
+        report(ctx_, one.error().prefixed("renewal refused: the lease " + h->lease + " on " + h->label() +
+                                          " is no longer held: "));
       }
       return std::max<std::int64_t>(ttl_ / 3, 1);
     }
     // A store error: the lease stands until it expires; retry soon.
     auto now = now_ms();
     std::int64_t t = now.ok() ? *now : 0;
-    report(ctx_, make_error(p.error().code, "renewal failed; retrying until the lease expires: " + p.error().message));
+    report(ctx_, p.error().prefixed("renewal failed; retrying until the lease expires: "));
     for (Held* h : live) {
       if (t > h->expires_at) {
         h->lost = true;
@@ -166,14 +166,12 @@ void release_all(Context& ctx, std::vector<Held>& held) {
   auto p = release(live);
   if (p.ok()) return;
   if (classify(p.error().code).kind != ErrorKind::refused || live.size() == 1) {
-    report(ctx, make_error(p.error().code, "release failed: " + p.error().message));
+    report(ctx, p.error().prefixed("release failed: "));
     return;
   }
   for (Held* h : live) {
     auto one = release({h});
-    if (!one.ok())
-      report(ctx, make_error(one.error().code,
-                             "release of " + h->lease + " on " + h->label() + " failed: " + one.error().message));
+    if (!one.ok()) report(ctx, one.error().prefixed("release of " + h->lease + " on " + h->label() + " failed: "));
   }
 }
 

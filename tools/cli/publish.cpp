@@ -38,6 +38,8 @@ Status canonical_op_paths(json& body, const Snapshot& snap) {
       // Named as the planner names a failing op (batch maps it to its line).
       Error e = text.error();
       if (ops.size() > 1) e.message = "op " + std::to_string(i) + " (" + op.value("op", "") + "): " + e.message;
+      e.fields["op_index"] = std::to_string(i);
+      e.fields["op_kind"] = op.value("op", "");
       return e;
     }
     op["path"] = *text;
@@ -89,8 +91,9 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     return Ok{};
   };
   const auto stale_resume = [&](const std::string& what) {
-    return make_error(Errc::stale_generation, "the source changed: " + what +
-                                                  "; the saved packet is bound to its source and was not published");
+    return make_error(Errc::stale_generation,
+                      "the source changed: " + what + "; the saved packet is bound to its source and was not published")
+        .because(reason::source_changed);
   };
   // libsodium's generator: writers that lost the same race must not draw
   // the same pauses.

@@ -17,6 +17,7 @@ ErrorClass classify(Errc code) {
     case Errc::stale_retries_exhausted:
     case Errc::not_member:
     case Errc::wait_timeout:
+    case Errc::already_held:
       return {ErrorKind::refused, kExitRefused};
     case Errc::usage:
     case Errc::bad_path:
@@ -56,16 +57,18 @@ std::string_view kind_name(ErrorKind kind) {
 
 json error_object(const std::string& op, const Error& e, std::optional<int> attempts) {
   ErrorClass c = classify(e.code);
-  // SPEC §5: every error carries a stable reason; today it is the core's code.
+  // SPEC §5: every error carries a stable reason: the core's sub-code, or
+  // its code when one code has one cause.
   json o = {{"error", kind_name(c.kind)},
             {"code", errc_name(e.code)},
-            {"reason", errc_name(e.code)},
+            {"reason", e.reason()},
             {"op", op},
             {"detail", e.message}};
   for (const auto& [k, v] : e.fields) {
     // Instants and durations (*_ms) and counts (polls) are numbers; the
     // core carries every field as text.
-    const bool numeric = (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0) || k == "polls";
+    const bool numeric = (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0) || k == "polls" || k == "op_index" ||
+                         k == "line" || k == "generation" || k == "current_generation";
     if (numeric && !v.empty() && v.size() <= 16 && v.find_first_not_of("-0123456789") == std::string::npos &&
         v.find('-', 1) == std::string::npos && v != "-")
       o[k] = std::stoll(v);

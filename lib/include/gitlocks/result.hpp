@@ -27,6 +27,7 @@ enum class Errc {
   stale_retries_exhausted,
   not_member,    // a PRIVATE store and a key that is not one of its members
   wait_timeout,  // a blocking acquisition (--wait) gave up: its timeout passed
+  already_held,  // the actor already holds the resource: extend it instead
   // Malformed or unsupported input (exit 64).
   usage,
   bad_path,
@@ -50,6 +51,21 @@ enum class Errc {
 // Stable kebab-case name used in JSON errors and test vectors.
 std::string_view errc_name(Errc c);
 
+// Stable sub-codes (the `reason` of a JSON error) where one code has several
+// causes a caller may want to tell apart. Without one, the reason is the
+// code's name. docs/CLI.md lists them; never branch on an error's message.
+namespace reason {
+inline constexpr std::string_view policy_changed = "policy-changed";  // stale_generation: the policy hash moved
+inline constexpr std::string_view source_changed = "source-changed";  // stale_generation: a saved packet's source moved
+inline constexpr std::string_view reclaim_mismatch = "reclaim-mismatch";  // stale_generation: declared reclaims differ
+inline constexpr std::string_view expiry_changed = "expiry-changed";      // stale_generation: prev_expires_at differs
+inline constexpr std::string_view sweep_mismatch = "sweep-mismatch";  // stale_generation: swept lease not as declared
+inline constexpr std::string_view superseded = "superseded";    // stale_generation: the lease's generation was replaced
+inline constexpr std::string_view not_expired = "not-expired";  // held_path: a swept lease has not expired
+inline constexpr std::string_view already_enabled = "already-enabled";    // usage: guard time already has these pins
+inline constexpr std::string_view operation_failed = "operation-failed";  // stale_generation: a FAILED admin operation
+}  // namespace reason
+
 struct Error {
   Error(Errc c, std::string m, std::map<std::string, std::string> f = {})
       : code(c), message(std::move(m)), fields(std::move(f)) {}
@@ -57,8 +73,26 @@ struct Error {
   std::string message;
   // Structured fields a caller may branch on (never on the message), e.g.
   // for invalid_history: "commit" (the first invalid one), "verdict" (its
-  // reason), "last_valid" (its parent, "" for the root).
+  // reason), "last_valid" (its parent, "" for the root); for a refusal of
+  // one op of several: "op_index" and "op_kind"; for a conflict: "holder",
+  // "holder_name", "expires_at_ms".
   std::map<std::string, std::string> fields;
+  // The stable sub-code (namespace reason); empty: the code's name.
+  std::string sub;
+
+  std::string_view reason() const { return sub.empty() ? errc_name(code) : std::string_view(sub); }
+  bool has_reason(std::string_view r) const { return reason() == r; }
+  // Sets the sub-code: make_error(Errc::stale_generation, "...").because(reason::policy_changed).
+  Error because(std::string_view r) && {
+    sub = std::string(r);
+    return std::move(*this);
+  }
+  // The same error (code, reason, fields) with `context` before its message.
+  Error prefixed(const std::string& context) const {
+    Error e = *this;
+    e.message = context + e.message;
+    return e;
+  }
 };
 
 template <class T>
