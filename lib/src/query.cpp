@@ -5,6 +5,7 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/vault.hpp"
 
 namespace gitlocks {
 namespace {
@@ -193,6 +194,116 @@ Result<std::optional<std::string>> lease_resource_in_history(ObjectStore& store,
     cur = tc.parents.empty() ? Oid{} : tc.parents.front();
   }
   return Found{};
+}
+
+}  // namespace gitlocks
+
+namespace gitlocks {
+
+bool clears_with_time(Errc c) {
+  return c == Errc::held_path || c == Errc::full_semaphore || c == Errc::family_policy ||
+         c == Errc::stale_retries_exhausted;
+}
+
+bool is_path_conflict(Errc c) { return c == Errc::held_path || c == Errc::family_policy; }
+
+Result<std::vector<RepoPath>> path_filters(const std::vector<std::string>& typed, PathCase path_case) {
+  std::vector<RepoPath> out;
+  out.reserve(typed.size());
+  for (const auto& p : typed) {
+    GITLOCKS_TRY(text, normalize_path_input(p, path_case));
+    GITLOCKS_TRY(rp, parse_repo_path(text, path_case));
+    out.push_back(std::move(rp));
+  }
+  return out;
+}
+
+Result<std::string> resource_of(const std::string& typed, PathCase path_case) {
+  if (typed.rfind("sem:", 0) == 0) return typed;
+  GITLOCKS_TRY(text, normalize_path_input(typed.rfind("path:", 0) == 0 ? typed.substr(5) : typed, path_case));
+  GITLOCKS_TRY(p, parse_repo_path(text, path_case));
+  return path_resource(p.key());
+}
+
+Result<json> readable_policy(StateReader& reader, const Vault* vault, std::int64_t epoch, const std::string& store_id) {
+  GITLOCKS_TRY(policy, reader.policy());
+  if (vault && policy.contains("families")) {  // PRIVATE: the sealed families
+    const EpochKey* key = vault->key(epoch);
+    if (!key) return make_error(Errc::not_member, "no key of epoch " + std::to_string(epoch) + " in this vault");
+    auto families = open_document(policy["families"], *key, store_id, "policy.json#families");
+    if (!families.ok()) return make_error(Errc::store_read, "policy.json families: " + families.error().message);
+    policy["families"] = std::move(*families);
+  }
+  return policy;
+}
+
+Result<json> status_head(StateReader& reader, const Snapshot& snap, const Vault* vault, std::int64_t now) {
+  if (!snap.commit) return make_error(Errc::usage, "status_head needs a store");
+  GITLOCKS_TRY(policy, readable_policy(reader, vault, snap.epoch, snap.store_id));
+  json out = {{"store", snap.store_id}, {"commit", *snap.commit}, {"now_ms", now}};
+  out["policy"] = {{"min_ttl_ms", policy["min_ttl_ms"]},
+                   {"max_ttl_ms", policy["max_ttl_ms"]},
+                   {"families", policy["families"]},
+                   {"owner", policy["owner"]}};
+  out["policy_hash"] = snap.policy_hash;
+  out["guard_time"] = snap.guard_time ? json{{"enabled", true},
+                                             {"audience", snap.guard_time->audience},
+                                             {"service_key", snap.guard_time->service_key}}
+                                      : json{{"enabled", false}};
+  out["leases"] = json::array();
+  return out;
+}
+
+Result<json> status_document(StateReader& reader, const Snapshot& snap, const Vault* vault, const StatusQuery& q) {
+  GITLOCKS_TRY(doc, status_head(reader, snap, vault, q.now));
+  GITLOCKS_TRY(rows, list_leases(reader, q.now, q.paths, q.include_expired, q.me));
+  doc["leases"] = std::move(rows);
+  return doc;
+}
+
+Result<json> fence(StateReader& reader, const std::string& resource, std::int64_t generation, std::int64_t now) {
+  GITLOCKS_TRY(rec, reader.record(resource));
+  return fence_record(rec, resource, generation, now);
+}
+
+Result<json> fence_record(const std::optional<json>& rec, const std::string& resource, std::int64_t generation,
+                          std::int64_t now) {
+  const std::int64_t current = rec ? rec->value("generation", std::int64_t{0}) : 0;
+  if (rec && rec->contains("leases")) {
+    for (const auto& l : (*rec)["leases"]) {
+      if (l["generation"] != generation || !lease_live(l, now)) continue;
+      return json{{"resource", resource},
+                  {"generation", generation},
+                  {"live", true},
+                  {"lease", l["id"]},
+                  {"holder", l["holder"]},
+                  {"name", l["name"]},
+                  {"expires_at", l["expires_at"]}};
+    }
+  }
+  return Error(Errc::stale_generation,
+               "generation " + std::to_string(generation) + " of " + resource + " is not live (current generation " +
+                   std::to_string(current) + ")",
+               {{"resource", resource},
+                {"generation", std::to_string(generation)},
+                {"current_generation", std::to_string(current)}});
+}
+
+bool needs_structural_note(const ReplaySummary& s, const MemberVault& mv) {
+  return s.structural > 0 || (mv.is_private && !mv.vault);
+}
+
+json replay_summary_json(const ReplaySummary& s, const MemberVault& mv) {
+  auto opt = [](const std::optional<Oid>& o) { return o ? json(*o) : json(nullptr); };
+  json out = {{"commits", s.commits},
+              {"invalid", s.invalid},
+              {"structural", s.structural},
+              {"tip", opt(s.tip)},
+              {"first_invalid", opt(s.first_invalid)},
+              {"private", mv.is_private},
+              {"member", mv.vault.has_value()}};
+  if (needs_structural_note(s, mv)) out["note"] = std::string(kStructuralNote);
+  return out;
 }
 
 }  // namespace gitlocks

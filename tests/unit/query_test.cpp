@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -253,4 +254,152 @@ TEST_CASE("query: record_changes equals the difference of the two whole states a
   REQUIRE(same.ok());
   CHECK(same->before.empty());
   CHECK(same->after.empty());
+}
+
+// ---------------------------------------------------------------------------
+// fence, status, timeline and the replay summary: the answers every host
+// (CLI, WASM, page) takes from the core.
+
+TEST_CASE("query: fence is live through expires_at inclusive and stale one millisecond later") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  const std::int64_t expires = s.now + 60'000;
+  gitlocks::StateReader reader(s.objects(), s.state());
+  auto live = gitlocks::fence(reader, "path:src/a.c", 1, expires);
+  REQUIRE(live.ok());
+  CHECK((*live)["live"] == true);
+  CHECK((*live)["generation"] == 1);
+  CHECK((*live)["holder"] == gitlocks::test::actor_hex("alice"));
+  CHECK((*live)["expires_at"] == expires);
+  auto late = gitlocks::fence(reader, "path:src/a.c", 1, expires + 1);
+  REQUIRE_FALSE(late.ok());
+  CHECK(late.error().code == gitlocks::Errc::stale_generation);
+  CHECK(late.error().fields.at("current_generation") == "1");
+  auto other = gitlocks::fence(reader, "path:src/a.c", 2, s.now);  // a generation never issued
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().fields.at("generation") == "2");
+  auto none = gitlocks::fence(reader, "path:elsewhere", 0, s.now);  // no record: generation 0 is not live
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().fields.at("current_generation") == "0");
+}
+
+TEST_CASE("query: resource_of names records as the state files them and refuses bad paths") {
+  using gitlocks::PathCase;
+  CHECK(gitlocks::resource_of("sem:ci", PathCase::sensitive).value() == "sem:ci");
+  CHECK(gitlocks::resource_of("path:src/a.c", PathCase::sensitive).value() == "path:src/a.c");
+  CHECK(gitlocks::resource_of("src/a.c", PathCase::sensitive).value() == "path:src/a.c");
+  CHECK(gitlocks::resource_of("SRC/A.c", PathCase::insensitive).value() == "path:src/a.c");
+  auto bad = gitlocks::resource_of("a/../b", PathCase::sensitive);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == gitlocks::Errc::bad_path);
+}
+
+TEST_CASE("query: status_document has the policy and the rows of list_leases") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  REQUIRE(s.claim("bob", "doc/", 30'000, "shared").ok());
+  auto snap = s.snapshot();
+  gitlocks::StateReader reader(s.objects(), snap.state);
+  gitlocks::StatusQuery q;
+  q.now = s.now;
+  q.me = gitlocks::test::actor_hex("bob");
+  auto doc = gitlocks::status_document(reader, snap, nullptr, q);
+  REQUIRE(doc.ok());
+  CHECK((*doc)["commit"] == *snap.commit);
+  CHECK((*doc)["store"] == snap.store_id);
+  CHECK((*doc)["guard_time"] == json{{"enabled", false}});
+  REQUIRE((*doc)["leases"].size() == 2);
+  CHECK((*doc)["leases"][0]["resource"] == "path:doc");  // sorted by resource
+  CHECK((*doc)["leases"][0]["mine"] == true);
+  CHECK((*doc)["leases"][1]["expires_in_ms"] == 60'000);
+  q.paths = gitlocks::path_filters({"src/"}, gitlocks::PathCase::sensitive).value();
+  auto filtered = gitlocks::status_document(reader, snap, nullptr, q);
+  REQUIRE(filtered.ok());
+  REQUIRE((*filtered)["leases"].size() == 1);
+  CHECK((*filtered)["leases"][0]["path"] == "src/a.c");
+  q.now = s.now + 30'001;  // bob's lease expired: shown only with include_expired
+  q.paths.clear();
+  CHECK(gitlocks::status_document(reader, snap, nullptr, q).value()["leases"].size() == 1);
+  q.include_expired = true;
+  CHECK(gitlocks::status_document(reader, snap, nullptr, q).value()["leases"].size() == 2);
+}
+
+TEST_CASE("query: the timeline says how each lease ended - release, expiry, reclaim") {
+  Store s;
+  auto a = s.claim("alice", "a", 10'000);  // released at +1s
+  REQUIRE(a.ok());
+  const std::string a_id = a->outcome.leases[0]["lease"];
+  REQUIRE(s.claim("bob", "b", 10'000).ok());   // reclaimed by carol after expiry
+  REQUIRE(s.claim("dave", "d", 10'000).ok());  // swept after expiry
+  s.now += 1'000;
+  REQUIRE(s.op("alice", {{"op", "release"}, {"path", "a"}, {"lease", a_id}}).ok());
+  s.now += 20'000;
+  REQUIRE(s.claim("carol", "b", 10'000).ok());
+  auto d = s.record("path:d");
+  REQUIRE(d);
+  const json& dl = (*d)["leases"][0];
+  REQUIRE(s.op("erin", {{"op", "sweep"},
+                        {"leases",
+                         {{{"path", "d"},
+                           {"lease", dl["id"]},
+                           {"generation", dl["generation"]},
+                           {"expires_at", dl["expires_at"]}}}}})
+              .ok());
+  std::vector<gitlocks::Verdict> verdicts;
+  auto summary =
+      gitlocks::replay_chain(s.objects(), *s.tip(), {}, [&](const gitlocks::Verdict& v) { verdicts.push_back(v); });
+  REQUIRE(summary.ok());
+  REQUIRE(summary->invalid == 0);
+  std::size_t calls = 0;
+  auto t = gitlocks::lease_timeline(s.objects(), verdicts, nullptr, [&](std::size_t done, std::size_t total) {
+    ++calls;
+    CHECK(done <= total);
+  });
+  REQUIRE(t.ok());
+  CHECK(calls == verdicts.size());
+  CHECK((*t)["transitions"].size() == verdicts.size());
+  std::map<std::string, json> by_resource;
+  for (const auto& l : (*t)["leases"])
+    by_resource[l["resource"].get<std::string>() + "/" + l["holder"].get<std::string>()] = l;
+  using gitlocks::test::actor_hex;
+  const json& la = by_resource.at("a/" + actor_hex("alice"));
+  CHECK(la["end_kind"] == "release");
+  CHECK(la["end"] == la["start"].get<std::int64_t>() + 1'000);
+  CHECK(by_resource.at("b/" + actor_hex("bob"))["end_kind"] == "reclaim");
+  CHECK(by_resource.at("b/" + actor_hex("carol"))["end_kind"].is_null());  // still open
+  CHECK(by_resource.at("d/" + actor_hex("dave"))["end_kind"] == "expired");
+  // The reclaim is told on its transition, and the sweep's commit names d.
+  const json& reclaim = (*t)["transitions"][verdicts.size() - 2];
+  CHECK(reclaim["reclaims"] == json::array({"b"}));
+  CHECK(reclaim["generations"] == json::array({1, 2}));
+  CHECK((*t)["transitions"].back()["resources"] == json::array({"d"}));
+  CHECK((*t)["end_time"] == s.now);
+}
+
+TEST_CASE("query: the replay summary carries the structural note exactly when a commit was not re-executed") {
+  gitlocks::ReplaySummary sum;
+  sum.commits = 3;
+  gitlocks::MemberVault pub;
+  CHECK_FALSE(gitlocks::replay_summary_json(sum, pub).contains("note"));
+  sum.structural = 1;
+  CHECK(gitlocks::replay_summary_json(sum, pub)["note"] == std::string(gitlocks::kStructuralNote));
+  sum.structural = 0;
+  gitlocks::MemberVault sealed;
+  sealed.is_private = true;  // a PRIVATE store and no member's key
+  auto j = gitlocks::replay_summary_json(sum, sealed);
+  CHECK(j["note"] == std::string(gitlocks::kStructuralNote));
+  CHECK(j["private"] == true);
+  CHECK(j["member"] == false);
+}
+
+TEST_CASE("query: refusals that time clears and path conflicts are named once") {
+  using gitlocks::Errc;
+  for (Errc c : {Errc::held_path, Errc::full_semaphore, Errc::family_policy, Errc::stale_retries_exhausted})
+    CHECK(gitlocks::clears_with_time(c));
+  for (Errc c : {Errc::already_held, Errc::not_holder, Errc::stale_generation, Errc::usage, Errc::store_read})
+    CHECK_FALSE(gitlocks::clears_with_time(c));
+  CHECK(gitlocks::is_path_conflict(Errc::held_path));
+  CHECK(gitlocks::is_path_conflict(Errc::family_policy));
+  CHECK_FALSE(gitlocks::is_path_conflict(Errc::full_semaphore));
+  CHECK_FALSE(gitlocks::is_path_conflict(Errc::already_held));
 }

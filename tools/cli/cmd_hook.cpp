@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "leases.h"
@@ -264,7 +265,7 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
     return plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()},
                 transition_body(ctx, *now, ops), *now);
   };
-  auto violation = [](Errc c) { return c == Errc::held_path || c == Errc::family_policy; };
+  auto violation = [](Errc c) { return is_path_conflict(c); };
   std::vector<std::string> all(paths.begin(), paths.end());
   std::vector<Error> found;
   for (std::size_t i = 0; i < all.size(); i += kChunk) {
@@ -277,8 +278,7 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
     }
     for (const auto& p : chunk) {  // slow path: name every offending path
       auto one = probe({p});
-      if (!one.ok() && violation(one.error().code))
-        found.push_back(make_error(one.error().code, p + ": " + one.error().message));
+      if (!one.ok() && violation(one.error().code)) found.push_back(one.error().prefixed(p + ": "));
     }
   }
   if (found.empty()) return 0;
@@ -291,8 +291,8 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   int status = 0;
   for (const auto& e : found)
     status = print_error(ctx.op,
-                         make_error(e.code, "this " + what + " changes a path under another holder's claim (git " +
-                                                what + " --no-verify bypasses this hook): " + e.message),
+                         e.prefixed("this " + what + " changes a path under another holder's claim (git " + what +
+                                    " --no-verify bypasses this hook): "),
                          std::nullopt);
   return status;
 }

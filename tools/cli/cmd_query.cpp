@@ -57,66 +57,44 @@ std::string status_table(const json& leases) {
 int cmd_status(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv, {{"all", false}});
   if (!a.ok()) return ctx.fail(a.error());
-  // A PATH as typed: its NFC form, folded in a case-insensitive store.
-  auto filters_for = [&](PathCase path_case) -> Result<std::vector<RepoPath>> {
-    std::vector<RepoPath> out;
-    for (const auto& p : a->positionals) {
-      GITLOCKS_TRY(text, normalize_path_input(p, path_case));
-      GITLOCKS_TRY(rp, parse_repo_path(text, path_case));
-      out.push_back(rp);
-    }
-    return out;
-  };
-  if (auto checked = filters_for(PathCase::sensitive); !checked.ok()) return ctx.fail(checked.error());
+  // Each PATH as typed: checked before the store is read, then in the
+  // store's form (NFC, folded in a case-insensitive store).
+  if (auto checked = path_filters(a->positionals, PathCase::sensitive); !checked.ok()) return ctx.fail(checked.error());
   auto now = now_ms();
   if (!now.ok()) return ctx.fail(now.error());
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
-  auto filtered = filters_for(snap->path_case);
+  if (!snap->commit)
+    return ctx.done(
+        {{"store", nullptr}, {"commit", nullptr}, {"now_ms", *now}, {"policy", nullptr}, {"leases", json::array()}},
+        "no lock store in this repository (run `git-locks init`)");
+  StatusQuery q;
+  q.now = *now;
+  q.include_expired = a->has("all");
+  auto filtered = path_filters(a->positionals, snap->path_case);
   if (!filtered.ok()) return ctx.fail(filtered.error());
-  const std::vector<RepoPath> filters = std::move(*filtered);
-  json out = {
-      {"store", nullptr}, {"commit", nullptr}, {"now_ms", *now}, {"policy", nullptr}, {"leases", json::array()}};
-  if (!snap->commit) return ctx.done(out, "no lock store in this repository (run `git-locks init`)");
+  q.paths = std::move(*filtered);
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  std::string me;
-  if (auto id = ctx.identity(); id.ok()) me = (*id)->actor;  // only marks "mine"
+  if (auto id = ctx.identity(); id.ok()) q.me = (*id)->actor;  // only marks "mine"
   auto vault = open_vault(ctx, **store, *snap);
   if (!vault.ok()) return ctx.fail(vault.error());
   StateReader reader(**store, snap->state, (*vault)->codec.get());
-  auto policy = reader.policy();
-  if (!policy.ok()) return ctx.fail(policy.error());
-  if (auto v = (*vault)->get(); v && policy->contains("families")) {  // PRIVATE: the sealed families
-    auto families = open_document((*policy)["families"], *v->key(snap->epoch), snap->store_id, "policy.json#families");
-    if (!families.ok())
-      return ctx.fail(make_error(Errc::store_read, "policy.json families: " + families.error().message));
-    (*policy)["families"] = *families;
-  }
-  out["store"] = snap->store_id;
-  out["commit"] = *snap->commit;
-  out["policy"] = {{"min_ttl_ms", (*policy)["min_ttl_ms"]},
-                   {"max_ttl_ms", (*policy)["max_ttl_ms"]},
-                   {"families", (*policy)["families"]},
-                   {"owner", (*policy)["owner"]}};
-  out["policy_hash"] = snap->policy_hash;
-  out["guard_time"] = snap->guard_time ? json{{"enabled", true},
-                                              {"audience", snap->guard_time->audience},
-                                              {"service_key", snap->guard_time->service_key}}
-                                       : json{{"enabled", false}};
   auto header = [&](std::size_t n) {
     return "refs/locks/state -> " + snap->commit->substr(0, 12) + " (store " + snap->store_id.substr(0, 12) +
            "): " + std::to_string(n) + (a->has("all") ? " leases\n" : " live leases\n");
   };
-  if (!filters.empty()) {  // the core query, by index
-    auto leases = list_leases(reader, *now, filters, a->has("all"), me);
-    if (!leases.ok()) return ctx.fail(leases.error());
-    out["leases"] = std::move(*leases);
-    return ctx.done(out, header(out["leases"].size()) + status_table(out["leases"]));
+  if (!q.paths.empty()) {  // the core's answer, by index
+    auto doc = status_document(reader, *snap, (*vault)->get(), q);
+    if (!doc.ok()) return ctx.fail(doc.error());
+    return ctx.done(*doc, header((*doc)["leases"].size()) + status_table((*doc)["leases"]));
   }
   // Every lease: streamed row by row (the core's for_each_lease), so memory
   // does not grow with the rows. The JSON is byte for byte the one document
   // it would be: the rows go where the "leases" placeholder is.
+  auto head = status_head(reader, *snap, (*vault)->get(), q.now);
+  if (!head.ok()) return ctx.fail(head.error());
+  json out = std::move(*head);
   static const std::string kMark = "\x01leases\x01";
   out["leases"] = kMark;
   const std::string doc = json_line(out);
@@ -130,7 +108,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
   };
   bool first = true;
   auto st = for_each_lease(
-      reader, *now, a->has("all"), me,
+      reader, q.now, q.include_expired, q.me,
       [&](std::size_t n) { text = ctx.json_output ? doc.substr(0, at) + "[" : header(n) + (n ? status_header() : ""); },
       [&](const json& row) {
         if (ctx.json_output) {
@@ -161,54 +139,30 @@ int cmd_fence(Context& ctx, const Argv& argv) {
   const std::string& name = a->positionals[0];
   auto generation = parse_count(a->positionals[1], "GENERATION");
   if (!generation.ok()) return ctx.fail(generation.error());
-  // RESOURCE: "sem:NAME", "path:PATH" or a bare PATH.
-  // A path as typed: its NFC form, folded in a case-insensitive store.
-  auto resource_for = [&](PathCase path_case) -> Result<std::string> {
-    if (name.rfind("sem:", 0) == 0) return name;
-    GITLOCKS_TRY(text, normalize_path_input(name.rfind("path:", 0) == 0 ? name.substr(5) : name, path_case));
-    GITLOCKS_TRY(p, parse_repo_path(text, path_case));
-    return path_resource(p.key());
-  };
-  if (auto checked = resource_for(PathCase::sensitive); !checked.ok()) return ctx.fail(checked.error());
+  // RESOURCE: "sem:NAME", "path:PATH" or a bare PATH: checked before the
+  // store is read, then in the store's form.
+  if (auto checked = resource_of(name, PathCase::sensitive); !checked.ok()) return ctx.fail(checked.error());
   auto now = now_ms();
   if (!now.ok()) return ctx.fail(now.error());
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
-  auto resolved = resource_for(snap->path_case);
-  if (!resolved.ok()) return ctx.fail(resolved.error());
-  const std::string resource = *resolved;
-  std::optional<json> rec;
-  if (snap->commit) {
-    auto store = ctx.store();
-    if (!store.ok()) return ctx.fail(store.error());
-    auto vault = open_vault(ctx, **store, *snap);
-    if (!vault.ok()) return ctx.fail(vault.error());
-    StateReader reader(**store, snap->state, (*vault)->codec.get());
-    auto r = reader.record(resource);
-    if (!r.ok()) return ctx.fail(r.error());
-    rec = *r;
-  }
-  std::int64_t current = rec ? rec->value("generation", std::int64_t{0}) : 0;
-  if (rec && rec->contains("leases")) {
-    for (const auto& l : (*rec)["leases"]) {
-      if (l["generation"] != *generation || !lease_live(l, *now)) continue;
-      return ctx.done({{"op", "fence"},
-                       {"resource", resource},
-                       {"generation", *generation},
-                       {"live", true},
-                       {"lease", l["id"]},
-                       {"holder", l["holder"]},
-                       {"name", l["name"]},
-                       {"expires_at", l["expires_at"]},
-                       {"commit", *snap->commit}},
-                      "ok: generation " + std::to_string(*generation) + " of " + resource + " is live (lease " +
-                          l["id"].get<std::string>() + ", " + holder_label(l) + ", expires in " +
-                          format_duration(l["expires_at"].get<std::int64_t>() - *now) + ")");
-    }
-  }
-  return ctx.fail(make_error(Errc::stale_generation, "generation " + std::to_string(*generation) + " of " + resource +
-                                                         " is not live (current generation " + std::to_string(current) +
-                                                         ")"));
+  auto resource = resource_of(name, snap->path_case);
+  if (!resource.ok()) return ctx.fail(resource.error());
+  if (!snap->commit)  // no store: no generation is live
+    return ctx.fail(fence_record(std::nullopt, *resource, *generation, *now).error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  auto vault = open_vault(ctx, **store, *snap);
+  if (!vault.ok()) return ctx.fail(vault.error());
+  StateReader reader(**store, snap->state, (*vault)->codec.get());
+  auto answer = fence(reader, *resource, *generation, *now);
+  if (!answer.ok()) return ctx.fail(answer.error());
+  json out = {{"op", "fence"}};
+  out.update(*answer);
+  out["commit"] = *snap->commit;
+  return ctx.done(out, "ok: generation " + std::to_string(*generation) + " of " + *resource + " is live (lease " +
+                           out["lease"].get<std::string>() + ", " + holder_label(out) + ", expires in " +
+                           format_duration(out["expires_at"].get<std::int64_t>() - *now) + ")");
 }
 
 int cmd_log(Context& ctx, const Argv& argv) {

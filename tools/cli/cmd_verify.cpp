@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/vault.hpp"
@@ -292,7 +293,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     text += forgotten ? "accepted rewrite: forgot the last verified tip " + *forgotten + "\n"
                       : std::string("accepted rewrite: no verified tip was remembered\n");
   }
-  if (summary->structural > 0 || (is_private && !vault)) {
+  if (needs_structural_note(*summary, member)) {
     s["note"] = std::string(kStructuralNote);
     text += std::string(kStructuralNote) + " for " + std::to_string(summary->structural) + " commit(s)" +
             (is_private && !vault ? " (this key is not a member of the PRIVATE store)" : "") + "\n";

@@ -16,6 +16,7 @@
 #include "args.h"
 #include "checkpoint.h"
 #include "gitlocks/path.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/timefmt.hpp"
 
 namespace gitlocks::cli {
@@ -165,10 +166,7 @@ class QueueEntry {
 
 }  // namespace
 
-bool worth_waiting(Errc code) {
-  return code == Errc::held_path || code == Errc::full_semaphore || code == Errc::family_policy ||
-         code == Errc::stale_retries_exhausted;
-}
+bool worth_waiting(Errc code) { return clears_with_time(code); }
 
 Result<std::optional<std::int64_t>> parse_wait(const std::string& value) {
   if (value.empty()) return std::optional<std::int64_t>{};

@@ -1,10 +1,19 @@
-// gitlocks/query.hpp — answers read from one verified state, for every host
-// (the CLI's status today; the start of one query module for all of them).
+// gitlocks/query.hpp — answers read from verified history, for every host.
+//
+// Every question a host asks of a store is answered here, once: which leases
+// are live (lease_live), the rows and the whole document of `status`
+// (status_document), whether a generation is live (fence), the admission
+// time of a commit (admission_time), which refusals are conflicts that time
+// clears (clears_with_time, is_path_conflict), the timeline of leases with
+// how each one ended (lease_timeline), and the summary of a replay with its
+// note (replay_summary_json). The CLI, the WASM module and the page call
+// these; none derives a rule of its own.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,8 +21,10 @@
 #include "gitlocks/canon.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
+#include "gitlocks/replay.hpp"
 #include "gitlocks/result.hpp"
 #include "gitlocks/state.hpp"
+#include "gitlocks/transition.hpp"
 
 namespace gitlocks {
 
@@ -84,5 +95,96 @@ struct RecordChanges {
 };
 Result<RecordChanges> record_changes(ObjectStore& store, const Oid& old_state, const Oid& new_state,
                                      const RecordCodec* old_codec = nullptr, const RecordCodec* new_codec = nullptr);
+
+// Refusals that time can clear: another holder's lease or a full
+// semaphore expires, a lost race is run again. What `--wait` waits out.
+bool clears_with_time(Errc c);
+
+// Refusals that mean "someone else holds an overlapping path" (a held path
+// or a family): what the pre-commit hook reports as a violation.
+bool is_path_conflict(Errc c);
+
+// Paths as a user typed them (status PATH..., wait PATH...), in the form
+// the store compares: NFC, folded in a case-insensitive store. Errors:
+// bad_path.
+Result<std::vector<RepoPath>> path_filters(const std::vector<std::string>& typed, PathCase path_case);
+
+// A resource as a user names it to `fence`: "sem:NAME", "path:PATH" or a
+// bare PATH, as the record key the state files it under ("sem:NAME",
+// "path:KEY"). Errors: bad_path.
+Result<std::string> resource_of(const std::string& typed, PathCase path_case);
+
+// The policy of `reader`'s state as a host shows it: a PRIVATE store's
+// sealed families opened with `vault`'s key of epoch `epoch`. Errors:
+// store_read (families that do not open), not_member (no key of the epoch).
+Result<json> readable_policy(StateReader& reader, const Vault* vault, std::int64_t epoch, const std::string& store_id);
+
+// What `git-locks status --json` prints for the verified snapshot `snap`
+// (docs/CLI.md): {"store","commit","now_ms","policy":{"min_ttl_ms",
+// "max_ttl_ms","families","owner"},"policy_hash","guard_time":{"enabled",
+// "audience"?,"service_key"?},"leases":[ROW...]} with the rows of
+// list_leases. `snap.commit` must be set. status_head is the same document
+// with no rows (a host that streams them).
+struct StatusQuery {
+  std::int64_t now = 0;
+  std::vector<RepoPath> paths;  // path_filters(); empty: every lease
+  bool include_expired = false;
+  std::string me;  // the actor whose rows are "mine"
+};
+Result<json> status_head(StateReader& reader, const Snapshot& snap, const Vault* vault, std::int64_t now);
+Result<json> status_document(StateReader& reader, const Snapshot& snap, const Vault* vault, const StatusQuery& q);
+
+// Whether `generation` of `resource` (resource_of) is live at `now`: the
+// answer of `git-locks fence`, {"resource","generation","live":true,
+// "lease","holder","name","expires_at"}. A downstream system checks it
+// before an external effect. Errors: stale_generation when no live lease
+// of that generation exists (fields "resource", "generation",
+// "current_generation"), store_read.
+Result<json> fence(StateReader& reader, const std::string& resource, std::int64_t generation, std::int64_t now);
+// The same on the record of `resource` (nullopt: none, as in a store that
+// does not exist yet).
+Result<json> fence_record(const std::optional<json>& record, const std::string& resource, std::int64_t generation,
+                          std::int64_t now);
+
+// {"commits","invalid","structural","tip","first_invalid","private",
+//  "member","note"?} for a replay: "note" (kStructuralNote) exactly when
+// some commit was verified structurally only, or a PRIVATE store was
+// verified without a member's keys (needs_structural_note).
+bool needs_structural_note(const ReplaySummary& s, const MemberVault& mv);
+json replay_summary_json(const ReplaySummary& s, const MemberVault& mv);
+
+// A commit of a store with the policy its state records and the codec a
+// member's key gives its records: none for a state in the clear or without
+// a key; for a PRIVATE state, the codec of its epoch from the member's
+// vault (the commit's keyring merged with the tip's: members keep old
+// epochs' keys). Errors: store_read, unknown_format, not_member (the key
+// opens no key of the commit's epoch).
+struct CommitView {
+  TransitionCommit commit;
+  json policy;
+  std::unique_ptr<RecordCodec> codec;
+  std::int64_t epoch = -1;  // the codec's epoch (-1: no codec)
+};
+Result<CommitView> commit_view(ObjectStore& store, const Oid& commit, const KeyPair* member);
+
+// The records `commit` changed against its first parent's state (the root:
+// against no records), as record_changes, with the codecs `member` gives.
+Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& at, const KeyPair* member);
+
+// The timeline of leases over a replayed history: for every verdict (in
+// order from the root) the transition, {"index","commit","time","command",
+// "actor","ok","level","reason","detail","resources":[...],"generations":
+// [...],"reclaims":[...],"state_error":CODE|null}, and for every lease
+// issued, {"id","resource","kind","mode","generation","holder","name",
+// "start","end","end_kind","expires_at","start_commit","end_commit"?}, with
+// end_kind "release", "expired" (ended after its expiry) or "reclaim"
+// (another lease took the resource in the same commit), null while open.
+// Also "policy" (the last readable policy, as stored) and "end_time" (the
+// last known T). A commit whose records cannot be read (a PRIVATE state
+// without the key of its epoch) has its state_error set; the next readable
+// one is compared with the leases last seen, whole. `progress(done, total)`
+// is told each commit.
+Result<json> lease_timeline(ObjectStore& store, const std::vector<Verdict>& verdicts, const KeyPair* member,
+                            const std::function<void(std::size_t, std::size_t)>& progress = {});
 
 }  // namespace gitlocks
