@@ -381,6 +381,16 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
   return std::unique_ptr<ObjectStore>(std::move(store));
 }
 
+Result<std::string> repository_common_dir(const std::string& path) {
+  LibGit2 lib;
+  git_repository* repo = nullptr;
+  if (git_repository_open_ext(&repo, path.c_str(), 0, nullptr) != 0)
+    return make_error(Errc::store_read, last_git_error(("cannot open the repository at " + path).c_str()));
+  std::string dir = git_repository_commondir(repo);
+  git_repository_free(repo);
+  return dir;
+}
+
 namespace {
 
 // An object database with a writable mempack backend; `pack_index`, when
@@ -498,7 +508,9 @@ struct PackStoreBuilder::Impl {
 
   Status start_indexer() {
     std::error_code ec;
-    dir = (std::filesystem::temp_directory_path(ec) / "gitlocks-pack-XXXXXX").string();
+    const std::string& base = host_options().temp_dir;
+    const auto parent = base.empty() ? std::filesystem::temp_directory_path(ec) : std::filesystem::path(base);
+    dir = (parent / "gitlocks-pack-XXXXXX").string();
     if (ec || mkdtemp(dir.data()) == nullptr) {
       dir.clear();
       failed = true;

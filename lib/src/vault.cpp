@@ -140,8 +140,9 @@ Result<std::string> seal_document(const json& plaintext, const EpochKey& key, st
   crypto_aead_xchacha20poly1305_ietf_encrypt(ct.data(), &ct_len, reinterpret_cast<const unsigned char*>(pt.data()),
                                              pt.size(), reinterpret_cast<const unsigned char*>(ad.data()), ad.size(),
                                              nullptr, nonce, enc_key.data());
-  return canon_dump(
-      json{{"sealed", {{"ct", to_hex(ct.data(), ct_len)}, {"epoch", epoch}, {"nonce", to_hex(nonce, sizeof nonce)}}}});
+  const auto ct_bytes = static_cast<std::size_t>(ct_len);  // at most ct.size()
+  return canon_dump(json{
+      {"sealed", {{"ct", to_hex(ct.data(), ct_bytes)}, {"epoch", epoch}, {"nonce", to_hex(nonce, sizeof nonce)}}}});
 }
 
 Result<std::int64_t> sealed_epoch(const json& doc) {
@@ -172,7 +173,7 @@ Result<json> open_document(const json& doc, const EpochKey& key, const std::stri
           reinterpret_cast<const unsigned char*>(ad.data()), ad.size(), nonce.data(), enc_key.data()) != 0)
     return make_error(Errc::bad_signature, "sealed document at " + location +
                                                " does not authenticate (tampered, moved, or another epoch or store)");
-  pt.resize(pt_len);
+  pt.resize(static_cast<std::size_t>(pt_len));  // pt_len <= pt.size()
   auto v = canon_parse(pt, CanonMode::strict);
   if (!v.ok()) return make_error(Errc::bad_json, "sealed plaintext: " + v.error().message);
   // The nonce must be the one this plaintext derives: otherwise equal states

@@ -182,7 +182,7 @@ class Guards {
           cur = cur->is_object() && cur->contains(step.get<std::string>()) ? &(*cur)[step.get<std::string>()] : nullptr;
         } else {
           auto i = step.get<std::uint64_t>();
-          cur = cur->is_array() && i < cur->size() ? &(*cur)[i] : nullptr;
+          cur = cur->is_array() && i < cur->size() ? &(*cur)[static_cast<std::size_t>(i)] : nullptr;
         }
       }
       if (cur == nullptr || !integer(*cur, n.v)) n.value_status = error_body;

@@ -33,7 +33,7 @@ class Store {
   explicit Store(json policy_extra = json::object(), const std::string& owner = "owner",
                  std::optional<json> full_policy = std::nullopt) {
     crypto_init();
-    store_ = std::move(open_memory_store().value());
+    store_ = open_memory_store().value();
     json pol = full_policy ? *full_policy : default_policy(std::string(64, 'a'), actor_hex(owner));
     for (auto& [k, v] : policy_extra.items()) pol[k] = v;
     auto r = submit(owner, "init", json{{"init", pol}});

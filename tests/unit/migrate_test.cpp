@@ -19,7 +19,7 @@ class Format1Writer {
  public:
   Format1Writer() {
     gitlocks::crypto_init();
-    store = std::move(gitlocks::open_memory_store().value());
+    store = gitlocks::open_memory_store().value();
     json policy = gitlocks::default_policy(std::string(64, 'a'), gitlocks::test::actor_hex("owner"));
     auto created = publish("owner", json{{"init", policy}, {"state_format", gitlocks::kStateFormatV1}});
     if (!created.ok()) throw std::runtime_error(created.error().message);

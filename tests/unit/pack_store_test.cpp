@@ -111,7 +111,7 @@ TEST_CASE("write_state: policy and records rebuild the planner's tree byte for b
               .ok());
   REQUIRE(records.size() >= 4);
   std::reverse(records.begin(), records.end());  // order does not matter
-  auto fresh = std::move(gitlocks::open_memory_store().value());
+  auto fresh = gitlocks::open_memory_store().value();
   auto rebuilt = gitlocks::write_state(*fresh, policy, records);
   REQUIRE_MESSAGE(rebuilt.ok(), rebuilt.error().message);
   CHECK(*rebuilt == state);

@@ -200,7 +200,6 @@ TEST_CASE("private: a non-member cannot plan - a pending transition blocks write
 TEST_CASE("private: removal starts a new epoch the removed member cannot open") {
   World w;
   auto& s = w.s;
-  const gitlocks::Vault& alice_before = w.alice_vault;
   w.remove_alice();
   REQUIRE(s.claim("owner", "after-removal/plan.md", 60'000).ok());
   auto alice_after =

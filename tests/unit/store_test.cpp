@@ -8,8 +8,8 @@
 using gitlocks::Tree;
 
 TEST_CASE("store: hash-only ids equal written ids for blobs and trees (Git's tree order)") {
-  auto a = std::move(gitlocks::open_memory_store().value());
-  auto b = std::move(gitlocks::open_memory_store().value());
+  auto a = gitlocks::open_memory_store().value();
+  auto b = gitlocks::open_memory_store().value();
   b->set_hash_only(true);
   auto blob_a = a->write_blob("hello\n");
   auto blob_b = b->write_blob("hello\n");
@@ -44,7 +44,7 @@ TEST_CASE("store: a whole planned transition has the same result in hash-only mo
 }
 
 TEST_CASE("store: object ids are 40 hex digits of either case - one digit off or one too few or many is refused") {
-  auto s = std::move(gitlocks::open_memory_store().value());
+  auto s = gitlocks::open_memory_store().value();
   auto id = s->write_blob("hello\n");
   REQUIRE(id.ok());
   std::string upper = *id;
@@ -94,7 +94,7 @@ TEST_CASE("store: a repository store re-opens its object database every N reads 
   }
   git_libgit2_shutdown();
   auto blob_in = [&](const char* repo, const std::string& data) {
-    auto s = std::move(gitlocks::open_git_store((root / repo).string()).value());
+    auto s = gitlocks::open_git_store((root / repo).string()).value();
     return s->write_blob(data).value();
   };
   const auto in_b = blob_in("b", "from b\n");
@@ -104,7 +104,7 @@ TEST_CASE("store: a repository store re-opens its object database every N reads 
     host.reopen_after_reads = every;
     gitlocks::set_store_host_options(host);
     // c's objects come in as an extra directory (as a push's quarantine does).
-    auto s = std::move(gitlocks::open_git_store((root / repo).string(), {(root / "c" / "objects").string()}).value());
+    auto s = gitlocks::open_git_store((root / repo).string(), {(root / "c" / "objects").string()}).value();
     const auto own = s->write_blob("own\n").value();
     CHECK_FALSE(s->has_object(in_b));
     // An alternate added after the store opened is seen only by a new database.
@@ -122,6 +122,58 @@ TEST_CASE("store: a repository store re-opens its object database every N reads 
   };
   CHECK(reads_after_new_alternate("a", 3));
   CHECK_FALSE(reads_after_new_alternate("d", 0));  // never re-opened: the control
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+TEST_CASE("store: repository_common_dir finds the repository around a path as open_git_store does") {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/gitlocks-common-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path root(tmpl);
+  git_libgit2_init();
+  git_repository* r = nullptr;
+  REQUIRE(git_repository_init(&r, (root / "work").c_str(), 0) == 0);
+  git_repository_free(r);
+  git_libgit2_shutdown();
+  fs::create_directories(root / "work" / "src" / "deep");
+  for (const fs::path& at : {root / "work", root / "work" / "src" / "deep"}) {
+    auto dir = gitlocks::repository_common_dir(at.string());
+    REQUIRE_MESSAGE(dir.ok(), dir.error().message);
+    CHECK(fs::equivalent(*dir, root / "work" / ".git"));
+  }
+  auto none = gitlocks::repository_common_dir((root / "missing").string());
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().code == gitlocks::Errc::store_read);
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+TEST_CASE("store: a pack store indexes its pack inside the host's temp_dir and removes it when dropped") {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/gitlocks-tempdir-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path root(tmpl);
+  auto source = gitlocks::open_memory_store().value();
+  const auto blob = source->write_blob("packed\n").value();
+  // A memory store packs its commits and what they reach.
+  const auto tree = source->write_tree({{"packed.txt", false, blob}}).value();
+  REQUIRE(source->write_commit({tree, {}, "packed\n", 0}).ok());
+  const auto pack = gitlocks::memory_store_pack(*source).value();
+  gitlocks::StoreHostOptions host;
+  host.temp_dir = root.string();
+  gitlocks::set_store_host_options(host);
+  auto opened = gitlocks::open_pack_store(pack);
+  gitlocks::set_store_host_options(gitlocks::StoreHostOptions{});
+  REQUIRE_MESSAGE(opened.ok(), opened.error().message);
+  auto store = std::move(opened).value();
+  CHECK(store->read_blob(blob).value() == "packed\n");
+  std::vector<std::string> made;
+  for (const auto& e : fs::directory_iterator(root)) made.push_back(e.path().filename().string());
+  REQUIRE(made.size() == 1);
+  CHECK(made[0].rfind("gitlocks-pack-", 0) == 0);
+  store.reset();
+  CHECK(fs::is_empty(root));
   std::error_code ec;
   fs::remove_all(root, ec);
 }

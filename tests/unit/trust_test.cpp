@@ -54,6 +54,13 @@ Oid with_policy(Store& s, const Oid& state, const json& policy) {
   return o.write_tree(tree).value();
 }
 
+// Options with the anchor `t` and every other field at its default.
+TrustOptions anchored_at(const gitlocks::TrustState& t) {
+  TrustOptions o;
+  o.anchor = t;
+  return o;
+}
+
 gitlocks::Error refused(Store& s, const TrustOptions& o = {}) {
   auto r = gitlocks::verified_snapshot(s.objects(), s.tip(), o);
   REQUIRE_FALSE(r.ok());
@@ -91,7 +98,7 @@ TEST_CASE("trust: a valid chain gives the trust state of its history - and an an
   CHECK(gitlocks::parse_trust_state(gitlocks::trust_state_json(t)) == t);
 
   // At the anchor itself: nothing to replay.
-  auto same = gitlocks::verified_snapshot(s.objects(), s.tip(), TrustOptions{t});
+  auto same = gitlocks::verified_snapshot(s.objects(), s.tip(), anchored_at(t));
   REQUIRE(same.ok());
   CHECK(same->replayed == 0);
   CHECK(same->anchored);
@@ -103,7 +110,7 @@ TEST_CASE("trust: a valid chain gives the trust state of its history - and an an
   s.now += 10;
   auto c2 = s.claim("dave", "web/", 60'000);
   REQUIRE(c2.ok());
-  auto next = gitlocks::verified_snapshot(s.objects(), s.tip(), TrustOptions{t});
+  auto next = gitlocks::verified_snapshot(s.objects(), s.tip(), anchored_at(t));
   REQUIRE(next.ok());
   CHECK(next->anchored);
   CHECK(next->replayed == 2);
@@ -113,7 +120,7 @@ TEST_CASE("trust: a valid chain gives the trust state of its history - and an an
   // An anchor that disagrees with its commit is not trusted: replay from the root.
   auto bad = t;
   bad.last_time = gitlocks::kMaxSafeInteger;
-  auto fallback = gitlocks::verified_snapshot(s.objects(), s.tip(), TrustOptions{bad});
+  auto fallback = gitlocks::verified_snapshot(s.objects(), s.tip(), anchored_at(bad));
   REQUIRE(fallback.ok());
   CHECK_FALSE(fallback->anchored);
   CHECK(fallback->replayed == 5);
@@ -131,7 +138,7 @@ TEST_CASE("trust: an unsigned commit deleting another holder's live lease is inv
   check_invalid(refused(s), forged, honest);
   // With the anchor at the honest tip too: the forged commit is replayed.
   auto anchor = gitlocks::trust_after(s.objects(), *claimed).value();
-  check_invalid(refused(s, TrustOptions{anchor}), forged, honest);
+  check_invalid(refused(s, anchored_at(anchor)), forged, honest);
   CHECK(*s.tip() == forged);  // verification never moves the ref
 }
 
@@ -195,7 +202,7 @@ TEST_CASE("trust: a tip that does not descend from the anchor is a rewrite") {
   REQUIRE(r2.ok());
   REQUIRE(gitlocks::memory_store_set_ref(o, gitlocks::kStateRef, *r2).ok());
   REQUIRE(gitlocks::verified_snapshot(o, s.tip(), {}).ok());  // valid on its own
-  auto e = refused(s, TrustOptions{anchor});
+  auto e = refused(s, anchored_at(anchor));
   CHECK(e.code == Errc::invalid_history);
   CHECK(e.fields.at("verdict") == "rewrite");
   CHECK(e.fields.at("commit") == *r2);

@@ -45,7 +45,7 @@ json resolve_refs(json v, const std::vector<json>& step_leases) {
 std::string run_case(const json& c, bool print) {
   using namespace gitlocks;
   crypto_init();
-  auto store = std::move(open_memory_store().value());
+  auto store = open_memory_store().value();
   json policy = default_policy(std::string(64, 'a'), test::actor_hex("owner"));
   if (c.contains("policy"))
     for (auto& [k, v] : c["policy"].items()) policy[k] = v;

@@ -1,7 +1,6 @@
 #include "checkpoint.h"
 
 #include <fcntl.h>
-#include <git2.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +10,7 @@
 #include <sstream>
 
 #include "gitlocks/replay.hpp"
+#include "gitlocks/store.hpp"
 #include "report.h"
 
 namespace gitlocks::cli {
@@ -26,15 +26,8 @@ Result<fs::path> git_common_dir(Context& ctx) {
   static std::map<std::string, fs::path> known;
   const std::string at = ctx.repo_dir.value_or(".");
   if (auto it = known.find(at); it != known.end()) return it->second;
-  git_libgit2_init();
-  git_repository* repo = nullptr;
-  if (git_repository_open_ext(&repo, at.c_str(), 0, nullptr) != 0) {
-    const git_error* e = git_error_last();
-    return make_error(Errc::store_read, "cannot open the repository at " + at + ": " + (e ? e->message : "?"));
-  }
-  fs::path dir = git_repository_commondir(repo);
-  git_repository_free(repo);
-  return known.emplace(at, dir).first->second;
+  GITLOCKS_TRY(dir, repository_common_dir(at));
+  return known.emplace(at, fs::path(dir)).first->second;
 }
 
 namespace {

@@ -23,8 +23,9 @@
 
 namespace gitlocks::cli {
 
-// The repository's common git dir (`git rev-parse --git-common-dir`, through
-// libgit2: no process), where the clone's own git-locks files live.
+// The repository's common git dir (`git rev-parse --git-common-dir`, from
+// the core's repository_common_dir: no process), where the clone's own
+// git-locks files live.
 Result<std::filesystem::path> git_common_dir(Context& ctx);
 
 // Verifies the history ending at `tip` (as just read by ctx.read_tip()) from

@@ -101,12 +101,17 @@ class ObjectStore {
 // the kernel maps 64 KiB around each fault): a shorter period trades much
 // more time for little (README, "Verification at scale"). Under Emscripten
 // the index is a heap copy, so the binding never re-opens.
+//
+// A pack store indexes its pack in a private directory made inside
+// `temp_dir`; empty: the system's temporary directory
+// (std::filesystem::temp_directory_path, i.e. $TMPDIR or /tmp).
 struct StoreHostOptions {
   bool validate_owner = true;
   bool read_host_config = true;
   std::size_t pack_window_bytes = std::size_t(4) << 20;
   std::size_t pack_mapped_limit_bytes = std::size_t(8) << 20;
   std::size_t reopen_after_reads = 4096;
+  std::string temp_dir;
 };
 void set_store_host_options(const StoreHostOptions& options);
 
@@ -115,6 +120,12 @@ void set_store_host_options(const StoreHostOptions& options);
 // pre-receive hook inspects). Errors: store_read.
 Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
                                                     const std::vector<std::string>& extra_object_dirs = {});
+
+// The common Git directory of the repository at (or around) `path`, found
+// as open_git_store finds it: the main repository's git directory for a
+// linked worktree, else its own. Hosts keep per-clone files there (the CLI's
+// trust checkpoint). Errors: store_read.
+Result<std::string> repository_common_dir(const std::string& path);
 
 // An in-memory object database (libgit2 mempack): for tests, vectors and the
 // browser. Refs live in a map. Errors: store_read.
