@@ -14,6 +14,8 @@ export type ErrorCode =
   | 'limit-mismatch'
   | 'stale-retries-exhausted'
   | 'not-member'
+  | 'wait-timeout'
+  | 'already-held'
   | 'usage'
   | 'bad-path'
   | 'bad-json'
@@ -25,13 +27,18 @@ export type ErrorCode =
   | 'store-read'
   | 'store-write'
   | 'bad-signature'
-  | 'invalid';
+  | 'invalid'
+  | 'invalid-history';
 
 /** Thrown by every function: `code` names what went wrong. */
 export declare class GitLocksError extends Error {
-  constructor(code: ErrorCode, message: string);
+  constructor(code: ErrorCode, message: string, reason?: string, fields?: { [name: string]: string });
   readonly name: 'GitLocksError';
   readonly code: ErrorCode;
+  /** The stable sub-code: the code itself, or a finer cause such as "superseded", "policy-changed". */
+  readonly reason: string;
+  /** Structured fields (as strings), e.g. current_generation, holder, op_index. */
+  readonly fields: { [name: string]: string };
 }
 
 /** JSON values in the core's data model (integers only, no floats). */
@@ -236,8 +243,132 @@ export declare class Store {
   readChanges(commit: Oid, options?: ReadStateOptions): StateChanges;
   /** The policy a commit recorded; in the clear in PRIVATE stores too. */
   readPolicy(commit: Oid): PolicySnapshot;
+  /** `git-locks status --json` at a commit (default refs/locks/state), after verifying its history. */
+  status(commit?: Oid | null, options?: StatusOptions): StatusDocument;
+  /** `git-locks fence`: the answer when live; throws stale-generation (fields.current_generation) when not. */
+  fence(resource: string, generation: number, options?: FenceOptions): FenceAnswer;
+  /** The replay and the core's timeline of leases, with how each lease ended. */
+  timeline(options?: TimelineOptions): TimelineResult;
   /** Frees the store now (a finaliser frees forgotten ones eventually). */
   delete(): void;
+}
+
+export interface StatusOptions {
+  /** The instant to answer at, ms since the epoch (default Date.now()). */
+  now?: number;
+  /** Paths as typed: only the path leases overlapping one of them (no semaphores). */
+  paths?: string[];
+  /** Expired leases too. */
+  all?: boolean;
+  /** The actor (64 hex) whose rows are "mine". */
+  me?: string;
+  memberKey?: MemberKey;
+  allowTestClock?: boolean;
+}
+
+/** One row of `git-locks status --json`. */
+export interface StatusRow {
+  kind: 'path' | 'sem';
+  resource: string;
+  lease: string;
+  holder: string;
+  name: string;
+  generation: number;
+  expires_at: number;
+  expires_in_ms: number;
+  created_at: number;
+  live: boolean;
+  mine: boolean;
+  path?: string;
+  mode?: 'exclusive' | 'shared';
+  sem?: string;
+  limit?: number;
+  note?: string;
+}
+
+/** The document `git-locks status --json` prints. */
+export interface StatusDocument {
+  store: string;
+  commit: Oid;
+  now_ms: number;
+  policy: { min_ttl_ms: number; max_ttl_ms: number; families: Json; owner: string };
+  policy_hash: string;
+  guard_time: { enabled: boolean; audience?: string; service_key?: string };
+  leases: StatusRow[];
+}
+
+export interface FenceOptions {
+  /** The commit to answer at (default refs/locks/state). */
+  commit?: Oid;
+  now?: number;
+  memberKey?: MemberKey;
+  allowTestClock?: boolean;
+}
+
+/** `git-locks fence --json` without its "op": the generation is live. */
+export interface FenceAnswer {
+  resource: string;
+  generation: number;
+  live: true;
+  lease: string;
+  holder: string;
+  name: string;
+  expires_at: number;
+  commit: Oid;
+}
+
+export interface TimelineOptions {
+  tip?: Oid;
+  allowTestClock?: boolean;
+  pins?: Pins;
+  memberKey?: MemberKey;
+  /** Over both passes: the replay, then the timeline (total = 2 per commit). */
+  onProgress?: (progress: Progress) => void;
+}
+
+export interface TimelineTransition {
+  index: number;
+  commit: Oid;
+  /** Admission time T, or the last known one. */
+  time: number | null;
+  command: string;
+  actor: string;
+  ok: boolean;
+  level: 'full' | 'structural';
+  reason: string;
+  detail: string;
+  resources: string[];
+  generations: number[];
+  /** Resources whose lease another one took in this commit. */
+  reclaims: string[];
+  /** Why this commit's records could not be read (e.g. not-member), or null. */
+  state_error: ErrorCode | null;
+}
+
+export interface TimelineLease {
+  id: string;
+  /** A path, or "sem:NAME". */
+  resource: string;
+  kind: 'path' | 'sem';
+  mode: 'exclusive' | 'shared' | 'slot';
+  generation: number;
+  holder: string;
+  name: string;
+  start: number | null;
+  end: number | null;
+  /** How it ended; null while it is open. */
+  end_kind: 'release' | 'expired' | 'reclaim' | null;
+  expires_at: number;
+  start_commit: number;
+  end_commit?: number;
+}
+
+export interface TimelineResult extends ReplayResult {
+  transitions: TimelineTransition[];
+  leases: TimelineLease[];
+  /** The last readable policy, as stored. */
+  policy: JsonObject | null;
+  end_time: number | null;
 }
 
 /** Loads the module once; every other function needs it to have resolved. */

@@ -337,7 +337,7 @@ function renderTimeline() {
   const t0 = Math.min(...times);
   let t1 = Math.max(...times);
   const inWindow = r.leases.filter((l) => l.start != null &&
-    l.startCommit <= to && (l.endCommit == null || l.endCommit >= from));
+    l.start_commit <= to && (l.end_commit == null || l.end_commit >= from));
   for (const l of inWindow) if (l.end == null) t1 = Math.max(t1, Math.min(l.expires_at, t1 + (t1 - t0) * 0.1 + 1));
   if (t1 <= t0) t1 = t0 + 1;
   const lanes = [...new Set([...inWindow.map((l) => l.resource),
@@ -374,7 +374,7 @@ function renderTimeline() {
     const end = l.end ?? l.expires_at;
     const x0 = x(l.start), x1 = Math.max(x0 + 2, x(Math.min(end, l.expires_at)));
     const how = l.end == null ? `live, expires ${fmtTime(l.expires_at)}` :
-      `${l.endKind} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})`;
+      `${l.end_kind} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})`;
     const title = `${l.resource} — generation ${l.generation}, ${l.mode} by ${l.name || short(l.holder, 10)}; ` +
       `admitted ${fmtTime(l.start)}, ${how}`;
     root.append(svg('rect', { x: x0, y, width: x1 - x0, height: laneH - 8, rx: 3, class: `bar ${l.kind === 'sem' ? 'sem' : l.mode}` }, title));
@@ -383,7 +383,7 @@ function renderTimeline() {
       g.textContent = `g${l.generation}`;
       root.append(g);
     }
-    if (l.endKind === 'reclaim') {
+    if (l.end_kind === 'reclaim') {
       root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark reclaim' }, `reclaimed at ${fmtTime(l.end)}`));
       root.lastChild.append(document.createTextNode('▲'));
     }

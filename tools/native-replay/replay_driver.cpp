@@ -4,21 +4,27 @@
 //
 //   gitlocks-native-replay (--repo DIR | --bundle FILE) [--tip OID]
 //                          [--key FILE] [--allow-test-clock] [--quiet]
+//                          [--timeline]
 //
 // --key: a member's actor key (key file or bare seed hex) for a PRIVATE
 // store, opened from the tip's keyring as `git-locks verify` does.
 // stdout: one canonical verdict_json line per commit, from the root (none
 // with --quiet). stderr: {"commits":N,"invalid":N,"member":BOOL,
 // "open_ms":MS,"replay_ms":MS}. Exit 0 all valid, 1 any invalid, 2 store-read.
+// --timeline: instead of the verdict lines, one canonical line with what the
+// WASM Store.timeline() returns: the core's lease_timeline over the replay
+// plus "verdicts" and "summary" (replay_summary_json).
 #include <chrono>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gitlocks/canon.hpp"
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
@@ -39,6 +45,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 int main(int argc, char** argv) {
   std::string repo, bundle, tip_arg, key_file;
   bool quiet = false;
+  bool timeline = false;
   gitlocks::ReplayOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -48,7 +55,11 @@ int main(int argc, char** argv) {
     else if (a == "--key" && i + 1 < argc) key_file = argv[++i];
     else if (a == "--allow-test-clock") options.allow_test_clock = true;
     else if (a == "--quiet") quiet = true;
-    else return fail("usage: (--repo DIR | --bundle FILE) [--tip OID] [--key FILE] [--allow-test-clock] [--quiet]");
+    else if (a == "--timeline") timeline = true;
+    else
+      return fail(
+          "usage: (--repo DIR | --bundle FILE) [--tip OID] [--key FILE] [--allow-test-clock] [--quiet] "
+          "[--timeline]");
   }
   if (repo.empty() == bundle.empty()) return fail("give exactly one of --repo, --bundle");
   if (!gitlocks::crypto_init()) return fail("libsodium");
@@ -81,18 +92,34 @@ int main(int argc, char** argv) {
     key = *kp;
   }
   gitlocks::MemberVault vault = gitlocks::open_member_vault(**store, tip, key ? &*key : nullptr);
-  if (key) gitlocks::wipe(*key);
   if (vault.vault) options.vault = &*vault.vault;
   const double open_ms = ms_since(t0);
   auto t1 = std::chrono::steady_clock::now();
   std::string out;
+  std::vector<gitlocks::Verdict> verdicts;
   auto r = gitlocks::replay_chain(**store, tip, options, [&](const gitlocks::Verdict& v) {
-    if (quiet) return;
+    if (timeline) verdicts.push_back(v);
+    if (quiet || timeline) return;
     out += gitlocks::canon_dump(gitlocks::verdict_json(v)).value();
     out += '\n';
   });
   const double replay_ms = ms_since(t1);
-  if (!r.ok()) return fail(r.error().message);
+  if (!r.ok()) {
+    if (key) gitlocks::wipe(*key);
+    return fail(r.error().message);
+  }
+  if (timeline) {
+    auto t = gitlocks::lease_timeline(**store, verdicts, vault.vault && key ? &*key : nullptr);
+    if (key) gitlocks::wipe(*key);
+    if (!t.ok()) return fail(t.error().message);
+    gitlocks::json lines = gitlocks::json::array();
+    for (const auto& v : verdicts) lines.push_back(gitlocks::verdict_json(v));
+    gitlocks::json doc = std::move(*t);
+    doc["verdicts"] = std::move(lines);
+    doc["summary"] = gitlocks::replay_summary_json(*r, vault);
+    out = gitlocks::canon_dump(doc).value() + "\n";
+  }
+  if (key) gitlocks::wipe(*key);
   std::cout << out << std::flush;
   std::cerr << gitlocks::json{{"commits", r->commits},
                               {"invalid", r->invalid},

@@ -8,12 +8,16 @@ function createGitLocksApi(factory, host) {
 
   // An error of the core, or of using this API: `code` is one of the core's
   // stable errc names (the CLI's codes), e.g. "held-path", "bad-json",
-  // "store-read", "usage".
+  // "store-read", "usage"; `reason` its stable sub-code (the code itself
+  // unless the core names a finer cause, e.g. "superseded"); `fields` the
+  // core's structured fields as strings (e.g. current_generation, holder).
   class GitLocksError extends Error {
-    constructor(code, message) {
+    constructor(code, message, reason, fields) {
       super(message);
       this.name = 'GitLocksError';
       this.code = code;
+      this.reason = reason || code;
+      this.fields = fields || {};
     }
   }
 
@@ -83,38 +87,13 @@ function createGitLocksApi(factory, host) {
     return text;
   }
 
-  // Canonical JSON (sorted keys, no whitespace): what the core signs. For
-  // values that are already in the data model, JSON.stringify escapes exactly
-  // as the core does.
-  function canonical(value) {
-    if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
-    if (value && typeof value === 'object') {
-      const keys = Object.keys(value)
-        .filter((k) => value[k] !== undefined)
-        .sort(compareCodePoints);
-      return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonical(value[k])).join(',') + '}';
-    }
-    return JSON.stringify(value);
-  }
-
-  // Keys sort by their UTF-8 bytes, which for strings equals code point order.
-  function compareCodePoints(a, b) {
-    const ca = Array.from(a);
-    const cb = Array.from(b);
-    for (let i = 0; i < Math.min(ca.length, cb.length); i++) {
-      const d = ca[i].codePointAt(0) - cb[i].codePointAt(0);
-      if (d !== 0) return d;
-    }
-    return ca.length - cb.length;
-  }
-
   // Signed material: a string or bytes are the exact stored form; an object
-  // is encoded canonically first.
+  // is encoded canonically first, by the core's one encoder (what it signs).
   function stored(value, what) {
     const isBuffer =
       value instanceof ArrayBuffer || (typeof SharedArrayBuffer === 'function' && value instanceof SharedArrayBuffer);
     if (value && typeof value === 'object' && !ArrayBuffer.isView(value) && !isBuffer)
-      return encoder.encode(canonical(value));
+      return encoder.encode(call('gitlocks_canonical_json', [str(value, what)]));
     return toBytes(value, what);
   }
 
@@ -127,7 +106,8 @@ function createGitLocksApi(factory, host) {
     const text = decoder.decode(heap.subarray(out, end));
     m._gitlocks_free(out);
     const result = JSON.parse(text);
-    if (result.error) throw new GitLocksError(result.error.code, result.error.message);
+    if (result.error)
+      throw new GitLocksError(result.error.code, result.error.message, result.error.reason, result.error.fields);
     return result.ok;
   }
 
@@ -193,6 +173,19 @@ function createGitLocksApi(factory, host) {
     } catch (e) {
       entry.error = e; // rethrown once the core returns
     }
+  }
+
+  // A commit argument: "" asks for refs/locks/state.
+  function commitArg(commit) {
+    if (commit !== undefined && commit !== null && typeof commit !== 'string')
+      throw new GitLocksError('usage', 'a commit must be a string (or omitted for refs/locks/state)');
+    return { bytes: encoder.encode(commit || '') };
+  }
+
+  function nowOf(options) {
+    if (options.now === undefined) return Date.now();
+    if (!Number.isSafeInteger(options.now)) throw new GitLocksError('usage', 'options.now must be an integer (ms)');
+    return options.now;
   }
 
   // Handles the caller must free: .delete() (or `using` where supported);
@@ -333,6 +326,77 @@ function createGitLocksApi(factory, host) {
       options = options || {};
       return withMemberKey(options.memberKey, (key) =>
         call('gitlocks_store_read_changes', [this._live(), { bytes: encoder.encode(String(commit)) }, ...key]));
+    }
+
+    // What `git-locks status --json` prints at `commit` (default: the
+    // bundle's refs/locks/state), answered by the core after it verified the
+    // commit's whole history: {store, commit, now_ms, policy, policy_hash,
+    // guard_time, leases: [row...]}. options: now (ms since the epoch;
+    // default Date.now()), paths (as typed: only the path leases
+    // overlapping one of them), all (expired leases too), me (the actor
+    // whose rows are "mine"), memberKey (a PRIVATE store's records),
+    // allowTestClock. Throws GitLocksError (invalid-history, bad-path, ...).
+    status(commit, options) {
+      options = options || {};
+      const o = { now: nowOf(options) };
+      if (options.paths !== undefined) o.paths = options.paths;
+      if (options.all) o.all = true;
+      if (options.me !== undefined) o.me = options.me;
+      if (options.allowTestClock) o.allow_test_clock = true;
+      return withMemberKey(options.memberKey, (key) =>
+        call('gitlocks_store_status', [this._live(), commitArg(commit), str(o, 'options'), ...key]));
+    }
+
+    // What `git-locks fence RESOURCE GENERATION --json` prints (without its
+    // "op"): {resource, generation, live: true, lease, holder, name,
+    // expires_at, commit} when `generation` of `resource` ("sem:NAME",
+    // "path:PATH" or a bare PATH) is live at options.now (default
+    // Date.now()) in options.commit (default: refs/locks/state). Otherwise
+    // throws GitLocksError stale-generation with fields.current_generation.
+    fence(resource, generation, options) {
+      options = options || {};
+      if (typeof resource !== 'string') throw new GitLocksError('usage', 'fence needs a resource string');
+      if (!Number.isSafeInteger(generation)) throw new GitLocksError('usage', 'fence needs an integer generation');
+      const o = { generation, now: nowOf(options) };
+      if (options.allowTestClock) o.allow_test_clock = true;
+      return withMemberKey(options.memberKey, (key) =>
+        call('gitlocks_store_fence', [
+          this._live(),
+          commitArg(options.commit),
+          { bytes: encoder.encode(resource) },
+          str(o, 'options'),
+          ...key,
+        ]));
+    }
+
+    // The whole history replayed (as replay) and the core's timeline of
+    // leases over it: {verdicts, summary, transitions: [{index, commit,
+    // time, command, actor, ok, level, reason, detail, resources,
+    // generations, reclaims, state_error}], leases: [{id, resource, kind,
+    // mode, generation, holder, name, start, end, end_kind ("release" |
+    // "expired" | "reclaim" | null while open), expires_at, start_commit,
+    // end_commit?}], policy, end_time}. options: tip, pins, allowTestClock,
+    // memberKey, onProgress({done, total}) over both passes (2 per commit).
+    timeline(options) {
+      options = options || {};
+      const o = {};
+      if (options.tip !== undefined) o.tip = options.tip;
+      if (options.allowTestClock) o.allow_test_clock = true;
+      if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
+      let token = 0;
+      const entry = options.onProgress ? { fn: options.onProgress, error: null } : null;
+      if (entry) {
+        token = nextToken++;
+        progressCallbacks.set(token, entry);
+      }
+      try {
+        const r = withMemberKey(options.memberKey, (key) =>
+          call('gitlocks_store_timeline', [this._live(), str(o, 'options'), ...key, token]));
+        if (entry && entry.error) throw entry.error;
+        return r;
+      } finally {
+        if (token) progressCallbacks.delete(token);
+      }
     }
 
     // The policy a commit's state records: {commit, tree, policy}. In the

@@ -1,7 +1,8 @@
 // The WebAssembly binding: extern "C" functions over JSON strings and byte
 // buffers, called only by wasm/js/api.js. Every function returns a string the
 // caller frees with gitlocks_free:
-//   {"ok":VALUE}  or  {"error":{"code":ERRC-NAME,"message":TEXT}}
+//   {"ok":VALUE}  or  {"error":{"code":ERRC-NAME,"reason":REASON,"message":TEXT,
+//   "fields"?:{NAME:TEXT}}} (the core's Error: code, stable reason, fields)
 // Inputs are UTF-8 JSON, parsed leniently (whitespace and key order free, no
 // floats, safe integers); signed material (packets, attestations) is passed
 // as its exact stored bytes. Store handles are opaque integers owned by the
@@ -32,6 +33,7 @@
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
+#include "gitlocks/trust.hpp"
 #include "gitlocks/unicode.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -62,7 +64,9 @@ std::string encode(const json& v) {
 char* ok(const json& value) { return to_c(encode(json{{"ok", value}})); }
 
 char* fail(const Error& e) {
-  return to_c(encode(json{{"error", {{"code", gitlocks::errc_name(e.code)}, {"message", e.message}}}}));
+  json err = {{"code", gitlocks::errc_name(e.code)}, {"reason", e.reason()}, {"message", e.message}};
+  if (!e.fields.empty()) err["fields"] = e.fields;
+  return to_c(encode(json{{"error", std::move(err)}}));
 }
 
 char* fail(Errc c, const std::string& message) { return fail(gitlocks::make_error(c, message)); }
@@ -136,8 +140,7 @@ class MemberKey {
   std::optional<gitlocks::KeyPair> key_;
 };
 
-// A transition commit of a store and the policy its state records (a
-// state of a known format only).
+// The policy a commit's state records (a state of a known format only).
 struct CommitPolicy {
   gitlocks::TransitionCommit commit;
   json policy;
@@ -151,53 +154,52 @@ gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const
   return CommitPolicy{std::move(tc), std::move(policy)};
 }
 
-// The record codec of a commit's state: none (nullptr) for a state in the
-// clear or without a member key (reading its records then fails as
-// StateReader does); for a PRIVATE state and a member's key, the codec of
-// the commit's epoch (the member's vault merged with the tip's keyring).
-// `epoch` is set to the codec's epoch. Errors: not_member when the key opens
-// no vault for that epoch.
-gitlocks::Result<std::unique_ptr<gitlocks::RecordCodec>> codec_of(gitlocks::ObjectStore& store, const CommitPolicy& at,
-                                                                  const gitlocks::KeyPair* member,
-                                                                  std::int64_t& epoch) {
-  gitlocks::StateReader reader(store, at.commit.state);
-  GITLOCKS_TRY(is_private, reader.is_private());
-  std::unique_ptr<gitlocks::RecordCodec> codec;
-  if (!is_private || !member) return codec;
-  GITLOCKS_TRY(pol, gitlocks::parse_policy(at.policy));
-  std::optional<gitlocks::Vault> vault;
-  if (auto own = gitlocks::Vault::open(at.policy, *member); own.ok()) vault = std::move(own).value();
-  auto ref = store.read_ref(gitlocks::kStateRef);
-  if (ref.ok() && *ref) {
-    auto at_tip = gitlocks::open_member_vault(store, **ref, member);
-    if (at_tip.vault && vault) {
-      vault->merge(*at_tip.vault);
-    } else if (at_tip.vault) {
-      vault = std::move(at_tip.vault);
-    }
+// The replay options every store export reads from its options object:
+// "allow_test_clock" and "pins" ({"audience","service_key"}).
+gitlocks::Status read_replay_options(const json& options, gitlocks::ReplayOptions& ro) {
+  ro.allow_test_clock = options.value("allow_test_clock", false);
+  if (options.contains("pins")) {
+    const json& p = options["pins"];
+    GITLOCKS_TRY(audience, gitlocks::get_string(p, "audience"));
+    GITLOCKS_TRY(key, gitlocks::get_string(p, "service_key"));
+    ro.expected_pins = gitlocks::Pins{audience, key};
   }
-  if (vault) codec = gitlocks::make_private_codec(*vault, pol.store, pol.epoch);
-  epoch = pol.epoch;
-  if (!codec)
-    return gitlocks::make_error(Errc::not_member, "this key is not a member of the PRIVATE store at epoch " +
-                                                      std::to_string(pol.epoch) + " (the epoch of commit " +
-                                                      at.commit.commit + ")");
-  return codec;
+  return gitlocks::Ok{};
 }
 
-// A commit with its policy and the codec a member key gives its state.
-struct CommitWithCodec {
-  CommitPolicy at;
-  std::unique_ptr<gitlocks::RecordCodec> codec;
-  std::int64_t epoch = -1;  // the codec's epoch (-1: no codec)
+// The commit `options.tip` or `commit` names, else refs/locks/state.
+gitlocks::Result<std::string> tip_of(gitlocks::ObjectStore& store, const char* commit) {
+  if (commit && *commit) return std::string(commit);
+  GITLOCKS_TRY(ref, store.read_ref(gitlocks::kStateRef));
+  if (!ref) return gitlocks::make_error(Errc::store_read, "no refs/locks/state in the bundle: pass a commit");
+  return *ref;
+}
+
+// The snapshot at `tip` after verifying its whole history from the root
+// (gitlocks::verified_snapshot): a query never answers from a forged
+// commit. With a member's key a PRIVATE store is replayed in full and its
+// records read with the key of the tip's epoch.
+struct Verified {
+  gitlocks::Snapshot snap;
+  gitlocks::MemberVault vault;
+  gitlocks::CommitView view;
 };
 
-gitlocks::Result<CommitWithCodec> commit_with_codec(gitlocks::ObjectStore& store, const char* commit,
-                                                    const gitlocks::KeyPair* member) {
-  GITLOCKS_TRY(at, commit_policy(store, commit));
-  std::int64_t epoch = -1;
-  GITLOCKS_TRY(codec, codec_of(store, at, member, epoch));
-  return CommitWithCodec{std::move(at), std::move(codec), epoch};
+gitlocks::Result<Verified> verified_at(gitlocks::ObjectStore& store, const std::string& tip,
+                                       const gitlocks::KeyPair* member, bool allow_test_clock) {
+  Verified out;
+  out.vault = gitlocks::open_member_vault(store, tip, member);
+  gitlocks::TrustOptions to;
+  to.allow_test_clock = allow_test_clock;
+  if (out.vault.vault) {
+    to.vault = &*out.vault.vault;
+    to.verifier = gitlocks::to_hex(member->public_key);
+  }
+  GITLOCKS_TRY(trusted, gitlocks::verified_snapshot(store, tip, to));
+  out.snap = std::move(trusted.snapshot);
+  GITLOCKS_TRY(view, gitlocks::commit_view(store, tip, out.vault.vault ? member : nullptr));
+  out.view = std::move(view);
+  return out;
 }
 
 }  // namespace
@@ -373,7 +375,7 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
   if (auto s = gitlocks::check_keys(*options, {"tip", "from", "allow_test_clock", "pins"}, "replay options"); !s.ok())
     return fail(s.error());
   gitlocks::ReplayOptions ro;
-  std::string tip;
+  std::optional<std::string> tip;
   if (options->contains("tip")) {
     auto t = gitlocks::get_string(*options, "tip");
     if (!t.ok()) return fail(t.error());
@@ -389,35 +391,155 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
     if (!f.ok()) return fail(f.error());
     ro.from = *f;
   }
-  ro.allow_test_clock = options->value("allow_test_clock", false);
-  if (options->contains("pins")) {
-    const json& p = (*options)["pins"];
-    auto audience = gitlocks::get_string(p, "audience");
-    if (!audience.ok()) return fail(audience.error());
-    auto key = gitlocks::get_string(p, "service_key");
-    if (!key.ok()) return fail(key.error());
-    ro.expected_pins = gitlocks::Pins{*audience, *key};
-  }
+  if (auto s = read_replay_options(*options, ro); !s.ok()) return fail(s.error());
   if (progress_token != 0)
     ro.progress = [progress_token](std::size_t done, std::size_t total) {
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
     };
-  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, tip, member.get());
+  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, *tip, member.get());
   if (vault.vault) ro.vault = &*vault.vault;
   json verdicts = json::array();
-  auto r = gitlocks::replay_chain(*store, tip, ro,
+  auto r = gitlocks::replay_chain(*store, *tip, ro,
                                   [&](const gitlocks::Verdict& v) { verdicts.push_back(gitlocks::verdict_json(v)); });
   if (!r.ok()) return fail(r.error());
-  auto opt = [](const std::optional<gitlocks::Oid>& o) { return o ? json(*o) : json(nullptr); };
-  json summary = {{"commits", r->commits},
-                  {"invalid", r->invalid},
-                  {"structural", r->structural},
-                  {"tip", opt(r->tip)},
-                  {"first_invalid", opt(r->first_invalid)},
-                  {"private", vault.is_private},
-                  {"member", vault.vault.has_value()}};
-  if (r->structural > 0 || (vault.is_private && !vault.vault)) summary["note"] = std::string(gitlocks::kStructuralNote);
-  return ok({{"verdicts", std::move(verdicts)}, {"summary", std::move(summary)}});
+  return ok({{"verdicts", std::move(verdicts)}, {"summary", gitlocks::replay_summary_json(*r, vault)}});
+}
+
+// store_timeline(handle, options, member key, progress token): the replay
+// of store_replay (same options but "from") and the core's timeline of
+// leases over it (gitlocks::lease_timeline) -> {"ok":{"verdicts","summary",
+// "transitions","leases","policy","end_time"}}. Progress: the replay's
+// commits, then the timeline's (done and total count both passes: 2N).
+char* gitlocks_store_timeline(int handle, const char* options_json, const char* key, std::size_t key_len,
+                              int progress_token) {
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  gitlocks::ObjectStore* store = store_of(handle);
+  MemberKey member;
+  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
+  auto options = parse(options_json, "options");
+  if (!options.ok()) return fail(options.error());
+  if (auto s = gitlocks::check_keys(*options, {"tip", "allow_test_clock", "pins"}, "timeline options"); !s.ok())
+    return fail(s.error());
+  gitlocks::ReplayOptions ro;
+  std::string tip_arg;
+  if (options->contains("tip")) {
+    auto t = gitlocks::get_string(*options, "tip");
+    if (!t.ok()) return fail(t.error());
+    tip_arg = *t;
+    if (tip_arg.empty()) return fail(Errc::usage, "options.tip must name a commit");
+  }
+  auto tip = tip_of(*store, tip_arg.c_str());
+  if (!tip.ok()) return fail(tip.error());
+  if (auto s = read_replay_options(*options, ro); !s.ok()) return fail(s.error());
+  auto report = [progress_token](std::size_t done, std::size_t total) {
+    if (progress_token != 0)
+      gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
+  };
+  ro.progress = [&](std::size_t done, std::size_t total) { report(done, 2 * total); };
+  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, *tip, member.get());
+  if (vault.vault) ro.vault = &*vault.vault;
+  std::vector<gitlocks::Verdict> verdicts;
+  auto r = gitlocks::replay_chain(*store, *tip, ro, [&](const gitlocks::Verdict& v) { verdicts.push_back(v); });
+  if (!r.ok()) return fail(r.error());
+  const std::size_t n = verdicts.size();
+  auto timeline = gitlocks::lease_timeline(*store, verdicts, vault.vault ? member.get() : nullptr,
+                                           [&](std::size_t done, std::size_t) { report(n + done, 2 * n); });
+  if (!timeline.ok()) return fail(timeline.error());
+  json lines = json::array();
+  for (const auto& v : verdicts) lines.push_back(gitlocks::verdict_json(v));
+  json out = std::move(*timeline);
+  out["verdicts"] = std::move(lines);
+  out["summary"] = gitlocks::replay_summary_json(*r, vault);
+  return ok(out);
+}
+
+// store_status(handle, commit, options, member key): what `git-locks status
+// --json` prints at `commit` ("" : refs/locks/state) after verifying its
+// history from the root (gitlocks::status_document). options {"now":MS,
+// "paths":[TEXT...]?, "all":BOOL?, "me":ACTOR?, "allow_test_clock":BOOL?}.
+// Errors: invalid-history (the commit's history does not verify), bad-path,
+// not-member, store-read.
+char* gitlocks_store_status(int handle, const char* commit, const char* options_json, const char* key,
+                            std::size_t key_len) {
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  gitlocks::ObjectStore* store = store_of(handle);
+  MemberKey member;
+  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
+  auto options = parse(options_json, "options");
+  if (!options.ok()) return fail(options.error());
+  if (auto s = gitlocks::check_keys(*options, {"now", "paths", "all", "me", "allow_test_clock"}, "status options");
+      !s.ok())
+    return fail(s.error());
+  gitlocks::StatusQuery q;
+  auto now = gitlocks::get_int(*options, "now");
+  if (!now.ok()) return fail(now.error());
+  q.now = *now;
+  q.include_expired = options->value("all", false);
+  if (options->contains("me")) {
+    auto me = gitlocks::get_string(*options, "me");
+    if (!me.ok()) return fail(me.error());
+    q.me = *me;
+  }
+  std::vector<std::string> typed;
+  if (options->contains("paths")) {
+    const json& paths = (*options)["paths"];
+    if (!paths.is_array()) return fail(Errc::bad_json, "'paths' must be an array of strings");
+    for (const auto& p : paths) {
+      if (!p.is_string()) return fail(Errc::bad_json, "'paths' must be an array of strings");
+      typed.push_back(p.get<std::string>());
+    }
+  }
+  if (auto checked = gitlocks::path_filters(typed, gitlocks::PathCase::sensitive); !checked.ok())
+    return fail(checked.error());
+  auto tip = tip_of(*store, commit);
+  if (!tip.ok()) return fail(tip.error());
+  auto at = verified_at(*store, *tip, member.get(), options->value("allow_test_clock", false));
+  if (!at.ok()) return fail(at.error());
+  auto filters = gitlocks::path_filters(typed, at->snap.path_case);
+  if (!filters.ok()) return fail(filters.error());
+  q.paths = std::move(*filters);
+  gitlocks::StateReader reader(*store, at->snap.state, at->view.codec.get());
+  const gitlocks::Vault* vault = at->vault.vault ? &*at->vault.vault : nullptr;
+  auto doc = gitlocks::status_document(reader, at->snap, vault, q);
+  if (!doc.ok()) return fail(doc.error());
+  return ok(*doc);
+}
+
+// store_fence(handle, commit, resource, options, member key): what
+// `git-locks fence RESOURCE GENERATION --json` prints at `commit` ("" :
+// refs/locks/state) after verifying its history (gitlocks::fence), with
+// "commit". options {"generation":N, "now":MS, "allow_test_clock":BOOL?}.
+// Errors: stale-generation (not live; fields resource, generation,
+// current_generation), invalid-history, bad-path, store-read.
+char* gitlocks_store_fence(int handle, const char* commit, const char* resource_text, const char* options_json,
+                           const char* key, std::size_t key_len) {
+  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+  gitlocks::ObjectStore* store = store_of(handle);
+  MemberKey member;
+  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
+  auto options = parse(options_json, "options");
+  if (!options.ok()) return fail(options.error());
+  if (auto s = gitlocks::check_keys(*options, {"generation", "now", "allow_test_clock"}, "fence options"); !s.ok())
+    return fail(s.error());
+  auto generation = gitlocks::get_int(*options, "generation");
+  if (!generation.ok()) return fail(generation.error());
+  if (*generation < 0) return fail(Errc::usage, "the generation must not be negative");
+  auto now = gitlocks::get_int(*options, "now");
+  if (!now.ok()) return fail(now.error());
+  const std::string typed = resource_text ? resource_text : "";
+  if (auto checked = gitlocks::resource_of(typed, gitlocks::PathCase::sensitive); !checked.ok())
+    return fail(checked.error());
+  auto tip = tip_of(*store, commit);
+  if (!tip.ok()) return fail(tip.error());
+  auto at = verified_at(*store, *tip, member.get(), options->value("allow_test_clock", false));
+  if (!at.ok()) return fail(at.error());
+  auto resource = gitlocks::resource_of(typed, at->snap.path_case);
+  if (!resource.ok()) return fail(resource.error());
+  gitlocks::StateReader reader(*store, at->snap.state, at->view.codec.get());
+  auto answer = gitlocks::fence(reader, *resource, *generation, *now);
+  if (!answer.ok()) return fail(answer.error());
+  (*answer)["commit"] = *at->snap.commit;
+  return ok(*answer);
 }
 
 // store_read_state(handle, commit, member key) -> {"ok":{"commit","tree",
@@ -430,18 +552,17 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto c = commit_with_codec(*store, commit, member.get());
+  auto c = gitlocks::commit_view(*store, commit ? commit : "", member.get());
   if (!c.ok()) return fail(c.error());
-  const CommitPolicy& at = c->at;
-  gitlocks::StateReader reader(*store, at.commit.state, c->codec.get());  // format checked by commit_policy
+  gitlocks::StateReader reader(*store, c->commit.state, c->codec.get());  // format checked by commit_view
   auto records = records_of(reader);
   if (!records.ok()) return fail(records.error());
-  return ok({{"commit", at.commit.commit}, {"tree", at.commit.state}, {"policy", at.policy}, {"records", *records}});
+  return ok({{"commit", c->commit.commit}, {"tree", c->commit.state}, {"policy", c->policy}, {"records", *records}});
 }
 
 // store_read_changes(handle, commit, member key) ->
 // {"ok":{"commit","tree","policy","before":[RECORD,...],"after":[RECORD,...]}}:
-// the records the commit changed (gitlocks::record_changes against its first
+// the records the commit changed (gitlocks::commit_changes against its first
 // parent's state; the root commit against no records). Costs O(the
 // commit's changes), where read_state costs O(its state). The key as for
 // read_state.
@@ -450,29 +571,26 @@ char* gitlocks_store_read_changes(int handle, const char* commit, const char* ke
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto c = commit_with_codec(*store, commit, member.get());
+  auto c = gitlocks::commit_view(*store, commit ? commit : "", member.get());
   if (!c.ok()) return fail(c.error());
-  const CommitPolicy& at = c->at;
-  gitlocks::Oid parent_state;
-  std::optional<CommitWithCodec> parent;
-  const gitlocks::RecordCodec* new_codec = c->codec.get();
-  const gitlocks::RecordCodec* old_codec = nullptr;
-  if (!at.commit.parents.empty()) {
-    auto p = commit_with_codec(*store, at.commit.parents.front().c_str(), member.get());
-    if (!p.ok()) return fail(p.error());
-    parent = std::move(p).value();
-    parent_state = parent->at.commit.state;
-    old_codec = parent->codec.get();
-    // record_changes tells a rekey by the codec: states of one epoch share one.
-    if (old_codec && new_codec && parent->epoch == c->epoch) old_codec = new_codec;
-  }
-  auto changes = gitlocks::record_changes(*store, parent_state, at.commit.state, old_codec, new_codec);
+  auto changes = gitlocks::commit_changes(*store, *c, member.get());
   if (!changes.ok()) return fail(changes.error());
-  return ok({{"commit", at.commit.commit},
-             {"tree", at.commit.state},
-             {"policy", at.policy},
+  return ok({{"commit", c->commit.commit},
+             {"tree", c->commit.state},
+             {"policy", c->policy},
              {"before", changes->before},
              {"after", changes->after}});
+}
+
+// canonical_json(text) -> {"ok":TEXT}: the canonical form of a JSON value
+// (sorted keys, no whitespace), what the core signs: the one encoder every
+// host uses. Errors: bad-json, non-canonical (floats, unsafe integers).
+char* gitlocks_canonical_json(const char* text) {
+  auto v = parse(text, "value");
+  if (!v.ok()) return fail(v.error());
+  auto out = gitlocks::canon_dump(*v);
+  if (!out.ok()) return fail(out.error());
+  return ok(*out);
 }
 
 // store_read_policy(handle, commit) -> {"ok":{"commit","tree","policy"}}: the

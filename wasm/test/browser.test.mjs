@@ -11,7 +11,9 @@ import http from 'node:http';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { makeStore, nativeVerdicts, packageDir, tempDir, wasmSourceDir } from './support.mjs';
+import {
+  comparableError, findCli, makeStore, nativeTimeline, nativeVerdicts, packageDir, queryCorpus, tempDir, wasmSourceDir,
+} from './support.mjs';
 
 const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
 const WHERE = ['page', 'module-worker', 'classic-worker'];
@@ -22,6 +24,11 @@ test('page, module worker and classic worker replay identically to native', asyn
   assert.ok(chromium, 'no Chromium installed (toolchains/setup.sh installs it)');
   const store = makeStore('browser', ['--commits', '40', '--seed', '8']);
   const expected = nativeVerdicts(['--repo', store.repo]);
+  // The shared corpus's queries, answered natively (the CLI, the native timeline).
+  const cli = findCli();
+  assert.ok(cli, 'the git-locks CLI of the release preset is built');
+  const corpus = queryCorpus(cli, store);
+  const timeline = nativeTimeline(store.repo);
   const results = {};
   let allIn;
   const collected = new Promise((resolve) => { allIn = resolve; });
@@ -40,6 +47,11 @@ test('page, module worker and classic worker replay identically to native', asyn
       return;
     }
     let file;
+    if (url.pathname === '/queries.json') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ now: corpus.now, queries: corpus.queries }));
+      return;
+    }
     if (url.pathname === '/store.bundle') file = store.bundle;
     else if (url.pathname.startsWith('/pkg/')) file = path.join(packageDir, path.basename(url.pathname));
     else file = path.join(pageDir, path.basename(url.pathname));
@@ -77,6 +89,13 @@ test('page, module worker and classic worker replay identically to native', asyn
       assert.equal(r.code, 'unknown-format', where);
       assert.equal(r.progress, 40, where);
       assert.equal(r.lines, expected, `${where}: verdicts differ from native`);
+      assert.equal(r.timeline, timeline, `${where}: the lease timeline differs from native`);
+      assert.equal(r.answers.length, corpus.queries.length, where);
+      corpus.queries.forEach((q, i) => {
+        const want = comparableError(corpus.expected[i]);
+        assert.equal(JSON.stringify(r.answers[i].ok ?? null), JSON.stringify(want.ok ?? null), `${where}: ${JSON.stringify(q)}`);
+        assert.deepEqual(r.answers[i].error ?? null, want.error ?? null, `${where}: ${JSON.stringify(q)}`);
+      });
     }
   } finally {
     server.close();

@@ -84,3 +84,80 @@ export function nativeVerdicts(args) {
 export function gitShow(repo, spec) {
   return execFileSync('git', ['-C', repo, 'show', spec], { maxBuffer: 1 << 30 });
 }
+
+// The native timeline of a store (gitlocks-native-replay --timeline): one
+// canonical line, what Store.timeline() must return byte for byte.
+export function nativeTimeline(repo, extra = []) {
+  try {
+    return run(nativeReplay, ['--repo', repo, '--timeline', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    if (e.status === 1) return e.stdout;  // some commit is invalid: still a timeline
+    throw e;
+  }
+}
+
+// The CLI's answer to `git-locks --json [--allow-test-clock] ARGS...` in the
+// bare repository `repo` at GIT_LOCKS_NOW_MS=now, with no identity (no row
+// is "mine"): {ok: DOC} or {error: {code, reason, detail, ...fields}}.
+export function cliAnswer(cli, repo, now, args, { allowTestClock = false } = {}) {
+  const env = { ...process.env, GIT_LOCKS_NOW_MS: String(now), GIT_LOCKS_KEY: path.join(repo, 'no-such.key') };
+  for (const v of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_LOCKS_GIT']) delete env[v];
+  const flags = ['--json', ...(allowTestClock ? ['--allow-test-clock'] : [])];
+  try {
+    return { ok: JSON.parse(run(cli, [...flags, ...args], { cwd: repo, env, stdio: ['ignore', 'pipe', 'pipe'] })) };
+  } catch (e) {
+    if (e.status !== 1 && e.status !== 2 && e.status !== 64) throw e;
+    return { status: e.status, error: JSON.parse(e.stderr.trim().split('\n').pop()) };
+  }
+}
+
+// The queries the shared corpus asks of a store, and the answers of the
+// native CLI (`status --json`, `fence --json`): every host (Node, Chromium)
+// must give the same. `now` is 1 ms after the last admitted T, so some
+// leases are live and some expired. Queries: status (live), status --all,
+// status of the parent directories of two leased paths, fence of up to
+// six rows (live, and expired ones: refused), the generation after the
+// first live row's (refused), and a resource never claimed (refused).
+export function queryCorpus(cli, store, { allowTestClock = false } = {}) {
+  const end = JSON.parse(nativeTimeline(store.repo, allowTestClock ? ['--allow-test-clock'] : [])).end_time;
+  const now = end + 1;
+  const ask = (args) => cliAnswer(cli, store.repo, now, args, { allowTestClock });
+  const all = ask(['status', '--all']).ok;
+  const paths = [...new Set(all.leases.filter((l) => l.kind === 'path').map((l) => l.path))].slice(0, 2);
+  const dirs = paths.map((p) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/') + 1) : p));
+  const queries = [
+    { kind: 'status', options: {} },
+    { kind: 'status', options: { all: true } },
+    { kind: 'status', options: { paths: dirs } },
+  ];
+  const rows = all.leases.slice(0, 6);
+  for (const r of rows) queries.push({ kind: 'fence', resource: r.resource, generation: r.generation });
+  const live = all.leases.find((l) => l.live);
+  if (live) queries.push({ kind: 'fence', resource: live.resource, generation: live.generation + 1 });
+  queries.push({ kind: 'fence', resource: 'never/claimed.txt', generation: 1 });
+  const expected = queries.map((q) => {
+    if (q.kind === 'status') {
+      const args = ['status', ...(q.options.all ? ['--all'] : []), ...(q.options.paths || [])];
+      return ask(args);
+    }
+    const r = ask(['fence', q.resource, String(q.generation)]);
+    if (r.ok) delete r.ok.op;  // the CLI's command name, not the core's answer
+    return r;
+  });
+  return { now, queries, expected };
+}
+
+export { wasmAnswer } from './browser/answers.mjs';
+
+// cliAnswer's error reduced to what wasmAnswer carries: the CLI adds its
+// kind ("error"), exit status and command ("op"); numeric fields are text
+// in the core.
+export function comparableError(a) {
+  if (!a.error) return a;
+  const { error, op, ...rest } = a.error;
+  void error;
+  void op;
+  const out = {};
+  for (const [k, v] of Object.entries(rest)) out[k] = typeof v === 'number' ? String(v) : v;
+  return { error: out };
+}

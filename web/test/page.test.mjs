@@ -194,7 +194,7 @@ test('the lease timeline equals one derived from every whole state', async () =>
   assert.equal((await verdictOf(page, 300_000)).verdict, 'valid');
   const got = await page.evaluate(() => globalThis.gitlocksPage.result().leases.map((l) => ({
     id: l.id, resource: l.resource, holder: l.holder, generation: l.generation, start: l.start,
-    startCommit: l.startCommit, expires_at: l.expires_at, end: l.end, endKind: l.endKind,
+    startCommit: l.start_commit, expires_at: l.expires_at, end: l.end, endKind: l.end_kind,
   })));
   assert.deepEqual(got, want);
   await page.close();

@@ -1,5 +1,8 @@
 // Checks run in every browser context: load, derive an interval, a typed
-// error, and replay the bundle served at /store.bundle.
+// error, replay the bundle served at /store.bundle, and answer the shared
+// corpus's queries (/queries.json: status, fence) and the lease timeline.
+import { wasmAnswer } from './answers.mjs';
+
 export async function run(entry, api) {
   try {
     const gl = api || (await import(entry));
@@ -14,7 +17,17 @@ export async function run(entry, api) {
     const bundle = new Uint8Array(await (await fetch('/store.bundle')).arrayBuffer());
     let progress = 0;
     const r = gl.replay(bundle, { onProgress: ({ done }) => { progress = done; } });
-    return { interval, code, progress, lines: r.verdicts.map((v) => JSON.stringify(v) + '\n').join('') };
+    const { now, queries } = await (await fetch('/queries.json')).json();
+    const store = gl.openStore(bundle);
+    let answers;
+    let timeline;
+    try {
+      answers = queries.map((q) => wasmAnswer(store, now, q));
+      timeline = JSON.stringify(store.timeline()) + '\n';
+    } finally {
+      store.delete();
+    }
+    return { interval, code, progress, lines: r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''), answers, timeline };
   } catch (e) {
     return { error: `${e && e.name}: ${e && e.message}` };
   }

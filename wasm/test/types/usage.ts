@@ -54,6 +54,14 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
     const kinds: Array<'path' | 'sem' | 'family'> = state.records.map((r) => r.kind);
     store.replay({ tip, from: undefined, pins: { audience: 'a', serviceKey: 'b' }, allowTestClock: true });
     void kinds;
+    const status = store.status(tip, { now: 1, paths: ['src/'], all: true, me: 'ab' });
+    const rows: Array<{ resource: string; live: boolean; mode?: string }> = status.leases;
+    const fenced = store.fence('sem:ci', 3, { now: 1 });
+    const live: true = fenced.live;
+    const timeline = store.timeline({ onProgress: ({ done, total }) => void [done, total] });
+    const ended: Array<'release' | 'expired' | 'reclaim' | null> = timeline.leases.map((l) => l.end_kind);
+    const errors: Array<string | null> = timeline.transitions.map((t) => t.state_error);
+    void [rows, live, ended, errors, status.policy_hash];
   } finally {
     store.delete();
   }
@@ -64,7 +72,9 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
     if (e instanceof GitLocksError) {
       const code: ErrorCode = e.code;
       const message: string = e.message;
-      void [code, message];
+      const reason: string = e.reason;
+      const current: string | undefined = e.fields.current_generation;
+      void [code, message, reason, current];
     }
   }
 
