@@ -5,6 +5,7 @@
 #include <set>
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/model.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
@@ -127,7 +128,7 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
     const std::string key = rec["name"].get<std::string>();
     auto parsed = parse_repo_path(key);
     for (const auto& l : rec["leases"]) {
-      if (l["expires_at"].get<std::int64_t>() < now)
+      if (!Lease::of(l).live_at(now))
         out.push_back({"info", "expired-lease", loc_of(res, *version),
                        "lease " + l["id"].get<std::string>() + " on '" + key + "' expired at " +
                            l["expires_at"].dump() + " (local clock " + std::to_string(now) + "); `sweep` removes it"});

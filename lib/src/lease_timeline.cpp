@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "gitlocks/model.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
@@ -76,18 +77,18 @@ std::vector<std::pair<std::string, Seen>> leases_of(const std::vector<json>& rec
   for (const auto& r : records) {
     auto leases = r.find("leases");
     if (leases == r.end() || !leases->is_array()) continue;
-    const std::string kind = r.value("kind", "");
-    const std::string name = r.value("name", "");
-    for (const auto& l : *leases) {
+    const Resource res = Resource::of(r);
+    for (const Lease& l : gitlocks::leases_of(r)) {
       Seen s;
-      s.resource = kind == "sem" ? "sem:" + name : name;
-      s.kind = kind;
-      s.mode = l.value("mode", "slot");
-      s.generation = l.value("generation", std::int64_t{0});
-      s.holder = l.value("holder", "");
-      s.name = l.value("name", "");
-      s.expires_at = l.value("expires_at", std::int64_t{0});
-      out.emplace_back(l.value("id", ""), std::move(s));
+      // The timeline names a path by itself and a semaphore by its key.
+      s.resource = res.kind == RecordKind::sem ? res.key() : res.name;
+      s.kind = std::string(record_kind_name(res.kind));
+      s.mode = l.mode.empty() ? "slot" : l.mode;
+      s.generation = l.generation;
+      s.holder = l.holder;
+      s.name = l.name;
+      s.expires_at = l.expires_at;
+      out.emplace_back(l.id, std::move(s));
     }
   }
   return out;

@@ -4,34 +4,35 @@
 #include <map>
 
 #include "gitlocks/attest.hpp"
+#include "gitlocks/model.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/vault.hpp"
 
 namespace gitlocks {
 namespace {
 
-json lease_row(const json& rec, const json& l, std::int64_t now, const std::string& me) {
-  const std::string kind = rec["kind"].get<std::string>();
-  const bool live = lease_live(l, now);
-  json e = {{"kind", kind},
-            {"resource", kind + ":" + rec["name"].get<std::string>()},
-            {"lease", l["id"]},
-            {"holder", l["holder"]},
-            {"name", l["name"]},
-            {"generation", l["generation"]},
-            {"expires_at", l["expires_at"]},
-            {"expires_in_ms", l["expires_at"].get<std::int64_t>() - now},
-            {"created_at", l["created_at"]},
-            {"live", live},
-            {"mine", l["holder"] == me}};
-  if (kind == "path") {
-    e["path"] = l["path"];
-    e["mode"] = l["mode"];
+json lease_row(const json& rec, const json& lease, std::int64_t now, const std::string& me) {
+  const Resource r = Resource::of(rec);
+  const Lease l = Lease::of(lease);
+  json e = {{"kind", record_kind_name(r.kind)},
+            {"resource", r.key()},
+            {"lease", l.id},
+            {"holder", l.holder},
+            {"name", l.name},
+            {"generation", l.generation},
+            {"expires_at", l.expires_at},
+            {"expires_in_ms", l.expires_at - now},
+            {"created_at", l.created_at},
+            {"live", l.live_at(now)},
+            {"mine", l.holder == me}};
+  if (r.kind == RecordKind::path) {
+    e["path"] = l.path;
+    e["mode"] = l.mode;
   } else {
-    e["sem"] = rec["name"];
+    e["sem"] = r.name;
     e["limit"] = rec["limit"];
   }
-  if (l.contains("note")) e["note"] = l["note"];
+  if (l.note) e["note"] = *l.note;
   return e;
 }
 
@@ -83,7 +84,9 @@ std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const jso
   return std::nullopt;
 }
 
-bool lease_live(const json& lease, std::int64_t now) { return now <= lease["expires_at"].get<std::int64_t>(); }
+bool lease_live(const json& lease, std::int64_t now) {
+  return live_until(lease["expires_at"].get<std::int64_t>(), now);
+}
 
 Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
                          bool include_expired, const std::string& me) {
@@ -135,7 +138,7 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
     const std::size_t n = static_cast<std::size_t>(std::count_if(rec["leases"].begin(), rec["leases"].end(), shown));
     if (n == 0) return true;
     count += n;
-    resources.push_back(kind + ":" + rec["name"].get<std::string>());
+    resources.push_back(Resource::of(rec).key());
     return true;
   }));
   std::sort(resources.begin(), resources.end());
@@ -269,16 +272,12 @@ Result<json> fence(StateReader& reader, const std::string& resource, std::int64_
 Result<json> fence_record(const std::optional<json>& rec, const std::string& resource, std::int64_t generation,
                           std::int64_t now) {
   const std::int64_t current = rec ? rec->value("generation", std::int64_t{0}) : 0;
-  if (rec && rec->contains("leases")) {
-    for (const auto& l : (*rec)["leases"]) {
-      if (l["generation"] != generation || !lease_live(l, now)) continue;
-      return json{{"resource", resource},
-                  {"generation", generation},
-                  {"live", true},
-                  {"lease", l["id"]},
-                  {"holder", l["holder"]},
-                  {"name", l["name"]},
-                  {"expires_at", l["expires_at"]}};
+  if (rec) {
+    for (const Lease& l : leases_of(*rec)) {
+      if (l.generation != generation || !l.live_at(now)) continue;
+      return json{
+          {"resource", resource}, {"generation", generation},  {"live", true}, {"lease", l.id}, {"holder", l.holder},
+          {"name", l.name},       {"expires_at", l.expires_at}};
     }
   }
   return Error(Errc::stale_generation,

@@ -345,7 +345,7 @@ TEST_CASE("path identity: the policy member case_insensitive is a boolean") {
   }
 }
 
-TEST_CASE("stale generations say which one - superseded, expiry-changed, sweep-mismatch, not-expired") {
+TEST_CASE("stale generations say which one - superseded and expiry-changed and sweep-mismatch and not-expired") {
   Store s;
   auto first = s.claim("alice", "a", 1'000);
   REQUIRE(first.ok());

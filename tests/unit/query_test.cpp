@@ -324,7 +324,7 @@ TEST_CASE("query: status_document has the policy and the rows of list_leases") {
   CHECK(gitlocks::status_document(reader, snap, nullptr, q).value()["leases"].size() == 2);
 }
 
-TEST_CASE("query: the timeline says how each lease ended - release, expiry, reclaim") {
+TEST_CASE("query: the timeline says how each lease ended - release or expiry or reclaim") {
   Store s;
   auto a = s.claim("alice", "a", 10'000);  // released at +1s
   REQUIRE(a.ok());

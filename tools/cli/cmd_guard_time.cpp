@@ -33,6 +33,7 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "gitlocks/attest.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/replay.hpp"
@@ -297,12 +298,8 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
   if (!me.ok()) return ctx.fail(me.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  const json body = {{"admin",
-                      {{"op", "guard-time-enable"},
-                       {"audience", input["audience"]},
-                       {"service_key", input["service_key"]},
-                       {"disclosure", input["disclosure"]},
-                       {"expected_policy_hash", input["expected_policy_hash"]}}}};
+  const json body = ops::admin_guard_time_enable(input["audience"], input["service_key"], input["disclosure"],
+                                                 input["expected_policy_hash"]);
   std::optional<Oid> verified;  // the source verify_source has checked in full
   auto make_body = [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(ctx, snap));

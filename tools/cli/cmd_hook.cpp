@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/query.hpp"
@@ -258,12 +259,11 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   paths = std::move(canonical);
 
   auto probe = [&](const std::vector<std::string>& which) {
-    json ops = json::array();
-    for (const auto& p : which)
-      ops.push_back({{"op", "claim"}, {"path", p}, {"mode", "shared"}, {"expires_at", *now + probe_ttl}});
+    json claims = json::array();
+    for (const auto& p : which) claims.push_back(ops::claim(p, ops::Mode::shared, *now + probe_ttl));
     HashOnlyScope dry_run(**store);
     return plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()},
-                transition_body(ctx, *now, ops), *now);
+                transition_body(ctx, *now, claims), *now);
   };
   auto violation = [](Errc c) { return is_path_conflict(c); };
   std::vector<std::string> all(paths.begin(), paths.end());

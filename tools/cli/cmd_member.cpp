@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "cli.h"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
 #include "publish.h"
@@ -33,7 +34,7 @@ Result<Published> publish_rekey(Context& ctx) {
   return publish(ctx, "member", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
     GITLOCKS_TRY(policy, private_policy(ctx, snap));
     if (!policy.contains("pending")) return make_error(Errc::usage, "no keyring transition is pending");
-    return std::optional<json>{json{{"admin", {{"op", "rekey"}, {"expected_policy_hash", snap.policy_hash}}}}};
+    return std::optional<json>{ops::admin_rekey(snap.policy_hash)};
   });
 }
 
@@ -65,11 +66,7 @@ int change(Context& ctx, const Argv& argv, bool add) {
     }
     next_epoch = snap.epoch + 1;
     GITLOCKS_TRY(ring, seal_keyring(next_key, next_epoch, next_members));
-    return std::optional<json>{json{{"admin",
-                                     {{"op", add ? "member-add" : "member-remove"},
-                                      {"member", member},
-                                      {"expected_policy_hash", snap.policy_hash},
-                                      {"keyring", ring}}}}};
+    return std::optional<json>{ops::admin_member(add, member, snap.policy_hash, ring)};
   });
   if (!pending.ok()) return ctx.fail(pending.error());
   json out = {{"op", ctx.op},

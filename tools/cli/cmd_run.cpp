@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli.h"
+#include "gitlocks/ops.hpp"
 #include "publish.h"
 #include "report.h"
 #include "waiting.h"
@@ -212,23 +213,14 @@ int cmd_run(Context& ctx, const Argv& argv) {
   if (a->values("claim").empty() && a->values("shared").empty() && sems.empty())
     return ctx.fail(make_error(Errc::usage, "run needs at least one --claim, --shared or --sem"));
   auto admission_ops = [&](std::int64_t now) {
-    json ops = json::array();
+    json list = json::array();
     auto note = a->value("note");
     for (const char* mode : {"claim", "shared"})
-      for (const auto& p : a->values(mode)) {
-        json o = {{"op", "claim"},
-                  {"path", p},
-                  {"mode", std::string(mode) == "claim" ? "exclusive" : "shared"},
-                  {"expires_at", now + ttl}};
-        if (note) o["note"] = *note;
-        ops.push_back(o);
-      }
-    for (const auto& [name, limit] : sems) {
-      json o = {{"op", "sem-acquire"}, {"sem", name}, {"limit", limit}, {"expires_at", now + ttl}};
-      if (note) o["note"] = *note;
-      ops.push_back(o);
-    }
-    return ops;
+      for (const auto& p : a->values(mode))
+        list.push_back(
+            ops::claim(p, std::string(mode) == "claim" ? ops::Mode::exclusive : ops::Mode::shared, now + ttl, note));
+    for (const auto& [name, limit] : sems) list.push_back(ops::sem_acquire(name, limit, now + ttl, note));
+    return list;
   };
   std::optional<Result<Published>> admission;
   if (a->has("wait")) {

@@ -2,6 +2,7 @@
 // are claimable (the planner's answer on a dry-run view of the store); with
 // --claim, claim them as soon as that succeeds.
 #include "cli.h"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
 #include "leases.h"
 #include "publish.h"
@@ -34,7 +35,7 @@ int cmd_wait(Context& ctx, const Argv& argv) {
   auto body_at = [&](std::int64_t now) {
     json ops = json::array();
     for (const auto& path : a->positionals) {
-      json op = {{"op", "claim"}, {"path", path}, {"mode", mode}, {"expires_at", now + ttl}};
+      json op = ops::claim(path, mode, now + ttl);
       if (auto note = a->value("note")) op["note"] = *note;
       ops.push_back(op);
     }

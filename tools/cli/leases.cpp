@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/state.hpp"
 #include "vault_host.h"
@@ -56,10 +57,8 @@ Result<const json*> LeaseResolver::find_id(const std::string& id) {
 
 Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
   auto make = [&](const char* key, const std::string& target, const std::string& lease) {
-    const bool sem = std::strcmp(key, "sem") == 0;
-    json op = {{"op", extend ? "extend" : (sem ? "sem-release" : "release")}, {key, target}, {"lease", lease}};
-    if (ref.generation) op["generation"] = *ref.generation;
-    return op;
+    const ops::Target t = std::strcmp(key, "sem") == 0 ? ops::Target::semaphore(target) : ops::Target::path(target);
+    return extend ? ops::extend(t, lease, ref.generation) : ops::release(t, lease, ref.generation);
   };
   const bool try_id =
       ref.kind == LeaseRef::Kind::id || (ref.kind == LeaseRef::Kind::id_or_path && is_lease_id(ref.text));

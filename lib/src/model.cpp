@@ -1,0 +1,62 @@
+// The state's model as types (gitlocks/model.hpp).
+#include "gitlocks/model.hpp"
+
+namespace gitlocks {
+
+std::string_view record_kind_name(RecordKind k) {
+  switch (k) {
+    case RecordKind::path:
+      return "path";
+    case RecordKind::sem:
+      return "sem";
+    case RecordKind::family:
+      return "family";
+  }
+  return "path";
+}
+
+std::optional<RecordKind> parse_record_kind(std::string_view name) {
+  if (name == "path") return RecordKind::path;
+  if (name == "sem") return RecordKind::sem;
+  if (name == "family") return RecordKind::family;
+  return std::nullopt;
+}
+
+std::string Resource::key() const { return std::string(record_kind_name(kind)) + ":" + name; }
+
+std::optional<Resource> Resource::parse(std::string_view key) {
+  const auto colon = key.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  auto kind = parse_record_kind(key.substr(0, colon));
+  if (!kind) return std::nullopt;
+  return Resource{*kind, std::string(key.substr(colon + 1))};
+}
+
+Resource Resource::of(const json& record) {
+  return Resource{parse_record_kind(record.value("kind", "")).value_or(RecordKind::path), record.value("name", "")};
+}
+
+Lease Lease::of(const json& l) {
+  Lease out;
+  out.id = l.value("id", "");
+  out.holder = l.value("holder", "");
+  out.name = l.value("name", "");
+  out.generation = l.value("generation", std::int64_t{0});
+  out.expires_at = l.value("expires_at", std::int64_t{0});
+  out.created_at = l.value("created_at", std::int64_t{0});
+  out.mode = l.value("mode", "");
+  out.path = l.value("path", "");
+  if (auto n = l.find("note"); n != l.end() && n->is_string()) out.note = n->get<std::string>();
+  return out;
+}
+
+std::vector<Lease> leases_of(const json& record) {
+  std::vector<Lease> out;
+  auto it = record.find("leases");
+  if (it == record.end() || !it->is_array()) return out;
+  out.reserve(it->size());
+  for (const auto& l : *it) out.push_back(Lease::of(l));
+  return out;
+}
+
+}  // namespace gitlocks
