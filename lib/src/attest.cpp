@@ -152,3 +152,31 @@ Status check_attestation(const json& att, const json& packet, std::string_view p
 }
 
 }  // namespace gitlocks
+
+namespace gitlocks {
+
+Status check_discovery_document(const json& d, const Pins& pins, bool allow_test_clock, const std::string& who) {
+  if (!d.is_object()) return make_error(Errc::store_write, "notary discovery is not a JSON object");
+  auto str = [&](const char* k) { return d.contains(k) && d[k].is_string() ? d[k].get<std::string>() : std::string(); };
+  bool has_guard = false, has_time_add = false;
+  if (d.contains("profiles") && d["profiles"].is_array())
+    for (const auto& p : d["profiles"]) {
+      if (p == kProfileGuardTime) has_guard = true;
+      if (p == kProfileTimeAdd) has_time_add = true;
+    }
+  if (!has_guard || !has_time_add)
+    return make_error(Errc::store_write, who + " does not advertise both profiles " + std::string(kProfileGuardTime) +
+                                             " and " + std::string(kProfileTimeAdd));
+  if (str("audience") != pins.audience)
+    return make_error(Errc::store_write,
+                      "notary audience '" + str("audience") + "' is not the pinned '" + pins.audience + "'");
+  if (str("service_key") != pins.service_key)
+    return make_error(Errc::store_write,
+                      "notary service key " + str("service_key") + " is not the pinned " + pins.service_key);
+  if (str("clock") != "system" && !(str("clock") == "test" && allow_test_clock))
+    return make_error(Errc::store_write,
+                      "notary runs a '" + str("clock") + "' clock: refused (tests only: --allow-test-clock)");
+  return Ok{};
+}
+
+}  // namespace gitlocks

@@ -194,3 +194,48 @@ std::string private_resource_hash(const EpochKey& key, const std::string& resour
 }
 
 }  // namespace gitlocks
+
+namespace gitlocks {
+
+Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members,
+                          const SeedSource& seeds) {
+  json ring = json::object();
+  for (const auto& m : members) {
+    GITLOCKS_TRY(pk, public_key_from_hex(m));
+    GITLOCKS_TRY(sealed, seal_epoch_key(key, pk, seeds()));
+    ring[m] = sealed;
+  }
+  return json{{std::to_string(epoch), ring}};
+}
+
+Result<json> make_private_policy(json policy, const EpochKey& key, const SeedSource& seeds) {
+  const std::string owner = policy["owner"].get<std::string>();
+  const std::string store = policy["store"].get<std::string>();
+  policy["format"] = kPrivatePolicyFormat;
+  policy["visibility"] = "PRIVATE";
+  policy["members"] = json::array({owner});
+  policy["epoch"] = 1;
+  GITLOCKS_TRY(ring, seal_keyring(key, 1, {owner}, seeds));
+  policy["keyring"] = ring;
+  json families = policy.contains("families") ? policy["families"] : json::array();
+  policy.erase("families");
+  if (!families.empty()) {
+    GITLOCKS_TRY(sealed, seal_document(families, key, 1, store, "policy.json#families"));
+    policy["families"] = json::parse(sealed);
+  }
+  return policy;
+}
+
+Result<std::vector<std::string>> next_members(std::vector<std::string> members, const std::string& member, bool add) {
+  auto it = std::find(members.begin(), members.end(), member);
+  if (add) {
+    if (it != members.end()) return make_error(Errc::usage, "already a member: " + member);
+    members.push_back(member);
+  } else {
+    if (it == members.end()) return make_error(Errc::usage, "not a member: " + member);
+    members.erase(it);
+  }
+  return members;
+}
+
+}  // namespace gitlocks

@@ -49,30 +49,23 @@ int change(Context& ctx, const Argv& argv, bool add) {
   if (!public_key_from_hex(member).ok())
     return ctx.fail(make_error(Errc::usage, "KEY must be an actor key: 64 lowercase hex digits (`git-locks whoami`)"));
   const EpochKey next_key = random_epoch_key();
-  std::vector<std::string> next_members;
+  std::vector<std::string> following;  // the members after the change
   std::int64_t next_epoch = 0;
   auto pending = publish(ctx, "member", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
     GITLOCKS_TRY(policy, private_policy(ctx, snap));
     if (policy.contains("pending"))
       return make_error(Errc::usage, "a keyring transition is already pending: run `git-locks member rekey` first");
-    next_members = policy["members"].get<std::vector<std::string>>();
-    auto it = std::find(next_members.begin(), next_members.end(), member);
-    if (add) {
-      if (it != next_members.end()) return make_error(Errc::usage, "already a member: " + member);
-      next_members.push_back(member);
-    } else {
-      if (it == next_members.end()) return make_error(Errc::usage, "not a member: " + member);
-      next_members.erase(it);
-    }
+    GITLOCKS_TRY(members, gitlocks::next_members(policy["members"].get<std::vector<std::string>>(), member, add));
+    following = std::move(members);
     next_epoch = snap.epoch + 1;
-    GITLOCKS_TRY(ring, seal_keyring(next_key, next_epoch, next_members));
+    GITLOCKS_TRY(ring, seal_keyring(next_key, next_epoch, following));
     return std::optional<json>{ops::admin_member(add, member, snap.policy_hash, ring)};
   });
   if (!pending.ok()) return ctx.fail(pending.error());
   json out = {{"op", ctx.op},
               {"member", member},
               {"epoch", next_epoch},
-              {"members", next_members},
+              {"members", following},
               {"commits", json::array({membership(*pending->candidate)})}};
   const std::string what = std::string(add ? "added " : "removed ") + member.substr(0, 12);
   const char* stop = std::getenv("GIT_LOCKS_TEST_STOP_AFTER_PENDING");
@@ -86,7 +79,7 @@ int change(Context& ctx, const Argv& argv, bool add) {
   out["pending"] = false;
   out["commits"].push_back(membership(*rekeyed->candidate));
   return ctx.done(out, what + ": epoch " + std::to_string(next_epoch) + " is active, sealed to " +
-                           std::to_string(next_members.size()) + " member" + (next_members.size() == 1 ? "" : "s") +
+                           std::to_string(following.size()) + " member" + (following.size() == 1 ? "" : "s") +
                            " (refs/locks/state -> " + rekeyed->candidate->commit.substr(0, 12) + ")");
 }
 

@@ -96,32 +96,12 @@ void open_sealed_body(Context& ctx, ObjectStore& store, json& packet) {
 }
 
 Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members) {
-  json ring = json::object();
-  for (const auto& m : members) {
-    GITLOCKS_TRY(pk, public_key_from_hex(m));
-    GITLOCKS_TRY(sealed, seal_epoch_key(key, pk, random_seed()));
-    ring[m] = sealed;
-  }
-  return json{{std::to_string(epoch), ring}};
+  return gitlocks::seal_keyring(key, epoch, members, random_seed);
 }
 
 Result<json> make_private_policy(json policy) {
-  const std::string owner = policy["owner"].get<std::string>();
-  const std::string store = policy["store"].get<std::string>();
   const EpochKey key = random_epoch_key();
-  policy["format"] = kPrivatePolicyFormat;
-  policy["visibility"] = "PRIVATE";
-  policy["members"] = json::array({owner});
-  policy["epoch"] = 1;
-  GITLOCKS_TRY(ring, seal_keyring(key, 1, {owner}));
-  policy["keyring"] = ring;
-  json families = policy.contains("families") ? policy["families"] : json::array();
-  policy.erase("families");
-  if (!families.empty()) {
-    GITLOCKS_TRY(sealed, seal_document(families, key, 1, store, "policy.json#families"));
-    policy["families"] = json::parse(sealed);
-  }
-  return policy;
+  return gitlocks::make_private_policy(std::move(policy), key, random_seed);
 }
 
 }  // namespace gitlocks::cli

@@ -65,6 +65,15 @@ Result<json> open_attestation(std::string_view stored);
 // and the pins. Errors (invalid) name the first mismatch:
 //   "audience", "service-key", "binding:<field>", "packet-digest",
 //   "interval", "time-outside-interval", "test-clock", "profile".
+// A notary's discovery document (GET /v1/discovery, SPEC §6) checked
+// against the pins a host will trust: it advertises both profiles
+// (kProfileGuardTime, kProfileTimeAdd), its audience and service key are
+// the pinned ones, and its clock is "system" ("test" only with
+// allow_test_clock). Errors: store_write naming what differs (a host
+// publishes nothing through such a notary); `who` names the notary in them.
+Status check_discovery_document(const json& discovery, const Pins& pins, bool allow_test_clock,
+                                const std::string& who = "notary");
+
 Status check_attestation(const json& attestation, const json& packet, std::string_view packet_stored, const Pins& pins,
                          bool allow_test_clock);
 

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -37,6 +38,26 @@ inline constexpr std::string_view kPrivatePolicyFormat = "gitlocks-policy-v3";
 // `ephemeral_seed` — the host supplies the randomness. Returns hex.
 Result<std::string> seal_epoch_key(const EpochKey& key, const PublicKey& member,
                                    const std::array<std::uint8_t, 32>& ephemeral_seed);
+
+// The host's randomness for the ephemeral key of each sealed box: 32 fresh
+// random bytes per call.
+using SeedSource = std::function<std::array<std::uint8_t, 32>()>;
+
+// A PRIVATE policy's keyring entry for one epoch: {"<epoch>": {"<member
+// hex>": sealed}} — `key` sealed to each member, each box with a fresh
+// seed from `seeds`. Errors: bad_json (a member that is not an actor key).
+Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members,
+                          const SeedSource& seeds);
+
+// A public policy document (default_policy + a --policy file) made
+// PRIVATE (docs/PRIVATE.md): format v3, visibility PRIVATE, members
+// [owner], epoch 1, `key` (fresh, from the host) sealed to the owner, and
+// the families sealed under it.
+Result<json> make_private_policy(json policy, const EpochKey& key, const SeedSource& seeds);
+
+// The members after adding (`add`) or removing `member`. Errors: usage
+// ("already a member" / "not a member").
+Result<std::vector<std::string>> next_members(std::vector<std::string> members, const std::string& member, bool add);
 
 // Opens a sealed epoch key with a member's key pair. Errors: bad_signature
 // (not sealed to this member, or tampered), bad_json.
