@@ -112,14 +112,15 @@ Exit status:
   0   success
   1   refused: held-path, full-semaphore, family-policy, stale-generation,
       not-holder, guard-window, empty-interval, limit-mismatch,
-      stale-retries-exhausted, wait-timeout
+      stale-retries-exhausted, wait-timeout, not-member, already-held
   2   store-read / store-write (also: stored data failing verification)
   64  usage: bad flag, bad path, malformed input
   run exits with the command's own status once admitted.
 
 Errors: one JSON object per line on stderr,
   {"error":"refused"|"usage"|"store-read"|"store-write",
-   "code":CODE,"reason":REFUSAL (refusals only),"op":COMMAND,"detail":TEXT,
+   "code":CODE,"reason":CODE or a finer sub-code (docs/CLI.md),"op":COMMAND,
+   "detail":TEXT, structured fields (holder, expires_at_ms, op_index, ...),
    "attempts":N (update-ref or push runs, when publication was attempted)}
 
 Environment:
