@@ -188,6 +188,23 @@ function createGitLocksApi(factory, host) {
     return options.now;
   }
 
+  // Runs body(token) with `fn` registered for the core's progress reports
+  // under `token` (0: no callback). An error `fn` threw is rethrown once
+  // the core returns.
+  function withProgress(fn, body) {
+    if (!fn) return body(0);
+    const token = nextToken++;
+    const entry = { fn, error: null };
+    progressCallbacks.set(token, entry);
+    try {
+      const r = body(token);
+      if (entry.error) throw entry.error;
+      return r;
+    } finally {
+      progressCallbacks.delete(token);
+    }
+  }
+
   // Handles the caller must free: .delete() (or `using` where supported);
   // a FinalizationRegistry frees forgotten ones eventually.
   const registry =
@@ -293,20 +310,9 @@ function createGitLocksApi(factory, host) {
       if (options.from !== undefined) o.from = options.from;
       if (options.allowTestClock) o.allow_test_clock = true;
       if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
-      let token = 0;
-      const entry = options.onProgress ? { fn: options.onProgress, error: null } : null;
-      if (entry) {
-        token = nextToken++;
-        progressCallbacks.set(token, entry);
-      }
-      try {
-        const r = withMemberKey(options.memberKey, (key) =>
-          call('gitlocks_store_replay', [this._live(), str(o, 'options'), ...key, token]));
-        if (entry && entry.error) throw entry.error;
-        return r;
-      } finally {
-        if (token) progressCallbacks.delete(token);
-      }
+      return withProgress(options.onProgress, (token) =>
+        withMemberKey(options.memberKey, (key) =>
+          call('gitlocks_store_replay', [this._live(), str(o, 'options'), ...key, token])));
     }
 
     // The state recorded by a commit: {commit, tree, policy, records}. The
@@ -383,20 +389,9 @@ function createGitLocksApi(factory, host) {
       if (options.tip !== undefined) o.tip = options.tip;
       if (options.allowTestClock) o.allow_test_clock = true;
       if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
-      let token = 0;
-      const entry = options.onProgress ? { fn: options.onProgress, error: null } : null;
-      if (entry) {
-        token = nextToken++;
-        progressCallbacks.set(token, entry);
-      }
-      try {
-        const r = withMemberKey(options.memberKey, (key) =>
-          call('gitlocks_store_timeline', [this._live(), str(o, 'options'), ...key, token]));
-        if (entry && entry.error) throw entry.error;
-        return r;
-      } finally {
-        if (token) progressCallbacks.delete(token);
-      }
+      return withProgress(options.onProgress, (token) =>
+        withMemberKey(options.memberKey, (key) =>
+          call('gitlocks_store_timeline', [this._live(), str(o, 'options'), ...key, token])));
     }
 
     // The policy a commit's state records: {commit, tree, policy}. In the

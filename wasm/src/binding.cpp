@@ -167,6 +167,35 @@ gitlocks::Status read_replay_options(const json& options, gitlocks::ReplayOption
   return gitlocks::Ok{};
 }
 
+// What store_replay (with "from") and store_timeline read from their
+// options: the tip (options.tip, else refs/locks/state) and the replay
+// options.
+struct ReplayRequest {
+  std::string tip;
+  gitlocks::ReplayOptions options;
+};
+
+gitlocks::Result<ReplayRequest> replay_request(gitlocks::ObjectStore& store, const json& options, bool with_from) {
+  if (with_from)
+    GITLOCKS_CHECK(gitlocks::check_keys(options, {"tip", "from", "allow_test_clock", "pins"}, "replay options"));
+  else GITLOCKS_CHECK(gitlocks::check_keys(options, {"tip", "allow_test_clock", "pins"}, "timeline options"));
+  ReplayRequest r;
+  if (options.contains("tip")) {
+    GITLOCKS_TRY(t, gitlocks::get_string(options, "tip"));
+    r.tip = t;
+  } else {
+    GITLOCKS_TRY(ref, store.read_ref(gitlocks::kStateRef));
+    if (!ref) return gitlocks::make_error(Errc::store_read, "no refs/locks/state in the bundle: pass options.tip");
+    r.tip = *ref;
+  }
+  if (options.contains("from")) {
+    GITLOCKS_TRY(f, gitlocks::get_string(options, "from"));
+    r.options.from = f;
+  }
+  GITLOCKS_CHECK(read_replay_options(options, r.options));
+  return r;
+}
+
 // The commit `options.tip` or `commit` names, else refs/locks/state.
 gitlocks::Result<std::string> tip_of(gitlocks::ObjectStore& store, const char* commit) {
   if (commit && *commit) return std::string(commit);
@@ -372,34 +401,18 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
   auto options = parse(options_json, "options");
   if (!options.ok()) return fail(options.error());
-  if (auto s = gitlocks::check_keys(*options, {"tip", "from", "allow_test_clock", "pins"}, "replay options"); !s.ok())
-    return fail(s.error());
-  gitlocks::ReplayOptions ro;
-  std::optional<std::string> tip;
-  if (options->contains("tip")) {
-    auto t = gitlocks::get_string(*options, "tip");
-    if (!t.ok()) return fail(t.error());
-    tip = *t;
-  } else {
-    auto ref = store->read_ref(gitlocks::kStateRef);
-    if (!ref.ok()) return fail(ref.error());
-    if (!*ref) return fail(Errc::store_read, "no refs/locks/state in the bundle: pass options.tip");
-    tip = **ref;
-  }
-  if (options->contains("from")) {
-    auto f = gitlocks::get_string(*options, "from");
-    if (!f.ok()) return fail(f.error());
-    ro.from = *f;
-  }
-  if (auto s = read_replay_options(*options, ro); !s.ok()) return fail(s.error());
+  auto request = replay_request(*store, *options, true);
+  if (!request.ok()) return fail(request.error());
+  gitlocks::ReplayOptions& ro = request->options;
+  const std::string& tip = request->tip;
   if (progress_token != 0)
     ro.progress = [progress_token](std::size_t done, std::size_t total) {
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
     };
-  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, *tip, member.get());
+  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, tip, member.get());
   if (vault.vault) ro.vault = &*vault.vault;
   json verdicts = json::array();
-  auto r = gitlocks::replay_chain(*store, *tip, ro,
+  auto r = gitlocks::replay_chain(*store, tip, ro,
                                   [&](const gitlocks::Verdict& v) { verdicts.push_back(gitlocks::verdict_json(v)); });
   if (!r.ok()) return fail(r.error());
   return ok({{"verdicts", std::move(verdicts)}, {"summary", gitlocks::replay_summary_json(*r, vault)}});
@@ -418,28 +431,19 @@ char* gitlocks_store_timeline(int handle, const char* options_json, const char* 
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
   auto options = parse(options_json, "options");
   if (!options.ok()) return fail(options.error());
-  if (auto s = gitlocks::check_keys(*options, {"tip", "allow_test_clock", "pins"}, "timeline options"); !s.ok())
-    return fail(s.error());
-  gitlocks::ReplayOptions ro;
-  std::string tip_arg;
-  if (options->contains("tip")) {
-    auto t = gitlocks::get_string(*options, "tip");
-    if (!t.ok()) return fail(t.error());
-    tip_arg = *t;
-    if (tip_arg.empty()) return fail(Errc::usage, "options.tip must name a commit");
-  }
-  auto tip = tip_of(*store, tip_arg.c_str());
-  if (!tip.ok()) return fail(tip.error());
-  if (auto s = read_replay_options(*options, ro); !s.ok()) return fail(s.error());
+  auto request = replay_request(*store, *options, false);
+  if (!request.ok()) return fail(request.error());
+  gitlocks::ReplayOptions& ro = request->options;
+  const std::string& tip = request->tip;
   auto report = [progress_token](std::size_t done, std::size_t total) {
     if (progress_token != 0)
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
   };
   ro.progress = [&](std::size_t done, std::size_t total) { report(done, 2 * total); };
-  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, *tip, member.get());
+  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, tip, member.get());
   if (vault.vault) ro.vault = &*vault.vault;
   std::vector<gitlocks::Verdict> verdicts;
-  auto r = gitlocks::replay_chain(*store, *tip, ro, [&](const gitlocks::Verdict& v) { verdicts.push_back(v); });
+  auto r = gitlocks::replay_chain(*store, tip, ro, [&](const gitlocks::Verdict& v) { verdicts.push_back(v); });
   if (!r.ok()) return fail(r.error());
   const std::size_t n = verdicts.size();
   auto timeline = gitlocks::lease_timeline(*store, verdicts, vault.vault ? member.get() : nullptr,
