@@ -1,7 +1,6 @@
 #include "leases.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/ops.hpp"
@@ -21,7 +20,17 @@ Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
   return reader.record(resource);
 }
 
-Result<const json*> LeaseResolver::find_id(const std::string& id) {
+namespace {
+
+// How an op names lease `l` of `record`: its path as claimed, or its semaphore.
+ops::Target target_of(const json& record, const Lease& l) {
+  const Resource r = Resource::of(record);
+  return r.kind == RecordKind::sem ? ops::Target::semaphore(r.name) : ops::Target::path(l.path);
+}
+
+}  // namespace
+
+Result<const ops::Target*> LeaseResolver::find_id(const std::string& id) {
   if (auto hit = found_.find(id); hit != found_.end()) return &hit->second;
   // The newest transitions name the lease (issued or renewed): its one
   // record answers. Only when they do not, or bodies are sealed, is the
@@ -30,23 +39,17 @@ Result<const json*> LeaseResolver::find_id(const std::string& id) {
     GITLOCKS_TRY(res, lease_resource_in_history(store_, *snap_.commit, id));
     if (res) {
       GITLOCKS_TRY(rec, record(*res));
-      if (!rec || !rec->contains("leases")) return nullptr;
-      for (const auto& l : (*rec)["leases"]) {
-        if (l["id"] != id) continue;
-        json where = (*rec)["kind"] == "path" ? json{{"path", l["path"]}} : json{{"sem", (*rec)["name"]}};
-        return &found_.emplace(id, std::move(where)).first->second;
-      }
+      if (!rec) return nullptr;
+      for (const Lease& l : leases_of(*rec))
+        if (l.id == id) return &found_.emplace(id, target_of(*rec, l)).first->second;
       return nullptr;  // released, swept or reclaimed since
     }
   }
   if (!ids_) {
-    std::map<std::string, json> ids;
+    std::map<std::string, ops::Target> ids;
     StateReader reader(store_, snap_.state, opened_codec(snap_));
     GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-      const std::string kind = rec.value("kind", "");
-      if (kind != "path" && kind != "sem") return true;
-      for (const auto& l : rec["leases"])
-        ids[l["id"].get<std::string>()] = kind == "path" ? json{{"path", l["path"]}} : json{{"sem", rec["name"]}};
+      for (const Lease& l : leases_of(rec)) ids[l.id] = target_of(rec, l);  // none in a family record
       return true;
     }));
     ids_ = std::move(ids);
@@ -56,18 +59,14 @@ Result<const json*> LeaseResolver::find_id(const std::string& id) {
 }
 
 Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
-  auto make = [&](const char* key, const std::string& target, const std::string& lease) {
-    const ops::Target t = std::strcmp(key, "sem") == 0 ? ops::Target::semaphore(target) : ops::Target::path(target);
+  auto make = [&](const ops::Target& t, const std::string& lease) {
     return extend ? ops::extend(t, lease, ref.generation) : ops::release(t, lease, ref.generation);
   };
   const bool try_id =
       ref.kind == LeaseRef::Kind::id || (ref.kind == LeaseRef::Kind::id_or_path && is_lease_id(ref.text));
   if (try_id) {
     GITLOCKS_TRY(found, find_id(ref.text));
-    if (found) {
-      if (found->contains("sem")) return make("sem", (*found)["sem"].get<std::string>(), ref.text);
-      return make("path", (*found)["path"].get<std::string>(), ref.text);
-    }
+    if (found) return make(*found, ref.text);
     if (ref.kind == LeaseRef::Kind::id)
       return make_error(Errc::not_holder,
                         "no lease " + ref.text + " in the current state (released, swept or reclaimed)");
@@ -85,17 +84,17 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
     target = text;
   }
   GITLOCKS_TRY(rec, record(resource));
-  const char* key = sem ? "sem" : "path";
+  const ops::Target t = sem ? ops::Target::semaphore(target) : ops::Target::path(target);
   std::optional<std::string> other;
-  if (rec && rec->contains("leases")) {
-    for (const auto& l : (*rec)["leases"]) {
-      if (l["holder"] == actor_) return make(key, target, l["id"].get<std::string>());
-      if (!other) other = l["id"].get<std::string>();
+  if (rec) {
+    for (const Lease& l : leases_of(*rec)) {
+      if (l.holder == actor_) return make(t, l.id);
+      if (!other) other = l.id;
     }
   }
   // Not ours: let the planner name the refusal when it can.
-  if (rec && ref.generation) return make(key, target, "");
-  if (other) return make(key, target, *other);
+  if (rec && ref.generation) return make(t, "");
+  if (other) return make(t, *other);
   std::string what = sem ? "slot of semaphore '" + ref.text + "'" : "lease on '" + ref.text + "'";
   if (try_id) what += " (and no lease has id " + ref.text + ")";
   return make_error(Errc::not_holder, "you hold no " + what);

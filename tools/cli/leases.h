@@ -9,6 +9,8 @@
 #include <string>
 
 #include "gitlocks/canon.hpp"
+#include "gitlocks/model.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/query.hpp"  // lease_live
 #include "gitlocks/store.hpp"
 #include "gitlocks/transition.hpp"
@@ -44,14 +46,14 @@ class LeaseResolver {
   Result<json> op_for(const LeaseRef& ref, bool extend);
 
  private:
-  Result<const json*> find_id(const std::string& id);
+  Result<const ops::Target*> find_id(const std::string& id);
   Result<std::optional<json>> record(const std::string& resource);
 
   ObjectStore& store_;
   const Snapshot& snap_;
   std::string actor_;
-  std::map<std::string, json> found_;               // lease id -> {"path"|"sem"}, from history
-  std::optional<std::map<std::string, json>> ids_;  // the same for every lease, from a scan
+  std::map<std::string, ops::Target> found_;               // lease id -> its target, from history
+  std::optional<std::map<std::string, ops::Target>> ids_;  // the same for every lease, from a scan
 };
 
 // While alive, `store` computes object ids without writing anything (the
