@@ -197,8 +197,6 @@ Status load_policy(ObjectStore& store, ChainState& cs) {
   return Ok{};
 }
 
-// Checks one commit against the chain so far; fills v and returns the
-// recorded state to continue from.
 // Guard-time pins of the policy in a state (the result of a commit).
 // The policy in force at the source (cs) is usually unchanged: reuse it.
 Result<std::optional<Pins>> pins_at(ObjectStore& store, const Oid& state, const ChainState& cs) {
@@ -214,174 +212,208 @@ Result<std::optional<Pins>> pins_at(ObjectStore& store, const Oid& state, const 
   return pol->guard_time;
 }
 
-void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, ChainState& cs,
-                   detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
-  auto fail = [&](const std::string& reason, const std::string& detail) {
-    if (v.ok) {
-      v.ok = false;
-      v.reason = reason;
-      v.detail = detail;
-    }
-  };
-  if (root ? !tc.parents.empty() : tc.parents.size() != 1)
-    fail("bad-parents", "commit has " + std::to_string(tc.parents.size()) + " parents");
-  if (!tc.unexpected.empty()) fail("unexpected-entry", "unexpected tree entry '" + tc.unexpected.front() + "'");
-
-  auto opened = open_packet(tc.packet_stored);
-  std::optional<std::int64_t> t;
-  Interval interval = kUniversalInterval;
-  if (!opened.ok()) {
-    const Errc c = opened.error().code;
-    fail(c == Errc::bad_signature    ? "bad-signature"
-         : c == Errc::unknown_format ? "unknown-format"
-                                     : "bad-packet",
-         opened.error().message);
-  } else {
-    const json& p = opened->packet;
-    v.command = p["command"].get<std::string>();
-    v.action = p["action"].get<std::string>();
-    v.actor = p["actor"].get<std::string>();
-    interval = {p["interval"][0].get<std::int64_t>(), p["interval"][1].get<std::int64_t>()};
-    // PRIVATE stores: who may sign, and who may change the public policy.
-    // Structure only, so every verifier applies it, with a key or without,
-    // and first: the other verdicts of such a commit follow from it.
-    if (!root && cs.policy.is_private) {
-      auto result_policy = StateReader(store, tc.state).lookup({"policy.json"});
-      const std::optional<Oid> result_blob = result_policy.ok() ? *result_policy : std::nullopt;
-      if (auto breach =
-              check_private_commit(cs.policy, cs.policy_blob, result_blob, v.actor, p["body"].contains("admin")))
-        fail(breach->reason, breach->detail);
-    }
-    // Which rules was this commit made under? Guard time applies from the
-    // activation on (the commit that installs the pins included).
-    auto result_pins = pins_at(store, tc.state, cs);
-    if (!result_pins.ok())
-      fail(result_pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
-           result_pins.error().message);
-    const bool attested = result_pins.ok() && result_pins->has_value();
-    if (attested) {
-      if (options.expected_pins && !(**result_pins == *options.expected_pins))
-        fail("pins-mismatch", "store pins notary " + (*result_pins)->audience + " / " + (*result_pins)->service_key +
-                                  ", expected " + options.expected_pins->audience + " / " +
-                                  options.expected_pins->service_key);
-      if (p.contains("claimed_at_ms")) fail("time-source-mismatch", "a client clock reading under guard time");
-      if (!tc.attestation_stored) {
-        fail("missing-attestation", "guard time is on but the commit carries no attestation");
-      } else {
-        auto att = open_attestation(*tc.attestation_stored);
-        if (!att.ok()) {
-          fail(att.error().code == Errc::bad_signature ? "bad-attestation-signature" : "bad-attestation",
-               att.error().message);
-        } else {
-          auto checked = check_attestation(*att, p, tc.packet_stored, **result_pins, options.allow_test_clock);
-          if (!checked.ok()) fail("attestation-mismatch", checked.error().message);
-          t = (*att)["admitted_at_ms"].get<std::int64_t>();
-          // T never decreases along the chain: across the activation too,
-          // where the previous T is a local-clock one.
-          std::optional<std::int64_t> previous = cs.last_attested_time;
-          if (cs.last_time && (!previous || *cs.last_time > *previous)) previous = cs.last_time;
-          if (previous && *t < *previous)
-            fail("time-decreased",
-                 "attested T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
-        }
-      }
-    } else {
-      if (tc.attestation_stored) fail("unexpected-entry", "an attestation on a commit made without guard time");
-      if (p.contains("claimed_at_ms")) t = p["claimed_at_ms"].get<std::int64_t>();
-    }
-    v.time = t;
-    const json& body = p["body"];
-    if (root) {
-      if (p["source"] != "" || !body.contains("init")) fail("bad-packet", "the root commit must create the store");
-      auto pol =
-          body.contains("init") ? parse_policy(body["init"]) : Result<Policy>(make_error(Errc::bad_json, "no policy"));
-      if (!pol.ok()) {
-        fail("bad-packet", "creation policy: " + pol.error().message);
-      } else {
-        cs.store_id = pol->store;
-        cs.owner = pol->owner;
-        if (v.actor != cs.owner) fail("not-owner", "the store was not created by its owner");
-        auto pb = canon_dump(body["init"]);
-        if (!pb.ok() || sha256_hex(*pb) != p["policy_hash"])
-          fail("policy-mismatch", "policy_hash is not the creation policy's");
-      }
-    } else {
-      if (p["source"] != cs.state)
-        fail("source-mismatch",
-             "packet source " + p["source"].get<std::string>() + " is not the parent's state " + cs.state);
-      if (p["store"] != cs.store_id) fail("store-mismatch", "packet names another store");
-      if (p["policy_hash"] != cs.policy_hash)
-        fail("policy-mismatch", "policy_hash is not the policy in force at the source");
-    }
-    if (p["store"] != cs.store_id && root) fail("store-mismatch", "packet store id differs from its policy's");
-    if (!t) fail("missing-time", "packet carries no admission time");
-    // PRIVATE bodies are sealed under the source's epoch key, bound to the
-    // operation; without that key only the structure can be checked.
-    json plain_body = body;
-    const bool source_private = !root && cs.policy.is_private;
-    const std::int64_t want_epoch = source_private ? cs.policy.epoch : 0;
-    if (p["epoch"] != want_epoch && !(root && body.contains("init") && body["init"].value("epoch", 0) == p["epoch"]))
-      fail("wrong-epoch",
-           "packet epoch " + p["epoch"].dump() + ", the store is at epoch " + std::to_string(want_epoch));
-    if (body.contains("sealed")) {
-      auto epoch = sealed_epoch(body);
-      if (!source_private) {
-        fail("bad-packet", "a sealed body in a store that is not PRIVATE");
-      } else if (!epoch.ok() || *epoch != cs.policy.epoch) {
-        fail("wrong-epoch", "body sealed under epoch " + (epoch.ok() ? std::to_string(*epoch) : std::string("?")) +
-                                ", the store is at epoch " + std::to_string(cs.policy.epoch));
-      } else if (const EpochKey* k = options.vault ? options.vault->key(*epoch) : nullptr) {
-        auto opened_body = open_document(body, *k, cs.store_id, sealed_body_location(p["instance"].get<std::string>()));
-        if (!opened_body.ok()) fail("bad-sealed-body", opened_body.error().message);
-        else plain_body = std::move(opened_body).value();
-      } else {
-        v.level = "structural";
-      }
-    } else if (source_private && body.contains("ops")) {
-      fail("bad-packet", "a PRIVATE store's transition body must be sealed");
-    }
-    PlanContext ctx{v.actor, p["instance"].get<std::string>(), options.vault};
-    auto replayed = v.level == "structural" ? Result<PlanOutcome>(make_error(Errc::not_member, "no key"))
-                                            : plan(store, root ? Oid() : cs.state, ctx, plain_body);
-    if (v.level == "structural") {
-      // Nothing semantic to compare: structure only.
-    } else if (!replayed.ok() && replayed.error().code == Errc::not_member) {
-      v.level = "structural";
-    } else if (!replayed.ok()) {
-      fail("replay-refused", std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
-    } else {
-      if (replayed->result_state != p["result"])
-        fail("result-mismatch",
-             "re-planning gives state " + replayed->result_state + ", packet says " + p["result"].get<std::string>());
-      if (replayed->action != p["action"]) fail("action-mismatch", "re-planning gives action " + replayed->action);
-      if (replayed->interval != interval)
-        fail("interval-mismatch", "derived interval [" + std::to_string(replayed->interval.lo) + ", " +
-                                      std::to_string(replayed->interval.hi) + "] differs from the packet's");
-    }
-    if (tc.state != p["result"]) fail("state-mismatch", "commit state " + tc.state + " is not the packet's result");
-    if (t && !interval.contains(*t))
-      fail("time-outside-interval", "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) + ", " +
-                                        std::to_string(interval.hi) + "]");
-    if (!attested && t && cs.last_time && *t < *cs.last_time)
-      fail("time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*cs.last_time));
-    if (attested && t) cs.last_attested_time = std::max(*t, cs.last_attested_time.value_or(*t));
+// The steps of verify_commit. Every step runs (unless an earlier one leaves
+// nothing to check); the first failure decides the verdict.
+void fail(Verdict& v, const std::string& reason, const std::string& detail) {
+  if (v.ok) {
+    v.ok = false;
+    v.reason = reason;
+    v.detail = detail;
   }
-  // The independent invariant check runs on the recorded states.
-  const std::int64_t at = t.value_or(std::max(cs.last_time.value_or(0), cs.last_attested_time.value_or(0)));
-  const Oid parent_state = cs.state;
-  const Policy parent_policy = cs.policy;
-  auto old_codec = codec_for(cs, parent_policy, options);
-  const RecordCodec* old_ptr = old_codec ? *old_codec : nullptr;
-  if (t && !tc.attestation_stored) cs.last_time = std::max(*t, cs.last_time.value_or(*t));
-  cs.state = tc.state;
-  auto pol = load_policy(store, cs);
-  if (!pol.ok()) fail("bad-policy", pol.error().message);
-  if (root || v.level == "structural" || !old_codec) {
-    cs.timeline_synced = root;
+}
+
+// The commit's shape: one parent (none for the root), no stray tree entries.
+void check_layout(const TransitionCommit& tc, bool root, Verdict& v) {
+  if (root ? !tc.parents.empty() : tc.parents.size() != 1)
+    fail(v, "bad-parents", "commit has " + std::to_string(tc.parents.size()) + " parents");
+  if (!tc.unexpected.empty()) fail(v, "unexpected-entry", "unexpected tree entry '" + tc.unexpected.front() + "'");
+}
+
+// Who made the commit and how: command, action, actor; returns the
+// packet's admission interval.
+Interval read_packet_header(const json& p, Verdict& v) {
+  v.command = p["command"].get<std::string>();
+  v.action = p["action"].get<std::string>();
+  v.actor = p["actor"].get<std::string>();
+  return {p["interval"][0].get<std::int64_t>(), p["interval"][1].get<std::int64_t>()};
+}
+
+// PRIVATE stores: who may sign, and who may change the public policy.
+// Structure only, so every verifier applies it, with a key or without,
+// and first: the other verdicts of such a commit follow from it.
+void check_private_signer(ObjectStore& store, const TransitionCommit& tc, bool root, const ChainState& cs,
+                          const json& p, Verdict& v) {
+  if (root || !cs.policy.is_private) return;
+  auto result_policy = StateReader(store, tc.state).lookup({"policy.json"});
+  const std::optional<Oid> result_blob = result_policy.ok() ? *result_policy : std::nullopt;
+  if (auto breach = check_private_commit(cs.policy, cs.policy_blob, result_blob, v.actor, p["body"].contains("admin")))
+    fail(v, breach->reason, breach->detail);
+}
+
+// Under guard time: the pins the verifier expects, no client clock, and a
+// notary attestation of this packet, whose T (set in `t`) never decreases.
+void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pins, const ChainState& cs,
+                       const ReplayOptions& options, std::optional<std::int64_t>& t, Verdict& v) {
+  if (options.expected_pins && !(pins == *options.expected_pins))
+    fail(v, "pins-mismatch",
+         "store pins notary " + pins.audience + " / " + pins.service_key + ", expected " +
+             options.expected_pins->audience + " / " + options.expected_pins->service_key);
+  if (p.contains("claimed_at_ms")) fail(v, "time-source-mismatch", "a client clock reading under guard time");
+  if (!tc.attestation_stored) {
+    fail(v, "missing-attestation", "guard time is on but the commit carries no attestation");
     return;
   }
+  auto att = open_attestation(*tc.attestation_stored);
+  if (!att.ok()) {
+    fail(v, att.error().code == Errc::bad_signature ? "bad-attestation-signature" : "bad-attestation",
+         att.error().message);
+    return;
+  }
+  auto checked = check_attestation(*att, p, tc.packet_stored, pins, options.allow_test_clock);
+  if (!checked.ok()) fail(v, "attestation-mismatch", checked.error().message);
+  t = (*att)["admitted_at_ms"].get<std::int64_t>();
+  // T never decreases along the chain: across the activation too,
+  // where the previous T is a local-clock one.
+  std::optional<std::int64_t> previous = cs.last_attested_time;
+  if (cs.last_time && (!previous || *cs.last_time > *previous)) previous = cs.last_time;
+  if (previous && *t < *previous)
+    fail(v, "time-decreased",
+         "attested T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
+}
+
+// Which rules was this commit made under? Guard time applies from the
+// activation on (the commit that installs the pins included): then T is the
+// notary's, otherwise the packet's own clock reading. Sets `t`; returns
+// whether guard time applies.
+bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const json& p, const ChainState& cs,
+                       const ReplayOptions& options, std::optional<std::int64_t>& t, Verdict& v) {
+  auto result_pins = pins_at(store, tc.state, cs);
+  if (!result_pins.ok())
+    fail(v, result_pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
+         result_pins.error().message);
+  const bool attested = result_pins.ok() && result_pins->has_value();
+  if (attested) {
+    check_notary_time(tc, p, **result_pins, cs, options, t, v);
+  } else {
+    if (tc.attestation_stored) fail(v, "unexpected-entry", "an attestation on a commit made without guard time");
+    if (p.contains("claimed_at_ms")) t = p["claimed_at_ms"].get<std::int64_t>();
+  }
+  return attested;
+}
+
+// The packet's place in the chain: the root creates the store (signed by
+// its owner, with that policy's hash; sets the chain's store and owner);
+// any other commit names the parent's state, the store and the policy in
+// force.
+void check_chain_link(const json& p, bool root, ChainState& cs, Verdict& v) {
+  const json& body = p["body"];
+  if (root) {
+    if (p["source"] != "" || !body.contains("init")) fail(v, "bad-packet", "the root commit must create the store");
+    auto pol =
+        body.contains("init") ? parse_policy(body["init"]) : Result<Policy>(make_error(Errc::bad_json, "no policy"));
+    if (!pol.ok()) {
+      fail(v, "bad-packet", "creation policy: " + pol.error().message);
+    } else {
+      cs.store_id = pol->store;
+      cs.owner = pol->owner;
+      if (v.actor != cs.owner) fail(v, "not-owner", "the store was not created by its owner");
+      auto pb = canon_dump(body["init"]);
+      if (!pb.ok() || sha256_hex(*pb) != p["policy_hash"])
+        fail(v, "policy-mismatch", "policy_hash is not the creation policy's");
+    }
+  } else {
+    if (p["source"] != cs.state)
+      fail(v, "source-mismatch",
+           "packet source " + p["source"].get<std::string>() + " is not the parent's state " + cs.state);
+    if (p["store"] != cs.store_id) fail(v, "store-mismatch", "packet names another store");
+    if (p["policy_hash"] != cs.policy_hash)
+      fail(v, "policy-mismatch", "policy_hash is not the policy in force at the source");
+  }
+  if (p["store"] != cs.store_id && root) fail(v, "store-mismatch", "packet store id differs from its policy's");
+}
+
+// The body to re-plan. PRIVATE bodies are sealed under the source's epoch
+// key, bound to the operation; without that key only the structure can be
+// checked (the verdict's level becomes "structural").
+json open_body(const json& p, bool root, const ChainState& cs, const ReplayOptions& options, Verdict& v) {
+  const json& body = p["body"];
+  json plain_body = body;
+  const bool source_private = !root && cs.policy.is_private;
+  const std::int64_t want_epoch = source_private ? cs.policy.epoch : 0;
+  if (p["epoch"] != want_epoch && !(root && body.contains("init") && body["init"].value("epoch", 0) == p["epoch"]))
+    fail(v, "wrong-epoch",
+         "packet epoch " + p["epoch"].dump() + ", the store is at epoch " + std::to_string(want_epoch));
+  if (body.contains("sealed")) {
+    auto epoch = sealed_epoch(body);
+    if (!source_private) {
+      fail(v, "bad-packet", "a sealed body in a store that is not PRIVATE");
+    } else if (!epoch.ok() || *epoch != cs.policy.epoch) {
+      fail(v, "wrong-epoch",
+           "body sealed under epoch " + (epoch.ok() ? std::to_string(*epoch) : std::string("?")) +
+               ", the store is at epoch " + std::to_string(cs.policy.epoch));
+    } else if (const EpochKey* k = options.vault ? options.vault->key(*epoch) : nullptr) {
+      auto opened_body = open_document(body, *k, cs.store_id, sealed_body_location(p["instance"].get<std::string>()));
+      if (!opened_body.ok()) fail(v, "bad-sealed-body", opened_body.error().message);
+      else plain_body = std::move(opened_body).value();
+    } else {
+      v.level = "structural";
+    }
+  } else if (source_private && body.contains("ops")) {
+    fail(v, "bad-packet", "a PRIVATE store's transition body must be sealed");
+  }
+  return plain_body;
+}
+
+// Re-plans the body on the parent's state: it must be admitted and give
+// the packet's result, action and interval (a verifier without the key
+// checks structure only).
+void check_replan(ObjectStore& store, const json& p, const json& plain_body, bool root, const ChainState& cs,
+                  const ReplayOptions& options, const Interval& interval, Verdict& v) {
+  PlanContext ctx{v.actor, p["instance"].get<std::string>(), options.vault};
+  auto replayed = v.level == "structural" ? Result<PlanOutcome>(make_error(Errc::not_member, "no key"))
+                                          : plan(store, root ? Oid() : cs.state, ctx, plain_body);
+  if (v.level == "structural") {
+    // Nothing semantic to compare: structure only.
+  } else if (!replayed.ok() && replayed.error().code == Errc::not_member) {
+    v.level = "structural";
+  } else if (!replayed.ok()) {
+    fail(v, "replay-refused", std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
+  } else {
+    if (replayed->result_state != p["result"])
+      fail(v, "result-mismatch",
+           "re-planning gives state " + replayed->result_state + ", packet says " + p["result"].get<std::string>());
+    if (replayed->action != p["action"]) fail(v, "action-mismatch", "re-planning gives action " + replayed->action);
+    if (replayed->interval != interval)
+      fail(v, "interval-mismatch",
+           "derived interval [" + std::to_string(replayed->interval.lo) + ", " + std::to_string(replayed->interval.hi) +
+               "] differs from the packet's");
+  }
+}
+
+// The recorded commit against its packet: the state is the packet's result,
+// T lies in the interval and never decreases (the notary's T is then
+// remembered for the chain).
+void check_admission(const TransitionCommit& tc, const json& p, const std::optional<std::int64_t>& t,
+                     const Interval& interval, bool attested, ChainState& cs, Verdict& v) {
+  if (tc.state != p["result"]) fail(v, "state-mismatch", "commit state " + tc.state + " is not the packet's result");
+  if (t && !interval.contains(*t))
+    fail(v, "time-outside-interval",
+         "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) + ", " +
+             std::to_string(interval.hi) + "]");
+  if (!attested && t && cs.last_time && *t < *cs.last_time)
+    fail(v, "time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*cs.last_time));
+  if (attested && t) cs.last_attested_time = std::max(*t, cs.last_attested_time.value_or(*t));
+}
+
+// The independent invariant check of parent_state -> state at T = at, on
+// the recorded states: the timeline model is loaded first when it no
+// longer follows the chain.
+void check_invariant(ObjectStore& store, const Oid& parent_state, const Policy& parent_policy,
+                     const RecordCodec* old_codec, const Oid& state, std::int64_t at, ChainState& cs,
+                     detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
   // Keep the old epoch's codec alive while computing the new one.
-  std::unique_ptr<RecordCodec> keep_old = old_ptr && cs.codec_epoch != cs.policy.epoch ? std::move(cs.codec) : nullptr;
+  std::unique_ptr<RecordCodec> keep_old =
+      old_codec && cs.codec_epoch != cs.policy.epoch ? std::move(cs.codec) : nullptr;
   if (keep_old) cs.codec_epoch = -1;
   auto new_codec = codec_for(cs, cs.policy, options);
   if (!new_codec) {
@@ -389,16 +421,65 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     return;
   }
   if (!cs.timeline_synced) {
-    auto loaded = timeline.load(store, parent_state, old_ptr);
+    auto loaded = timeline.load(store, parent_state, old_codec);
     if (!loaded.ok()) {
-      fail("store-read", loaded.error().message);
+      fail(v, "store-read", loaded.error().message);
       return;
     }
     cs.timeline_synced = true;
   }
-  auto violations = timeline.apply(store, parent_state, tc.state, at, parent_policy, old_ptr, *new_codec);
-  if (!violations.ok()) fail("store-read", violations.error().message);
-  else if (!violations->empty()) fail(violations->front().reason, violations->front().detail);
+  auto violations = timeline.apply(store, parent_state, state, at, parent_policy, old_codec, *new_codec);
+  if (!violations.ok()) fail(v, "store-read", violations.error().message);
+  else if (!violations->empty()) fail(v, violations->front().reason, violations->front().detail);
+}
+
+// Moves the chain on to the commit (its local-clock T, state and policy),
+// then checks the invariant where the verifier reads both states.
+void follow_chain(ObjectStore& store, const TransitionCommit& tc, bool root, const std::optional<std::int64_t>& t,
+                  ChainState& cs, detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
+  const std::int64_t at = t.value_or(std::max(cs.last_time.value_or(0), cs.last_attested_time.value_or(0)));
+  const Oid parent_state = cs.state;
+  const Policy parent_policy = cs.policy;
+  auto old_codec = codec_for(cs, parent_policy, options);
+  if (t && !tc.attestation_stored) cs.last_time = std::max(*t, cs.last_time.value_or(*t));
+  cs.state = tc.state;
+  auto pol = load_policy(store, cs);
+  if (!pol.ok()) fail(v, "bad-policy", pol.error().message);
+  if (root || v.level == "structural" || !old_codec) {
+    cs.timeline_synced = root;
+    return;
+  }
+  check_invariant(store, parent_state, parent_policy, *old_codec, tc.state, at, cs, timeline, options, v);
+}
+
+// Checks one commit against the chain so far: fills v and moves cs (and the
+// timeline model) on to the commit's recorded state.
+void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, ChainState& cs,
+                   detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
+  check_layout(tc, root, v);
+  std::optional<std::int64_t> t;
+  auto opened = open_packet(tc.packet_stored);
+  if (!opened.ok()) {
+    const Errc c = opened.error().code;
+    fail(v,
+         c == Errc::bad_signature    ? "bad-signature"
+         : c == Errc::unknown_format ? "unknown-format"
+                                     : "bad-packet",
+         opened.error().message);
+  } else {
+    const json& p = opened->packet;
+    const Interval interval = read_packet_header(p, v);
+    check_private_signer(store, tc, root, cs, p, v);
+    const bool attested = check_time_source(store, tc, p, cs, options, t, v);
+    v.time = t;
+    check_chain_link(p, root, cs, v);
+    if (!t) fail(v, "missing-time", "packet carries no admission time");
+    const json plain_body = open_body(p, root, cs, options, v);
+    check_replan(store, p, plain_body, root, cs, options, interval, v);
+    check_admission(tc, p, t, interval, attested, cs, v);
+  }
+  // The independent invariant check runs on the recorded states.
+  follow_chain(store, tc, root, t, cs, timeline, options, v);
 }
 
 }  // namespace

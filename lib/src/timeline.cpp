@@ -164,6 +164,82 @@ struct MarkerDelta {
   std::int64_t until[2] = {-1, -1};  // -1: nothing added or renewed
 };
 
+using LeasesById = std::map<std::string, const json*>;
+using MarkerDeltas = std::map<std::string, std::map<std::string, MarkerDelta>>;  // ancestor key -> holder -> delta
+
+// The steps of Timeline::apply that need no model.
+
+// The records a commit changed (by blob id), in `changes`. False when the
+// record trees cannot be compared (a record-misplaced violation noted).
+Result<bool> diff_records(ObjectStore& store, const Oid& old_state, const Oid& new_state, int format,
+                          std::vector<Change>& changes, std::vector<Violation>& violations) {
+  std::optional<Oid> old_records;
+  if (!old_state.empty()) {
+    GITLOCKS_TRY(r, subtree(store, old_state, "records"));
+    old_records = r;
+  }
+  GITLOCKS_TRY(new_records, subtree(store, new_state, "records"));
+  auto diff = diff_trees(store, old_records, new_records, "records/", 0, format, changes);
+  if (!diff.ok()) {
+    if (diff.error().code != Errc::invalid) return diff.error();
+    violations.push_back({"record-misplaced", diff.error().message});
+    return false;
+  }
+  return true;
+}
+
+// Both versions of a changed record (the one before possibly as the
+// previous commit read it, `previous`); the one after is kept in `recent`
+// for the next commit. False when one is misplaced (a violation noted).
+bool read_change(ObjectStore& store, const Change& c, std::map<std::string, SharedDoc>& previous, int format,
+                 const RecordCodec& old_codec, const RecordCodec& new_codec, SharedDoc& before_doc,
+                 SharedDoc& after_doc, std::map<std::string, SharedDoc>& recent, std::vector<Violation>& violations) {
+  if (c.before) {
+    auto hit = previous.find(c.location + ' ' + *c.before);
+    auto r = hit != previous.end() ? Result<SharedDoc>(std::move(hit->second))
+                                   : load_record(store, c, *c.before, format, old_codec);
+    if (!r.ok()) {
+      violations.push_back({"record-misplaced", r.error().message});
+      return false;
+    }
+    before_doc = std::move(r).value();
+  }
+  if (c.after) {
+    auto r = load_record(store, c, *c.after, format, new_codec);
+    if (!r.ok()) {
+      violations.push_back({"record-misplaced", r.error().message});
+      return false;
+    }
+    after_doc = std::move(r).value();
+    recent.emplace(c.location + ' ' + *c.after, after_doc);
+  }
+  return true;
+}
+
+// What the lease changes on path `name` must do to the markers of its
+// ancestors: removed (-1), renewed (a later bound), added (+1).
+void mark_deltas(const std::string& name, const LeasesById& old_leases, const LeasesById& new_leases,
+                 MarkerDeltas& deltas) {
+  auto mark = [&](const std::string& key, const std::string& holder, bool exclusive, int count, std::int64_t until) {
+    for (const auto& a : ancestors_of(key)) {
+      MarkerDelta& d = deltas[a][holder];
+      d.count[exclusive ? 0 : 1] += count;
+      d.until[exclusive ? 0 : 1] = std::max(d.until[exclusive ? 0 : 1], until);
+    }
+  };
+  for (const auto& [id, l] : old_leases) {
+    auto it = new_leases.find(id);
+    if (it == new_leases.end()) mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", -1, -1);
+    else if ((*it->second)["expires_at"] != (*l)["expires_at"])
+      mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", 0,
+           (*it->second)["expires_at"].get<std::int64_t>());
+  }
+  for (const auto& [id, n] : new_leases)
+    if (!old_leases.count(id))
+      mark(name, (*n)["holder"].get<std::string>(), (*n)["mode"] == "exclusive", 1,
+           (*n)["expires_at"].get<std::int64_t>());
+}
+
 }  // namespace
 
 void Timeline::start_lazy() {
@@ -242,167 +318,125 @@ Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* c
   });
 }
 
-Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& old_state, const Oid& new_state,
-                                               std::int64_t t, const Policy& policy, const RecordCodec* old_codec,
-                                               const RecordCodec* new_codec) {
-  if (!old_codec) old_codec = &plain_codec();
-  if (!new_codec) new_codec = &plain_codec();
-  std::map<std::string, SharedDoc> previous = std::move(recent_);
-  recent_.clear();
-  std::vector<Violation> violations;
-  std::vector<Change> changes;
-  StateReader new_reader(store, new_state);
-  auto format = new_reader.format_version();
-  if (!format.ok()) {
-    violations.push_back({"unknown-format", format.error().message});
-    return violations;
-  }
-  std::optional<Oid> old_records;
-  if (!old_state.empty()) {
-    StateReader old_reader(store, old_state);
-    auto old_format = old_reader.format_version();
-    if ((old_format.ok() && *old_format != *format) || old_codec != new_codec) {
-      // A migration or a rekey moves every record; the leases in force are
-      // unchanged (re-planning proves it). Reload the model.
-      if (lazy_) {  // no model to compare with: both states, read in full (migrations are rare)
-        Timeline old_model;
-        GITLOCKS_CHECK(old_model.load(store, old_state, old_codec));
-        GITLOCKS_CHECK(load(store, new_state, new_codec));
-        for (const auto& [res, g] : old_model.max_generation_)
-          if (max_generation_[res] < g)
-            violations.push_back({"generation-reused", "generation of " + res + " went back in a migration"});
-        start_lazy();
-        return violations;
-      }
-      auto gens = max_generation_;
-      GITLOCKS_CHECK(load(store, new_state, new_codec));
-      for (const auto& [res, g] : gens)
-        if (max_generation_[res] < g)
-          violations.push_back({"generation-reused", "generation of " + res + " went back in a migration"});
-      return violations;
-    }
-    GITLOCKS_TRY(r, subtree(store, old_state, "records"));
-    old_records = r;
-  }
-  GITLOCKS_TRY(new_records, subtree(store, new_state, "records"));
-  auto diff = diff_trees(store, old_records, new_records, "records/", 0, *format, changes);
-  if (!diff.ok()) {
-    if (diff.error().code != Errc::invalid) return diff.error();
-    violations.push_back({"record-misplaced", diff.error().message});
-    return violations;
-  }
-  struct Admission {
-    std::string resource, key, holder, id;
-    bool exclusive;
-    std::int64_t expires_at, generation;
-    std::int64_t before_generation;  // the record's generation at the parent state (0: no record)
-  };
+// A lease a commit admits.
+struct Timeline::Admission {
+  std::string resource, key, holder, id;
+  bool exclusive;
+  std::int64_t expires_at, generation;
+  std::int64_t before_generation;  // the record's generation at the parent state (0: no record)
+};
+
+// What one commit's record changes amount to, gathered before the checks.
+struct Timeline::Effects {
   // The path records this commit changed (by key), and what its lease
   // changes must do to the markers of their ancestors.
   std::map<std::string, std::pair<SharedDoc, SharedDoc>> changed_paths;
-  std::map<std::string, std::map<std::string, MarkerDelta>> deltas;  // ancestor key -> holder -> delta
-  auto mark = [&](const std::string& key, const std::string& holder, bool exclusive, int count, std::int64_t until) {
-    for (const auto& a : ancestors_of(key)) {
-      MarkerDelta& d = deltas[a][holder];
-      d.count[exclusive ? 0 : 1] += count;
-      d.until[exclusive ? 0 : 1] = std::max(d.until[exclusive ? 0 : 1], until);
-    }
-  };
+  MarkerDeltas deltas;
   std::vector<Admission> admitted;
   std::vector<SharedDoc> semaphores;
-  std::map<std::string, SharedDoc> recent;
-  // First removals and renewals, then admissions: a reclaim removes the old
-  // lease and admits the new one in the same commit.
-  for (const auto& c : changes) {
-    SharedDoc before_doc;
-    SharedDoc after_doc;
-    if (c.before) {
-      auto hit = previous.find(c.location + ' ' + *c.before);
-      auto r = hit != previous.end() ? Result<SharedDoc>(std::move(hit->second))
-                                     : load_record(store, c, *c.before, *format, *old_codec);
-      if (!r.ok()) {
-        violations.push_back({"record-misplaced", r.error().message});
-        continue;
-      }
-      before_doc = std::move(r).value();
-    }
-    if (c.after) {
-      auto r = load_record(store, c, *c.after, *format, *new_codec);
-      if (!r.ok()) {
-        violations.push_back({"record-misplaced", r.error().message});
-        continue;
-      }
-      after_doc = std::move(r).value();
-      recent.emplace(c.location + ' ' + *c.after, after_doc);
-    }
-    const json& before = doc_or_null(before_doc);
-    const json& after = doc_or_null(after_doc);
-    const json& any = after.is_null() ? before : after;
-    const std::string kind = any["kind"].get<std::string>();
-    if (kind == "family") continue;  // derived data; leases carry the facts
-    const std::string name = any["name"].get<std::string>();
-    const std::string resource = kind + ":" + name;
-    auto old_leases = leases_by_id(before);
-    auto new_leases = leases_by_id(after);
-    const std::int64_t before_generation = before.is_null() ? 0 : before["generation"].get<std::int64_t>();
-    if (lazy_ && !before.is_null() && before_generation > 0 &&
-        (after.is_null() || after["generation"].get<std::int64_t>() < before_generation))
-      violations.push_back({"generation-reused",
-                            "the generation of " + resource + " went back from " + std::to_string(before_generation)});
-    if (kind == "path") {
-      changed_paths[name] = {before_doc, after_doc};
-      for (const auto& [id, l] : old_leases) {
-        auto it = new_leases.find(id);
-        if (it == new_leases.end()) mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", -1, -1);
-        else if ((*it->second)["expires_at"] != (*l)["expires_at"])
-          mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", 0,
-               (*it->second)["expires_at"].get<std::int64_t>());
-      }
-      for (const auto& [id, n] : new_leases)
-        if (!old_leases.count(id))
-          mark(name, (*n)["holder"].get<std::string>(), (*n)["mode"] == "exclusive", 1,
-               (*n)["expires_at"].get<std::int64_t>());
-    }
-    std::vector<Live>* live = kind == "path" && !lazy_ ? &paths_[name] : nullptr;
-    for (const auto& [id, lp] : old_leases) {
-      const json& l = *lp;
-      auto it = new_leases.find(id);
-      if (it == new_leases.end()) {
-        if (live)
-          live->erase(std::remove_if(live->begin(), live->end(), [&id = id](const Live& x) { return x.id == id; }),
-                      live->end());
-        continue;
-      }
-      const json& n = *it->second;
-      if (n["generation"] != l["generation"] || n["holder"] != l["holder"] ||
-          n.value("mode", "") != l.value("mode", ""))
-        violations.push_back({"generation-reused", "lease " + id + " changed its generation, holder or mode"});
-      if (n["expires_at"] != l["expires_at"]) {
-        if (l["expires_at"].get<std::int64_t>() < t)
-          violations.push_back({"exclusion-violated", "lease " + id + " on " + resource + " was renewed at " +
-                                                          std::to_string(t) + " after it expired at " +
-                                                          l["expires_at"].dump()});
-        if (n["expires_at"].get<std::int64_t>() < l["expires_at"].get<std::int64_t>())
-          violations.push_back({"exclusion-violated", "lease " + id + " expiry moved backwards"});
-        if (live)
-          for (auto& x : *live)
-            if (x.id == id) x.expires_at = n["expires_at"].get<std::int64_t>();
-      }
-    }
-    for (const auto& [id, np] : new_leases) {
-      if (old_leases.count(id)) continue;
-      const json& n = *np;
-      admitted.push_back({resource, name, n["holder"].get<std::string>(), id, n.value("mode", "") == "exclusive",
-                          n["expires_at"].get<std::int64_t>(), n["generation"].get<std::int64_t>(), before_generation});
-    }
-    if (live && live->empty()) paths_.erase(name);
-    if (kind == "sem" && after_doc) semaphores.push_back(after_doc);
+  std::map<std::string, SharedDoc> recent;  // the records after, for the next commit
+};
+
+// A migration or a rekey moves every record; the leases in force are
+// unchanged (re-planning proves it). Reload the model; no generation may
+// go back.
+Status Timeline::reload_moved(ObjectStore& store, const Oid& old_state, const Oid& new_state,
+                              const RecordCodec* old_codec, const RecordCodec* new_codec,
+                              std::vector<Violation>& violations) {
+  if (lazy_) {  // no model to compare with: both states, read in full (migrations are rare)
+    Timeline old_model;
+    GITLOCKS_CHECK(old_model.load(store, old_state, old_codec));
+    GITLOCKS_CHECK(load(store, new_state, new_codec));
+    for (const auto& [res, g] : old_model.max_generation_)
+      if (max_generation_[res] < g)
+        violations.push_back({"generation-reused", "generation of " + res + " went back in a migration"});
+    start_lazy();
+    return Ok{};
   }
-  // The markers follow the lease changes: on every ancestor of a changed
-  // lease, and on every changed record, each holder's count changes by
-  // exactly the net number of its leases added below, and while some remain
-  // the bound covers every expiry added or renewed and never drops.
-  StateReader after_reader(store, new_state, new_codec);
+  auto gens = max_generation_;
+  GITLOCKS_CHECK(load(store, new_state, new_codec));
+  for (const auto& [res, g] : gens)
+    if (max_generation_[res] < g)
+      violations.push_back({"generation-reused", "generation of " + res + " went back in a migration"});
+  return Ok{};
+}
+
+// One changed record: its generation never goes back (checked here when
+// lazy, at admission otherwise), its markers' expected changes, its
+// removed and renewed leases, and the leases it admits.
+void Timeline::follow_change(const SharedDoc& before_doc, const SharedDoc& after_doc, std::int64_t t, Effects& fx,
+                             std::vector<Violation>& violations) {
+  const json& before = doc_or_null(before_doc);
+  const json& after = doc_or_null(after_doc);
+  const json& any = after.is_null() ? before : after;
+  const std::string kind = any["kind"].get<std::string>();
+  if (kind == "family") return;  // derived data; leases carry the facts
+  const std::string name = any["name"].get<std::string>();
+  const std::string resource = kind + ":" + name;
+  auto old_leases = leases_by_id(before);
+  auto new_leases = leases_by_id(after);
+  const std::int64_t before_generation = before.is_null() ? 0 : before["generation"].get<std::int64_t>();
+  if (lazy_ && !before.is_null() && before_generation > 0 &&
+      (after.is_null() || after["generation"].get<std::int64_t>() < before_generation))
+    violations.push_back({"generation-reused",
+                          "the generation of " + resource + " went back from " + std::to_string(before_generation)});
+  if (kind == "path") {
+    fx.changed_paths[name] = {before_doc, after_doc};
+    mark_deltas(name, old_leases, new_leases, fx.deltas);
+  }
+  follow_leases(kind, resource, name, old_leases, new_leases, t, violations);
+  for (const auto& [id, np] : new_leases) {
+    if (old_leases.count(id)) continue;
+    const json& n = *np;
+    fx.admitted.push_back({resource, name, n["holder"].get<std::string>(), id, n.value("mode", "") == "exclusive",
+                           n["expires_at"].get<std::int64_t>(), n["generation"].get<std::int64_t>(),
+                           before_generation});
+  }
+  if (kind == "sem" && after_doc) fx.semaphores.push_back(after_doc);
+}
+
+// The leases a record kept or lost: a kept lease keeps its generation,
+// holder and mode, and is renewed only later and only while live. The
+// model (not lazy) follows removals and renewals.
+void Timeline::follow_leases(const std::string& kind, const std::string& resource, const std::string& name,
+                             const std::map<std::string, const json*>& old_leases,
+                             const std::map<std::string, const json*>& new_leases, std::int64_t t,
+                             std::vector<Violation>& violations) {
+  std::vector<Live>* live = kind == "path" && !lazy_ ? &paths_[name] : nullptr;
+  for (const auto& [id, lp] : old_leases) {
+    const json& l = *lp;
+    auto it = new_leases.find(id);
+    if (it == new_leases.end()) {
+      if (live)
+        live->erase(std::remove_if(live->begin(), live->end(), [&id = id](const Live& x) { return x.id == id; }),
+                    live->end());
+      continue;
+    }
+    const json& n = *it->second;
+    if (n["generation"] != l["generation"] || n["holder"] != l["holder"] || n.value("mode", "") != l.value("mode", ""))
+      violations.push_back({"generation-reused", "lease " + id + " changed its generation, holder or mode"});
+    if (n["expires_at"] != l["expires_at"]) {
+      if (l["expires_at"].get<std::int64_t>() < t)
+        violations.push_back({"exclusion-violated", "lease " + id + " on " + resource + " was renewed at " +
+                                                        std::to_string(t) + " after it expired at " +
+                                                        l["expires_at"].dump()});
+      if (n["expires_at"].get<std::int64_t>() < l["expires_at"].get<std::int64_t>())
+        violations.push_back({"exclusion-violated", "lease " + id + " expiry moved backwards"});
+      if (live)
+        for (auto& x : *live)
+          if (x.id == id) x.expires_at = n["expires_at"].get<std::int64_t>();
+    }
+  }
+  if (live && live->empty()) paths_.erase(name);
+}
+
+// The markers follow the lease changes: on every ancestor of a changed
+// lease, and on every changed record, each holder's count changes by
+// exactly the net number of its leases added below, and while some remain
+// the bound covers every expiry added or renewed and never drops.
+Status Timeline::check_markers(StateReader& after_reader, const Effects& fx, std::vector<Violation>& violations) {
+  const auto& changed_paths = fx.changed_paths;
+  const auto& deltas = fx.deltas;
   std::set<std::string> marked;
   for (const auto& [k, _] : deltas) marked.insert(k);
   for (const auto& [k, _] : changed_paths) marked.insert(k);
@@ -444,6 +478,15 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
       }
     }
   }
+  return Ok{};
+}
+
+// The admissions, in generation order: each generation is new for its
+// resource, each path canonical, and no other holder's live lease (nor an
+// exclusive family's) is in the way at T. The model (not lazy) takes them
+// in.
+Status Timeline::check_admissions(StateReader& after_reader, std::vector<Admission>& admitted, std::int64_t t,
+                                  const Policy& policy, std::vector<Violation>& violations) {
   std::sort(admitted.begin(), admitted.end(),
             [](const Admission& a, const Admission& b) { return a.generation < b.generation; });
   // The leases in the way of an admission: from the model, or (lazy) from
@@ -483,7 +526,12 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                                                       std::to_string(t) + " while " + found.front() + " conflicts"});
     if (!lazy_) paths_[a.key].push_back({a.id, a.holder, a.exclusive, a.expires_at});
   }
-  recent_ = std::move(recent);
+  return Ok{};
+}
+
+// No semaphore the commit changed has more live holders at T than its limit.
+void Timeline::check_semaphores(const std::vector<SharedDoc>& semaphores, std::int64_t t,
+                                std::vector<Violation>& violations) {
   for (const auto& doc : semaphores) {
     const json& rec = *doc;
     std::int64_t live = 0;
@@ -494,6 +542,48 @@ Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& ol
                                                         std::to_string(live) + " live holders, limit " +
                                                         rec["limit"].dump()});
   }
+}
+
+Result<std::vector<Violation>> Timeline::apply(ObjectStore& store, const Oid& old_state, const Oid& new_state,
+                                               std::int64_t t, const Policy& policy, const RecordCodec* old_codec,
+                                               const RecordCodec* new_codec) {
+  if (!old_codec) old_codec = &plain_codec();
+  if (!new_codec) new_codec = &plain_codec();
+  std::map<std::string, SharedDoc> previous = std::move(recent_);
+  recent_.clear();
+  std::vector<Violation> violations;
+  StateReader new_reader(store, new_state);
+  auto format = new_reader.format_version();
+  if (!format.ok()) {
+    violations.push_back({"unknown-format", format.error().message});
+    return violations;
+  }
+  if (!old_state.empty()) {
+    StateReader old_reader(store, old_state);
+    auto old_format = old_reader.format_version();
+    if ((old_format.ok() && *old_format != *format) || old_codec != new_codec) {
+      GITLOCKS_CHECK(reload_moved(store, old_state, new_state, old_codec, new_codec, violations));
+      return violations;
+    }
+  }
+  std::vector<Change> changes;
+  GITLOCKS_TRY(comparable, diff_records(store, old_state, new_state, *format, changes, violations));
+  if (!comparable) return violations;
+  Effects fx;
+  // First removals and renewals, then admissions: a reclaim removes the old
+  // lease and admits the new one in the same commit.
+  for (const auto& c : changes) {
+    SharedDoc before_doc;
+    SharedDoc after_doc;
+    if (!read_change(store, c, previous, *format, *old_codec, *new_codec, before_doc, after_doc, fx.recent, violations))
+      continue;
+    follow_change(before_doc, after_doc, t, fx, violations);
+  }
+  StateReader after_reader(store, new_state, new_codec);
+  GITLOCKS_CHECK(check_markers(after_reader, fx, violations));
+  GITLOCKS_CHECK(check_admissions(after_reader, fx.admitted, t, policy, violations));
+  recent_ = std::move(fx.recent);
+  check_semaphores(fx.semaphores, t, violations);
   return violations;
 }
 

@@ -63,6 +63,22 @@ class Timeline {
   // result), never from the model.
   Status conflicts_in_state(StateReader& reader, const std::string& key, const std::string& holder, bool exclusive,
                             std::int64_t t, std::vector<std::string>& out) const;
+  // apply()'s steps (timeline.cpp has the steps that need no model).
+  struct Admission;
+  struct Effects;
+  Status reload_moved(ObjectStore& store, const Oid& old_state, const Oid& new_state, const RecordCodec* old_codec,
+                      const RecordCodec* new_codec, std::vector<Violation>& violations);
+  void follow_change(const SharedDoc& before_doc, const SharedDoc& after_doc, std::int64_t t, Effects& fx,
+                     std::vector<Violation>& violations);
+  void follow_leases(const std::string& kind, const std::string& resource, const std::string& name,
+                     const std::map<std::string, const json*>& old_leases,
+                     const std::map<std::string, const json*>& new_leases, std::int64_t t,
+                     std::vector<Violation>& violations);
+  static Status check_markers(StateReader& after_reader, const Effects& fx, std::vector<Violation>& violations);
+  Status check_admissions(StateReader& after_reader, std::vector<Admission>& admitted, std::int64_t t,
+                          const Policy& policy, std::vector<Violation>& violations);
+  static void check_semaphores(const std::vector<SharedDoc>& semaphores, std::int64_t t,
+                               std::vector<Violation>& violations);
   bool lazy_ = false;
   std::map<std::string, std::vector<Live>> paths_;      // path key -> leases on it
   std::map<std::string, std::int64_t> max_generation_;  // resource -> highest generation seen

@@ -8,6 +8,7 @@
 // DUR is a duration string ("30s") or integer milliseconds.
 #include "batch_parse.h"
 #include "cli.h"
+#include "gitlocks/limits.hpp"
 #include "leases.h"
 #include "publish.h"
 #include "report.h"
@@ -41,7 +42,7 @@ int cmd_batch(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv, {{"ttl", true}});
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() > 1) return ctx.fail(make_error(Errc::usage, "usage: batch [FILE|-]"));
-  std::int64_t default_ttl = 10 * 60 * 1000;
+  std::int64_t default_ttl = kDefaultTtlMs;
   if (auto t = a->value("ttl")) {
     auto v = parse_duration(*t);
     if (!v.ok()) return ctx.fail(v.error());

@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
@@ -34,7 +35,7 @@ namespace gitlocks::cli {
 namespace {
 
 constexpr std::string_view kHookMarker = "# git-locks hook";
-constexpr std::size_t kChunk = 10000;  // the planner's op limit per transition
+constexpr std::size_t kChunk = kMaxOps;  // the planner's op limit per transition
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";

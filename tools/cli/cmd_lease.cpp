@@ -1,6 +1,8 @@
 // Commands that publish one transition: init, claim, extend, release, sweep,
 // sem acquire/release, batch.
 #include "cli.h"
+#include "gitlocks/limits.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
 #include "leases.h"
@@ -9,8 +11,6 @@
 
 namespace gitlocks::cli {
 namespace {
-
-constexpr std::int64_t kDefaultTtlMs = 10 * 60 * 1000;
 
 Result<std::int64_t> ttl_of(const Parsed& a) {
   if (auto t = a.value("ttl")) return parse_duration(*t);
@@ -121,7 +121,7 @@ int cmd_claim(Context& ctx, const Argv& argv) {
     GITLOCKS_CHECK(require_store(ctx, snap));
     json ops = json::array();
     for (const auto& path : a->positionals) {
-      json op = {{"op", "claim"}, {"path", path}, {"mode", mode}, {"expires_at", now + *ttl}};
+      json op = ops::claim(path, mode, now + *ttl);
       if (auto note = a->value("note")) op["note"] = *note;
       ops.push_back(op);
     }
@@ -170,13 +170,13 @@ int cmd_sem_acquire(Context& ctx, const Argv& argv) {
   if (!limit.ok()) return ctx.fail(limit.error());
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
-  return publish_and_report(
-      ctx, "sem-acquire", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-        GITLOCKS_CHECK(require_store(ctx, snap));
-        json op = {{"op", "sem-acquire"}, {"sem", a->positionals[0]}, {"limit", *limit}, {"expires_at", now + *ttl}};
-        if (auto note = a->value("note")) op["note"] = *note;
-        return std::optional<json>{transition_body(ctx, now, json::array({op}))};
-      });
+  return publish_and_report(ctx, "sem-acquire",
+                            [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+                              GITLOCKS_CHECK(require_store(ctx, snap));
+                              json op = ops::sem_acquire(a->positionals[0], *limit, now + *ttl);
+                              if (auto note = a->value("note")) op["note"] = *note;
+                              return std::optional<json>{transition_body(ctx, now, json::array({op}))};
+                            });
 }
 
 int cmd_sem_release(Context& ctx, const Argv& argv) {

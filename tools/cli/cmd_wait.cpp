@@ -2,6 +2,7 @@
 // are claimable (the planner's answer on a dry-run view of the store); with
 // --claim, claim them as soon as that succeeds.
 #include "cli.h"
+#include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
 #include "leases.h"
@@ -20,7 +21,7 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     if (!v.ok()) return ctx.fail(v.error());
     timeout = *v;
   }
-  std::int64_t ttl = 10 * 60 * 1000;
+  std::int64_t ttl = kDefaultTtlMs;
   if (auto t = a->value("ttl")) {
     auto v = parse_duration(*t);
     if (!v.ok()) return ctx.fail(v.error());

@@ -1,0 +1,207 @@
+// The ops that admit a new lease: claim (a path, exclusive or shared) and
+// sem-acquire (a slot of a semaphore). Each collects what stands in the
+// way, lets resolve() (plan_conflicts.cpp) check or fill in what the body
+// declares about it, then records the lease and its guards.
+#include <algorithm>
+
+#include "gitlocks/limits.hpp"
+#include "plan_internal.h"
+#include "records.h"
+
+namespace gitlocks::detail {
+namespace {
+
+// A full semaphore's refusal names its holders until the list is this long.
+constexpr std::size_t kHolderListBytes = 400;
+
+}  // namespace
+
+Status Planner::claim(json& op, std::size_t i) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
+  GITLOCKS_TRY(path_text, get_string(op, "path"));
+  // NFC, and folded in a case-insensitive store: one spelling per resource.
+  GITLOCKS_TRY(p, parse_repo_path(path_text, policy_.path_case()));
+  if (p.display() != path_text) return make_error(Errc::bad_path, "path is not normalised");
+  GITLOCKS_TRY(mode, get_string(op, "mode"));
+  if (mode != "exclusive" && mode != "shared") return make_error(Errc::usage, "mode must be exclusive or shared");
+  const bool excl = mode == "exclusive";
+  GITLOCKS_TRY(expires_at, expiry(op));
+  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+  const std::string key = p.key();
+  const std::string res = path_resource(key);
+  auto fams = families_of(p);
+  for (const Family* f : fams)
+    if (!f->exclusive && excl)
+      return make_error(Errc::family_policy,
+                        "family '" + f->name + "' is shared: its members may only be claimed in shared mode");
+
+  std::vector<Conflict> conflicts;
+  for (const auto& a : ancestors(p)) {
+    GITLOCKS_TRY(rec, get(path_resource(a)));
+    if (rec->is_null()) continue;
+    for (const auto& l : (*rec)["leases"])
+      if (l["holder"] != ctx_.actor && (excl || l["mode"] == "exclusive"))
+        conflicts.push_back({l["expires_at"].get<std::int64_t>(), Errc::held_path,
+                             "'" + a + "/' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
+                             l.value("holder", ""), l.value("name", ""), l.value("path", a + "/")});
+  }
+  json must_reclaim = json::array();
+  GITLOCKS_TRY(target, get(res));
+  if (!target->is_null()) {
+    for (const auto& l : (*target)["leases"]) {
+      bool own = l["holder"] == ctx_.actor;
+      if (!own && !excl && l["mode"] == "shared") continue;
+      conflicts.push_back(
+          {l["expires_at"].get<std::int64_t>(), own ? Errc::already_held : Errc::held_path,
+           own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() + "); extend it instead"
+               : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
+           l.value("holder", ""), l.value("name", ""), l.value("path", key)});
+      must_reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
+    }
+    for (const auto& [h, m] : (*target)["below"].items()) {
+      if (h == ctx_.actor) continue;
+      if (m["x"].get<std::int64_t>() > 0)
+        conflicts.push_back({m["xu"].get<std::int64_t>(), Errc::held_path,
+                             "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12), h, "", "", key,
+                             "exclusive"});
+      if (excl && m["s"].get<std::int64_t>() > 0)
+        conflicts.push_back({m["su"].get<std::int64_t>(), Errc::held_path,
+                             "a path below '" + key + "/' is held shared by " + h.substr(0, 12), h, "", "", key,
+                             "shared"});
+    }
+  }
+  for (const Family* f : fams) {
+    if (!f->exclusive) continue;
+    GITLOCKS_TRY(rec, get(family_resource(f->name)));
+    if (rec->is_null()) continue;
+    for (const auto& [h, e] : (*rec)["holders"].items())
+      if (h != ctx_.actor)
+        conflicts.push_back({e["until"].get<std::int64_t>(), Errc::family_policy,
+                             "family '" + f->name + "' is held by " + h.substr(0, 12), h, "", "", "", "", f});
+  }
+  GITLOCKS_CHECK(resolve(op, conflicts, must_reclaim));
+
+  // Effects: copy body values into the state; nothing depends on T.
+  GITLOCKS_TRY(rec, get_for_write(res, records::new_path(key)));
+  for (const auto& r : must_reclaim) {
+    auto& leases = (*rec)["leases"];
+    auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
+    json old = *it;
+    leases.erase(it);
+    GITLOCKS_CHECK(forget_path_lease(p, old));
+  }
+  std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
+  (*rec)["generation"] = gen;
+  json lease = {{"id", lease_id(ctx_.instance, i, res)},
+                {"holder", ctx_.actor},
+                {"name", name_},
+                {"mode", mode},
+                {"generation", gen},
+                {"expires_at", expires_at},
+                {"created_at", created_at_},
+                {"path", p.display()}};
+  if (note) lease["note"] = *note;
+  (*rec)["leases"].push_back(lease);
+  GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
+  leases_.push_back({{"resource", res}, {"lease", lease["id"]}, {"generation", gen}, {"expires_at", expires_at}});
+
+  for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
+  if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
+  return Ok{};
+}
+
+Status Planner::sem_acquire(json& op, std::size_t i) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "sem", "limit", "expires_at", "note", "reclaims", "after"}, "sem-acquire op"));
+  GITLOCKS_TRY(name, get_string(op, "sem"));
+  GITLOCKS_CHECK(check_name(name, "semaphore"));
+  GITLOCKS_TRY(limit, get_int(op, "limit"));
+  if (limit < 1 || limit > kMaxSemLimit)
+    return make_error(Errc::usage, "semaphore limit must be 1.." + std::to_string(kMaxSemLimit));
+  GITLOCKS_TRY(expires_at, expiry(op));
+  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+  const std::string res = sem_resource(name);
+  GITLOCKS_TRY(existing, get(res));
+  json leases = existing->is_null() ? json::array() : (*existing)["leases"];
+
+  json reclaim = json::array();
+  std::vector<Conflict> conflicts;
+  if (now_) {
+    for (const auto& l : leases) {
+      bool own = l["holder"] == ctx_.actor;
+      std::int64_t e = l["expires_at"].get<std::int64_t>();
+      if (e < *now_) {
+        reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
+        conflicts.push_back({e, Errc::full_semaphore, "slot"});
+      } else if (own) {
+        return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "' (lease " +
+                                                  l["id"].get<std::string>() + "); extend it instead");
+      }
+    }
+    GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
+  } else {
+    auto declared = op.find("reclaims");
+    if (declared != op.end()) {
+      if (!declared->is_array() || declared->empty())
+        return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
+      for (const auto& r : *declared) {
+        GITLOCKS_CHECK(check_keys(r, {"lease", "generation", "expires_at"}, "reclaim"));
+        auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
+        if (it == leases.end() || (*it)["generation"] != r["generation"] || (*it)["expires_at"] != r["expires_at"])
+          return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases")
+              .because(reason::reclaim_mismatch);
+        conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot"});
+        reclaim.push_back(r);
+      }
+    }
+    GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
+  }
+  // Remaining leases after reclaim.
+  json remaining = json::array();
+  for (const auto& l : leases) {
+    bool reclaimed = std::any_of(reclaim.begin(), reclaim.end(), [&](const json& r) { return r["lease"] == l["id"]; });
+    if (reclaimed) continue;
+    if (l["holder"] == ctx_.actor)
+      return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "'; extend it instead");
+    remaining.push_back(l);
+  }
+  if (!remaining.empty() && (*existing)["limit"].get<std::int64_t>() != limit)
+    return make_error(Errc::limit_mismatch, "semaphore '" + name + "' has limit " +
+                                                std::to_string((*existing)["limit"].get<std::int64_t>()) +
+                                                " while held; every holder must agree on the limit");
+  if (static_cast<std::int64_t>(remaining.size()) >= limit) {
+    // Name the holders; the one whose slot frees first is in the fields.
+    const json* first = &remaining[0];
+    std::string holders;
+    for (const auto& l : remaining) {
+      if (l["expires_at"].get<std::int64_t>() < (*first)["expires_at"].get<std::int64_t>()) first = &l;
+      if (holders.size() < kHolderListBytes) holders += (holders.empty() ? "" : ", ") + holder_label(l);
+    }
+    const std::int64_t frees = (*first)["expires_at"].get<std::int64_t>();
+    Error e = refusal(Errc::full_semaphore,
+                      "semaphore '" + name + "' is full (" + std::to_string(remaining.size()) + "/" +
+                          std::to_string(limit) + "): held by " + holders + "; the first slot frees",
+                      frees, (*first).value("holder", ""), (*first).value("name", ""));
+    e.message += " unless released sooner";
+    return e;
+  }
+
+  GITLOCKS_TRY(rec, get_for_write(res, records::new_sem(name, limit)));
+  (*rec)["leases"] = remaining;
+  (*rec)["limit"] = limit;
+  std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
+  (*rec)["generation"] = gen;
+  json lease = {{"id", lease_id(ctx_.instance, i, res)},
+                {"holder", ctx_.actor},
+                {"name", name_},
+                {"generation", gen},
+                {"expires_at", expires_at},
+                {"created_at", created_at_}};
+  if (note) lease["note"] = *note;
+  (*rec)["leases"].push_back(lease);
+  leases_.push_back({{"resource", res}, {"lease", lease["id"]}, {"generation", gen}, {"expires_at", expires_at}});
+  for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
+  if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
+  return Ok{};
+}
+
+}  // namespace gitlocks::detail

@@ -1,0 +1,137 @@
+// Owner-signed policy changes ({"admin":{"op":...}}): guard-time-enable,
+// and for PRIVATE stores the membership ops member-add and member-remove
+// (each leaves a pending keyring transition) and rekey (completes it).
+#include <algorithm>
+
+#include "gitlocks/attest.hpp"
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/vault.hpp"
+#include "plan_internal.h"
+#include "tree_edit.h"
+
+namespace gitlocks::detail {
+namespace {
+
+// PRIVATE membership: add/remove start a keyring transition to epoch E+1
+// (the new epoch key sealed to the new member list); rekey completes it by
+// re-sealing every record, and the families, under the new key.
+Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, const json& policy_doc,
+                                    const Policy& policy, const PlanContext& ctx, const json& body,
+                                    const std::string& op) {
+  const json& a = body["admin"];
+  if (!policy.is_private) return make_error(Errc::usage, "membership applies to PRIVATE stores only");
+  const std::string next_epoch = std::to_string(policy.epoch + 1);
+  json next = policy_doc;
+  if (op == "rekey") {
+    GITLOCKS_CHECK(check_keys(a, {"op", "expected_policy_hash"}, "admin op"));
+    if (!policy.pending) return make_error(Errc::usage, "no keyring transition is pending");
+    if (!ctx.vault) return make_error(Errc::not_member, "rekey needs the owner's keys");
+    const Vault& vault = *ctx.vault;
+    auto old_codec = make_private_codec(vault, policy.store, policy.epoch);
+    auto new_codec = make_private_codec(vault, policy.store, policy.epoch + 1);
+    if (!old_codec || !new_codec) return make_error(Errc::not_member, "rekey needs the keys of both epochs");
+    reader.set_codec(old_codec.get());
+    std::vector<json> records;
+    GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
+      records.push_back(r);
+      return true;
+    }));
+    const json& pend = policy_doc["pending"];
+    next["epoch"] = policy.epoch + 1;
+    next["members"] = pend["members"];
+    next["keyring"][next_epoch] = pend["keyring"][next_epoch];
+    next.erase("pending");
+    if (policy_doc.contains("families")) {
+      auto plain =
+          open_document(policy_doc["families"], *vault.key(policy.epoch), policy.store, "policy.json#families");
+      if (!plain.ok()) return plain.error();
+      GITLOCKS_TRY(resealed, seal_document(*plain, *vault.key(policy.epoch + 1), policy.epoch + 1, policy.store,
+                                           "policy.json#families"));
+      next["families"] = json::parse(resealed);
+    }
+    GITLOCKS_TRY(root, write_state(store, next, records, 2, new_codec.get()));
+    return time_free_outcome(body, "rekey", root, records.size());
+  }
+  GITLOCKS_CHECK(check_keys(a, {"op", "member", "expected_policy_hash", "keyring"}, "admin op"));
+  if (policy.pending)
+    return make_error(Errc::usage, "a keyring transition is already pending; run `git-locks member rekey`");
+  GITLOCKS_TRY(member, get_string(a, "member"));
+  GITLOCKS_TRY(pk, public_key_from_hex(member));
+  (void)pk;
+  json members = policy_doc["members"];
+  auto it = std::find(members.begin(), members.end(), json(member));
+  if (op == "member-add") {
+    if (it != members.end()) return make_error(Errc::usage, "already a member: " + member.substr(0, 12));
+    members.push_back(member);
+  } else {
+    if (it == members.end()) return make_error(Errc::usage, "not a member: " + member.substr(0, 12));
+    if (member == policy.owner) return make_error(Errc::usage, "the owner cannot be removed");
+    members.erase(it);
+  }
+  if (!a.contains("keyring")) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
+  next["pending"] = {{"epoch", policy.epoch + 1}, {"members", members}, {"keyring", a["keyring"]}};
+  GITLOCKS_TRY(checked, parse_policy(next));
+  (void)checked;
+  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(blob, store.write_blob(bytes));
+  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
+  return time_free_outcome(body, op, *root, 0);
+}
+
+}  // namespace
+
+// Owner-signed policy changes. The only one so far enables guard time:
+//   {"admin":{"op":"guard-time-enable","audience":A,"service_key":HEX,
+//             "disclosure":"GUARD_WINDOW","expected_policy_hash":HEX}}
+Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
+                               const PlanContext& ctx, const json& body) {
+  GITLOCKS_CHECK(check_keys(body, {"admin"}, "admin body"));
+  const json& a = body["admin"];
+  GITLOCKS_TRY(op, get_string(a, "op"));
+  if (ctx.actor != policy.owner)
+    return make_error(Errc::not_holder,
+                      "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy");
+  GITLOCKS_TRY(expected, get_string(a, "expected_policy_hash"));
+  GITLOCKS_TRY(current_bytes, reader.policy_bytes());
+  if (expected != sha256_hex(current_bytes))
+    return make_error(Errc::stale_generation,
+                      "the policy changed: expected policy hash " + expected + ", current " + sha256_hex(current_bytes))
+        .because(reason::policy_changed);
+  if (op == "member-add" || op == "member-remove" || op == "rekey")
+    return plan_membership(store, reader, policy_doc, policy, ctx, body, op);
+  if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
+  GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
+  if (policy.pending)
+    return make_error(Errc::usage,
+                      "a keyring transition is pending: guard time needs an active keyring without a "
+                      "pending transition (run `git-locks member rekey` first)");
+  GITLOCKS_TRY(disclosure, get_string(a, "disclosure"));
+  if (disclosure != kDisclosureGuardWindow)
+    return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
+  GITLOCKS_TRY(audience, get_string(a, "audience"));
+  GITLOCKS_TRY(key, get_string(a, "service_key"));
+  if (audience.empty()) return make_error(Errc::usage, "the audience must not be empty");
+  GITLOCKS_TRY(pk, public_key_from_hex(key));
+  (void)pk;
+  Pins pins{audience, key};
+  // The same pins again is no request at all: the field says so (a host
+  // reports ALREADY_ENABLED and writes nothing); other pins contradict the
+  // policy (there is no signer rotation).
+  if (policy.guard_time && *policy.guard_time == pins)
+    return make_error(Errc::usage, "ALREADY_ENABLED: guard time is already enabled with these pins")
+        .because(reason::already_enabled);
+  if (policy.guard_time)
+    return make_error(Errc::usage,
+                      "guard time is enabled with other pins; replacing them (signer rotation) is "
+                      "not supported");
+  json next = policy_doc;
+  next["guard_time"] = guard_time_doc(pins);
+  GITLOCKS_TRY(parsed, parse_policy(next));
+  (void)parsed;
+  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(blob, store.write_blob(bytes));
+  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
+  return time_free_outcome(body, "guard-time-enable", *root, 0);
+}
+
+}  // namespace gitlocks::detail

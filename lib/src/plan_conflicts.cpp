@@ -1,0 +1,111 @@
+// Conflicts of the ops planner: checking what a body declares about the
+// leases in its way (reclaims, after) or, when proposing, filling it in;
+// and the refusals that name who stands in the way and until when.
+#include <algorithm>
+
+#include "gitlocks/query.hpp"
+#include "gitlocks/timefmt.hpp"
+#include "plan_internal.h"
+
+namespace gitlocks::detail {
+
+std::string Planner::holder_label(const json& lease) const {
+  std::string n = lease.value("name", "");
+  std::string k = lease.value("holder", "");
+  return (n.empty() ? std::string("holder") : n) + " (" + k.substr(0, 12) + ")";
+}
+
+// The refusal for conflict `c`: "<what> until 2026-12-01T11:16:33Z, in
+// 9m59s" (relative to T when proposing), with the holder's key and name,
+// the raw expiry and the path in the error's fields. A holder known only
+// from a marker or a family record is named from its live lease there.
+Error Planner::conflict_error(const Conflict& c, const std::string& suffix) {
+  Conflict n = c;
+  if (now_ && n.name.empty() && !n.holder.empty() && (!n.below.empty() || n.family)) name_from_lease(n);
+  std::string what = n.what;
+  const std::string key12 = n.holder.substr(0, 12);
+  if (!n.name.empty() && !n.below.empty() && !n.path.empty())
+    what = "'" + n.path + "' (below '" + n.below + "/') is held " + n.mode + " by " + n.name + " (" + key12 + ")";
+  else if (!n.name.empty() && n.family && !n.path.empty())
+    what = "family '" + n.family->name + "' is held by " + n.name + " (" + key12 + "), through '" + n.path + "'";
+  Error e = refusal(c.reason, what + suffix + " until", n.expires_at, n.holder, n.name);
+  if (!n.path.empty()) e.fields["path"] = n.path;
+  if (n.family) e.fields["family"] = n.family->name;
+  return e;
+}
+
+// `text` followed by the instant `at` ("2026-12-01T11:16:33Z, in 9m59s"
+// when proposing at T), with at, T and the holder in the fields.
+Error Planner::refusal(Errc code, const std::string& text, std::int64_t at, const std::string& holder,
+                       const std::string& name) const {
+  Error e(code, text + " " + (now_ ? format_when(at, *now_) : format_instant(at)));
+  e.fields["expires_at_ms"] = std::to_string(at);
+  if (now_) e.fields["checked_at_ms"] = std::to_string(*now_);
+  if (!holder.empty()) {
+    e.fields["holder"] = holder;
+    e.fields["holder_name"] = name;
+  }
+  return e;
+}
+
+// Finds the live lease of `c.holder` that its marker (below) or family
+// entry stands for, for its name and path. Reads only the records the
+// index points at (list_leases with filters); a refusal's cost.
+void Planner::name_from_lease(Conflict& c) {
+  std::vector<RepoPath> filters;
+  if (!c.below.empty()) {
+    auto p = parse_repo_path(c.below);
+    if (p.ok()) filters.push_back(*p);
+  } else {
+    filters = c.family->members;
+  }
+  if (filters.empty()) return;
+  auto rows = list_leases(reader_, *now_, filters, false, "");
+  if (!rows.ok()) return;
+  const bool want_exclusive = c.mode == "exclusive";
+  for (const auto& r : *rows) {
+    if (r.value("holder", "") != c.holder || !r.contains("path")) continue;
+    const std::string path = r["path"].get<std::string>();
+    if (!c.below.empty() && (path == c.below || path == c.below + "/")) continue;
+    if (!c.below.empty() && want_exclusive && r.value("mode", "") != "exclusive") continue;
+    c.name = r.value("name", "");
+    c.path = path;
+    return;
+  }
+}
+
+// Checks what a body declares about conflicts (reclaims, after) or, when
+// proposing, fills it in.
+Status Planner::resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim) {
+  if (now_) {
+    for (const auto& c : conflicts)
+      if (c.expires_at >= *now_) return conflict_error(c);
+    if (must_reclaim.empty()) op.erase("reclaims");
+    else op["reclaims"] = must_reclaim;
+    if (conflicts.empty()) {
+      op.erase("after");
+    } else {
+      std::int64_t after = 0;
+      for (const auto& c : conflicts) after = std::max(after, c.expires_at);
+      op["after"] = after;
+    }
+    return Ok{};
+  }
+  json declared = op.contains("reclaims") ? op["reclaims"] : json::array();
+  if (op.contains("reclaims") && (declared.empty() || !declared.is_array()))
+    return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
+  if (declared != must_reclaim)
+    return make_error(Errc::stale_generation, "declared reclaims do not match the leases in the state")
+        .because(reason::reclaim_mismatch);
+  if (conflicts.empty()) {
+    if (op.contains("after")) return make_error(Errc::bad_json, "'after' declared without a conflict");
+    return Ok{};
+  }
+  auto after = get_int(op, "after");
+  if (!after.ok()) return conflict_error(conflicts.front(), " (no 'after' declared)");
+  for (const auto& c : conflicts)
+    if (c.expires_at > *after) return conflict_error(c);
+  return Ok{};
+}
+
+}  // namespace gitlocks::detail

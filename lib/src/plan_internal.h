@@ -1,0 +1,151 @@
+// The planner's internals, shared by its translation units:
+//   plan.cpp           the public entries (plan, propose_sweep, lease_id, the
+//                      guard-window errors) and store creation
+//   plan_ops.cpp       the ops planner: Planner::run and write, the record
+//                      cache, the derived data of path leases, extend,
+//                      release, sweep
+//   plan_acquire.cpp   claim and sem-acquire
+//   plan_conflicts.cpp conflicts: checking or filling in what a body
+//                      declares about them, and the refusals that name them
+//   plan_admin.cpp     owner-signed policy changes: guard-time-enable and
+//                      PRIVATE membership (member-add, member-remove, rekey)
+//   plan_migrate.cpp   the offline layout migration, format 1 -> 2
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gitlocks/path.hpp"
+#include "gitlocks/plan.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
+
+namespace gitlocks::detail {
+
+// The outcome of a transition without guards (creation, policy changes,
+// migration): the universal interval, no leases.
+PlanOutcome time_free_outcome(const json& body, const std::string& action, const Oid& root, std::size_t records);
+
+// Owner-signed policy changes ({"admin":{"op":...}}), plan_admin.cpp.
+Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
+                               const PlanContext& ctx, const json& body);
+
+// The layout migration ({"migrate":{...}}) of a store in format `version`,
+// plan_migrate.cpp.
+Result<PlanOutcome> plan_migrate(ObjectStore& store, StateReader& reader, int version, const json& policy_doc,
+                                 const json& body);
+
+// Paths into the body for guard expressions: ["ops", op, rest...].
+json body_path(std::size_t op, std::initializer_list<json> rest);
+// Guards over T: T > body[path], T <= body[path].
+json time_after(const json& path);
+json time_not_after(const json& path);
+// An optional string field of at most `max_bytes`.
+Result<std::optional<std::string>> opt_string(const json& op, const char* key, std::size_t max_bytes);
+// A semaphore's name: 1..kMaxSemNameBytes bytes, no control characters.
+Status check_name(const std::string& name, const char* what);
+
+// A live-or-dead lease (or marker) that stands in the way of an op. The op may
+// only be admitted after it expired: T > expires_at.
+struct Conflict {
+  Conflict(std::int64_t e, Errc r, std::string w, std::string h = "", std::string n = "", std::string p = "",
+           std::string b = "", std::string m = "", const Family* f = nullptr)
+      : expires_at(e),
+        reason(r),
+        what(std::move(w)),
+        holder(std::move(h)),
+        name(std::move(n)),
+        path(std::move(p)),
+        below(std::move(b)),
+        mode(std::move(m)),
+        family(f) {}
+  std::int64_t expires_at;
+  Errc reason;
+  std::string what;
+  // Who stands in the way (the holder's key and name), for the error's
+  // fields; `below` is the key of the path whose marker says the holder has
+  // leases under it (the name and the lease are then looked up when the
+  // refusal is reported), `family` the family held.
+  std::string holder;
+  std::string name;
+  std::string path;
+  std::string below;
+  std::string mode;  // of the leases below
+  const Family* family;
+};
+
+// Plans the ops of one transition body against the source state. Propose
+// mode (`now` given) and replay mode run the same code.
+class Planner {
+ public:
+  Planner(ObjectStore& store, StateReader& reader, const RecordCodec& codec, const Policy& policy,
+          const PlanContext& ctx, std::optional<std::int64_t> now, int format)
+      : store_(store), reader_(reader), codec_(codec), policy_(policy), ctx_(ctx), now_(now), format_(format) {}
+
+  // Plans every op of `body` (completing it when proposing) into `out`.
+  Status run(json& body, PlanOutcome& out);
+
+  // Writes dirty records and returns the successor state tree.
+  Result<Oid> write(std::size_t& records_written);
+
+ private:
+  // --- the record cache (plan_ops.cpp)
+  // The cached record of a resource; null json if it does not exist.
+  Result<json*> get(const std::string& res);
+  Result<json*> get_for_write(const std::string& res, const json& fresh);
+
+  // --- derived data of path leases (plan_ops.cpp)
+  std::vector<const Family*> families_of(const RepoPath& p) const;
+  static std::vector<std::string> ancestors(const RepoPath& p);
+  // The derived data of a lease on path `p`: `marker` edits the intention
+  // markers of every ancestor, `family` the holder entry of every exclusive
+  // family the path belongs to.
+  template <class MarkerFn, class FamilyFn>
+  Status update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family);
+  // A lease is being removed from path `p`.
+  Status forget_path_lease(const RepoPath& p, const json& lease);
+  // The actor's new lease on path `p`.
+  Status remember_path_lease(const RepoPath& p, bool excl, std::int64_t until);
+  // The actor's lease on path `p` was renewed until `until`.
+  Status remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until);
+
+  // --- conflicts and refusals (plan_conflicts.cpp)
+  std::string holder_label(const json& lease) const;
+  Error conflict_error(const Conflict& c, const std::string& suffix = "");
+  Error refusal(Errc code, const std::string& text, std::int64_t at, const std::string& holder,
+                const std::string& name) const;
+  void name_from_lease(Conflict& c);
+  Status resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim);
+
+  // --- the ops (claim, sem-acquire: plan_acquire.cpp; the rest: plan_ops.cpp)
+  Result<std::int64_t> expiry(const json& op);
+  Status claim(json& op, std::size_t i);
+  Status sem_acquire(json& op, std::size_t i);
+  Status target_of(const json& op, bool sem_only, std::string& res, std::optional<RepoPath>& path);
+  Result<json*> own_lease(json& op, const std::string& res, const std::string& verb);
+  Status extend(json& op, std::size_t i);
+  Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id);
+  Status release(json& op, std::size_t i, bool sem);
+  Status sweep(json& op, std::size_t i);
+
+  ObjectStore& store_;
+  StateReader& reader_;
+  const RecordCodec& codec_;
+  const Policy& policy_;
+  const PlanContext& ctx_;
+  std::optional<std::int64_t> now_;
+  int format_;  // layout of the source state, kept by its successor
+  std::int64_t created_at_ = 0;
+  std::string name_;
+  std::map<std::string, json> cache_;
+  std::set<std::string> dirty_;
+  json guards_;
+  json leases_;
+};
+
+}  // namespace gitlocks::detail

@@ -1,0 +1,349 @@
+// The ops planner: Planner::run plans a body's ops in order and
+// Planner::write records the successor state. Here too: the record cache,
+// the derived data a path lease keeps (ancestors' intention markers,
+// exclusive families' holders), and the ops on existing leases: extend,
+// release, sem-release and sweep. claim and sem-acquire are in
+// plan_acquire.cpp, conflicts and refusals in plan_conflicts.cpp.
+#include <algorithm>
+
+#include "gitlocks/limits.hpp"
+#include "gitlocks/timefmt.hpp"
+#include "plan_internal.h"
+#include "records.h"
+#include "tree_edit.h"
+
+namespace gitlocks::detail {
+
+json body_path(std::size_t op, std::initializer_list<json> rest) {
+  json p = json::array({"ops", op});
+  for (const auto& r : rest) p.push_back(r);
+  return p;
+}
+
+json time_after(const json& path) {
+  return json{{"op", "gt"}, {"left", {{"from", "time"}}}, {"right", {{"from", "body"}, {"path", path}}}};
+}
+
+json time_not_after(const json& path) {
+  return json{{"op", "lte"}, {"left", {{"from", "time"}}}, {"right", {{"from", "body"}, {"path", path}}}};
+}
+
+Result<std::optional<std::string>> opt_string(const json& op, const char* key, std::size_t max_bytes) {
+  auto it = op.find(key);
+  if (it == op.end()) return std::optional<std::string>{};
+  if (!it->is_string()) return make_error(Errc::bad_json, std::string("'") + key + "' must be a string");
+  auto s = it->get<std::string>();
+  if (s.size() > max_bytes)
+    return make_error(Errc::usage, std::string("'") + key + "' longer than " + std::to_string(max_bytes) + " bytes");
+  return std::optional<std::string>{s};
+}
+
+Status check_name(const std::string& name, const char* what) {
+  if (name.empty() || name.size() > kMaxSemNameBytes)
+    return make_error(Errc::usage,
+                      std::string(what) + " name must be 1-" + std::to_string(kMaxSemNameBytes) + " bytes");
+  for (unsigned char c : name)
+    if (c < 0x20 || c == 0x7f) return make_error(Errc::usage, std::string(what) + " name contains a control character");
+  return Ok{};
+}
+
+Status Planner::run(json& body, PlanOutcome& out) {
+  GITLOCKS_CHECK(check_keys(body, {"created_at", "name", "ops"}, "body"));
+  GITLOCKS_TRY(created, get_int(body, "created_at"));
+  if (created < 0) return make_error(Errc::usage, "created_at must not be negative");
+  created_at_ = created;
+  GITLOCKS_TRY(name, get_string(body, "name"));
+  if (name.size() > kMaxNameBytes)
+    return make_error(Errc::usage, "holder name longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  name_ = name;
+  auto ops = body.find("ops");
+  if (ops == body.end() || !ops->is_array() || ops->empty())
+    return make_error(Errc::bad_json, "body needs a non-empty 'ops' array");
+  if (ops->size() > kMaxOps)
+    return make_error(Errc::usage, "more than " + std::to_string(kMaxOps) + " operations in one transition");
+  guards_ = json::array();
+  leases_ = json::array();
+  std::string action;
+  for (std::size_t i = 0; i < ops->size(); ++i) {
+    json& op = (*ops)[i];
+    if (!op.is_object()) return make_error(Errc::bad_json, "op " + std::to_string(i) + " must be an object");
+    GITLOCKS_TRY(kind, get_string(op, "op"));
+    Status st = Ok{};
+    std::string act = kind;
+    if (kind == "claim") {
+      st = claim(op, i);
+      if (st.ok() && op.contains("after")) act = "reclaim";
+    } else if (kind == "sem-acquire") {
+      st = sem_acquire(op, i);
+    } else if (kind == "extend") {
+      st = extend(op, i);
+    } else if (kind == "release" || kind == "sem-release") {
+      st = release(op, i, kind == "sem-release");
+    } else if (kind == "sweep") {
+      st = sweep(op, i);
+    } else {
+      return make_error(Errc::bad_json, "unknown op '" + kind + "'");
+    }
+    if (!st.ok()) {
+      Error e = st.error();
+      if (ops->size() > 1) e.message = "op " + std::to_string(i) + " (" + kind + "): " + e.message;
+      e.fields["op_index"] = std::to_string(i);
+      e.fields["op_kind"] = kind;
+      return e;
+    }
+    action = i == 0 ? act : "batch";
+  }
+  out.action = action;
+  out.guards = guards_;
+  out.leases = leases_;
+  return Ok{};
+}
+
+Result<Oid> Planner::write(std::size_t& records_written) {
+  detail::TreeUpdates updates;
+  for (const auto& res : dirty_) {
+    const json& rec = cache_.at(res);
+    auto loc = codec_.location(res, format_);
+    if (records::is_empty(rec)) {
+      updates[loc] = std::nullopt;
+      continue;
+    }
+    GITLOCKS_TRY(bytes, codec_.encode(loc, rec));
+    GITLOCKS_TRY(id, store_.write_blob(bytes));
+    if (&codec_ == &plain_codec()) store_.keep_written_parse(id, rec);
+    updates[loc] = id;
+    ++records_written;
+  }
+  GITLOCKS_TRY(root, detail::tree_apply(store_, reader_.root(), updates));
+  if (!root) return make_error(Errc::store_write, "successor state is empty");
+  return *root;
+}
+
+Result<json*> Planner::get(const std::string& res) {
+  auto it = cache_.find(res);
+  if (it != cache_.end()) return &it->second;
+  GITLOCKS_TRY(rec, reader_.record(res));
+  json v = nullptr;
+  if (rec) {
+    GITLOCKS_CHECK(records::validate(*rec, res));
+    v = std::move(*rec);
+  }
+  return &cache_.emplace(res, std::move(v)).first->second;
+}
+
+Result<json*> Planner::get_for_write(const std::string& res, const json& fresh) {
+  GITLOCKS_TRY(rec, get(res));
+  if (rec->is_null()) *rec = fresh;
+  dirty_.insert(res);
+  return rec;
+}
+
+std::vector<const Family*> Planner::families_of(const RepoPath& p) const {
+  std::vector<const Family*> out;
+  for (const auto& f : policy_.families)
+    for (const auto& m : f.members)
+      if (paths_overlap(m, p)) {
+        out.push_back(&f);
+        break;
+      }
+  return out;
+}
+
+// The proper ancestors of a path: "a/b/c" -> "a", "a/b".
+std::vector<std::string> Planner::ancestors(const RepoPath& p) {
+  std::vector<std::string> out;
+  std::string acc;
+  for (std::size_t i = 0; i + 1 < p.components.size(); ++i) {
+    if (i) acc += '/';
+    acc += p.components[i];
+    out.push_back(acc);
+  }
+  return out;
+}
+
+template <class MarkerFn, class FamilyFn>
+Status Planner::update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family) {
+  for (const auto& a : ancestors(p)) {
+    GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
+    marker(*rec);
+  }
+  for (const Family* f : families_of(p)) {
+    if (!f->exclusive) continue;
+    GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
+    family(*rec);
+  }
+  return Ok{};
+}
+
+Status Planner::forget_path_lease(const RepoPath& p, const json& lease) {
+  const std::string holder = lease["holder"].get<std::string>();
+  const bool excl = lease["mode"] == "exclusive";
+  return update_derived(
+      p, [&](json& rec) { records::drop_marker(rec, holder, excl); },
+      [&](json& rec) { records::drop_family_holder(rec, holder); });
+}
+
+Status Planner::remember_path_lease(const RepoPath& p, bool excl, std::int64_t until) {
+  return update_derived(
+      p, [&](json& rec) { records::bump_marker(rec, ctx_.actor, excl, until); },
+      [&](json& rec) { records::bump_family_holder(rec, ctx_.actor, until); });
+}
+
+Status Planner::remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until) {
+  return update_derived(
+      p, [&](json& rec) { records::renew_marker(rec, ctx_.actor, excl, until); },
+      [&](json& rec) { records::renew_family_holder(rec, ctx_.actor, until); });
+}
+
+Result<std::int64_t> Planner::expiry(const json& op) {
+  GITLOCKS_TRY(e, get_int(op, "expires_at"));
+  if (e < 0) return make_error(Errc::usage, "expires_at must not be negative");
+  return e;
+}
+
+// Resolves "path" or "sem" of an op to a resource and (for paths) a RepoPath.
+Status Planner::target_of(const json& op, bool sem_only, std::string& res, std::optional<RepoPath>& path) {
+  bool has_path = op.contains("path");
+  bool has_sem = op.contains("sem");
+  if (has_path == has_sem || (sem_only && !has_sem))
+    return make_error(Errc::bad_json, sem_only ? "op needs 'sem'" : "op needs exactly one of 'path' or 'sem'");
+  if (has_path) {
+    GITLOCKS_TRY(text, get_string(op, "path"));
+    GITLOCKS_TRY(p, parse_repo_path(text, policy_.path_case()));
+    res = path_resource(p.key());
+    path = p;
+  } else {
+    GITLOCKS_TRY(name, get_string(op, "sem"));
+    GITLOCKS_CHECK(check_name(name, "semaphore"));
+    res = sem_resource(name);
+  }
+  return Ok{};
+}
+
+// Finds a lease by id for extend/release; applies holder and generation
+// checks. In propose mode fills "generation" when absent.
+Result<json*> Planner::own_lease(json& op, const std::string& res, const std::string& verb) {
+  GITLOCKS_TRY(id, get_string(op, "lease"));
+  if (now_ && !op.contains("generation")) {
+    // filled below once the lease is found
+  } else {
+    GITLOCKS_TRY(g, get_int(op, "generation"));
+    (void)g;
+  }
+  GITLOCKS_TRY(rec, get(res));
+  // An empty id: the host found no lease of the actor's on the resource.
+  const std::string which = id.empty() ? "no lease of yours" : "no lease " + id;
+  if (rec->is_null()) return make_error(Errc::not_holder, which + " on " + res);
+  auto& leases = (*rec)["leases"];
+  auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
+  if (it == leases.end()) {
+    bool stale = op.contains("generation") && op["generation"].is_number_integer() &&
+                 op["generation"].get<std::int64_t>() < (*rec)["generation"].get<std::int64_t>();
+    if (!stale) return make_error(Errc::not_holder, which + " on " + res);
+    return make_error(Errc::stale_generation, which + " on " + res + " at generation " + op["generation"].dump() +
+                                                  ": superseded (generation now " +
+                                                  std::to_string((*rec)["generation"].get<std::int64_t>()) + ")")
+        .because(reason::superseded);
+  }
+  if ((*it)["holder"] != ctx_.actor)
+    return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + holder_label(*it));
+  if (now_ && !op.contains("generation")) op["generation"] = (*it)["generation"];
+  if (op["generation"] != (*it)["generation"])
+    return make_error(Errc::stale_generation, "lease " + id + " has generation " +
+                                                  std::to_string((*it)["generation"].get<std::int64_t>()) + ", not " +
+                                                  op["generation"].dump());
+  return &*it;
+}
+
+Status Planner::extend(json& op, std::size_t i) {
+  GITLOCKS_CHECK(
+      check_keys(op, {"op", "path", "sem", "lease", "generation", "prev_expires_at", "expires_at"}, "extend op"));
+  std::string res;
+  std::optional<RepoPath> p;
+  GITLOCKS_CHECK(target_of(op, false, res, p));
+  GITLOCKS_TRY(expires_at, expiry(op));
+  GITLOCKS_TRY(lease, own_lease(op, res, "extend"));
+  const std::int64_t current = (*lease)["expires_at"].get<std::int64_t>();
+  if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
+  GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
+  if (prev != current)
+    return make_error(Errc::stale_generation, "lease expiry changed since the request was made")
+        .because(reason::expiry_changed);
+  if (expires_at <= prev) {
+    Error e(Errc::guard_window, "a renewal must move the expiry later: " + format_instant_ms(expires_at) +
+                                    " is not after the current expiry " + format_instant_ms(prev));
+    e.fields["expires_at_ms"] = std::to_string(expires_at);
+    e.fields["prev_expires_at_ms"] = std::to_string(prev);
+    return e;
+  }
+  if (now_ && *now_ > prev) {
+    Error e(Errc::guard_window, "lease " + (*lease)["id"].get<std::string>() + " expired " + format_when(prev, *now_) +
+                                    "; claim it again instead");
+    e.fields["prev_expires_at_ms"] = std::to_string(prev);
+    e.fields["checked_at_ms"] = std::to_string(*now_);
+    return e;
+  }
+  GITLOCKS_TRY(rec, get_for_write(res, nullptr));
+  (void)rec;
+  (*lease)["expires_at"] = expires_at;
+  const std::int64_t gen = (*lease)["generation"].get<std::int64_t>();
+  const std::string id = (*lease)["id"].get<std::string>();
+  if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, (*lease)["mode"] == "exclusive", expires_at));
+  leases_.push_back({{"resource", res}, {"lease", id}, {"generation", gen}, {"expires_at", expires_at}});
+  guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"})));
+  for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
+  return Ok{};
+}
+
+Status Planner::remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id) {
+  GITLOCKS_TRY(rec, get_for_write(res, nullptr));
+  auto& leases = (*rec)["leases"];
+  auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
+  json old = *it;
+  leases.erase(it);
+  if (p) GITLOCKS_CHECK(forget_path_lease(*p, old));
+  return Ok{};
+}
+
+Status Planner::release(json& op, std::size_t /*i*/, bool sem) {
+  GITLOCKS_CHECK(
+      check_keys(op, {"op", sem ? "sem" : "path", "lease", "generation"}, sem ? "sem-release op" : "release op"));
+  std::string res;
+  std::optional<RepoPath> p;
+  GITLOCKS_CHECK(target_of(op, sem, res, p));
+  GITLOCKS_TRY(lease, own_lease(op, res, "release"));
+  std::string id = (*lease)["id"].get<std::string>();
+  return remove_lease(res, p, id);
+}
+
+Status Planner::sweep(json& op, std::size_t i) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "leases"}, "sweep op"));
+  auto list = op.find("leases");
+  if (list == op.end() || !list->is_array() || list->empty())
+    return make_error(Errc::bad_json, "sweep needs a non-empty 'leases' array");
+  for (std::size_t j = 0; j < list->size(); ++j) {
+    json& s = (*list)[j];
+    GITLOCKS_CHECK(check_keys(s, {"path", "sem", "lease", "generation", "expires_at"}, "swept lease"));
+    std::string res;
+    std::optional<RepoPath> p;
+    GITLOCKS_CHECK(target_of(s, false, res, p));
+    GITLOCKS_TRY(id, get_string(s, "lease"));
+    GITLOCKS_TRY(gen, get_int(s, "generation"));
+    GITLOCKS_TRY(exp, get_int(s, "expires_at"));
+    GITLOCKS_TRY(rec, get(res));
+    bool found = false;
+    if (!rec->is_null())
+      for (const auto& l : (*rec)["leases"])
+        if (l["id"] == id && l["generation"] == gen && l["expires_at"] == exp) found = true;
+    if (!found)
+      return make_error(Errc::stale_generation, "swept lease " + id + " is not in the state as declared")
+          .because(reason::sweep_mismatch);
+    if (now_ && exp >= *now_)
+      return make_error(Errc::held_path, "lease " + id + " has not expired").because(reason::not_expired);
+    GITLOCKS_CHECK(remove_lease(res, p, id));
+    guards_.push_back(time_after(body_path(i, {"leases", j, "expires_at"})));
+  }
+  return Ok{};
+}
+
+}  // namespace gitlocks::detail
