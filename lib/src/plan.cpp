@@ -6,6 +6,8 @@
 
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/limits.hpp"
+#include "gitlocks/model.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/timefmt.hpp"
@@ -154,22 +156,19 @@ Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_
     if (!sealed) return make_error(Errc::not_member, "the store is PRIVATE: sweeping needs a member's key");
     reader.set_codec(sealed.get());
   }
-  json leases = json::array();
-  Status bad = Ok{};
+  // Every lease no longer live at `now` (a sweep needs T > expires_at).
+  std::vector<ops::Swept> swept;
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-    auto kind = rec.value("kind", "");
-    if (kind != "path" && kind != "sem") return true;
-    for (const auto& l : rec["leases"]) {
-      if (l["expires_at"].get<std::int64_t>() >= now) continue;
-      json s = {{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}};
-      if (kind == "path") s["path"] = l["path"];
-      else s["sem"] = rec["name"];
-      leases.push_back(s);
+    const Resource r = Resource::of(rec);
+    for (const Lease& l : leases_of(rec)) {  // none in a family record
+      if (l.live_at(now)) continue;
+      swept.push_back({r.kind == RecordKind::sem ? ops::Target::semaphore(r.name) : ops::Target::path(l.path), l.id,
+                       l.generation, l.expires_at});
     }
     return true;
   }));
-  if (leases.empty()) return std::optional<json>{};
-  return std::optional<json>{json{{"op", "sweep"}, {"leases", leases}}};
+  if (swept.empty()) return std::optional<json>{};
+  return std::optional<json>{ops::sweep(swept)};
 }
 
 }  // namespace gitlocks

@@ -129,7 +129,7 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
     for (const auto& l : leases) {
       bool own = l["holder"] == ctx_.actor;
       std::int64_t e = l["expires_at"].get<std::int64_t>();
-      if (e < *now_) {
+      if (!live_until(e, *now_)) {
         reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
         conflicts.push_back({e, Errc::full_semaphore, "slot"});
       } else if (own) {

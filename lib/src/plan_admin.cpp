@@ -58,16 +58,8 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
   GITLOCKS_TRY(member, get_string(a, "member"));
   GITLOCKS_TRY(pk, public_key_from_hex(member));
   (void)pk;
-  json members = policy_doc["members"];
-  auto it = std::find(members.begin(), members.end(), json(member));
-  if (op == "member-add") {
-    if (it != members.end()) return make_error(Errc::usage, "already a member: " + member.substr(0, 12));
-    members.push_back(member);
-  } else {
-    if (it == members.end()) return make_error(Errc::usage, "not a member: " + member.substr(0, 12));
-    if (member == policy.owner) return make_error(Errc::usage, "the owner cannot be removed");
-    members.erase(it);
-  }
+  GITLOCKS_TRY(members, next_members(policy_doc["members"].get<std::vector<std::string>>(), member, op == "member-add",
+                                     policy.owner));
   if (!a.contains("keyring")) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
   next["pending"] = {{"epoch", policy.epoch + 1}, {"members", members}, {"keyring", a["keyring"]}};
   GITLOCKS_TRY(checked, parse_policy(next));

@@ -79,7 +79,7 @@ void Planner::name_from_lease(Conflict& c) {
 Status Planner::resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim) {
   if (now_) {
     for (const auto& c : conflicts)
-      if (c.expires_at >= *now_) return conflict_error(c);
+      if (live_until(c.expires_at, *now_)) return conflict_error(c);
     if (must_reclaim.empty()) op.erase("reclaims");
     else op["reclaims"] = must_reclaim;
     if (conflicts.empty()) {

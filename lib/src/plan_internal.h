@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gitlocks/model.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"

@@ -338,7 +338,7 @@ Status Planner::sweep(json& op, std::size_t i) {
     if (!found)
       return make_error(Errc::stale_generation, "swept lease " + id + " is not in the state as declared")
           .because(reason::sweep_mismatch);
-    if (now_ && exp >= *now_)
+    if (now_ && live_until(exp, *now_))
       return make_error(Errc::held_path, "lease " + id + " has not expired").because(reason::not_expired);
     GITLOCKS_CHECK(remove_lease(res, p, id));
     guards_.push_back(time_after(body_path(i, {"leases", j, "expires_at"})));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gitlocks/limits.hpp"
+
 namespace gitlocks::records {
 
 json new_path(const std::string& key) {
@@ -55,7 +57,7 @@ Status validate_lease(const json& l, const std::string& resource, bool path) {
     if (std::none_of(std::begin(allowed), std::end(allowed), [&](const char* a) { return k == a; }))
       return bad(resource, "unknown lease field '" + k + "'");
   }
-  if (!is_str(l, "id") || !is_hex(l["id"].get<std::string>(), 24)) return bad(resource, "lease id");
+  if (!is_str(l, "id") || !is_hex(l["id"].get<std::string>(), kLeaseIdHexDigits)) return bad(resource, "lease id");
   if (!is_str(l, "holder") || !is_hex(l["holder"].get<std::string>(), 64)) return bad(resource, "lease holder");
   if (!is_str(l, "name")) return bad(resource, "lease name");
   if (!is_int(l, "generation", 1) || !is_int(l, "expires_at") || !is_int(l, "created_at"))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gitlocks/model.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
@@ -255,7 +256,8 @@ Status Timeline::conflicts_in_state(StateReader& reader, const std::string& key,
     GITLOCKS_TRY(rec, reader.record(path_resource(k)));
     if (!rec) return Ok{};
     for (const auto& l : (*rec)["leases"])
-      if (l["holder"] != holder && l["expires_at"].get<std::int64_t>() >= t && (exclusive || l["mode"] == "exclusive"))
+      if (l["holder"] != holder && live_until(l["expires_at"].get<std::int64_t>(), t) &&
+          (exclusive || l["mode"] == "exclusive"))
         out.push_back("lease " + l["id"].get<std::string>() + " on '" + k + "' (live until " + l["expires_at"].dump() +
                       ")");
     return Ok{};
@@ -282,7 +284,7 @@ void Timeline::conflicts_for(const std::string& key, const std::string& holder, 
                              std::vector<std::string>& out) const {
   auto check = [&](const std::string& k, const std::vector<Live>& leases) {
     for (const auto& l : leases)
-      if (l.holder != holder && l.expires_at >= t && (exclusive || l.exclusive))
+      if (l.holder != holder && live_until(l.expires_at, t) && (exclusive || l.exclusive))
         out.push_back("lease " + l.id + " on '" + k + "' (live until " + std::to_string(l.expires_at) + ")");
   };
   // Ancestors.
@@ -307,7 +309,7 @@ Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* c
   StateReader reader(store, state, codec);
   return reader.for_each_record([&](const json& rec) {
     if (rec.value("kind", "") != "path" && rec.value("kind", "") != "sem") return true;
-    const std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
+    const std::string resource = Resource::of(rec).key();
     max_generation_[resource] = rec["generation"].get<std::int64_t>();
     if (rec["kind"] == "path")
       for (const auto& l : rec["leases"])
@@ -372,7 +374,7 @@ void Timeline::follow_change(const SharedDoc& before_doc, const SharedDoc& after
   const std::string kind = any["kind"].get<std::string>();
   if (kind == "family") return;  // derived data; leases carry the facts
   const std::string name = any["name"].get<std::string>();
-  const std::string resource = kind + ":" + name;
+  const std::string resource = Resource::of(any).key();
   auto old_leases = leases_by_id(before);
   auto new_leases = leases_by_id(after);
   const std::int64_t before_generation = before.is_null() ? 0 : before["generation"].get<std::int64_t>();
@@ -416,7 +418,7 @@ void Timeline::follow_leases(const std::string& kind, const std::string& resourc
     if (n["generation"] != l["generation"] || n["holder"] != l["holder"] || n.value("mode", "") != l.value("mode", ""))
       violations.push_back({"generation-reused", "lease " + id + " changed its generation, holder or mode"});
     if (n["expires_at"] != l["expires_at"]) {
-      if (l["expires_at"].get<std::int64_t>() < t)
+      if (!live_until(l["expires_at"].get<std::int64_t>(), t))
         violations.push_back({"exclusion-violated", "lease " + id + " on " + resource + " was renewed at " +
                                                         std::to_string(t) + " after it expired at " +
                                                         l["expires_at"].dump()});
@@ -536,7 +538,7 @@ void Timeline::check_semaphores(const std::vector<SharedDoc>& semaphores, std::i
     const json& rec = *doc;
     std::int64_t live = 0;
     for (const auto& l : rec["leases"])
-      if (l["expires_at"].get<std::int64_t>() >= t) ++live;
+      if (live_until(l["expires_at"].get<std::int64_t>(), t)) ++live;
     if (live > rec["limit"].get<std::int64_t>())
       violations.push_back({"semaphore-over-limit", "semaphore " + rec["name"].get<std::string>() + " has " +
                                                         std::to_string(live) + " live holders, limit " +

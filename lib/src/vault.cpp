@@ -226,13 +226,15 @@ Result<json> make_private_policy(json policy, const EpochKey& key, const SeedSou
   return policy;
 }
 
-Result<std::vector<std::string>> next_members(std::vector<std::string> members, const std::string& member, bool add) {
+Result<std::vector<std::string>> next_members(std::vector<std::string> members, const std::string& member, bool add,
+                                              const std::string& owner) {
   auto it = std::find(members.begin(), members.end(), member);
   if (add) {
-    if (it != members.end()) return make_error(Errc::usage, "already a member: " + member);
+    if (it != members.end()) return make_error(Errc::usage, "already a member: " + member.substr(0, 12));
     members.push_back(member);
   } else {
-    if (it == members.end()) return make_error(Errc::usage, "not a member: " + member);
+    if (it == members.end()) return make_error(Errc::usage, "not a member: " + member.substr(0, 12));
+    if (member == owner) return make_error(Errc::usage, "the owner cannot be removed");
     members.erase(it);
   }
   return members;

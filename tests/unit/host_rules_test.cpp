@@ -74,21 +74,26 @@ TEST_CASE("discovery: a substituted key or audience - a missing profile - a test
   CHECK_FALSE(gitlocks::check_discovery_document(json::array(), pins, false).ok());
 }
 
-TEST_CASE("membership: adding a member twice or removing a stranger is a usage error") {
+TEST_CASE("membership: adding a member twice or removing a stranger or the owner is a usage error") {
   const std::vector<std::string> m = {actor_hex("owner")};
-  auto added = gitlocks::next_members(m, actor_hex("bob"), true);
+  const std::string owner = actor_hex("owner");
+  auto added = gitlocks::next_members(m, actor_hex("bob"), true, owner);
   REQUIRE(added.ok());
   CHECK(*added == std::vector<std::string>{actor_hex("owner"), actor_hex("bob")});
-  auto twice = gitlocks::next_members(*added, actor_hex("bob"), true);
+  auto twice = gitlocks::next_members(*added, actor_hex("bob"), true, owner);
   REQUIRE_FALSE(twice.ok());
   CHECK(twice.error().code == Errc::usage);
-  CHECK(twice.error().message == "already a member: " + actor_hex("bob"));
-  auto removed = gitlocks::next_members(*added, actor_hex("bob"), false);
+  CHECK(twice.error().message == "already a member: " + actor_hex("bob").substr(0, 12));
+  auto removed = gitlocks::next_members(*added, actor_hex("bob"), false, owner);
   REQUIRE(removed.ok());
   CHECK(*removed == m);
-  auto stranger = gitlocks::next_members(m, actor_hex("carol"), false);
+  auto stranger = gitlocks::next_members(m, actor_hex("carol"), false, owner);
   REQUIRE_FALSE(stranger.ok());
-  CHECK(stranger.error().message == "not a member: " + actor_hex("carol"));
+  CHECK(stranger.error().message == "not a member: " + actor_hex("carol").substr(0, 12));
+  auto owner_out = gitlocks::next_members(m, owner, false, owner);
+  REQUIRE_FALSE(owner_out.ok());
+  CHECK(owner_out.error().code == Errc::usage);
+  CHECK(owner_out.error().message == "the owner cannot be removed");
 }
 
 TEST_CASE("private policy: the owner opens epoch 1 and the families are sealed under it") {

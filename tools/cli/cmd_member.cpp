@@ -55,7 +55,8 @@ int change(Context& ctx, const Argv& argv, bool add) {
     GITLOCKS_TRY(policy, private_policy(ctx, snap));
     if (policy.contains("pending"))
       return make_error(Errc::usage, "a keyring transition is already pending: run `git-locks member rekey` first");
-    GITLOCKS_TRY(members, gitlocks::next_members(policy["members"].get<std::vector<std::string>>(), member, add));
+    GITLOCKS_TRY(members, gitlocks::next_members(policy["members"].get<std::vector<std::string>>(), member, add,
+                                                 policy["owner"].get<std::string>()));
     following = std::move(members);
     next_epoch = snap.epoch + 1;
     GITLOCKS_TRY(ring, seal_keyring(next_key, next_epoch, following));

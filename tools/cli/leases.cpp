@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/state.hpp"
@@ -11,7 +12,7 @@
 namespace gitlocks::cli {
 
 bool is_lease_id(const std::string& s) {
-  return s.size() == 24 &&
+  return s.size() == kLeaseIdHexDigits &&
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 

@@ -55,9 +55,11 @@ Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::ve
 // the families sealed under it.
 Result<json> make_private_policy(json policy, const EpochKey& key, const SeedSource& seeds);
 
-// The members after adding (`add`) or removing `member`. Errors: usage
-// ("already a member" / "not a member").
-Result<std::vector<std::string>> next_members(std::vector<std::string> members, const std::string& member, bool add);
+// The members after adding (`add`) or removing `member` of a store owned by
+// `owner`. Errors: usage ("already a member", "not a member", "the owner
+// cannot be removed"; a key is named by its first 12 hex digits).
+Result<std::vector<std::string>> next_members(std::vector<std::string> members, const std::string& member, bool add,
+                                              const std::string& owner);
 
 // Opens a sealed epoch key with a member's key pair. Errors: bad_signature
 // (not sealed to this member, or tampered), bad_json.
