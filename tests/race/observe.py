@@ -125,7 +125,7 @@ def paths_overlap(a, b):
 
 def families_of(path, families):
     """The families a path belongs to: it overlaps one of their members (as
-    `families_of` in lib/src/plan.cpp)."""
+    `families_of` in lib/src/plan_ops.cpp)."""
     return [f["name"] for f in families if any(paths_overlap(m, path) for m in f["members"])]
 
 
