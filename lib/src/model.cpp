@@ -50,6 +50,23 @@ Lease Lease::of(const json& l) {
   return out;
 }
 
+json Lease::to_json() const {
+  json l = {{"id", id},
+            {"holder", holder},
+            {"name", name},
+            {"generation", generation},
+            {"expires_at", expires_at},
+            {"created_at", created_at}};
+  if (!mode.empty()) l["mode"] = mode;
+  if (!path.empty()) l["path"] = path;
+  if (note) l["note"] = *note;
+  return l;
+}
+
+std::string Lease::label() const {
+  return (name.empty() ? std::string("holder") : name) + " (" + holder.substr(0, 12) + ")";
+}
+
 std::vector<Lease> leases_of(const json& record) {
   std::vector<Lease> out;
   auto it = record.find("leases");

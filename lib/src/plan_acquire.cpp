@@ -39,24 +39,22 @@ Status Planner::claim(json& op, std::size_t i) {
   for (const auto& a : ancestors(p)) {
     GITLOCKS_TRY(rec, get(path_resource(a)));
     if (rec->is_null()) continue;
-    for (const auto& l : (*rec)["leases"])
-      if (l["holder"] != ctx_.actor && (excl || l["mode"] == "exclusive"))
-        conflicts.push_back({l["expires_at"].get<std::int64_t>(), Errc::held_path,
-                             "'" + a + "/' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
-                             l.value("holder", ""), l.value("name", ""), l.value("path", a + "/")});
+    for (const Lease& l : leases_of(*rec))
+      if (l.holder != ctx_.actor && (excl || l.exclusive()))
+        conflicts.push_back({l.expires_at, Errc::held_path, "'" + a + "/' is held " + l.mode + " by " + l.label(),
+                             l.holder, l.name, l.path});
   }
   json must_reclaim = json::array();
   GITLOCKS_TRY(target, get(res));
   if (!target->is_null()) {
-    for (const auto& l : (*target)["leases"]) {
-      bool own = l["holder"] == ctx_.actor;
-      if (!own && !excl && l["mode"] == "shared") continue;
-      conflicts.push_back(
-          {l["expires_at"].get<std::int64_t>(), own ? Errc::already_held : Errc::held_path,
-           own ? "you already hold '" + key + "' (lease " + l["id"].get<std::string>() + "); extend it instead"
-               : "'" + key + "' is held " + l["mode"].get<std::string>() + " by " + holder_label(l),
-           l.value("holder", ""), l.value("name", ""), l.value("path", key)});
-      must_reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
+    for (const Lease& l : leases_of(*target)) {
+      const bool own = l.holder == ctx_.actor;
+      if (!own && !excl && !l.exclusive()) continue;
+      conflicts.push_back({l.expires_at, own ? Errc::already_held : Errc::held_path,
+                           own ? "you already hold '" + key + "' (lease " + l.id + "); extend it instead"
+                               : "'" + key + "' is held " + l.mode + " by " + l.label(),
+                           l.holder, l.name, l.path});
+      must_reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
     }
     for (const auto& [h, m] : (*target)["below"].items()) {
       if (h == ctx_.actor) continue;
@@ -86,24 +84,25 @@ Status Planner::claim(json& op, std::size_t i) {
   for (const auto& r : must_reclaim) {
     auto& leases = (*rec)["leases"];
     auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
-    json old = *it;
+    const Lease old = Lease::of(*it);
     leases.erase(it);
     GITLOCKS_CHECK(forget_path_lease(p, old));
   }
   std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
   (*rec)["generation"] = gen;
-  json lease = {{"id", lease_id(ctx_.instance, i, res)},
-                {"holder", ctx_.actor},
-                {"name", name_},
-                {"mode", mode},
-                {"generation", gen},
-                {"expires_at", expires_at},
-                {"created_at", created_at_},
-                {"path", p.display()}};
-  if (note) lease["note"] = *note;
-  (*rec)["leases"].push_back(lease);
+  Lease lease;
+  lease.id = lease_id(ctx_.instance, i, res);
+  lease.holder = ctx_.actor;
+  lease.name = name_;
+  lease.mode = mode;
+  lease.generation = gen;
+  lease.expires_at = expires_at;
+  lease.created_at = created_at_;
+  lease.path = p.display();
+  lease.note = note;
+  (*rec)["leases"].push_back(lease.to_json());
   GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
-  leases_.push_back({{"resource", res}, {"lease", lease["id"]}, {"generation", gen}, {"expires_at", expires_at}});
+  leases_.push_back({{"resource", res}, {"lease", lease.id}, {"generation", gen}, {"expires_at", expires_at}});
 
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
@@ -126,15 +125,13 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
   json reclaim = json::array();
   std::vector<Conflict> conflicts;
   if (now_) {
-    for (const auto& l : leases) {
-      bool own = l["holder"] == ctx_.actor;
-      std::int64_t e = l["expires_at"].get<std::int64_t>();
-      if (!live_until(e, *now_)) {
-        reclaim.push_back({{"lease", l["id"]}, {"generation", l["generation"]}, {"expires_at", l["expires_at"]}});
-        conflicts.push_back({e, Errc::full_semaphore, "slot"});
-      } else if (own) {
-        return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "' (lease " +
-                                                  l["id"].get<std::string>() + "); extend it instead");
+    for (const Lease& l : leases_of(existing->is_null() ? json::object() : *existing)) {
+      if (!l.live_at(*now_)) {
+        reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
+        conflicts.push_back({l.expires_at, Errc::full_semaphore, "slot"});
+      } else if (l.holder == ctx_.actor) {
+        return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "' (lease " + l.id +
+                                                  "); extend it instead");
       }
     }
     GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
@@ -170,17 +167,17 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
                                                 " while held; every holder must agree on the limit");
   if (static_cast<std::int64_t>(remaining.size()) >= limit) {
     // Name the holders; the one whose slot frees first is in the fields.
-    const json* first = &remaining[0];
+    const std::vector<Lease> held = leases_of(json{{"leases", remaining}});
+    const Lease* first = &held[0];
     std::string holders;
-    for (const auto& l : remaining) {
-      if (l["expires_at"].get<std::int64_t>() < (*first)["expires_at"].get<std::int64_t>()) first = &l;
-      if (holders.size() < kHolderListBytes) holders += (holders.empty() ? "" : ", ") + holder_label(l);
+    for (const Lease& l : held) {
+      if (l.expires_at < first->expires_at) first = &l;
+      if (holders.size() < kHolderListBytes) holders += (holders.empty() ? "" : ", ") + l.label();
     }
-    const std::int64_t frees = (*first)["expires_at"].get<std::int64_t>();
     Error e = refusal(Errc::full_semaphore,
                       "semaphore '" + name + "' is full (" + std::to_string(remaining.size()) + "/" +
                           std::to_string(limit) + "): held by " + holders + "; the first slot frees",
-                      frees, (*first).value("holder", ""), (*first).value("name", ""));
+                      first->expires_at, first->holder, first->name);
     e.message += " unless released sooner";
     return e;
   }
@@ -190,15 +187,16 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
   (*rec)["limit"] = limit;
   std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
   (*rec)["generation"] = gen;
-  json lease = {{"id", lease_id(ctx_.instance, i, res)},
-                {"holder", ctx_.actor},
-                {"name", name_},
-                {"generation", gen},
-                {"expires_at", expires_at},
-                {"created_at", created_at_}};
-  if (note) lease["note"] = *note;
-  (*rec)["leases"].push_back(lease);
-  leases_.push_back({{"resource", res}, {"lease", lease["id"]}, {"generation", gen}, {"expires_at", expires_at}});
+  Lease lease;
+  lease.id = lease_id(ctx_.instance, i, res);
+  lease.holder = ctx_.actor;
+  lease.name = name_;
+  lease.generation = gen;
+  lease.expires_at = expires_at;
+  lease.created_at = created_at_;
+  lease.note = note;
+  (*rec)["leases"].push_back(lease.to_json());
+  leases_.push_back({{"resource", res}, {"lease", lease.id}, {"generation", gen}, {"expires_at", expires_at}});
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
   return Ok{};

@@ -9,11 +9,7 @@
 
 namespace gitlocks::detail {
 
-std::string Planner::holder_label(const json& lease) const {
-  std::string n = lease.value("name", "");
-  std::string k = lease.value("holder", "");
-  return (n.empty() ? std::string("holder") : n) + " (" + k.substr(0, 12) + ")";
-}
+std::string Planner::holder_label(const json& lease) const { return Lease::of(lease).label(); }
 
 // The refusal for conflict `c`: "<what> until 2026-12-01T11:16:33Z, in
 // 9m59s" (relative to T when proposing), with the holder's key and name,

@@ -109,7 +109,7 @@ class Planner {
   template <class MarkerFn, class FamilyFn>
   Status update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family);
   // A lease is being removed from path `p`.
-  Status forget_path_lease(const RepoPath& p, const json& lease);
+  Status forget_path_lease(const RepoPath& p, const Lease& lease);
   // The actor's new lease on path `p`.
   Status remember_path_lease(const RepoPath& p, bool excl, std::int64_t until);
   // The actor's lease on path `p` was renewed until `until`.

@@ -175,9 +175,9 @@ Status Planner::update_derived(const RepoPath& p, MarkerFn marker, FamilyFn fami
   return Ok{};
 }
 
-Status Planner::forget_path_lease(const RepoPath& p, const json& lease) {
-  const std::string holder = lease["holder"].get<std::string>();
-  const bool excl = lease["mode"] == "exclusive";
+Status Planner::forget_path_lease(const RepoPath& p, const Lease& lease) {
+  const std::string& holder = lease.holder;
+  const bool excl = lease.exclusive();
   return update_derived(
       p, [&](json& rec) { records::drop_marker(rec, holder, excl); },
       [&](json& rec) { records::drop_family_holder(rec, holder); });
@@ -245,13 +245,13 @@ Result<json*> Planner::own_lease(json& op, const std::string& res, const std::st
                                                   std::to_string((*rec)["generation"].get<std::int64_t>()) + ")")
         .because(reason::superseded);
   }
-  if ((*it)["holder"] != ctx_.actor)
-    return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + holder_label(*it));
-  if (now_ && !op.contains("generation")) op["generation"] = (*it)["generation"];
-  if (op["generation"] != (*it)["generation"])
-    return make_error(Errc::stale_generation, "lease " + id + " has generation " +
-                                                  std::to_string((*it)["generation"].get<std::int64_t>()) + ", not " +
-                                                  op["generation"].dump());
+  const Lease found = Lease::of(*it);
+  if (found.holder != ctx_.actor)
+    return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + found.label());
+  if (now_ && !op.contains("generation")) op["generation"] = found.generation;
+  if (op["generation"] != found.generation)
+    return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found.generation) +
+                                                  ", not " + op["generation"].dump());
   return &*it;
 }
 
@@ -263,7 +263,8 @@ Status Planner::extend(json& op, std::size_t i) {
   GITLOCKS_CHECK(target_of(op, false, res, p));
   GITLOCKS_TRY(expires_at, expiry(op));
   GITLOCKS_TRY(lease, own_lease(op, res, "extend"));
-  const std::int64_t current = (*lease)["expires_at"].get<std::int64_t>();
+  const Lease held = Lease::of(*lease);
+  const std::int64_t current = held.expires_at;
   if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
   GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
   if (prev != current)
@@ -277,8 +278,8 @@ Status Planner::extend(json& op, std::size_t i) {
     return e;
   }
   if (now_ && *now_ > prev) {
-    Error e(Errc::guard_window, "lease " + (*lease)["id"].get<std::string>() + " expired " + format_when(prev, *now_) +
-                                    "; claim it again instead");
+    Error e(Errc::guard_window,
+            "lease " + held.id + " expired " + format_when(prev, *now_) + "; claim it again instead");
     e.fields["prev_expires_at_ms"] = std::to_string(prev);
     e.fields["checked_at_ms"] = std::to_string(*now_);
     return e;
@@ -286,10 +287,9 @@ Status Planner::extend(json& op, std::size_t i) {
   GITLOCKS_TRY(rec, get_for_write(res, nullptr));
   (void)rec;
   (*lease)["expires_at"] = expires_at;
-  const std::int64_t gen = (*lease)["generation"].get<std::int64_t>();
-  const std::string id = (*lease)["id"].get<std::string>();
-  if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, (*lease)["mode"] == "exclusive", expires_at));
-  leases_.push_back({{"resource", res}, {"lease", id}, {"generation", gen}, {"expires_at", expires_at}});
+  if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, held.exclusive(), expires_at));
+  leases_.push_back(
+      {{"resource", res}, {"lease", held.id}, {"generation", held.generation}, {"expires_at", expires_at}});
   guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"})));
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   return Ok{};
@@ -299,7 +299,7 @@ Status Planner::remove_lease(const std::string& res, const std::optional<RepoPat
   GITLOCKS_TRY(rec, get_for_write(res, nullptr));
   auto& leases = (*rec)["leases"];
   auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
-  json old = *it;
+  const Lease old = Lease::of(*it);
   leases.erase(it);
   if (p) GITLOCKS_CHECK(forget_path_lease(*p, old));
   return Ok{};
@@ -312,7 +312,7 @@ Status Planner::release(json& op, std::size_t /*i*/, bool sem) {
   std::optional<RepoPath> p;
   GITLOCKS_CHECK(target_of(op, sem, res, p));
   GITLOCKS_TRY(lease, own_lease(op, res, "release"));
-  std::string id = (*lease)["id"].get<std::string>();
+  const std::string id = Lease::of(*lease).id;
   return remove_lease(res, p, id);
 }
 
@@ -333,8 +333,8 @@ Status Planner::sweep(json& op, std::size_t i) {
     GITLOCKS_TRY(rec, get(res));
     bool found = false;
     if (!rec->is_null())
-      for (const auto& l : (*rec)["leases"])
-        if (l["id"] == id && l["generation"] == gen && l["expires_at"] == exp) found = true;
+      for (const Lease& l : leases_of(*rec))
+        if (l.id == id && l.generation == gen && l.expires_at == exp) found = true;
     if (!found)
       return make_error(Errc::stale_generation, "swept lease " + id + " is not in the state as declared")
           .because(reason::sweep_mismatch);

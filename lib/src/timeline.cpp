@@ -118,11 +118,14 @@ Result<SharedDoc> load_record(ObjectStore& store, const Change& c, const Oid& id
   return v;
 }
 
-// The leases of a record by id (pointing into `rec`).
-std::map<std::string, const json*> leases_by_id(const json& rec) {
-  std::map<std::string, const json*> out;
+// The leases of a record by id.
+std::map<std::string, Lease> leases_by_id(const json& rec) {
+  std::map<std::string, Lease> out;
   if (rec.is_null()) return out;
-  for (const auto& l : rec["leases"]) out[l["id"].get<std::string>()] = &l;
+  for (Lease& l : leases_of(rec)) {
+    const std::string id = l.id;
+    out[id] = std::move(l);  // a repeated id: the last one, as stored
+  }
   return out;
 }
 
@@ -165,7 +168,7 @@ struct MarkerDelta {
   std::int64_t until[2] = {-1, -1};  // -1: nothing added or renewed
 };
 
-using LeasesById = std::map<std::string, const json*>;
+using LeasesById = std::map<std::string, Lease>;
 using MarkerDeltas = std::map<std::string, std::map<std::string, MarkerDelta>>;  // ancestor key -> holder -> delta
 
 // The steps of Timeline::apply that need no model.
@@ -230,15 +233,11 @@ void mark_deltas(const std::string& name, const LeasesById& old_leases, const Le
   };
   for (const auto& [id, l] : old_leases) {
     auto it = new_leases.find(id);
-    if (it == new_leases.end()) mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", -1, -1);
-    else if ((*it->second)["expires_at"] != (*l)["expires_at"])
-      mark(name, (*l)["holder"].get<std::string>(), (*l)["mode"] == "exclusive", 0,
-           (*it->second)["expires_at"].get<std::int64_t>());
+    if (it == new_leases.end()) mark(name, l.holder, l.exclusive(), -1, -1);
+    else if (it->second.expires_at != l.expires_at) mark(name, l.holder, l.exclusive(), 0, it->second.expires_at);
   }
   for (const auto& [id, n] : new_leases)
-    if (!old_leases.count(id))
-      mark(name, (*n)["holder"].get<std::string>(), (*n)["mode"] == "exclusive", 1,
-           (*n)["expires_at"].get<std::int64_t>());
+    if (!old_leases.count(id)) mark(name, n.holder, n.exclusive(), 1, n.expires_at);
 }
 
 }  // namespace
@@ -255,11 +254,9 @@ Status Timeline::conflicts_in_state(StateReader& reader, const std::string& key,
   auto leases_of = [&](const std::string& k) -> Status {
     GITLOCKS_TRY(rec, reader.record(path_resource(k)));
     if (!rec) return Ok{};
-    for (const auto& l : (*rec)["leases"])
-      if (l["holder"] != holder && live_until(l["expires_at"].get<std::int64_t>(), t) &&
-          (exclusive || l["mode"] == "exclusive"))
-        out.push_back("lease " + l["id"].get<std::string>() + " on '" + k + "' (live until " + l["expires_at"].dump() +
-                      ")");
+    for (const Lease& l : gitlocks::leases_of(*rec))
+      if (l.holder != holder && l.live_at(t) && (exclusive || l.exclusive()))
+        out.push_back("lease " + l.id + " on '" + k + "' (live until " + std::to_string(l.expires_at) + ")");
     return Ok{};
   };
   for (const auto& a : ancestors_of(key)) GITLOCKS_CHECK(leases_of(a));
@@ -312,10 +309,8 @@ Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* c
     const std::string resource = Resource::of(rec).key();
     max_generation_[resource] = rec["generation"].get<std::int64_t>();
     if (rec["kind"] == "path")
-      for (const auto& l : rec["leases"])
-        paths_[rec["name"].get<std::string>()].push_back({l["id"].get<std::string>(), l["holder"].get<std::string>(),
-                                                          l["mode"] == "exclusive",
-                                                          l["expires_at"].get<std::int64_t>()});
+      for (const Lease& l : leases_of(rec))
+        paths_[rec["name"].get<std::string>()].push_back({l.id, l.holder, l.exclusive(), l.expires_at});
     return true;
   });
 }
@@ -387,12 +382,9 @@ void Timeline::follow_change(const SharedDoc& before_doc, const SharedDoc& after
     mark_deltas(name, old_leases, new_leases, fx.deltas);
   }
   follow_leases(kind, resource, name, old_leases, new_leases, t, violations);
-  for (const auto& [id, np] : new_leases) {
+  for (const auto& [id, n] : new_leases) {
     if (old_leases.count(id)) continue;
-    const json& n = *np;
-    fx.admitted.push_back({resource, name, n["holder"].get<std::string>(), id, n.value("mode", "") == "exclusive",
-                           n["expires_at"].get<std::int64_t>(), n["generation"].get<std::int64_t>(),
-                           before_generation});
+    fx.admitted.push_back({resource, name, n.holder, id, n.exclusive(), n.expires_at, n.generation, before_generation});
   }
   if (kind == "sem" && after_doc) fx.semaphores.push_back(after_doc);
 }
@@ -401,12 +393,11 @@ void Timeline::follow_change(const SharedDoc& before_doc, const SharedDoc& after
 // holder and mode, and is renewed only later and only while live. The
 // model (not lazy) follows removals and renewals.
 void Timeline::follow_leases(const std::string& kind, const std::string& resource, const std::string& name,
-                             const std::map<std::string, const json*>& old_leases,
-                             const std::map<std::string, const json*>& new_leases, std::int64_t t,
+                             const std::map<std::string, Lease>& old_leases,
+                             const std::map<std::string, Lease>& new_leases, std::int64_t t,
                              std::vector<Violation>& violations) {
   std::vector<Live>* live = kind == "path" && !lazy_ ? &paths_[name] : nullptr;
-  for (const auto& [id, lp] : old_leases) {
-    const json& l = *lp;
+  for (const auto& [id, l] : old_leases) {
     auto it = new_leases.find(id);
     if (it == new_leases.end()) {
       if (live)
@@ -414,19 +405,19 @@ void Timeline::follow_leases(const std::string& kind, const std::string& resourc
                     live->end());
       continue;
     }
-    const json& n = *it->second;
-    if (n["generation"] != l["generation"] || n["holder"] != l["holder"] || n.value("mode", "") != l.value("mode", ""))
+    const Lease& n = it->second;
+    if (n.generation != l.generation || n.holder != l.holder || n.mode != l.mode)
       violations.push_back({"generation-reused", "lease " + id + " changed its generation, holder or mode"});
-    if (n["expires_at"] != l["expires_at"]) {
-      if (!live_until(l["expires_at"].get<std::int64_t>(), t))
+    if (n.expires_at != l.expires_at) {
+      if (!l.live_at(t))
         violations.push_back({"exclusion-violated", "lease " + id + " on " + resource + " was renewed at " +
                                                         std::to_string(t) + " after it expired at " +
-                                                        l["expires_at"].dump()});
-      if (n["expires_at"].get<std::int64_t>() < l["expires_at"].get<std::int64_t>())
+                                                        std::to_string(l.expires_at)});
+      if (n.expires_at < l.expires_at)
         violations.push_back({"exclusion-violated", "lease " + id + " expiry moved backwards"});
       if (live)
         for (auto& x : *live)
-          if (x.id == id) x.expires_at = n["expires_at"].get<std::int64_t>();
+          if (x.id == id) x.expires_at = n.expires_at;
     }
   }
   if (live && live->empty()) paths_.erase(name);
@@ -537,8 +528,8 @@ void Timeline::check_semaphores(const std::vector<SharedDoc>& semaphores, std::i
   for (const auto& doc : semaphores) {
     const json& rec = *doc;
     std::int64_t live = 0;
-    for (const auto& l : rec["leases"])
-      if (live_until(l["expires_at"].get<std::int64_t>(), t)) ++live;
+    for (const Lease& l : leases_of(rec))
+      if (l.live_at(t)) ++live;
     if (live > rec["limit"].get<std::int64_t>())
       violations.push_back({"semaphore-over-limit", "semaphore " + rec["name"].get<std::string>() + " has " +
                                                         std::to_string(live) + " live holders, limit " +

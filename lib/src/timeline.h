@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gitlocks/model.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
@@ -71,9 +72,8 @@ class Timeline {
   void follow_change(const SharedDoc& before_doc, const SharedDoc& after_doc, std::int64_t t, Effects& fx,
                      std::vector<Violation>& violations);
   void follow_leases(const std::string& kind, const std::string& resource, const std::string& name,
-                     const std::map<std::string, const json*>& old_leases,
-                     const std::map<std::string, const json*>& new_leases, std::int64_t t,
-                     std::vector<Violation>& violations);
+                     const std::map<std::string, Lease>& old_leases, const std::map<std::string, Lease>& new_leases,
+                     std::int64_t t, std::vector<Violation>& violations);
   static Status check_markers(StateReader& after_reader, const Effects& fx, std::vector<Violation>& violations);
   Status check_admissions(StateReader& after_reader, std::vector<Admission>& admitted, std::int64_t t,
                           const Policy& policy, std::vector<Violation>& violations);

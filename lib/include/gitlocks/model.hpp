@@ -61,6 +61,12 @@ struct Lease {
 
   // From a lease object of a validated record.
   static Lease of(const json& lease);
+  // The lease object a record stores (docs/FORMAT.md): "mode" and "path"
+  // for path leases only, "note" when there is one.
+  json to_json() const;
+  // "alice (d661df7c94a6)": the display name (or "holder") and the first 12
+  // hex digits of the key, as every refusal names a holder.
+  std::string label() const;
 };
 
 // The leases of a validated path or semaphore record, in stored order
