@@ -86,9 +86,13 @@ Status Planner::run(json& body, PlanOutcome& out) {
     }
     if (!st.ok()) {
       Error e = st.error();
-      if (ops->size() > 1) e.message = "op " + std::to_string(i) + " (" + kind + "): " + e.message;
-      e.fields["op_index"] = std::to_string(i);
-      e.fields["op_kind"] = kind;
+      // Of several ops, the failing one is named: in the message and in the
+      // fields a host branches on (op_index, op_kind).
+      if (ops->size() > 1) {
+        e.message = "op " + std::to_string(i) + " (" + kind + "): " + e.message;
+        e.fields["op_index"] = std::to_string(i);
+        e.fields["op_kind"] = kind;
+      }
       return e;
     }
     action = i == 0 ? act : "batch";

@@ -212,6 +212,10 @@ class Batches(CliTest):
             self.assertIn("line 3", e["detail"])
             # The failing op and its line as fields: nobody parses the message.
             self.assertEqual((e["op_index"], e["op_kind"], e["line"]), (2, "claim", 3))
+            # A batch line's own TTL out of the policy's bounds is named by its line, not as --ttl.
+            e = self.assertRefused(r.run("alice", "batch", stdin=json.dumps({"op": "claim", "path": "free", "ttl": "2h"}) + "\n"),
+                                   "guard-window")
+            self.assertEqual((e["detail"], e["line"], e["ttl_ms"]), ("line 1: ttl 2h exceeds this store's max_ttl 1h", 1, 7200000))
         self.assertEqual(r.run("alice", "--json", "status", "free").json["leases"], [])
         text = "\n".join(json.dumps(l) for l in lines[:2]) + "\n\n"
         res = self.assertOk(r.run("alice", "--json", "batch", "-", stdin=text))

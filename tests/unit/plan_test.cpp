@@ -62,9 +62,9 @@ TEST_CASE("batch: the failing op of several is named in fields - not only in the
   CHECK(r.error().code == Errc::held_path);
   CHECK(r.error().fields.at("op_index") == "1");
   CHECK(r.error().fields.at("op_kind") == "claim");
-  auto one = s.claim("bob", "b", kTtl);  // one op: index 0, and the message has no prefix
+  auto one = s.claim("bob", "b", kTtl);  // one op: neither an index nor a prefix
   REQUIRE_FALSE(one.ok());
-  CHECK(one.error().fields.at("op_index") == "0");
+  CHECK(one.error().fields.count("op_index") == 0);
   CHECK(one.error().message.rfind("op ", 0) == std::string::npos);
 }
 

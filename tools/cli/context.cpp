@@ -153,8 +153,9 @@ Result<std::string> read_input(const std::string& name) {
 
 int Context::fail(const Error& e) {
   // The core names a lease's TTL ("ttl 2h exceeds this store's max_ttl 1h");
-  // here it came from --ttl (or run's default), so say so.
-  if (e.fields.count("ttl_ms") && e.message.rfind("ttl ", 0) == 0) {
+  // unless a batch line gave it ("line" field), it came from --ttl (or the
+  // command's default), so say so.
+  if (e.fields.count("ttl_ms") && !e.fields.count("line")) {
     Error named = e;
     named.message = "--" + e.message;
     return print_error(op, named, attempts);

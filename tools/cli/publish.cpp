@@ -37,9 +37,11 @@ Status canonical_op_paths(json& body, const Snapshot& snap) {
     if (!text.ok()) {
       // Named as the planner names a failing op (batch maps it to its line).
       Error e = text.error();
-      if (ops.size() > 1) e.message = "op " + std::to_string(i) + " (" + op.value("op", "") + "): " + e.message;
-      e.fields["op_index"] = std::to_string(i);
-      e.fields["op_kind"] = op.value("op", "");
+      if (ops.size() > 1) {
+        e.message = "op " + std::to_string(i) + " (" + op.value("op", "") + "): " + e.message;
+        e.fields["op_index"] = std::to_string(i);
+        e.fields["op_kind"] = op.value("op", "");
+      }
       return e;
     }
     op["path"] = *text;
