@@ -16,6 +16,28 @@ constexpr std::size_t kHolderListBytes = 400;
 
 }  // namespace
 
+// The actor's new lease of op `i` on `res` (its id: lease_id of this
+// transition's instance, the op and the resource).
+Lease Planner::new_lease(std::size_t i, const std::string& res, std::int64_t generation, std::int64_t expires_at,
+                         const std::optional<std::string>& note) const {
+  Lease l;
+  l.id = lease_id(ctx_.instance, i, res);
+  l.holder = ctx_.actor;
+  l.name = name_;
+  l.generation = generation;
+  l.expires_at = expires_at;
+  l.created_at = created_at_;
+  l.note = note;
+  return l;
+}
+
+// Stores `lease` in `rec` and lists it in the outcome.
+void Planner::issue(json& rec, const std::string& res, const Lease& lease) {
+  rec["leases"].push_back(lease.to_json());
+  leases_.push_back(
+      {{"resource", res}, {"lease", lease.id}, {"generation", lease.generation}, {"expires_at", lease.expires_at}});
+}
+
 Status Planner::claim(json& op, std::size_t i) {
   GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
   GITLOCKS_TRY(path_text, get_string(op, "path"));
@@ -90,19 +112,11 @@ Status Planner::claim(json& op, std::size_t i) {
   }
   std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
   (*rec)["generation"] = gen;
-  Lease lease;
-  lease.id = lease_id(ctx_.instance, i, res);
-  lease.holder = ctx_.actor;
-  lease.name = name_;
+  Lease lease = new_lease(i, res, gen, expires_at, note);
   lease.mode = mode;
-  lease.generation = gen;
-  lease.expires_at = expires_at;
-  lease.created_at = created_at_;
   lease.path = p.display();
-  lease.note = note;
-  (*rec)["leases"].push_back(lease.to_json());
+  issue(*rec, res, lease);
   GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
-  leases_.push_back({{"resource", res}, {"lease", lease.id}, {"generation", gen}, {"expires_at", expires_at}});
 
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
@@ -187,16 +201,7 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
   (*rec)["limit"] = limit;
   std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
   (*rec)["generation"] = gen;
-  Lease lease;
-  lease.id = lease_id(ctx_.instance, i, res);
-  lease.holder = ctx_.actor;
-  lease.name = name_;
-  lease.generation = gen;
-  lease.expires_at = expires_at;
-  lease.created_at = created_at_;
-  lease.note = note;
-  (*rec)["leases"].push_back(lease.to_json());
-  leases_.push_back({{"resource", res}, {"lease", lease.id}, {"generation", gen}, {"expires_at", expires_at}});
+  issue(*rec, res, new_lease(i, res, gen, expires_at, note));
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
   return Ok{};

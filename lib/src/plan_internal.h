@@ -125,6 +125,9 @@ class Planner {
 
   // --- the ops (claim, sem-acquire: plan_acquire.cpp; the rest: plan_ops.cpp)
   Result<std::int64_t> expiry(const json& op);
+  Lease new_lease(std::size_t i, const std::string& res, std::int64_t generation, std::int64_t expires_at,
+                  const std::optional<std::string>& note) const;
+  void issue(json& rec, const std::string& res, const Lease& lease);
   Status claim(json& op, std::size_t i);
   Status sem_acquire(json& op, std::size_t i);
   Status target_of(const json& op, bool sem_only, std::string& res, std::optional<RepoPath>& path);

@@ -140,6 +140,30 @@ class MemberKey {
   std::optional<gitlocks::KeyPair> key_;
 };
 
+// The common start of a store export that takes a member key and options:
+// the module ready, the key read (wiped when the call ends), the options
+// parsed. start() returns nullptr when ready, else the error answer.
+class StoreCall {
+ public:
+  char* start(int handle, const char* key, std::size_t key_len, const char* options_json) {
+    if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
+    store_ = store_of(handle);
+    if (auto s = member_.read(key, key_len); !s.ok()) return fail(s.error());
+    auto options = parse(options_json, "options");
+    if (!options.ok()) return fail(options.error());
+    options_ = std::move(*options);
+    return nullptr;
+  }
+  gitlocks::ObjectStore& store() const { return *store_; }
+  const MemberKey& member() const { return member_; }
+  const json& options() const { return options_; }
+
+ private:
+  gitlocks::ObjectStore* store_ = nullptr;
+  MemberKey member_;
+  json options_;
+};
+
 // The policy a commit's state records (a state of a known format only).
 struct CommitPolicy {
   gitlocks::TransitionCommit commit;
@@ -395,12 +419,11 @@ void gitlocks_store_builder_free(int handle) { delete reinterpret_cast<gitlocks:
 // "private","member","note"?}}}, "note" exactly when native verify adds it.
 char* gitlocks_store_replay(int handle, const char* options_json, const char* key, std::size_t key_len,
                             int progress_token) {
-  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  gitlocks::ObjectStore* store = store_of(handle);
-  MemberKey member;
-  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto options = parse(options_json, "options");
-  if (!options.ok()) return fail(options.error());
+  StoreCall call;
+  if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  gitlocks::ObjectStore* store = &call.store();
+  const MemberKey& member = call.member();
+  const json* options = &call.options();
   auto request = replay_request(*store, *options, true);
   if (!request.ok()) return fail(request.error());
   gitlocks::ReplayOptions& ro = request->options;
@@ -425,12 +448,11 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
 // commits, then the timeline's (done and total count both passes: 2N).
 char* gitlocks_store_timeline(int handle, const char* options_json, const char* key, std::size_t key_len,
                               int progress_token) {
-  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  gitlocks::ObjectStore* store = store_of(handle);
-  MemberKey member;
-  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto options = parse(options_json, "options");
-  if (!options.ok()) return fail(options.error());
+  StoreCall call;
+  if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  gitlocks::ObjectStore* store = &call.store();
+  const MemberKey& member = call.member();
+  const json* options = &call.options();
   auto request = replay_request(*store, *options, false);
   if (!request.ok()) return fail(request.error());
   gitlocks::ReplayOptions& ro = request->options;
@@ -465,12 +487,11 @@ char* gitlocks_store_timeline(int handle, const char* options_json, const char* 
 // not-member, store-read.
 char* gitlocks_store_status(int handle, const char* commit, const char* options_json, const char* key,
                             std::size_t key_len) {
-  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  gitlocks::ObjectStore* store = store_of(handle);
-  MemberKey member;
-  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto options = parse(options_json, "options");
-  if (!options.ok()) return fail(options.error());
+  StoreCall call;
+  if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  gitlocks::ObjectStore* store = &call.store();
+  const MemberKey& member = call.member();
+  const json* options = &call.options();
   if (auto s = gitlocks::check_keys(*options, {"now", "paths", "all", "me", "allow_test_clock"}, "status options");
       !s.ok())
     return fail(s.error());
@@ -517,12 +538,11 @@ char* gitlocks_store_status(int handle, const char* commit, const char* options_
 // current_generation), invalid-history, bad-path, store-read.
 char* gitlocks_store_fence(int handle, const char* commit, const char* resource_text, const char* options_json,
                            const char* key, std::size_t key_len) {
-  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  gitlocks::ObjectStore* store = store_of(handle);
-  MemberKey member;
-  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto options = parse(options_json, "options");
-  if (!options.ok()) return fail(options.error());
+  StoreCall call;
+  if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  gitlocks::ObjectStore* store = &call.store();
+  const MemberKey& member = call.member();
+  const json* options = &call.options();
   if (auto s = gitlocks::check_keys(*options, {"generation", "now", "allow_test_clock"}, "fence options"); !s.ok())
     return fail(s.error());
   auto generation = gitlocks::get_int(*options, "generation");

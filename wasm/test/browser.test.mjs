@@ -1,9 +1,12 @@
 // The package in headless Chromium, without a bundler: browser.mjs in a page,
 // browser.mjs in a module worker, index.js through importScripts in a classic
 // worker. Each replays a bundle made by the native core, and its verdict
-// lines must equal the native reference's byte for byte. Skipped when no
-// Chromium is installed (Debian: apt-get install --no-install-recommends
-// chromium). The server listens on 127.0.0.1 only.
+// lines must equal the native reference's byte for byte; its status and
+// fence answers the CLI's, its lease timeline gitlocks-native-replay
+// --timeline's, and its outcomes of the shared vectors (tests/vectors/)
+// Node's, which vectors.test.mjs checks against the expectations. A missing
+// Chromium fails (toolchains/setup.sh installs it). The server listens on
+// 127.0.0.1 only.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,8 +14,10 @@ import http from 'node:http';
 import path from 'node:path';
 import { test } from 'node:test';
 
+import { vectorOutcomes } from './browser/vector_outcomes.mjs';
 import {
-  comparableError, findCli, makeStore, nativeTimeline, nativeVerdicts, packageDir, queryCorpus, tempDir, wasmSourceDir,
+  comparableError, findCli, loadPackage, loadVectorCorpus, makeStore, nativeTimeline, nativeVerdicts, packageDir,
+  queryCorpus, recordingVectorHelpers, tempDir, wasmSourceDir,
 } from './support.mjs';
 
 const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
@@ -29,6 +34,13 @@ test('page, module worker and classic worker replay identically to native', asyn
   assert.ok(cli, 'the git-locks CLI of the release preset is built');
   const corpus = queryCorpus(cli, store);
   const timeline = nativeTimeline(store.repo);
+  // The shared vectors: Node's outcomes (vectors.test.mjs checks them against
+  // the hand-written expectations) are what every browser context must give.
+  const gl = loadPackage();
+  await gl.init();
+  const vectorCorpus = loadVectorCorpus();
+  const recording = recordingVectorHelpers();
+  const vectors = JSON.stringify(vectorOutcomes(gl, vectorCorpus, recording.helpers));
   const results = {};
   let allIn;
   const collected = new Promise((resolve) => { allIn = resolve; });
@@ -47,6 +59,11 @@ test('page, module worker and classic worker replay identically to native', asyn
       return;
     }
     let file;
+    if (url.pathname === '/vectors.json') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ corpus: vectorCorpus, tables: recording.tables }));
+      return;
+    }
     if (url.pathname === '/queries.json') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ now: corpus.now, queries: corpus.queries }));
@@ -90,6 +107,7 @@ test('page, module worker and classic worker replay identically to native', asyn
       assert.equal(r.progress, 40, where);
       assert.equal(r.lines, expected, `${where}: verdicts differ from native`);
       assert.equal(r.timeline, timeline, `${where}: the lease timeline differs from native`);
+      assert.equal(r.vectors, vectors, `${where}: the shared vectors' outcomes differ from Node's`);
       assert.equal(r.answers.length, corpus.queries.length, where);
       corpus.queries.forEach((q, i) => {
         const want = comparableError(corpus.expected[i]);

@@ -2,6 +2,7 @@
 // with defaults for a manual run from the repository root), the package
 // under test, and stores made by the native helpers in real repositories.
 import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -160,4 +161,43 @@ export function comparableError(a) {
   const out = {};
   for (const [k, v] of Object.entries(rest)) out[k] = typeof v === 'number' ? String(v) : v;
   return { error: out };
+}
+
+// The shared vectors under tests/vectors/, by kind: {expr, plan, key,
+// unicode}, each a list of {file, doc} in file name order (what
+// browser/vector_outcomes.mjs runs).
+export function loadVectorCorpus() {
+  const corpus = {};
+  for (const kind of ['expr', 'plan', 'key', 'unicode']) {
+    const dir = path.join(vectorsDir, kind);
+    corpus[kind] = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()
+      .map((file) => ({ file, doc: JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) }));
+  }
+  return corpus;
+}
+
+// An actor's key, derived as the native fixture does: Ed25519 seed =
+// sha256("test-actor:" + NAME). Computed with Node's crypto, independently of
+// the module under test.
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+function actorHex(name) {
+  const seed = crypto.createHash('sha256').update('test-actor:' + name, 'utf8').digest();
+  const key = crypto.createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: 'der', type: 'pkcs8' });
+  const jwk = crypto.createPublicKey(key).export({ format: 'jwk' });
+  return Buffer.from(jwk.x, 'base64url').toString('hex');
+}
+const sha256hex = (s) => crypto.createHash('sha256').update(s, 'utf8').digest('hex');
+export const nodeVectorHelpers = { actorHex, sha256hex };
+
+// The helpers, recording every answer: the tables a browser gets instead of
+// Node's crypto ({actors: {name: hex}, sha: {text: hex}}).
+export function recordingVectorHelpers() {
+  const tables = { actors: {}, sha: {} };
+  return {
+    tables,
+    helpers: {
+      actorHex: (n) => (tables.actors[n] ??= actorHex(n)),
+      sha256hex: (t) => (tables.sha[t] ??= sha256hex(t)),
+    },
+  };
 }

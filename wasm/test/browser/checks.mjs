@@ -1,7 +1,10 @@
 // Checks run in every browser context: load, derive an interval, a typed
 // error, replay the bundle served at /store.bundle, and answer the shared
-// corpus's queries (/queries.json: status, fence) and the lease timeline.
+// corpus's queries (/queries.json: status, fence) and the lease timeline,
+// and run the shared vectors of tests/vectors/ (/vectors.json: the corpus
+// and the tables of actor keys and hashes Node computed).
 import { wasmAnswer } from './answers.mjs';
+import { vectorOutcomes } from './vector_outcomes.mjs';
 
 export async function run(entry, api) {
   try {
@@ -27,7 +30,12 @@ export async function run(entry, api) {
     } finally {
       store.delete();
     }
-    return { interval, code, progress, lines: r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''), answers, timeline };
+    const { corpus, tables } = await (await fetch('/vectors.json')).json();
+    const helpers = { actorHex: (n) => tables.actors[n], sha256hex: (t) => tables.sha[t] };
+    const vectors = JSON.stringify(vectorOutcomes(gl, corpus, helpers));
+    return {
+      interval, code, progress, lines: r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''), answers, timeline, vectors,
+    };
   } catch (e) {
     return { error: `${e && e.name}: ${e && e.message}` };
   }
