@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { before, test } from 'node:test';
 
-import { findCli, loadPackage, nativeVerdicts, run, tempDir } from './support.mjs';
+import { findCli, loadPackage, nativeTimeline, nativeVerdicts, run, tempDir } from './support.mjs';
 
 const gl = loadPackage();
 await gl.init();
@@ -310,3 +310,39 @@ for (const [name, signer, edit, reason] of [
     }
   });
 }
+
+test('status of a PRIVATE store: a member sees what git-locks status shows it, others are refused', () => {
+  const NOW = 1_700_000_100_000;
+  const r = cliRun('bob', ['--json', 'status', '--all'], NOW);
+  assert.equal(r.status, 0, r.stderr);
+  const native = JSON.parse(r.stdout);
+  const s = gl.openStore(store.bytes);
+  try {
+    const got = s.status(undefined, { now: NOW, all: true, me: store.actors.bob, memberKey: fs.readFileSync(keyFile('bob')) });
+    assert.equal(JSON.stringify(got), JSON.stringify(native));
+    assert.ok(got.leases.some((l) => l.mine), 'bob has leases');
+    assert.ok(Array.isArray(got.policy.families), 'the families are opened for a member');
+    // A non-member, natively and in WASM, and no key at all: not-member.
+    const refused = cliRun('mallory', ['--json', 'status', '--all'], NOW);
+    assert.equal(refused.status, 1, refused.stderr);
+    assert.equal(JSON.parse(refused.stderr.trim().split('\n').pop()).code, 'not-member');
+    for (const key of [undefined, fs.readFileSync(keyFile('mallory'))])
+      assert.throws(() => s.status(undefined, { now: NOW, memberKey: key }), (e) => e.code === 'not-member' && e.reason === 'not-member');
+  } finally {
+    s.delete();
+  }
+});
+
+test('the lease timeline of a PRIVATE store equals the native one, with a member key and without', () => {
+  const s = gl.openStore(store.bytes);
+  try {
+    const full = s.timeline({ memberKey: fs.readFileSync(keyFile('owner')) });
+    assert.equal(JSON.stringify(full) + '\n', nativeTimeline(store.repo, ['--key', keyFile('owner')]));
+    assert.ok(full.leases.length > 0 && full.transitions.every((t) => t.state_error === null), 'the owner reads every state');
+    const sealed = s.timeline();
+    assert.equal(JSON.stringify(sealed) + '\n', nativeTimeline(store.repo));
+    assert.ok(sealed.transitions.some((t) => t.state_error === 'not-member'), 'without a key the sealed states are not read');
+  } finally {
+    s.delete();
+  }
+});
