@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/limits.hpp"
 #include "report.h"
 #include "timings.h"
 
@@ -88,6 +89,9 @@ constexpr Command kCommands[] = {
      "print the bash completion script for git-locks and `git locks`, generated from this command table"},
 };
 
+// The help text spells out the default TTL (and help2man copies it into the
+// man page): it must follow the constant.
+static_assert(kDefaultTtlMs == 10 * 60 * 1000, "kHelpTail says 'Default TTL 10m'");
 constexpr std::string_view kHelpTail = R"(
 Global flags (anywhere before --):
   --repo DIR     the repository (default: the one around the working directory)

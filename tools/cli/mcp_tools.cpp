@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <sstream>
 
+#include "gitlocks/limits.hpp"
 #include "report.h"
 
 namespace gitlocks::cli::mcp {
 namespace {
+
+// The tools' schemas spell out the planner's note limit.
+static_assert(kMaxNoteBytes == 1024, "the claim tool's schema says 'at most 1024 bytes'");
 
 // The CLI's error object (docs/CLI.md "Errors"). Every tool's outputSchema
 // admits it beside the success shape: the TypeScript SDK (1.x) checks the
