@@ -57,12 +57,12 @@ Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoP
                   const std::string& me) {
   json rows = json::array();
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-    const std::string kind = rec.value("kind", "");
-    if (kind != "path" && kind != "sem") return true;
-    if (kind == "sem" && !filters.empty()) return true;
+    const RecordKind kind = Resource::of(rec).kind;
+    if (!holds_leases(kind)) return true;
+    if (kind == RecordKind::sem && !filters.empty()) return true;
     for (const auto& l : rec["leases"]) {
       if (!include_expired && !lease_live(l, now)) continue;
-      if (kind == "path" && !filters.empty() && !overlaps_any(l, filters)) continue;
+      if (kind == RecordKind::path && !filters.empty() && !overlaps_any(l, filters)) continue;
       rows.push_back(lease_row(rec, l, now, me));
     }
     return true;
@@ -133,8 +133,7 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
   std::size_t count = 0;
   auto shown = [&](const json& l) { return include_expired || lease_live(l, now); };
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-    const std::string kind = rec.value("kind", "");
-    if (kind != "path" && kind != "sem") return true;
+    if (!holds_leases(Resource::of(rec).kind)) return true;
     const std::size_t n = static_cast<std::size_t>(std::count_if(rec["leases"].begin(), rec["leases"].end(), shown));
     if (n == 0) return true;
     count += n;

@@ -305,10 +305,10 @@ Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* c
   recent_.clear();
   StateReader reader(store, state, codec);
   return reader.for_each_record([&](const json& rec) {
-    if (rec.value("kind", "") != "path" && rec.value("kind", "") != "sem") return true;
-    const std::string resource = Resource::of(rec).key();
-    max_generation_[resource] = rec["generation"].get<std::int64_t>();
-    if (rec["kind"] == "path")
+    const Resource r = Resource::of(rec);
+    if (!holds_leases(r.kind)) return true;
+    max_generation_[r.key()] = rec["generation"].get<std::int64_t>();
+    if (r.kind == RecordKind::path)
       for (const Lease& l : leases_of(rec))
         paths_[rec["name"].get<std::string>()].push_back({l.id, l.holder, l.exclusive(), l.expires_at});
     return true;

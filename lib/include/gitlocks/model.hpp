@@ -20,6 +20,9 @@ namespace gitlocks {
 
 enum class RecordKind { path, sem, family };
 
+// Path and semaphore records hold leases; family records hold derived data.
+inline bool holds_leases(RecordKind k) { return k != RecordKind::family; }
+
 // "path", "sem", "family": the record's "kind" and its key's prefix.
 std::string_view record_kind_name(RecordKind k);
 std::optional<RecordKind> parse_record_kind(std::string_view name);
