@@ -322,7 +322,7 @@ export interface TimelineOptions {
   allowTestClock?: boolean;
   pins?: Pins;
   memberKey?: MemberKey;
-  /** Over both passes: the replay, then the timeline (total = 2 per commit). */
+  /** Called after every commit of the one pass (replay and timeline together). */
   onProgress?: (progress: Progress) => void;
 }
 

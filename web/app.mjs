@@ -141,12 +141,11 @@ const short16 = (hex) => `${short(hex, 16)}…`;
 // ---------------------------------------------------------------- progress
 
 function setProgress(done, total, phase) {
-  // One bar over the three passes: reading the bundle into the core's
-  // index (the first tenth), the replay, then the timeline of leases.
+  // One bar over the two passes: reading the bundle into the core's index
+  // (the first tenth), then the replay with the timeline of leases.
   let fraction = total ? done / total : 0;
   if (phase === 'read') fraction *= 0.1;
-  else if (phase === 'verify') fraction = 0.1 + fraction * 0.5;
-  else if (phase === 'timeline') fraction = 0.6 + fraction * 0.4;
+  else if (phase === 'verify') fraction = 0.1 + fraction * 0.9;
   else if (phase === 'done') fraction = 1;
   const pct = Math.floor(fraction * 100);
   $('progress').value = pct;
@@ -154,7 +153,6 @@ function setProgress(done, total, phase) {
   $('progress-label').textContent =
     phase === 'read' ? `Reading the bundle: ${mibText(done)} of ${mibText(total)}` :
     phase === 'verify' ? `Verifying commit ${done} of ${total}` :
-    phase === 'timeline' ? `Reading the state of commit ${done} of ${total}` :
     phase === 'done' ? 'Verification finished' : phase === 'failed' ? 'Verification failed' : 'Waiting for a bundle';
 }
 

@@ -108,135 +108,229 @@ Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& at, c
   return changes_with(store, at, member, &at_tip);
 }
 
-Result<json> lease_timeline(ObjectStore& store, const std::vector<Verdict>& verdicts, const KeyPair* member,
-                            const std::function<void(std::size_t, std::size_t)>& progress) {
-  const MemberVault at_tip = tip_vault(store, member);
-  json transitions = json::array();
-  json leases = json::array();
-  std::map<std::string, std::size_t> open;  // lease id -> index in `leases`
+struct LeaseTimelineBuilder::Impl {
+  ObjectStore& store;
+  const KeyPair* member;
+  MemberVault at_tip;
+  LeaseTimeline out;
+  std::map<std::string, std::size_t> open;  // lease id -> index in out.leases
   std::map<std::string, Seen> live;         // in force after the last readable commit
   bool gap = false;                         // the last commit's records could not be read
-  std::optional<std::int64_t> last_time;
-  json policy = nullptr;
-  const std::size_t total = verdicts.size();
-  for (std::size_t i = 0; i < total; ++i) {
-    const Verdict& v = verdicts[i];
-    const std::optional<std::int64_t> time = v.time ? v.time : last_time;
-    if (v.time) last_time = v.time;
-    std::set<std::string> resources;
-    std::set<std::int64_t> generations;
-    json reclaims = json::array();
-    json state_error = nullptr;
-    // The leases of the records this commit changed, before and after; after
-    // a commit whose records could not be read, the whole state against the
-    // leases last seen.
-    std::vector<std::pair<std::string, Seen>> before, after;
-    auto read = [&]() -> Status {
-      GITLOCKS_TRY(at, view_with(store, v.commit, member, &at_tip));
-      policy = at.policy;
-      if (gap) {
-        StateReader reader(store, at.commit.state, at.codec.get());
-        std::vector<json> records;
-        GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
-          records.push_back(r);
-          return true;
-        }));
-        before.assign(live.begin(), live.end());
-        after = leases_of(records);
-      } else {
-        GITLOCKS_TRY(changes, changes_with(store, at, member, &at_tip));
-        before = leases_of(changes.before);
-        after = leases_of(changes.after);
-      }
-      return Ok{};
-    };
-    if (auto st = read(); !st.ok()) {
-      state_error = std::string(errc_name(st.error().code));
-      // A PRIVATE state without the key of its epoch: the policy is in the clear.
-      if (auto tc = read_transition_commit(store, v.commit); tc.ok()) {
-        StateReader reader(store, tc->state);
-        if (auto p = reader.policy(); p.ok()) policy = std::move(*p);
-      }
+  std::size_t next = 0;                     // the index of the next transition
+};
+
+LeaseTimelineBuilder::LeaseTimelineBuilder(ObjectStore& store, const KeyPair* member)
+    : impl_(new Impl{store, member, tip_vault(store, member), {}, {}, {}, false, 0}) {
+  impl_->out.policy = nullptr;
+}
+
+LeaseTimelineBuilder::~LeaseTimelineBuilder() = default;
+
+TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
+  Impl& b = *impl_;
+  ObjectStore& store = b.store;
+  const KeyPair* member = b.member;
+  LeaseTimeline& out = b.out;
+  auto& open = b.open;
+  auto& live = b.live;
+  bool& gap = b.gap;
+  const std::size_t i = b.next++;
+  TimelineTransition tr;
+  tr.index = i;
+  tr.commit = v.commit;
+  tr.time = v.time ? v.time : out.end_time;
+  if (v.time) out.end_time = v.time;
+  tr.command = v.command;
+  tr.actor = v.actor;
+  tr.ok = v.ok;
+  tr.level = v.level;
+  tr.reason = v.reason;
+  tr.detail = v.detail;
+  std::set<std::string> resources;
+  std::set<std::int64_t> generations;
+  // The leases of the records this commit changed, before and after; after
+  // a commit whose records could not be read, the whole state against the
+  // leases last seen.
+  std::vector<std::pair<std::string, Seen>> before, after;
+  auto read = [&]() -> Status {
+    GITLOCKS_TRY(at, view_with(store, v.commit, member, &b.at_tip));
+    out.policy = at.policy;
+    if (gap) {
+      StateReader reader(store, at.commit.state, at.codec.get());
+      std::vector<json> records;
+      GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
+        records.push_back(r);
+        return true;
+      }));
+      before.assign(live.begin(), live.end());
+      after = leases_of(records);
     } else {
-      std::map<std::string, const Seen*> before_by_id, after_by_id;
-      for (const auto& [id, s] : before) before_by_id[id] = &s;
-      for (const auto& [id, s] : after) after_by_id[id] = &s;
-      std::set<std::string> added;
-      for (const auto& [id, l] : after) {
-        auto was = before_by_id.find(id);
-        if (was == before_by_id.end()) {
-          if (open.count(id)) continue;
-          added.insert(l.resource);
-          resources.insert(l.resource);
-          generations.insert(l.generation);
-          open[id] = leases.size();
-          leases.push_back({{"id", id},
-                            {"resource", l.resource},
-                            {"kind", l.kind},
-                            {"mode", l.mode},
-                            {"generation", l.generation},
-                            {"holder", l.holder},
-                            {"name", l.name},
-                            {"expires_at", l.expires_at},
-                            {"start", opt_time(time)},
-                            {"end", nullptr},
-                            {"end_kind", nullptr},
-                            {"start_commit", i}});
-        } else if (was->second->expires_at != l.expires_at) {  // renewed
-          resources.insert(l.resource);
-          generations.insert(l.generation);
-          if (auto o = open.find(id); o != open.end()) leases[o->second]["expires_at"] = l.expires_at;
-        }
-        live[id] = l;
-      }
-      for (const auto& [id, l] : before) {
-        if (after_by_id.count(id)) continue;
-        live.erase(id);
-        auto o = open.find(id);
-        if (o == open.end()) continue;
+      GITLOCKS_TRY(changes, changes_with(store, at, member, &b.at_tip));
+      before = leases_of(changes.before);
+      after = leases_of(changes.after);
+    }
+    return Ok{};
+  };
+  if (auto st = read(); !st.ok()) {
+    tr.state_error = std::string(errc_name(st.error().code));
+    // A PRIVATE state without the key of its epoch: the policy is in the clear.
+    if (auto tc = read_transition_commit(store, v.commit); tc.ok()) {
+      StateReader reader(store, tc->state);
+      if (auto p = reader.policy(); p.ok()) out.policy = std::move(*p);
+    }
+  } else {
+    std::map<std::string, const Seen*> before_by_id, after_by_id;
+    for (const auto& [id, s] : before) before_by_id[id] = &s;
+    for (const auto& [id, s] : after) after_by_id[id] = &s;
+    std::set<std::string> added;
+    for (const auto& [id, l] : after) {
+      auto was = before_by_id.find(id);
+      if (was == before_by_id.end()) {
+        if (open.count(id)) continue;
+        added.insert(l.resource);
         resources.insert(l.resource);
         generations.insert(l.generation);
-        json& lease = leases[o->second];
-        open.erase(o);
-        lease["end"] = opt_time(time);
-        lease["end_commit"] = i;
-        // How it ended: another lease took its resource in this commit (not
-        // a sweep, which only removes), or it was gone after its expiry, or
-        // its holder released it.
-        if (added.count(l.resource) && v.command != "sweep") {
-          lease["end_kind"] = "reclaim";
-          reclaims.push_back(l.resource);
-        } else if (time && *time > l.expires_at) {
-          lease["end_kind"] = "expired";
-        } else {
-          lease["end_kind"] = "release";
-        }
+        open[id] = out.leases.size();
+        TimelineLease tl;
+        tl.id = id;
+        tl.resource = l.resource;
+        tl.kind = l.kind;
+        tl.mode = l.mode;
+        tl.generation = l.generation;
+        tl.holder = l.holder;
+        tl.name = l.name;
+        tl.expires_at = l.expires_at;
+        tl.start = tr.time;
+        tl.start_commit = i;
+        out.leases.push_back(std::move(tl));
+      } else if (was->second->expires_at != l.expires_at) {  // renewed
+        resources.insert(l.resource);
+        generations.insert(l.generation);
+        if (auto o = open.find(id); o != open.end()) out.leases[o->second].expires_at = l.expires_at;
       }
-      if (gap) {
-        live.clear();
-        for (const auto& [id, l] : after) live[id] = l;
+      live[id] = l;
+    }
+    for (const auto& [id, l] : before) {
+      if (after_by_id.count(id)) continue;
+      live.erase(id);
+      auto o = open.find(id);
+      if (o == open.end()) continue;
+      resources.insert(l.resource);
+      generations.insert(l.generation);
+      TimelineLease& lease = out.leases[o->second];
+      open.erase(o);
+      lease.end = tr.time;
+      lease.end_commit = i;
+      // How it ended: another lease took its resource in this commit (not
+      // a sweep, which only removes), or it was gone after its expiry, or
+      // its holder released it.
+      if (added.count(l.resource) && v.command != "sweep") {
+        lease.end_kind = "reclaim";
+        tr.reclaims.push_back(l.resource);
+      } else if (tr.time && *tr.time > l.expires_at) {
+        lease.end_kind = "expired";
+      } else {
+        lease.end_kind = "release";
       }
     }
-    gap = !state_error.is_null();
-    transitions.push_back({{"index", i},
-                           {"commit", v.commit},
-                           {"time", opt_time(time)},
-                           {"command", v.command},
-                           {"actor", v.actor},
-                           {"ok", v.ok},
-                           {"level", v.level},
-                           {"reason", v.reason},
-                           {"detail", v.detail},
-                           {"resources", json(std::vector<std::string>(resources.begin(), resources.end()))},
-                           {"generations", json(std::vector<std::int64_t>(generations.begin(), generations.end()))},
-                           {"reclaims", std::move(reclaims)},
-                           {"state_error", state_error}});
-    if (progress) progress(i + 1, total);
+    if (gap) {
+      live.clear();
+      for (const auto& [id, l] : after) live[id] = l;
+    }
   }
-  return json{{"transitions", std::move(transitions)},
-              {"leases", std::move(leases)},
-              {"policy", std::move(policy)},
-              {"end_time", opt_time(last_time)}};
+  gap = tr.state_error.has_value();
+  tr.resources.assign(resources.begin(), resources.end());
+  tr.generations.assign(generations.begin(), generations.end());
+  return tr;
+}
+
+LeaseTimeline LeaseTimelineBuilder::finish() && { return std::move(impl_->out); }
+
+Result<LeaseTimeline> lease_timeline(ObjectStore& store, const std::vector<Verdict>& verdicts, const KeyPair* member,
+                                     const std::function<void(std::size_t, std::size_t)>& progress) {
+  LeaseTimelineBuilder builder(store, member);
+  std::vector<TimelineTransition> transitions;
+  transitions.reserve(verdicts.size());
+  for (std::size_t i = 0; i < verdicts.size(); ++i) {
+    transitions.push_back(builder.add(verdicts[i]));
+    if (progress) progress(i + 1, verdicts.size());
+  }
+  LeaseTimeline out = std::move(builder).finish();
+  out.transitions = std::move(transitions);
+  return out;
+}
+
+json timeline_transition_json(const TimelineTransition& t) {
+  return {{"index", t.index},
+          {"commit", t.commit},
+          {"time", opt_time(t.time)},
+          {"command", t.command},
+          {"actor", t.actor},
+          {"ok", t.ok},
+          {"level", t.level},
+          {"reason", t.reason},
+          {"detail", t.detail},
+          {"resources", t.resources},
+          {"generations", t.generations},
+          {"reclaims", t.reclaims},
+          {"state_error", t.state_error ? json(*t.state_error) : json(nullptr)}};
+}
+
+json timeline_lease_json(const TimelineLease& l) {
+  json out = {{"id", l.id},
+              {"resource", l.resource},
+              {"kind", l.kind},
+              {"mode", l.mode},
+              {"generation", l.generation},
+              {"holder", l.holder},
+              {"name", l.name},
+              {"expires_at", l.expires_at},
+              {"start", opt_time(l.start)},
+              {"end", opt_time(l.end)},
+              {"end_kind", l.end_kind ? json(*l.end_kind) : json(nullptr)},
+              {"start_commit", l.start_commit}};
+  if (l.end_commit) out["end_commit"] = *l.end_commit;
+  return out;
+}
+
+Result<std::string> lease_timeline_text(const LeaseTimeline& t,
+                                        const std::vector<std::pair<std::string, std::string>>& extra) {
+  // Each member's text, written element by element: no JSON tree of the
+  // whole history is ever built.
+  auto array_text = [](const auto& items, const auto& to_json) -> Result<std::string> {
+    std::string text = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      GITLOCKS_TRY(item, canon_dump(to_json(items[i])));
+      if (i) text += ',';
+      text += item;
+    }
+    text += ']';
+    return text;
+  };
+  std::map<std::string, std::string> members(extra.begin(), extra.end());
+  GITLOCKS_TRY(end_time, canon_dump(opt_time(t.end_time)));
+  GITLOCKS_TRY(policy, canon_dump(t.policy));
+  GITLOCKS_TRY(leases, array_text(t.leases, timeline_lease_json));
+  GITLOCKS_TRY(transitions, array_text(t.transitions, timeline_transition_json));
+  members["end_time"] = std::move(end_time);
+  members["policy"] = std::move(policy);
+  members["leases"] = std::move(leases);
+  members["transitions"] = std::move(transitions);
+  // Canonical order: keys sorted by their bytes (std::map's order).
+  std::string out = "{";
+  bool first = true;
+  for (auto& [key, text] : members) {
+    GITLOCKS_TRY(name, canon_dump(json(key)));
+    if (!first) out += ',';
+    first = false;
+    out += name;
+    out += ':';
+    out += text;
+    text.clear();
+    text.shrink_to_fit();
+  }
+  out += '}';
+  return out;
 }
 
 }  // namespace gitlocks

@@ -357,9 +357,18 @@ TEST_CASE("query: the timeline says how each lease ended - release or expiry or 
   });
   REQUIRE(t.ok());
   CHECK(calls == verdicts.size());
-  CHECK((*t)["transitions"].size() == verdicts.size());
+  // What hosts print: the text, with the members a host adds in key order.
+  auto text = gitlocks::lease_timeline_text(*t, {{"verdicts", "[]"}, {"summary", "7"}});
+  REQUIRE(text.ok());
+  CHECK(text->rfind("{\"end_time\":", 0) == 0);
+  CHECK(text->find(",\"summary\":7,\"transitions\":[") != std::string::npos);
+  CHECK(text->size() > 2);
+  CHECK(text->substr(text->size() - 15) == ",\"verdicts\":[]}");
+  const json doc = json::parse(*text);
+  CHECK(gitlocks::canon_dump(doc).value() == *text);  // canonical as written
+  CHECK(doc["transitions"].size() == verdicts.size());
   std::map<std::string, json> by_resource;
-  for (const auto& l : (*t)["leases"])
+  for (const auto& l : doc["leases"])
     by_resource[l["resource"].get<std::string>() + "/" + l["holder"].get<std::string>()] = l;
   using gitlocks::test::actor_hex;
   const json& la = by_resource.at("a/" + actor_hex("alice"));
@@ -369,11 +378,11 @@ TEST_CASE("query: the timeline says how each lease ended - release or expiry or 
   CHECK(by_resource.at("b/" + actor_hex("carol"))["end_kind"].is_null());  // still open
   CHECK(by_resource.at("d/" + actor_hex("dave"))["end_kind"] == "expired");
   // The reclaim is told on its transition, and the sweep's commit names d.
-  const json& reclaim = (*t)["transitions"][verdicts.size() - 2];
+  const json& reclaim = doc["transitions"][verdicts.size() - 2];
   CHECK(reclaim["reclaims"] == json::array({"b"}));
   CHECK(reclaim["generations"] == json::array({1, 2}));
-  CHECK((*t)["transitions"].back()["resources"] == json::array({"d"}));
-  CHECK((*t)["end_time"] == s.now);
+  CHECK(doc["transitions"].back()["resources"] == json::array({"d"}));
+  CHECK(doc["end_time"] == s.now);
 }
 
 TEST_CASE("query: the replay summary carries the structural note exactly when a commit was not re-executed") {

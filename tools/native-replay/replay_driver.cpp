@@ -114,10 +114,11 @@ int main(int argc, char** argv) {
     if (!t.ok()) return fail(t.error().message);
     gitlocks::json lines = gitlocks::json::array();
     for (const auto& v : verdicts) lines.push_back(gitlocks::verdict_json(v));
-    gitlocks::json doc = std::move(*t);
-    doc["verdicts"] = std::move(lines);
-    doc["summary"] = gitlocks::replay_summary_json(*r, vault);
-    out = gitlocks::canon_dump(doc).value() + "\n";
+    auto text = gitlocks::lease_timeline_text(
+        *t, {{"summary", gitlocks::canon_dump(gitlocks::replay_summary_json(*r, vault)).value()},
+             {"verdicts", gitlocks::canon_dump(lines).value()}});
+    if (!text.ok()) return fail(text.error().message);
+    out = *text + "\n";
   }
   if (key) gitlocks::wipe(*key);
   std::cout << out << std::flush;

@@ -51,6 +51,7 @@ function createGitLocksApi(factory, host) {
       return factory(settings).then((m) => {
         M = m;
         M._gitlocksProgress = onProgress;
+        M._gitlocksBatch = onBatch;
         return api;
       });
     });
@@ -186,6 +187,19 @@ function createGitLocksApi(factory, host) {
     if (options.now === undefined) return Date.now();
     if (!Number.isSafeInteger(options.now)) throw new GitLocksError('usage', 'options.now must be an integer (ms)');
     return options.now;
+  }
+
+  // Batches of the long lists of a running timeline, by token: each a
+  // canonical JSON array the core wrote into the heap at `ptr`.
+  const batchSinks = new Map();
+  function onBatch(token, kind, ptr, len) {
+    const sink = batchSinks.get(token);
+    if (!sink || sink.error) return;
+    try {
+      sink.fn(kind, JSON.parse(decoder.decode(M.HEAPU8.subarray(ptr, ptr + len))));
+    } catch (e) {
+      sink.error = e; // rethrown once the core returns
+    }
   }
 
   // Runs body(token) with `fn` registered for the core's progress reports
@@ -375,23 +389,42 @@ function createGitLocksApi(factory, host) {
         ]));
     }
 
-    // The whole history replayed (as replay) and the core's timeline of
-    // leases over it: {verdicts, summary, transitions: [{index, commit,
-    // time, command, actor, ok, level, reason, detail, resources,
-    // generations, reclaims, state_error}], leases: [{id, resource, kind,
-    // mode, generation, holder, name, start, end, end_kind ("release" |
-    // "expired" | "reclaim" | null while open), expires_at, start_commit,
-    // end_commit?}], policy, end_time}. options: tip, pins, allowTestClock,
-    // memberKey, onProgress({done, total}) over both passes (2 per commit).
+    // The whole history replayed (as replay) and, in the same pass, the
+    // core's timeline of leases over it: {end_time, leases: [{id, resource,
+    // kind, mode, generation, holder, name, start, end, end_kind ("release"
+    // | "expired" | "reclaim" | null while open), expires_at, start_commit,
+    // end_commit?}], policy, summary, transitions: [{index, commit, time,
+    // command, actor, ok, level, reason, detail, resources, generations,
+    // reclaims, state_error}], verdicts}. options: tip, pins,
+    // allowTestClock, memberKey, onProgress({done, total}) per commit. The
+    // lists arrive from the core in batches: the module never holds them.
     timeline(options) {
       options = options || {};
       const o = {};
       if (options.tip !== undefined) o.tip = options.tip;
       if (options.allowTestClock) o.allow_test_clock = true;
       if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
-      return withProgress(options.onProgress, (token) =>
-        withMemberKey(options.memberKey, (key) =>
-          call('gitlocks_store_timeline', [this._live(), str(o, 'options'), ...key, token])));
+      const lists = [[], [], []]; // transitions, verdicts, leases
+      const sink = { fn: (kind, items) => { for (const x of items) lists[kind].push(x); }, error: null };
+      const sinkToken = nextToken++;
+      batchSinks.set(sinkToken, sink);
+      try {
+        const r = withProgress(options.onProgress, (token) =>
+          withMemberKey(options.memberKey, (key) =>
+            call('gitlocks_store_timeline', [this._live(), str(o, 'options'), ...key, token, sinkToken])));
+        if (sink.error) throw sink.error;
+        // Keys in canonical order, as the native timeline prints them.
+        return {
+          end_time: r.end_time,
+          leases: lists[2],
+          policy: r.policy,
+          summary: r.summary,
+          transitions: lists[0],
+          verdicts: lists[1],
+        };
+      } finally {
+        batchSinks.delete(sinkToken);
+      }
     }
 
     // The policy a commit's state records: {commit, tree, policy}. In the

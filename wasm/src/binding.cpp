@@ -46,7 +46,37 @@ EM_JS(void, gitlocks_js_progress, (int token, double done, double total), {
   if (Module["_gitlocksProgress"]) Module["_gitlocksProgress"](token, done, total);
 });
 
+// Batches of a long list go to the JS sink registered for `token`.
+EM_JS(void, gitlocks_js_batch, (int token, int kind, const char* text, double len), {
+  if (Module["_gitlocksBatch"]) Module["_gitlocksBatch"](token, kind, text, len);
+});
+
 namespace {
+
+// A long list handed to JS in canonical JSON arrays of at most 1,000
+// entries or 1 MiB, so neither side holds the whole list as one text.
+class Batches {
+ public:
+  Batches(int token, int kind) : token_(token), kind_(kind) {}
+  void add(const std::string& entry) {
+    text_ += text_.empty() ? "[" : ",";
+    text_ += entry;
+    if (++count_ >= 1000 || text_.size() >= (std::size_t(1) << 20)) flush();
+  }
+  void flush() {
+    if (text_.empty()) return;
+    text_ += ']';
+    gitlocks_js_batch(token_, kind_, text_.data(), static_cast<double>(text_.size()));
+    text_.clear();
+    count_ = 0;
+  }
+
+ private:
+  int token_;
+  int kind_;
+  std::string text_;
+  std::size_t count_ = 0;
+};
 
 char* to_c(const std::string& s) {
   char* out = static_cast<char*>(std::malloc(s.size() + 1));
@@ -441,42 +471,46 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
   return ok({{"verdicts", std::move(verdicts)}, {"summary", gitlocks::replay_summary_json(*r, vault)}});
 }
 
-// store_timeline(handle, options, member key, progress token): the replay
-// of store_replay (same options but "from") and the core's timeline of
-// leases over it (gitlocks::lease_timeline) -> {"ok":{"verdicts","summary",
-// "transitions","leases","policy","end_time"}}. Progress: the replay's
-// commits, then the timeline's (done and total count both passes: 2N).
+// store_timeline(handle, options, member key, progress token, sink token):
+// the replay of store_replay (same options but "from") and, in the same
+// pass, the core's timeline of leases (gitlocks::LeaseTimelineBuilder).
+// The long lists go to the JS sink registered for `sink_token` as they are
+// made, in batches of canonical JSON arrays (kind 0: transitions, 1:
+// verdicts, 2: leases), so the module never holds the history as text or
+// JSON; the answer is {"ok":{"end_time","policy","summary"}}. Progress: the
+// commits of the one pass.
 char* gitlocks_store_timeline(int handle, const char* options_json, const char* key, std::size_t key_len,
-                              int progress_token) {
+                              int progress_token, int sink_token) {
   StoreCall call;
   if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
   gitlocks::ObjectStore* store = &call.store();
   const MemberKey& member = call.member();
-  const json* options = &call.options();
-  auto request = replay_request(*store, *options, false);
+  auto request = replay_request(*store, call.options(), false);
   if (!request.ok()) return fail(request.error());
   gitlocks::ReplayOptions& ro = request->options;
   const std::string& tip = request->tip;
-  auto report = [progress_token](std::size_t done, std::size_t total) {
-    if (progress_token != 0)
+  if (progress_token != 0)
+    ro.progress = [progress_token](std::size_t done, std::size_t total) {
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
-  };
-  ro.progress = [&](std::size_t done, std::size_t total) { report(done, 2 * total); };
+    };
   gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, tip, member.get());
   if (vault.vault) ro.vault = &*vault.vault;
-  std::vector<gitlocks::Verdict> verdicts;
-  auto r = gitlocks::replay_chain(*store, tip, ro, [&](const gitlocks::Verdict& v) { verdicts.push_back(v); });
+  gitlocks::LeaseTimelineBuilder builder(*store, vault.vault ? member.get() : nullptr);
+  Batches transitions(sink_token, 0), verdicts(sink_token, 1);
+  auto r = gitlocks::replay_chain(*store, tip, ro, [&](const gitlocks::Verdict& v) {
+    verdicts.add(encode(gitlocks::verdict_json(v)));
+    transitions.add(encode(gitlocks::timeline_transition_json(builder.add(v))));
+  });
   if (!r.ok()) return fail(r.error());
-  const std::size_t n = verdicts.size();
-  auto timeline = gitlocks::lease_timeline(*store, verdicts, vault.vault ? member.get() : nullptr,
-                                           [&](std::size_t done, std::size_t) { report(n + done, 2 * n); });
-  if (!timeline.ok()) return fail(timeline.error());
-  json lines = json::array();
-  for (const auto& v : verdicts) lines.push_back(gitlocks::verdict_json(v));
-  json out = std::move(*timeline);
-  out["verdicts"] = std::move(lines);
-  out["summary"] = gitlocks::replay_summary_json(*r, vault);
-  return ok(out);
+  verdicts.flush();
+  transitions.flush();
+  const gitlocks::LeaseTimeline t = std::move(builder).finish();
+  Batches leases(sink_token, 2);
+  for (const auto& l : t.leases) leases.add(encode(gitlocks::timeline_lease_json(l)));
+  leases.flush();
+  return ok({{"end_time", t.end_time ? json(*t.end_time) : json(nullptr)},
+             {"policy", t.policy},
+             {"summary", gitlocks::replay_summary_json(*r, vault)}});
 }
 
 // store_status(handle, commit, options, member key): what `git-locks status

@@ -1,10 +1,11 @@
 // Figures of the verification page in headless Chromium (issue 16, goal 6),
 // printed as a table; asserts nothing. For each history size:
 //   - the bundle (bytes, bytes per commit), made by gitlocks-gen-history;
-//   - the native core's replay of that bundle (gitlocks-native-replay: open
-//     the bundle in memory, replay every commit), timed in the same run;
+//   - the native core's replay of that bundle with the lease timeline
+//     (gitlocks-native-replay --timeline: open the bundle in memory, replay
+//     every commit, the timeline in the same run), timed in the same run;
 //   - the page: opened with ?bundle=, in a fresh browser per size, the
-//     worker's own timings (read, open, replay, timeline), the peak RSS of
+//     worker's own timings (open; replay and timeline, one pass), the peak RSS of
 //     the tab (VmHWM of the renderer process, which runs the page and its
 //     worker), how many distinct values the progress bar showed, and whether
 //     its verdicts (commit, ok, reason of every commit) equal the native ones;
@@ -52,15 +53,17 @@ function bundleFor(n) {
   return file;
 }
 
-// The native reference: wall time, CPU time, peak RSS and verdict digest.
+// The native reference: wall time, CPU time, peak RSS and verdict digest of
+// the same work the page does (the replay and the core's lease timeline:
+// gitlocks-native-replay --timeline).
 function native(bundle) {
   const t0 = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%U %S %M', nativeReplay, '--bundle', bundle],
+  const r = spawnSync('/usr/bin/time', ['-f', '%U %S %M', nativeReplay, '--bundle', bundle, '--timeline'],
     { encoding: 'utf8', maxBuffer: 1 << 30 });
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   if (r.status !== 0 && r.status !== 1) throw new Error(`native replay failed: ${r.stderr}`);
   const [user, sys, kb] = r.stderr.trim().split('\n').pop().split(' ').map(Number);
-  const verdicts = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  const { verdicts } = JSON.parse(r.stdout);
   return {
     wall, cpu: user + sys, rssMiB: kb / 1024, commits: verdicts.length,
     invalid: verdicts.filter((v) => !v.ok).length,

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gitlocks/canon.hpp"
@@ -172,19 +173,75 @@ Result<CommitView> commit_view(ObjectStore& store, const Oid& commit, const KeyP
 Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& at, const KeyPair* member);
 
 // The timeline of leases over a replayed history: for every verdict (in
-// order from the root) the transition, {"index","commit","time","command",
-// "actor","ok","level","reason","detail","resources":[...],"generations":
-// [...],"reclaims":[...],"state_error":CODE|null}, and for every lease
-// issued, {"id","resource","kind","mode","generation","holder","name",
-// "start","end","end_kind","expires_at","start_commit","end_commit"?}, with
-// end_kind "release", "expired" (ended after its expiry) or "reclaim"
-// (another lease took the resource in the same commit), null while open.
-// Also "policy" (the last readable policy, as stored) and "end_time" (the
-// last known T). A commit whose records cannot be read (a PRIVATE state
-// without the key of its epoch) has its state_error set; the next readable
-// one is compared with the leases last seen, whole. `progress(done, total)`
-// is told each commit.
-Result<json> lease_timeline(ObjectStore& store, const std::vector<Verdict>& verdicts, const KeyPair* member,
-                            const std::function<void(std::size_t, std::size_t)>& progress = {});
+// order from the root) a transition, and for every lease issued its life:
+// when it began and how it ended — "release", "expired" (gone after its
+// expiry) or "reclaim" (another lease took the resource in the same
+// commit, not a sweep); none while open. A commit whose records cannot be
+// read (a PRIVATE state without the key of its epoch) has its state_error
+// set; the next readable one is compared with the leases last seen, whole.
+// Typed and compact: a host streams it out as text (lease_timeline_text)
+// instead of holding a JSON tree of the whole history.
+struct TimelineTransition {
+  std::size_t index = 0;
+  Oid commit;
+  std::optional<std::int64_t> time;  // T, or the last known one
+  std::string command, actor, level, reason, detail;
+  bool ok = true;
+  std::vector<std::string> resources;      // touched, sorted
+  std::vector<std::int64_t> generations;   // touched, sorted
+  std::vector<std::string> reclaims;       // resources whose lease another took here
+  std::optional<std::string> state_error;  // the error code of reading its records
+};
+struct TimelineLease {
+  std::string id, resource, kind, mode, holder, name;  // resource: a path, or "sem:NAME"; mode "slot" for semaphores
+  std::int64_t generation = 0;
+  std::int64_t expires_at = 0;  // the last expiry seen (renewals move it)
+  std::optional<std::int64_t> start, end;
+  std::optional<std::string> end_kind;
+  std::size_t start_commit = 0;
+  std::optional<std::size_t> end_commit;
+};
+struct LeaseTimeline {
+  std::vector<TimelineTransition> transitions;
+  std::vector<TimelineLease> leases;
+  json policy;                           // the last readable policy, as stored (null: none)
+  std::optional<std::int64_t> end_time;  // the last known T
+};
+// The timeline built one verdict at a time, in order from the root (as
+// replay_chain hands them out): add() returns each transition, finish()
+// the leases, policy and end time (no transitions: the caller has them).
+// Memory: the leases, not the history.
+class LeaseTimelineBuilder {
+ public:
+  LeaseTimelineBuilder(ObjectStore& store, const KeyPair* member);
+  ~LeaseTimelineBuilder();
+  LeaseTimelineBuilder(const LeaseTimelineBuilder&) = delete;
+  LeaseTimelineBuilder& operator=(const LeaseTimelineBuilder&) = delete;
+  TimelineTransition add(const Verdict& v);
+  LeaseTimeline finish() &&;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The whole timeline of `verdicts`; `progress(done, total)` is told each commit.
+Result<LeaseTimeline> lease_timeline(ObjectStore& store, const std::vector<Verdict>& verdicts, const KeyPair* member,
+                                     const std::function<void(std::size_t, std::size_t)>& progress = {});
+
+// {"index","commit","time","command","actor","ok","level","reason","detail",
+//  "resources","generations","reclaims","state_error"} and
+// {"id","resource","kind","mode","generation","holder","name","start","end",
+//  "end_kind","expires_at","start_commit","end_commit"?} (null for an
+// absent time, end or end_kind).
+json timeline_transition_json(const TimelineTransition& t);
+json timeline_lease_json(const TimelineLease& l);
+
+// The canonical JSON text of {"end_time","leases","policy","transitions"}
+// and the `extra` members given as canonical text (a host adds "summary"
+// and "verdicts"), keys in canonical order, written entry by entry: what
+// Store.timeline() returns and gitlocks-native-replay --timeline prints.
+Result<std::string> lease_timeline_text(const LeaseTimeline& t,
+                                        const std::vector<std::pair<std::string, std::string>>& extra = {});
 
 }  // namespace gitlocks
