@@ -258,6 +258,31 @@ gitlocks::Result<std::string> tip_of(gitlocks::ObjectStore& store, const char* c
   return *ref;
 }
 
+// A replay a store export runs: the tip and options it asked for, progress
+// reported to the JS callback of `progress_token`, and the member's vault
+// (a PRIVATE store replays in full with it). On the heap: the options point
+// into the vault.
+struct PreparedReplay {
+  std::string tip;
+  gitlocks::ReplayOptions options;
+  gitlocks::MemberVault vault;
+};
+
+gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall& call, bool with_from,
+                                                                 int progress_token) {
+  GITLOCKS_TRY(request, replay_request(call.store(), call.options(), with_from));
+  auto p = std::make_unique<PreparedReplay>();
+  p->tip = std::move(request.tip);
+  p->options = std::move(request.options);
+  if (progress_token != 0)
+    p->options.progress = [progress_token](std::size_t done, std::size_t total) {
+      gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
+    };
+  p->vault = gitlocks::open_member_vault(call.store(), p->tip, call.member().get());
+  if (p->vault.vault) p->options.vault = &*p->vault.vault;
+  return p;
+}
+
 // The snapshot at `tip` after verifying its whole history from the root
 // (gitlocks::verified_snapshot): a query never answers from a forged
 // commit. With a member's key a PRIVATE store is replayed in full and its
@@ -451,24 +476,14 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
                             int progress_token) {
   StoreCall call;
   if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
-  gitlocks::ObjectStore* store = &call.store();
-  const MemberKey& member = call.member();
-  const json* options = &call.options();
-  auto request = replay_request(*store, *options, true);
-  if (!request.ok()) return fail(request.error());
-  gitlocks::ReplayOptions& ro = request->options;
-  const std::string& tip = request->tip;
-  if (progress_token != 0)
-    ro.progress = [progress_token](std::size_t done, std::size_t total) {
-      gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
-    };
-  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, tip, member.get());
-  if (vault.vault) ro.vault = &*vault.vault;
+  auto prepared = prepare_replay(call, true, progress_token);
+  if (!prepared.ok()) return fail(prepared.error());
+  PreparedReplay& p = **prepared;
   json verdicts = json::array();
-  auto r = gitlocks::replay_chain(*store, tip, ro,
+  auto r = gitlocks::replay_chain(call.store(), p.tip, p.options,
                                   [&](const gitlocks::Verdict& v) { verdicts.push_back(gitlocks::verdict_json(v)); });
   if (!r.ok()) return fail(r.error());
-  return ok({{"verdicts", std::move(verdicts)}, {"summary", gitlocks::replay_summary_json(*r, vault)}});
+  return ok({{"verdicts", std::move(verdicts)}, {"summary", gitlocks::replay_summary_json(*r, p.vault)}});
 }
 
 // store_timeline(handle, options, member key, progress token, sink token):
@@ -483,19 +498,14 @@ char* gitlocks_store_timeline(int handle, const char* options_json, const char* 
                               int progress_token, int sink_token) {
   StoreCall call;
   if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  auto prepared = prepare_replay(call, false, progress_token);
+  if (!prepared.ok()) return fail(prepared.error());
+  PreparedReplay& p = **prepared;
   gitlocks::ObjectStore* store = &call.store();
-  const MemberKey& member = call.member();
-  auto request = replay_request(*store, call.options(), false);
-  if (!request.ok()) return fail(request.error());
-  gitlocks::ReplayOptions& ro = request->options;
-  const std::string& tip = request->tip;
-  if (progress_token != 0)
-    ro.progress = [progress_token](std::size_t done, std::size_t total) {
-      gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
-    };
-  gitlocks::MemberVault vault = gitlocks::open_member_vault(*store, tip, member.get());
-  if (vault.vault) ro.vault = &*vault.vault;
-  gitlocks::LeaseTimelineBuilder builder(*store, vault.vault ? member.get() : nullptr);
+  const std::string& tip = p.tip;
+  const gitlocks::ReplayOptions& ro = p.options;
+  const gitlocks::MemberVault& vault = p.vault;
+  gitlocks::LeaseTimelineBuilder builder(*store, vault.vault ? call.member().get() : nullptr);
   Batches transitions(sink_token, 0), verdicts(sink_token, 1);
   auto r = gitlocks::replay_chain(*store, tip, ro, [&](const gitlocks::Verdict& v) {
     verdicts.add(encode(gitlocks::verdict_json(v)));
