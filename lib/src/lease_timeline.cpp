@@ -47,15 +47,21 @@ MemberVault tip_vault(ObjectStore& store, const KeyPair* member) {
   return open_member_vault(store, **ref, member);
 }
 
+// `known_parent`: the view of the commit's parent when the caller has it
+// (the timeline's previous commit), else nullptr: it is read here.
 Result<RecordChanges> changes_with(ObjectStore& store, const CommitView& at, const KeyPair* member,
-                                   const MemberVault* at_tip) {
+                                   const MemberVault* at_tip, const CommitView* known_parent = nullptr) {
   Oid parent_state;
-  std::optional<CommitView> parent;
+  std::optional<CommitView> read_parent;
   const RecordCodec* new_codec = at.codec.get();
   const RecordCodec* old_codec = nullptr;
   if (!at.commit.parents.empty()) {
-    GITLOCKS_TRY(p, view_with(store, at.commit.parents.front(), member, at_tip));
-    parent = std::move(p);
+    const CommitView* parent = known_parent;
+    if (!parent || parent->commit.commit != at.commit.parents.front()) {
+      GITLOCKS_TRY(p, view_with(store, at.commit.parents.front(), member, at_tip));
+      read_parent = std::move(p);
+      parent = &*read_parent;
+    }
     parent_state = parent->commit.state;
     old_codec = parent->codec.get();
     // record_changes tells a rekey by the codec: states of one epoch share one.
@@ -117,10 +123,11 @@ struct LeaseTimelineBuilder::Impl {
   std::map<std::string, Seen> live;         // in force after the last readable commit
   bool gap = false;                         // the last commit's records could not be read
   std::size_t next = 0;                     // the index of the next transition
+  std::optional<CommitView> previous;       // the last commit read: the next one's parent
 };
 
 LeaseTimelineBuilder::LeaseTimelineBuilder(ObjectStore& store, const KeyPair* member)
-    : impl_(new Impl{store, member, tip_vault(store, member), {}, {}, {}, false, 0}) {
+    : impl_(new Impl{store, member, tip_vault(store, member), {}, {}, {}, false, 0, std::nullopt}) {
   impl_->out.policy = nullptr;
 }
 
@@ -165,13 +172,15 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
       before.assign(live.begin(), live.end());
       after = leases_of(records);
     } else {
-      GITLOCKS_TRY(changes, changes_with(store, at, member, &b.at_tip));
+      GITLOCKS_TRY(changes, changes_with(store, at, member, &b.at_tip, b.previous ? &*b.previous : nullptr));
       before = leases_of(changes.before);
       after = leases_of(changes.after);
     }
+    b.previous = std::move(at);
     return Ok{};
   };
   if (auto st = read(); !st.ok()) {
+    b.previous.reset();
     tr.state_error = std::string(errc_name(st.error().code));
     // A PRIVATE state without the key of its epoch: the policy is in the clear.
     if (auto tc = read_transition_commit(store, v.commit); tc.ok()) {
