@@ -70,12 +70,8 @@ Result<RecordChanges> changes_with(ObjectStore& store, const CommitView& at, con
   return record_changes(store, parent_state, at.commit.state, old_codec, new_codec);
 }
 
-// A lease as the timeline sees it, from its record.
-struct Seen {
-  std::string resource, kind, mode, holder, name;
-  std::int64_t generation = 0;
-  std::int64_t expires_at = 0;
-};
+// A lease as the timeline sees it, from its record (its life not yet known).
+using Seen = TimelineLease;
 
 // Every lease of `records`, by id, in record order (ids are unique).
 std::vector<std::pair<std::string, Seen>> leases_of(const std::vector<json>& records) {
@@ -86,6 +82,7 @@ std::vector<std::pair<std::string, Seen>> leases_of(const std::vector<json>& rec
     const Resource res = Resource::of(r);
     for (const Lease& l : gitlocks::leases_of(r)) {
       Seen s;
+      s.id = l.id;
       // The timeline names a path by itself and a semaphore by its key.
       s.resource = res.kind == RecordKind::sem ? res.key() : res.name;
       s.kind = std::string(record_kind_name(res.kind));
@@ -200,15 +197,7 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
         resources.insert(l.resource);
         generations.insert(l.generation);
         open[id] = out.leases.size();
-        TimelineLease tl;
-        tl.id = id;
-        tl.resource = l.resource;
-        tl.kind = l.kind;
-        tl.mode = l.mode;
-        tl.generation = l.generation;
-        tl.holder = l.holder;
-        tl.name = l.name;
-        tl.expires_at = l.expires_at;
+        TimelineLease tl = l;
         tl.start = tr.time;
         tl.start_commit = i;
         out.leases.push_back(std::move(tl));

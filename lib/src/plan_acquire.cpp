@@ -139,7 +139,7 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
   json reclaim = json::array();
   std::vector<Conflict> conflicts;
   if (now_) {
-    for (const Lease& l : leases_of(existing->is_null() ? json::object() : *existing)) {
+    for (const Lease& l : existing->is_null() ? std::vector<Lease>{} : leases_of(*existing)) {
       if (!l.live_at(*now_)) {
         reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
         conflicts.push_back({l.expires_at, Errc::full_semaphore, "slot"});
@@ -181,7 +181,8 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
                                                 " while held; every holder must agree on the limit");
   if (static_cast<std::int64_t>(remaining.size()) >= limit) {
     // Name the holders; the one whose slot frees first is in the fields.
-    const std::vector<Lease> held = leases_of(json{{"leases", remaining}});
+    std::vector<Lease> held;
+    for (const auto& l : remaining) held.push_back(Lease::of(l));
     const Lease* first = &held[0];
     std::string holders;
     for (const Lease& l : held) {

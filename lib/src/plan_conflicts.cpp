@@ -9,8 +9,6 @@
 
 namespace gitlocks::detail {
 
-std::string Planner::holder_label(const json& lease) const { return Lease::of(lease).label(); }
-
 // The refusal for conflict `c`: "<what> until 2026-12-01T11:16:33Z, in
 // 9m59s" (relative to T when proposing), with the holder's key and name,
 // the raw expiry and the path in the error's fields. A holder known only

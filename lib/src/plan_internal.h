@@ -116,7 +116,6 @@ class Planner {
   Status remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until);
 
   // --- conflicts and refusals (plan_conflicts.cpp)
-  std::string holder_label(const json& lease) const;
   Error conflict_error(const Conflict& c, const std::string& suffix = "");
   Error refusal(Errc code, const std::string& text, std::int64_t at, const std::string& holder,
                 const std::string& name) const;

@@ -19,20 +19,16 @@ namespace {
 // The planner names a failing op of several by its index (the error's
 // "op_index" field); name the input line as well.
 Error with_line(const Error& e, const std::vector<BatchLine>& lines) {
-  std::size_t index = 0;
-  if (lines.size() == 1) {
-    Error out = e;
-    out.message = "line " + std::to_string(lines[0].number) + ": " + e.message;
-    out.fields["line"] = std::to_string(lines[0].number);
-    return out;
+  std::size_t index = 0;  // one line: it is the op
+  if (lines.size() > 1) {
+    auto f = e.fields.find("op_index");
+    if (f == e.fields.end()) return e;
+    index = static_cast<std::size_t>(std::stoull(f->second));
+    if (index >= lines.size()) return e;
   }
-  auto f = e.fields.find("op_index");
-  if (f == e.fields.end()) return e;
-  index = static_cast<std::size_t>(std::stoull(f->second));
-  if (index >= lines.size()) return e;
-  Error out = e;
-  out.message = "line " + std::to_string(lines[index].number) + ": " + e.message;
-  out.fields["line"] = std::to_string(lines[index].number);
+  const std::string number = std::to_string(lines[index].number);
+  Error out = e.prefixed("line " + number + ": ");
+  out.fields["line"] = number;
   return out;
 }
 

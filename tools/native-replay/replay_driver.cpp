@@ -95,13 +95,23 @@ int main(int argc, char** argv) {
   if (vault.vault) options.vault = &*vault.vault;
   const double open_ms = ms_since(t0);
   auto t1 = std::chrono::steady_clock::now();
-  std::string out;
-  std::vector<gitlocks::Verdict> verdicts;
+  // --timeline: the timeline is built in the same pass as the replay (as the
+  // WASM Store.timeline does), the verdict lines kept as text.
+  std::string out, lines;
+  std::optional<gitlocks::LeaseTimelineBuilder> builder;
+  std::vector<gitlocks::TimelineTransition> transitions;
+  if (timeline) builder.emplace(**store, vault.vault && key ? &*key : nullptr);
   auto r = gitlocks::replay_chain(**store, tip, options, [&](const gitlocks::Verdict& v) {
-    if (timeline) verdicts.push_back(v);
-    if (quiet || timeline) return;
-    out += gitlocks::canon_dump(gitlocks::verdict_json(v)).value();
-    out += '\n';
+    if (!timeline && quiet) return;
+    const std::string line = gitlocks::canon_dump(gitlocks::verdict_json(v)).value();
+    if (!timeline) {
+      out += line;
+      out += '\n';
+      return;
+    }
+    lines += lines.empty() ? "[" : ",";
+    lines += line;
+    transitions.push_back(builder->add(v));
   });
   const double replay_ms = ms_since(t1);
   if (!r.ok()) {
@@ -109,14 +119,12 @@ int main(int argc, char** argv) {
     return fail(r.error().message);
   }
   if (timeline) {
-    auto t = gitlocks::lease_timeline(**store, verdicts, vault.vault && key ? &*key : nullptr);
-    if (key) gitlocks::wipe(*key);
-    if (!t.ok()) return fail(t.error().message);
-    gitlocks::json lines = gitlocks::json::array();
-    for (const auto& v : verdicts) lines.push_back(gitlocks::verdict_json(v));
+    gitlocks::LeaseTimeline t = std::move(*builder).finish();
+    t.transitions = std::move(transitions);
+    lines += lines.empty() ? "[]" : "]";
     auto text = gitlocks::lease_timeline_text(
-        *t, {{"summary", gitlocks::canon_dump(gitlocks::replay_summary_json(*r, vault)).value()},
-             {"verdicts", gitlocks::canon_dump(lines).value()}});
+        t, {{"summary", gitlocks::canon_dump(gitlocks::replay_summary_json(*r, vault)).value()},
+            {"verdicts", std::move(lines)}});
     if (!text.ok()) return fail(text.error().message);
     out = *text + "\n";
   }

@@ -283,7 +283,8 @@ gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall
   return p;
 }
 
-// The snapshot at `tip` after verifying its whole history from the root
+// The snapshot at `commit` (tip_of: "" is refs/locks/state) after verifying
+// its whole history from the root
 // (gitlocks::verified_snapshot): a query never answers from a forged
 // commit. With a member's key a PRIVATE store is replayed in full and its
 // records read with the key of the tip's epoch.
@@ -293,8 +294,9 @@ struct Verified {
   gitlocks::CommitView view;
 };
 
-gitlocks::Result<Verified> verified_at(gitlocks::ObjectStore& store, const std::string& tip,
+gitlocks::Result<Verified> verified_at(gitlocks::ObjectStore& store, const char* commit,
                                        const gitlocks::KeyPair* member, bool allow_test_clock) {
+  GITLOCKS_TRY(tip, tip_of(store, commit));
   Verified out;
   out.vault = gitlocks::open_member_vault(store, tip, member);
   gitlocks::TrustOptions to;
@@ -560,9 +562,7 @@ char* gitlocks_store_status(int handle, const char* commit, const char* options_
   }
   if (auto checked = gitlocks::path_filters(typed, gitlocks::PathCase::sensitive); !checked.ok())
     return fail(checked.error());
-  auto tip = tip_of(*store, commit);
-  if (!tip.ok()) return fail(tip.error());
-  auto at = verified_at(*store, *tip, member.get(), options->value("allow_test_clock", false));
+  auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
   auto filters = gitlocks::path_filters(typed, at->snap.path_case);
   if (!filters.ok()) return fail(filters.error());
@@ -597,9 +597,7 @@ char* gitlocks_store_fence(int handle, const char* commit, const char* resource_
   const std::string typed = resource_text ? resource_text : "";
   if (auto checked = gitlocks::resource_of(typed, gitlocks::PathCase::sensitive); !checked.ok())
     return fail(checked.error());
-  auto tip = tip_of(*store, commit);
-  if (!tip.ok()) return fail(tip.error());
-  auto at = verified_at(*store, *tip, member.get(), options->value("allow_test_clock", false));
+  auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
   auto resource = gitlocks::resource_of(typed, at->snap.path_case);
   if (!resource.ok()) return fail(resource.error());
