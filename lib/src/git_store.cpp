@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <set>
 #include <system_error>
 
 #include "gitlocks/store.hpp"
@@ -186,6 +189,18 @@ class GitStore final : public ObjectStore {
     return out;
   }
 
+  Result<std::string> read_commit_raw(const Oid& id) override {
+    GITLOCKS_TRY(oid, parse_oid(id));
+    GITLOCKS_CHECK(before_read());
+    git_odb_object* obj = nullptr;
+    if (git_odb_read(&obj, odb_, &oid) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
+    std::unique_ptr<git_odb_object, void (*)(git_odb_object*)> owned(obj, git_odb_object_free);
+    if (git_odb_object_type(obj) != GIT_OBJECT_COMMIT)
+      return make_error(Errc::store_read, "object " + id + " is not a commit");
+    return std::string(static_cast<const char*>(git_odb_object_data(obj)), git_odb_object_size(obj));
+  }
+
   Result<Oid> write_blob(std::string_view data) override {
     git_oid oid;
     if (hash_only_) {
@@ -265,6 +280,60 @@ class GitStore final : public ObjectStore {
     return git_odb_exists(odb_, &oid.value()) == 1;
   }
 
+  Result<std::vector<std::string>> changed_paths(const Oid& id) override {
+    GITLOCKS_TRY(oid, parse_oid(id));
+    GITLOCKS_CHECK(before_read());
+    git_commit* c = nullptr;
+    if (git_commit_lookup(&c, repo_, &oid) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
+    std::unique_ptr<git_commit, void (*)(git_commit*)> commit(c, git_commit_free);
+    git_tree* t = nullptr;
+    if (git_commit_tree(&t, c) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot read the tree of commit " + id).c_str()));
+    std::unique_ptr<git_tree, void (*)(git_tree*)> tree(t, git_tree_free);
+    const unsigned parents = git_commit_parentcount(c);
+    std::vector<std::unique_ptr<git_tree, void (*)(git_tree*)>> parent_trees;
+    for (unsigned i = 0; i < parents; ++i) {
+      git_commit* pc = nullptr;
+      git_tree* pt = nullptr;
+      if (git_commit_parent(&pc, c, i) != 0)
+        return make_error(Errc::store_read, last_git_error(("cannot read a parent of commit " + id).c_str()));
+      const int rc = git_commit_tree(&pt, pc);
+      git_commit_free(pc);
+      if (rc != 0) return make_error(Errc::store_read, last_git_error(("cannot read a parent tree of " + id).c_str()));
+      parent_trees.emplace_back(pt, git_tree_free);
+    }
+    std::set<std::string> changed;
+    GITLOCKS_CHECK(diff_trees(parents ? parent_trees[0].get() : nullptr, tree.get(), "", changed));
+    // A merge changes what differs from every parent ...
+    for (unsigned i = 1; i < parents && !changed.empty(); ++i) {
+      std::set<std::string> against;
+      GITLOCKS_CHECK(diff_trees(parent_trees[i].get(), tree.get(), "", against));
+      std::set<std::string> both;
+      for (const auto& p : changed)
+        if (against.count(p)) both.insert(p);
+      changed = std::move(both);
+    }
+    // ... and, for two parents, is not the automatic three-way merge of
+    // the parents' versions (a clean merge adds no change of its own).
+    if (parents == 2 && !changed.empty()) {
+      git_oid base_oid;
+      std::unique_ptr<git_tree, void (*)(git_tree*)> base(nullptr, git_tree_free);
+      if (git_merge_base(&base_oid, repo_, git_commit_parent_id(c, 0), git_commit_parent_id(c, 1)) == 0) {
+        git_commit* bc = nullptr;
+        git_tree* bt = nullptr;
+        if (git_commit_lookup(&bc, repo_, &base_oid) == 0 && git_commit_tree(&bt, bc) == 0) base.reset(bt);
+        git_commit_free(bc);
+      }
+      for (auto it = changed.begin(); it != changed.end();) {
+        GITLOCKS_TRY(clean,
+                     is_automatic_merge(*it, base.get(), parent_trees[0].get(), parent_trees[1].get(), tree.get()));
+        it = clean ? changed.erase(it) : std::next(it);
+      }
+    }
+    return std::vector<std::string>(changed.begin(), changed.end());
+  }
+
   std::size_t objects_written() const override { return written_; }
   void set_hash_only(bool on) override { hash_only_ = on; }
 
@@ -285,6 +354,117 @@ class GitStore final : public ObjectStore {
   }
 
  private:
+  // Every path below `prefix` whose entry differs between trees `a` and
+  // `b` (either may be null: empty). Entries compare by name, mode and id;
+  // a subtree on one side only, or replaced by a file, contributes every
+  // file below it.
+  Status diff_trees(git_tree* a, git_tree* b, const std::string& prefix, std::set<std::string>& out) {
+    std::map<std::string, const git_tree_entry*> left, right;
+    if (a)
+      for (size_t i = 0; i < git_tree_entrycount(a); ++i) {
+        const git_tree_entry* e = git_tree_entry_byindex(a, i);
+        left.emplace(git_tree_entry_name(e), e);
+      }
+    if (b)
+      for (size_t i = 0; i < git_tree_entrycount(b); ++i) {
+        const git_tree_entry* e = git_tree_entry_byindex(b, i);
+        right.emplace(git_tree_entry_name(e), e);
+      }
+    auto subtree = [&](const git_tree_entry* e, git_tree** t) -> Status {
+      *t = nullptr;
+      if (!e || git_tree_entry_filemode(e) != GIT_FILEMODE_TREE) return Ok{};
+      if (git_tree_lookup(t, repo_, git_tree_entry_id(e)) != 0)
+        return make_error(Errc::store_read, last_git_error("cannot read a tree of a commit"));
+      return Ok{};
+    };
+    auto visit = [&](const std::string& name, const git_tree_entry* x, const git_tree_entry* y) -> Status {
+      if (x && y && git_tree_entry_filemode(x) == git_tree_entry_filemode(y) &&
+          git_oid_equal(git_tree_entry_id(x), git_tree_entry_id(y)))
+        return Ok{};
+      const std::string path = prefix + name;
+      const bool xt = x && git_tree_entry_filemode(x) == GIT_FILEMODE_TREE;
+      const bool yt = y && git_tree_entry_filemode(y) == GIT_FILEMODE_TREE;
+      if ((x && !xt) || (y && !yt)) out.insert(path);
+      if (xt || yt) {
+        git_tree* tx = nullptr;
+        git_tree* ty = nullptr;
+        GITLOCKS_CHECK(subtree(xt ? x : nullptr, &tx));
+        auto st = subtree(yt ? y : nullptr, &ty);
+        if (st.ok()) st = diff_trees(tx, ty, path + "/", out);
+        git_tree_free(tx);
+        git_tree_free(ty);
+        return st;
+      }
+      return Ok{};
+    };
+    for (const auto& [name, x] : left) {
+      auto it = right.find(name);
+      GITLOCKS_CHECK(visit(name, x, it == right.end() ? nullptr : it->second));
+    }
+    for (const auto& [name, y] : right)
+      if (!left.count(name)) GITLOCKS_CHECK(visit(name, nullptr, y));
+    return Ok{};
+  }
+
+  // Whether `result`'s entry at `path` is what libgit2's automatic
+  // three-way merge of `ours` and `theirs` over `base` (null: no common
+  // ancestor) gives, without conflict. Only regular files can be; anything
+  // else (a deletion, a link, a submodule, a mode change, a conflict) is
+  // the merge's own change.
+  Result<bool> is_automatic_merge(const std::string& path, git_tree* base, git_tree* ours, git_tree* theirs,
+                                  git_tree* result) {
+    struct Side {
+      git_tree_entry* entry = nullptr;
+      git_blob* blob = nullptr;
+      ~Side() {
+        git_blob_free(blob);
+        git_tree_entry_free(entry);
+      }
+    };
+    auto load = [&](git_tree* t, Side& s) -> Result<bool> {
+      if (!t || git_tree_entry_bypath(&s.entry, t, path.c_str()) != 0) return false;
+      const git_filemode_t m = git_tree_entry_filemode(s.entry);
+      if (m != GIT_FILEMODE_BLOB && m != GIT_FILEMODE_BLOB_EXECUTABLE) return false;
+      if (git_blob_lookup(&s.blob, repo_, git_tree_entry_id(s.entry)) != 0)
+        return make_error(Errc::store_read, last_git_error(("cannot read " + path).c_str()));
+      return true;
+    };
+    Side b, o, t, r;
+    GITLOCKS_TRY(has_o, load(ours, o));
+    GITLOCKS_TRY(has_t, load(theirs, t));
+    GITLOCKS_TRY(has_r, load(result, r));
+    if (!has_o || !has_t || !has_r) return false;
+    GITLOCKS_TRY(has_b, load(base, b));
+    if (!has_b && base && b.entry) return false;  // the base has something else there
+    const git_filemode_t mo = git_tree_entry_filemode(o.entry), mt = git_tree_entry_filemode(t.entry);
+    const git_filemode_t mb = has_b ? git_tree_entry_filemode(b.entry) : mo;
+    const git_filemode_t merged_mode = mo == mb ? mt : mo;
+    if ((mo != mb && mt != mb && mo != mt) || git_tree_entry_filemode(r.entry) != merged_mode) return false;
+    auto input = [](const git_blob* blob, const char* p, git_filemode_t mode) {
+      git_merge_file_input in;
+      git_merge_file_input_init(&in, GIT_MERGE_FILE_INPUT_VERSION);
+      if (blob) {
+        in.ptr = static_cast<const char*>(git_blob_rawcontent(blob));
+        in.size = static_cast<size_t>(git_blob_rawsize(blob));
+        in.path = p;
+        in.mode = static_cast<unsigned>(mode);
+      }
+      return in;
+    };
+    git_merge_file_input in_b = input(has_b ? b.blob : nullptr, path.c_str(), mb);
+    git_merge_file_input in_o = input(o.blob, path.c_str(), mo);
+    git_merge_file_input in_t = input(t.blob, path.c_str(), mt);
+    git_merge_file_result merged;
+    std::memset(&merged, 0, sizeof merged);
+    if (git_merge_file(&merged, &in_b, &in_o, &in_t, nullptr) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot merge " + path).c_str()));
+    const std::string_view got(static_cast<const char*>(git_blob_rawcontent(r.blob)),
+                               static_cast<size_t>(git_blob_rawsize(r.blob)));
+    const bool same = merged.automergeable && std::string_view(merged.ptr ? merged.ptr : "", merged.len) == got;
+    git_merge_file_result_free(&merged);
+    return same;
+  }
+
   // libgit2 shares an open pack (its index mapping and delta-base cache)
   // among every database of the process that has it open, so the old
   // database is released before the repository loads a new one (else the

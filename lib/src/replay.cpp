@@ -59,6 +59,8 @@ class CachingStore final : public ObjectStore {
     if (primed_ && primed_->first == id) return primed_->second;
     return s_.read_commit(id);
   }
+  Result<std::string> read_commit_raw(const Oid& id) override { return s_.read_commit_raw(id); }
+  Result<std::vector<std::string>> changed_paths(const Oid& id) override { return s_.changed_paths(id); }
   // The commit the walk read last: read_transition_commit reads it again.
   void prime_commit(Oid id, Commit c) { primed_.emplace(std::move(id), std::move(c)); }
   // A re-planned object is usually the recorded one: the timeline reads it

@@ -36,6 +36,10 @@ class CountingStore final : public gitlocks::ObjectStore {
     return s_.read_tree(id);
   }
   gitlocks::Result<gitlocks::Commit> read_commit(const gitlocks::Oid& id) override { return s_.read_commit(id); }
+  gitlocks::Result<std::string> read_commit_raw(const gitlocks::Oid& id) override { return s_.read_commit_raw(id); }
+  gitlocks::Result<std::vector<std::string>> changed_paths(const gitlocks::Oid& id) override {
+    return s_.changed_paths(id);
+  }
   gitlocks::Result<gitlocks::Oid> write_blob(std::string_view d) override { return s_.write_blob(d); }
   gitlocks::Result<gitlocks::Oid> write_tree(const gitlocks::Tree& t) override { return s_.write_tree(t); }
   gitlocks::Result<gitlocks::Oid> write_commit(const gitlocks::Commit& c) override { return s_.write_commit(c); }

@@ -53,6 +53,14 @@ class TimedStore : public ObjectStore {
     Scope s("object reads");
     return inner_->read_commit(id);
   }
+  Result<std::string> read_commit_raw(const Oid& id) override {
+    Scope s("object reads");
+    return inner_->read_commit_raw(id);
+  }
+  Result<std::vector<std::string>> changed_paths(const Oid& id) override {
+    Scope s("object reads");
+    return inner_->changed_paths(id);
+  }
   Result<Oid> write_blob(std::string_view data) override {
     Scope s("object writes");
     return inner_->write_blob(data);

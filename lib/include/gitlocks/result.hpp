@@ -64,6 +64,12 @@ inline constexpr std::string_view superseded = "superseded";    // stale_generat
 inline constexpr std::string_view not_expired = "not-expired";  // held_path: a swept lease has not expired
 inline constexpr std::string_view already_enabled = "already-enabled";    // usage: guard time already has these pins
 inline constexpr std::string_view operation_failed = "operation-failed";  // stale_generation: a FAILED admin operation
+// bad_signature of an SSH signature (sshsig.hpp): armor, base64 or blob structure, version.
+inline constexpr std::string_view signature_malformed = "signature-malformed";
+// bad_signature: a key type other than ssh-ed25519, a hash other than sha256/sha512, not SSH.
+inline constexpr std::string_view signature_algorithm = "signature-algorithm";
+inline constexpr std::string_view signature_namespace = "signature-namespace";  // bad_signature: another namespace
+inline constexpr std::string_view signature_mismatch = "signature-mismatch";    // bad_signature: does not verify
 }  // namespace reason
 
 struct Error {

@@ -49,6 +49,10 @@ class ObjectStore {
     return SharedTree(std::make_shared<const Tree>(std::move(t).value()));
   }
   virtual Result<Commit> read_commit(const Oid& id) = 0;
+  // The commit object's content exactly as stored (what `git cat-file
+  // commit ID` prints): the bytes its signature covers (sshsig.hpp).
+  // Errors: store_read (missing, unreadable, or not a commit).
+  virtual Result<std::string> read_commit_raw(const Oid& id) = 0;
   virtual Result<Oid> write_blob(std::string_view data) = 0;
   virtual Result<Oid> write_tree(const Tree& tree) = 0;
   // write_tree for a caller that is done with `tree`: a caching store keeps
@@ -71,6 +75,15 @@ class ObjectStore {
   // True when the object is in the store; false when it is not or the
   // store cannot tell without reading it (then read it).
   virtual bool has_object(const Oid& id) { return (void)id, false; }
+  // The paths (files, '/'-separated, as Git spells them) that commit `id`
+  // changes, sorted: against its first parent (a root commit: every file
+  // of its tree); a merge changes only what differs from every parent and,
+  // with two parents, is not the automatic three-way merge of the parents'
+  // versions over their merge base (a clean merge adds no change of its
+  // own). Errors: store_read.
+  virtual Result<std::vector<std::string>> changed_paths(const Oid& id) {
+    return (void)id, make_error(Errc::store_read, "this store cannot compare commits");
+  }
   // The ref's target, or nullopt if it does not exist.
   virtual Result<std::optional<Oid>> read_ref(std::string_view name) = 0;
   // Number of objects written through this store (for tests and benchmarks).

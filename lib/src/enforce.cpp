@@ -1,0 +1,258 @@
+// Claims bind the work (enforce.hpp): the planner decides, on a dry run,
+// whether a shared claim of the changed paths by the commit's signer would
+// be refused as a path conflict; the refusals become the commit's verdict.
+#include "gitlocks/enforce.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/limits.hpp"
+#include "gitlocks/ops.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/plan.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/query.hpp"
+#include "gitlocks/sshsig.hpp"
+#include "gitlocks/state.hpp"
+
+namespace gitlocks {
+namespace {
+
+// The probe's actor when the commit has no holder: no real Ed25519 key is
+// all zeros, so it holds nothing and everything held is another's.
+const std::string kNoHolder(2 * kPublicKeyBytes, '0');
+// The probe's operation id: nothing it plans is ever published.
+const std::string kProbeInstance(64, '0');
+
+// Restores a store's write mode when the dry run ends.
+class HashOnly {
+ public:
+  explicit HashOnly(ObjectStore& s) : s_(s) { s_.set_hash_only(true); }
+  ~HashOnly() { s_.set_hash_only(false); }
+  HashOnly(const HashOnly&) = delete;
+  HashOnly& operator=(const HashOnly&) = delete;
+
+ private:
+  ObjectStore& s_;
+};
+
+std::string short_id(const Oid& id) { return id.substr(0, 12); }
+
+std::string field(const Error& e, const std::string& name) {
+  auto it = e.fields.find(name);
+  return it == e.fields.end() ? "" : it->second;
+}
+
+bool stops_the_check(const Error& e) {
+  return e.code == Errc::store_read || e.code == Errc::not_member || e.code == Errc::invalid ||
+         e.code == Errc::invalid_history || e.code == Errc::unknown_format;
+}
+
+// Finds, for one signer, which of a set of canonical paths the planner
+// refuses as a path conflict, and who is in the way.
+class ConflictFinder {
+ public:
+  ConflictFinder(ObjectStore& store, const EnforcementView& view, const std::optional<std::string>& signer,
+                 StateReader& reader, std::int64_t probe_ttl)
+      : store_(store), view_(view), signer_(signer), reader_(reader), probe_ttl_(probe_ttl) {}
+
+  // conflicts[i] is set when paths[i] is refused.
+  Status run(const std::vector<std::string>& paths, std::vector<std::optional<Error>>& conflicts) {
+    conflicts.assign(paths.size(), std::nullopt);
+    for (std::size_t at = 0; at < paths.size(); at += kMaxOps)
+      GITLOCKS_CHECK(bisect(paths, at, std::min(paths.size(), at + kMaxOps), conflicts));
+    return Ok{};
+  }
+
+ private:
+  Result<PlanOutcome> probe(const std::vector<std::string>& paths, std::size_t from, std::size_t to) {
+    json claims = json::array();
+    for (std::size_t i = from; i < to; ++i)
+      claims.push_back(ops::claim(paths[i], ops::Mode::shared, view_.now + probe_ttl_));
+    json body = {{"created_at", view_.now}, {"name", "git-locks check"}, {"ops", std::move(claims)}};
+    HashOnly dry_run(store_);
+    return plan(store_, view_.snap->state, {signer_ ? *signer_ : kNoHolder, kProbeInstance, view_.vault}, body,
+                view_.now);
+  }
+
+  // Probes [from, to) at once; a refusal splits the range until each
+  // refused path stands alone, so n paths with k in the way cost
+  // O(k log n) plans, not n.
+  Status bisect(const std::vector<std::string>& paths, std::size_t from, std::size_t to,
+                std::vector<std::optional<Error>>& conflicts) {
+    if (from >= to) return Ok{};
+    auto r = probe(paths, from, to);
+    if (r.ok()) return Ok{};
+    if (stops_the_check(r.error())) return r.error();
+    if (to - from > 1) {
+      const std::size_t mid = from + (to - from) / 2;
+      GITLOCKS_CHECK(bisect(paths, from, mid, conflicts));
+      return bisect(paths, mid, to, conflicts);
+    }
+    // One path: a conflict is in the way; anything else (the signer's own
+    // lease: already-held) is not the rule's business.
+    if (!is_path_conflict(r.error().code)) return Ok{};
+    Error e = r.error();
+    name_lease(e);
+    conflicts[from] = std::move(e);
+    return Ok{};
+  }
+
+  // The lease in the way, looked up by its holder and claimed path.
+  void name_lease(Error& e) {
+    const std::string holder = field(e, "holder");
+    const std::string claimed = field(e, "path");
+    e.fields.erase("path");
+    e.fields.erase("checked_at_ms");
+    if (claimed.empty()) return;
+    e.fields["claimed_path"] = claimed;
+    auto filter = parse_repo_path(claimed);
+    if (!filter.ok()) return;
+    auto rows = list_leases(reader_, view_.now, {*filter}, false, "");
+    if (!rows.ok()) return;
+    for (const auto& row : *rows) {
+      if (row.value("holder", "") != holder || row.value("path", "") != claimed) continue;
+      e.fields["lease"] = row.value("lease", "");
+      return;
+    }
+  }
+
+  ObjectStore& store_;
+  const EnforcementView& view_;
+  const std::optional<std::string>& signer_;
+  StateReader& reader_;
+  std::int64_t probe_ttl_;
+};
+
+// The refusal of `path` (as the commit spells it) changed by `commit`,
+// from the conflict the planner found on its canonical form `canon`.
+Error commit_refusal(const Oid& commit, const std::string& path, const std::string& canon,
+                     const std::optional<std::string>& signer, const Error& conflict) {
+  Error e = conflict;
+  e.fields["commit"] = commit;
+  e.fields["path"] = path;
+  e.fields["signer"] = signer ? *signer : "";
+  const std::string name = field(conflict, "holder_name").empty() ? "the holder" : field(conflict, "holder_name");
+  e.message = "commit " + short_id(commit) + " changes " + canon + ": " + conflict.message +
+              " (wait for the lease to end, ask " + name + " to release it, or ask an admin to force-release it)";
+  return e;
+}
+
+Error unnameable(const Oid& commit, const std::string& path, const std::optional<std::string>& signer) {
+  Error e(Errc::bad_path, "commit " + short_id(commit) +
+                              " changes a path that no claim can name (not a canonical store path), so it cannot be "
+                              "checked against claims: rename it");
+  e.fields["commit"] = commit;
+  e.fields["path"] = path;
+  e.fields["signer"] = signer ? *signer : "";
+  return e;
+}
+
+}  // namespace
+
+Result<CommitSigner> commit_signer_of(ObjectStore& store, const Oid& commit) {
+  GITLOCKS_TRY(raw, store.read_commit_raw(commit));
+  auto key = commit_signer(raw);
+  if (!key.ok()) return CommitSigner{std::nullopt, std::string(key.error().reason())};
+  if (!*key) return CommitSigner{std::nullopt, "unsigned"};
+  return CommitSigner{to_hex(**key), "valid"};
+}
+
+Result<std::vector<CommitCheck>> check_commits(ObjectStore& store, const EnforcementView& view,
+                                               const std::vector<Oid>& commits) {
+  std::vector<CommitCheck> out(commits.size());
+  std::vector<std::vector<std::string>> changed(commits.size());
+  for (std::size_t i = 0; i < commits.size(); ++i) {
+    out[i].commit = commits[i];
+    GITLOCKS_TRY(signer, commit_signer_of(store, commits[i]));
+    out[i].signer = std::move(signer);
+    GITLOCKS_TRY(paths, store.changed_paths(commits[i]));
+    out[i].paths = paths.size();
+    changed[i] = std::move(paths);
+  }
+  if (!view.snap || !view.snap->commit) return out;  // no store: nothing is claimed
+  StateReader reader(store, view.snap->state, view.codec);
+  GITLOCKS_TRY(doc, reader.policy());
+  GITLOCKS_TRY(policy, parse_policy(doc));
+
+  // The rule depends on the signer, not on the commit: the paths of every
+  // commit by one signer are asked of the planner together, once each.
+  struct Use {
+    std::size_t commit, path;
+  };
+  std::map<std::optional<std::string>, std::map<std::string, std::vector<Use>>> by_signer;
+  std::vector<std::vector<std::optional<Error>>> found(commits.size());
+  for (std::size_t i = 0; i < commits.size(); ++i) {
+    found[i].resize(changed[i].size());
+    for (std::size_t j = 0; j < changed[i].size(); ++j) {
+      auto canon = normalize_path_input(changed[i][j], view.snap->path_case);
+      if (!canon.ok()) found[i][j] = unnameable(commits[i], changed[i][j], out[i].signer.actor);
+      else by_signer[out[i].signer.actor][*canon].push_back({i, j});
+    }
+  }
+  for (const auto& [signer, uses] : by_signer) {
+    std::vector<std::string> paths;
+    paths.reserve(uses.size());
+    for (const auto& [canon, _] : uses) paths.push_back(canon);
+    std::vector<std::optional<Error>> conflicts;
+    ConflictFinder finder(store, view, signer, reader, policy.min_ttl_ms);
+    GITLOCKS_CHECK(finder.run(paths, conflicts));
+    std::size_t k = 0;
+    for (const auto& [canon, at] : uses) {
+      if (const auto& c = conflicts[k++])
+        for (const Use& u : at)
+          found[u.commit][u.path] = commit_refusal(commits[u.commit], changed[u.commit][u.path], canon, signer, *c);
+    }
+  }
+  for (std::size_t i = 0; i < commits.size(); ++i)
+    for (std::size_t j = 0; j < changed[i].size(); ++j)
+      if (found[i][j]) out[i].refused.push_back({changed[i][j], std::move(*found[i][j])});
+  return out;
+}
+
+Result<CommitCheck> check_commit(ObjectStore& store, const EnforcementView& view, const Oid& commit) {
+  GITLOCKS_TRY(checks, check_commits(store, view, {commit}));
+  return std::move(checks.front());
+}
+
+json commit_check_json(const CommitCheck& c) {
+  json refused = json::array();
+  for (const auto& r : c.refused) {
+    json fields = json::object();
+    for (const auto& [k, v] : r.refusal.fields) fields[k] = v;
+    refused.push_back({{"path", r.path},
+                       {"code", std::string(errc_name(r.refusal.code))},
+                       {"reason", std::string(r.refusal.reason())},
+                       {"message", r.refusal.message},
+                       {"fields", std::move(fields)}});
+  }
+  return {{"commit", c.commit},
+          {"signer", c.signer.actor ? json(*c.signer.actor) : json(nullptr)},
+          {"signature", c.signer.signature},
+          {"paths", c.paths},
+          {"ok", c.ok()},
+          {"refused", std::move(refused)}};
+}
+
+std::int64_t check_instant(const Snapshot& snap, std::int64_t clock) {
+  return std::max(clock, snap.last_time.value_or(0));
+}
+
+json check_report_json(const Snapshot& snap, std::int64_t now, const std::vector<CommitCheck>& checks) {
+  json commits = json::array();
+  std::size_t refused = 0;
+  for (const auto& c : checks) {
+    if (!c.ok()) ++refused;
+    commits.push_back(commit_check_json(c));
+  }
+  return {{"op", "check"},
+          {"store", snap.store_id},
+          {"state", snap.commit ? json(*snap.commit) : json(nullptr)},
+          {"now_ms", now},
+          {"checked", checks.size()},
+          {"refused", refused},
+          {"commits", std::move(commits)}};
+}
+
+}  // namespace gitlocks
