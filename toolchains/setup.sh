@@ -25,6 +25,9 @@ native_pkgs=(
   libclang-rt-14-dev python3 python3-cryptography python3-nacl ca-certificates
   lighttpd util-linux ccache unicode-data libmimalloc-dev
   help2man man-db dpkg-dev
+  # ssh-keygen: OpenSSH's verifier of the commits git-locks signs (tests/cli/test_signing.py)
+  # and the maker of the SSHSIG corpus (tests/vectors/sshsig/gen.sh)
+  openssh-client
 )
 wasm_pkgs=(
   emscripten node-acorn autoconf automake libtool chromium

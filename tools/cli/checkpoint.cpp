@@ -173,6 +173,14 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   return std::move(trusted->snapshot);
 }
 
+Result<Snapshot> verified_snapshot_unrecorded(Context& ctx, const Oid& tip) {
+  GITLOCKS_TRY(store, ctx.store());
+  auto file = checkpoint_file(ctx);
+  std::optional<TrustState> anchor = file.ok() ? load_checkpoint(*file) : std::nullopt;
+  GITLOCKS_TRY(trusted, verify_tip(ctx, *store, tip, anchor));
+  return std::move(trusted.snapshot);
+}
+
 void record_publication(Context& ctx, const Snapshot& base, const Candidate& c) {
   if (ctx.allow_test_clock) return;  // built on a history verified with a test clock accepted
   auto store = ctx.store();

@@ -38,6 +38,10 @@ Result<std::filesystem::path> git_common_dir(Context& ctx);
 // "recovery" field), store_read.
 Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& tip);
 
+// The snapshot at `tip`, verified from the clone's checkpoint like
+// verified_tip_snapshot, without recording a checkpoint: for a tip that is
+// not (yet) on the ref, e.g. one a push under inspection would set.
+Result<Snapshot> verified_snapshot_unrecorded(Context& ctx, const Oid& tip);
 // The checkpoint after one's own publication `c`, built on the verified
 // snapshot `base`. A failure to write it is not an error: the next command
 // replays. Nothing verified with --allow-test-clock is ever written as a

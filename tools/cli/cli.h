@@ -136,6 +136,7 @@ int cmd_member_rekey(Context& ctx, const Argv& argv);
 int cmd_member_list(Context& ctx, const Argv& argv);
 int cmd_hook_install(Context& ctx, const Argv& argv);
 int cmd_hook_check(Context& ctx, const Argv& argv);
+int cmd_check(Context& ctx, const Argv& argv);
 int cmd_web(Context& ctx, const Argv& argv);
 int cmd_mcp(Context& ctx, const Argv& argv);
 int cmd_notary(Context& ctx, const Argv& argv);
@@ -145,5 +146,12 @@ int cmd_guard_time_history(Context& ctx, const Argv& argv);
 int cmd_doctor(Context& ctx, const Argv& argv);
 int cmd_migrate(Context& ctx, const Argv& argv);
 int cmd_completion_bash(Context& ctx, const Argv& argv);
+
+// git-locks as Git's gpg.ssh.program (cmd_sshsign.cpp): `args` are the
+// arguments after the program name and begin with "-Y". `-Y sign` signs
+// with the actor key ($GIT_LOCKS_KEY, else -f KEYFILE); any other operation
+// runs OpenSSH's ssh-keygen with the same arguments. Exit 0, or 255 with a
+// line on stderr, as ssh-keygen.
+int cmd_ssh_keygen(const Argv& args);
 
 }  // namespace gitlocks::cli

@@ -1,31 +1,45 @@
-// hook install [--warn] [--force]: pre-commit and pre-push hooks that call
-// back into `git-locks hook check`, which refuses (or, with --warn, only
-// reports) a commit or push changing a path under another holder's live
-// exclusive claim. "Would a shared claim of this path by me be refused?" is
-// exactly that question, so the planner answers it on a dry-run store view.
+// hook install [--warn] [--force] [--no-sign]: this clone's side of "claims
+// bind the work" (SPEC §9, docs/CLI.md "Enforcing claims"):
+// - commits are signed with the actor's key through Git's own SSH signing
+//   (gpg.format=ssh, with this binary as gpg.ssh.program), so the rule knows
+//   who made them (unless --no-sign);
+// - a reference-transaction hook refuses to move an enforced branch to
+//   commits that change a path under another holder's live exclusive claim
+//   (gitlocks/enforce.hpp). Git runs it for every ref update, and
+//   `--no-verify` does not skip it: agents in worktrees of one clone get the
+//   guarantee without a server;
+// - pre-commit and pre-push hooks call back into `git-locks hook check` for
+//   early feedback: "would a shared claim of this path by me be refused?"
+//   asked of the planner on a dry-run store view.
 //
 // hook install --server: a pre-receive hook for the repository that serves
 // a shared store (SPEC §8). Every push to refs/locks/state must replay as
 // legal, correctly signed (and, where guard time is in force, attested)
 // transitions on top of the current tip, verified by the same replay as
-// `git-locks verify`; anything else is rejected before the ref moves, so a
-// buggy or hostile client cannot publish an invalid state.
+// `git-locks verify`; every push to an enforced ref must satisfy the same
+// rule as the reference-transaction hook, judged on the verified store
+// (this push's refs/locks/state when it moves it too). Anything else is
+// rejected before any ref moves.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
 
+#include "checkpoint.h"
 #include "cli.h"
+#include "enforcement.h"
 #include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
+#include "gitlocks/sshsig.hpp"
 #include "gitlocks/state.hpp"
 #include "leases.h"
 #include "publish.h"
@@ -122,21 +136,24 @@ std::vector<std::string> quarantine_object_dirs() {
   return dirs;
 }
 
-// The server side: reads "<old> <new> <ref>" lines and verifies every update
-// of refs/locks/state. Returns the hook's exit status (0 accepts the push).
+// The server side: reads "<old> <new> <ref>" lines, verifies every update
+// of refs/locks/state, then checks the work pushed to enforced refs.
+// Returns the hook's exit status (0 accepts the push).
 int check_pre_receive(Context& ctx, bool allow_test_clock) {
   struct Update {
-    std::string old_oid, new_oid;
+    std::string old_oid, new_oid, ref;
   };
-  std::vector<Update> updates;
+  std::vector<Update> updates, work;
+  const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream in(line);
     std::string old_oid, new_oid, ref;
     if (!(in >> old_oid >> new_oid >> ref)) continue;
-    if (ref == kStateRef) updates.push_back({old_oid, new_oid});
+    if (ref == kStateRef) updates.push_back({old_oid, new_oid, ref});
+    else if (new_oid != kZeroOid && ref_matches(ref, enforced)) work.push_back({old_oid, new_oid, ref});
   }
-  if (updates.empty()) return 0;
+  if (updates.empty() && work.empty()) return 0;
   auto refuse = [&](const std::string& why) {
     return print_error(
         ctx.op, make_error(Errc::invalid, "push rejected by the server's git-locks hook: refs/locks/state: " + why),
@@ -163,18 +180,131 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
       return refuse("commit " + bad->commit + " (" + (bad->command.empty() ? "?" : bad->command) +
                     ") is not a valid transition: " + bad->reason + (bad->detail.empty() ? "" : ": " + bad->detail));
   }
-  return 0;
+  if (work.empty()) return 0;
+  // The work is judged on the verified store: this push's refs/locks/state
+  // when it moves it (verified just above), else the current one.
+  auto snap = updates.empty() ? current_snapshot(ctx) : verified_snapshot_unrecorded(ctx, updates.back().new_oid);
+  const std::string context = "push rejected by the server's git-locks hook: ";
+  if (!snap.ok()) return print_error(ctx.op, snap.error().prefixed(context), std::nullopt);
+  if (!snap->commit) return 0;  // no store: nothing is claimed
+  auto now = check_time(*snap);
+  if (!now.ok()) return ctx.fail(now.error());
+  int status = 0;
+  for (const auto& u : work) {
+    auto commits = commits_brought_in(ctx, u.old_oid, u.new_oid, {});
+    if (!commits.ok()) return print_error(ctx.op, commits.error().prefixed(context + u.ref + ": "), std::nullopt);
+    auto checks = check_commits(ctx, *snap, *commits, *now);
+    if (!checks.ok()) return print_error(ctx.op, checks.error().prefixed(context + u.ref + ": "), std::nullopt);
+    if (int st = report_refusals(ctx, *checks, context + u.ref + ": "); st != 0) status = st;
+  }
+  return status;
+}
+
+// The local side: Git runs reference-transaction for every ref update with
+// the state ("prepared", "committed", "aborted") as its argument and the
+// updates on stdin; a non-zero exit in "prepared" aborts the transaction.
+int check_reference_transaction(Context& ctx, const std::string& state) {
+  if (state != "prepared") return 0;
+  struct Update {
+    std::string old_oid, new_oid, ref;
+  };
+  std::vector<Update> work;
+  const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string old_oid, new_oid, ref;
+    if (!(in >> old_oid >> new_oid >> ref)) continue;
+    if (new_oid != kZeroOid && ref_matches(ref, enforced)) work.push_back({old_oid, new_oid, ref});
+  }
+  if (work.empty()) return 0;
+  auto snap = current_snapshot(ctx);
+  if (!snap.ok()) return ctx.fail(snap.error());
+  if (!snap->commit) return 0;
+  auto now = check_time(*snap);
+  if (!now.ok()) return ctx.fail(now.error());
+  int status = 0;
+  for (const auto& u : work) {
+    // What came from a server (remote-tracking refs) was checked there.
+    auto commits = commits_brought_in(ctx, u.old_oid, u.new_oid, {"--remotes"});
+    if (!commits.ok()) return ctx.fail(commits.error());
+    auto checks = check_commits(ctx, *snap, *commits, *now);
+    if (!checks.ok()) return ctx.fail(checks.error());
+    const std::string context = "git-locks: " + u.ref + " not moved: ";
+    if (int st = report_refusals(ctx, *checks, context); st != 0) status = st;
+  }
+  return status;
+}
+
+// "principal ssh-ed25519 AAAA..." in the clone's allowed-signers file
+// (gpg.ssh.allowedSignersFile), so `git verify-commit` and `git log
+// --show-signature` know the key. Appended once.
+Result<std::string> add_allowed_signer(Context& ctx, const Identity& me) {
+  GITLOCKS_TRY(common, git_common_dir(ctx));
+  const std::string dir = (common / "git-locks").string();
+  ::mkdir(dir.c_str(), 0755);
+  const std::string file = dir + "/allowed_signers";
+  const std::string entry = me.actor + " " + ssh_public_key_line(me.key.public_key);
+  std::ifstream in(file);
+  std::string existing;
+  while (std::getline(in, existing))
+    if (existing == entry) return file;
+  std::ofstream out(file, std::ios::app);
+  out << entry << "\n";
+  if (!out) return make_error(Errc::store_write, "cannot write " + file);
+  return file;
+}
+
+// Sets this clone (or, for a key chosen by --key or $GIT_LOCKS_KEY, this
+// worktree) up to sign commits with the actor's key through Git's SSH
+// signing, with this binary standing in for ssh-keygen -Y sign.
+Result<json> setup_signing(Context& ctx, const std::string& exe) {
+  GITLOCKS_TRY(me, ctx.identity());
+  const char* env_key = std::getenv("GIT_LOCKS_KEY");
+  const bool chosen = ctx.key_flag || (env_key && *env_key);
+  GITLOCKS_TRY(signers, add_allowed_signer(ctx, *me));
+  const Git git = ctx.git();
+  std::vector<std::string> scope = {"--local"};
+  if (chosen) {
+    GITLOCKS_TRY(ext, git.run({"config", "--local", "extensions.worktreeConfig", "true"}));
+    if (ext.status != 0)
+      return make_error(Errc::store_write, "git config extensions.worktreeConfig failed: " + ext.err);
+    scope = {"--worktree"};
+  }
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"gpg.format", "ssh"},
+      {"gpg.ssh.program", exe},
+      {"user.signingKey", me->key_file},
+      {"commit.gpgSign", "true"},
+      {"gpg.ssh.allowedSignersFile", signers},
+  };
+  json set = json::object();
+  for (const auto& [k, v] : settings) {
+    std::vector<std::string> args = {"config"};
+    args.insert(args.end(), scope.begin(), scope.end());
+    args.push_back(k);
+    args.push_back(v);
+    GITLOCKS_TRY(r, git.run(args));
+    if (r.status != 0) return make_error(Errc::store_write, "git config " + k + " failed: " + r.err);
+    set[k] = v;
+  }
+  return json{{"scope", scope[0].substr(2)},
+              {"settings", set},
+              {"key", me->actor},
+              {"ssh_key", ssh_public_key_line(me->key.public_key)}};
 }
 
 }  // namespace
 
 int cmd_hook_install(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"warn", false}, {"force", false}, {"server", false}});
+  auto a = ctx.parse(argv, {{"warn", false}, {"force", false}, {"server", false}, {"no-sign", false}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "hook install takes no arguments"));
   const bool server = a->has("server");
   if (server && a->has("warn"))
     return ctx.fail(make_error(Errc::usage, "--warn is for the client hooks; the server hook always rejects"));
+  if (server && a->has("no-sign"))
+    return ctx.fail(make_error(Errc::usage, "--no-sign is for clones; the server signs nothing"));
   auto r = ctx.git().run({"rev-parse", "--path-format=absolute", "--git-path", "hooks"});
   if (!r.ok()) return ctx.fail(r.error());
   if (r->status != 0) return ctx.fail(make_error(Errc::store_read, "git rev-parse --git-path hooks failed: " + r->err));
@@ -182,33 +312,72 @@ int cmd_hook_install(Context& ctx, const Argv& argv) {
   ::mkdir(dir.c_str(), 0755);
   const std::string exe = self_path();
   json installed = json::array();
-  auto add = [&](const std::string& hook, const std::string& what, const std::string& flags) -> Status {
+  auto write = [&](const std::string& hook, const std::string& what, const std::string& body) -> Status {
     const std::string file = dir + "/" + hook;
-    std::string script = "#!/bin/sh\n" + std::string(kHookMarker) + ": " + what +
-                         "\n# Installed by `git-locks hook install`; run it again to update.\n"
-                         "exec " +
-                         shell_quote(exe) + " hook check " + hook + flags + " \"$@\"\n";
+    const std::string script = "#!/bin/sh\n" + std::string(kHookMarker) + ": " + what +
+                               "\n# Installed by `git-locks hook install`; run it again to update.\n" + body;
     GITLOCKS_CHECK(install_hook(file, script, a->has("force")));
     installed.push_back(file);
     return Ok{};
   };
+  auto add = [&](const std::string& hook, const std::string& what, const std::string& flags) {
+    return write(hook, what, "exec " + shell_quote(exe) + " hook check " + hook + flags + " \"$@\"\n");
+  };
   if (server) {
-    auto st =
-        add("pre-receive", "rejects any push to refs/locks/state that does not replay as legal, signed transitions.",
-            ctx.allow_test_clock ? " --allow-test-clock" : "");
+    auto st = add("pre-receive",
+                  "rejects any push to refs/locks/state that does not replay as legal, signed transitions, and any "
+                  "push to an enforced ref (git config locks.enforce, default refs/heads/*) changing a path under "
+                  "another holder's live exclusive claim.",
+                  std::string(ctx.allow_test_clock ? " --allow-test-clock" : "") +
+                      (ctx.key_flag ? " --key " + shell_quote(std::filesystem::absolute(*ctx.key_flag).string())
+                                    : std::string()));
     if (!st.ok()) return ctx.fail(st.error());
     return ctx.done({{"op", "hook install"}, {"hooks", installed}, {"server", true}},
                     "installed " + installed[0].get<std::string>() +
-                        ": pushes to refs/locks/state must replay as valid transitions");
+                        ": pushes to refs/locks/state must replay as valid transitions, and pushes to enforced refs "
+                        "may not change paths under another holder's claim");
   }
   for (const char* hook : {"pre-commit", "pre-push"}) {
     auto st = add(hook, "refuses changes to paths under another holder's live exclusive claim.",
                   a->has("warn") ? " --warn" : "");
     if (!st.ok()) return ctx.fail(st.error());
   }
-  return ctx.done({{"op", "hook install"}, {"hooks", installed}, {"warn", a->has("warn")}},
-                  "installed " + installed[0].get<std::string>() + " and " + installed[1].get<std::string>() +
-                      (a->has("warn") ? " (warn only)" : ""));
+  // Git runs reference-transaction for every ref update, our own
+  // refs/locks/state publications too: the script hands git-locks only
+  // transactions that prepare an update of a branch-like ref.
+  if (!a->has("warn")) {
+    auto st = write("reference-transaction",
+                    "refuses to move an enforced ref (git config locks.enforce, default refs/heads/*) to commits "
+                    "changing a path under another holder's live exclusive claim; --no-verify does not skip it.",
+                    "[ \"$1\" = prepared ] || exit 0\n"
+                    "input=$(cat)\n"
+                    "relevant=\n"
+                    "while read -r old new ref; do\n"
+                    "  case \"$ref\" in refs/locks/*|refs/remotes/*) ;; refs/*) relevant=1 ;; esac\n"
+                    "done <<EOF\n"
+                    "$input\n"
+                    "EOF\n"
+                    "[ -n \"$relevant\" ] || exit 0\n"
+                    "printf '%s\\n' \"$input\" | exec " +
+                        shell_quote(exe) + " hook check reference-transaction prepared\n");
+    if (!st.ok()) return ctx.fail(st.error());
+  }
+  json out = {{"op", "hook install"}, {"hooks", installed}, {"warn", a->has("warn")}};
+  std::string human = "installed";
+  for (const auto& f : installed) human += " " + f.get<std::string>();
+  if (a->has("warn")) human += " (warn only)";
+  if (!a->has("no-sign")) {
+    auto signing = setup_signing(ctx, exe);
+    if (!signing.ok()) return ctx.fail(signing.error());
+    human += "\nsigning commits with " + (*signing)["settings"]["user.signingKey"].get<std::string>() + " (" +
+             (*signing)["ssh_key"].get<std::string>() + "); set in the " + (*signing)["scope"].get<std::string>() +
+             " configuration:";
+    for (const auto& [k, v] : (*signing)["settings"].items()) human += "\n  " + k + "=" + v.get<std::string>();
+    out["signing"] = std::move(*signing);
+  } else {
+    out["signing"] = nullptr;
+  }
+  return ctx.done(out, human);
 }
 
 int cmd_hook_check(Context& ctx, const Argv& argv) {
@@ -218,9 +387,15 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
     if (a->has("warn")) return ctx.fail(make_error(Errc::usage, "the pre-receive check has no --warn"));
     return check_pre_receive(ctx, ctx.allow_test_clock);
   }
+  if (!a->positionals.empty() && a->positionals[0] == "reference-transaction") {
+    if (a->has("warn") || a->positionals.size() != 2)
+      return ctx.fail(make_error(Errc::usage, "usage: hook check reference-transaction STATE"));
+    return check_reference_transaction(ctx, a->positionals[1]);
+  }
   // Git passes pre-push its remote name and URL after the hook name.
   if (a->positionals.empty() || (a->positionals[0] != "pre-commit" && a->positionals[0] != "pre-push"))
-    return ctx.fail(make_error(Errc::usage, "usage: hook check pre-commit|pre-push|pre-receive [--warn]"));
+    return ctx.fail(
+        make_error(Errc::usage, "usage: hook check pre-commit|pre-push|pre-receive|reference-transaction [--warn]"));
   const bool push = a->positionals[0] == "pre-push";
   const Git git = ctx.git();
   std::set<std::string> paths;

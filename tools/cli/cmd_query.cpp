@@ -6,6 +6,7 @@
 #include "gitlocks/path.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/query.hpp"
+#include "gitlocks/sshsig.hpp"
 #include "gitlocks/state.hpp"
 #include "leases.h"
 #include "publish.h"
@@ -218,8 +219,10 @@ int cmd_whoami(Context& ctx, const Argv& argv) {
   auto me = ctx.identity();
   if (!me.ok()) return ctx.fail(me.error());
   std::string name = ctx.display_name();
-  return ctx.done({{"actor", (*me)->actor}, {"name", name}, {"key_file", (*me)->key_file}},
-                  (*me)->actor + (name.empty() ? "" : "  " + name) + "\n(key " + (*me)->key_file + ")");
+  const std::string ssh_key = ssh_public_key_line((*me)->key.public_key);
+  return ctx.done(
+      {{"actor", (*me)->actor}, {"name", name}, {"key_file", (*me)->key_file}, {"ssh_key", ssh_key}},
+      (*me)->actor + (name.empty() ? "" : "  " + name) + "\n(key " + (*me)->key_file + ")\nssh key: " + ssh_key);
 }
 
 }  // namespace gitlocks::cli

@@ -87,10 +87,12 @@ Result<std::string> key_file_path(const std::optional<std::string>& flag) {
   return make_error(Errc::usage, "no key file: use --key FILE or set GIT_LOCKS_KEY, XDG_CONFIG_HOME or HOME");
 }
 
-Result<Identity> load_identity(const std::string& path) {
+Result<Identity> load_identity(const std::string& path, MissingKey missing) {
   for (int round = 0; round < 2; ++round) {
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
+      if (errno == ENOENT && missing == MissingKey::refuse)
+        return make_error(Errc::usage, "key file " + path + " does not exist");
       if (errno != ENOENT || round > 0)
         return make_error(Errc::usage, "cannot open key file " + path + ": " + errno_text());
       GITLOCKS_CHECK(make_dirs(dir_of(path)));

@@ -29,9 +29,15 @@ struct Identity {
 // (or ~/.config/git-locks/actor.key). Errors: usage.
 Result<std::string> key_file_path(const std::optional<std::string>& flag);
 
-// Loads the key file, creating it (and, for the default location, its
-// directory) when missing. Errors: usage (unreadable, malformed, too open).
-Result<Identity> load_identity(const std::string& path);
+// What load_identity does when the key file does not exist.
+enum class MissingKey {
+  create,  // make a new key (and, for the default location, its directory)
+  refuse,  // an error: the caller only uses keys that exist (Git's signing program)
+};
+
+// Loads the key file, creating it when missing unless told not to. Errors:
+// usage (missing and not created, unreadable, malformed, too open).
+Result<Identity> load_identity(const std::string& path, MissingKey missing = MissingKey::create);
 
 // `bytes` random bytes from libsodium, as hex.
 std::string random_hex(std::size_t bytes);

@@ -48,7 +48,8 @@ constexpr Command kCommands[] = {
     {"wait", cmd_wait, "wait [--timeout DUR] [--claim [--mode M] [--ttl DUR] [--note TEXT]] PATH...",
      "block until the paths are claimable (and with --claim, claim them)"},
     {"log", cmd_log, "log [--limit N]", "the history of refs/locks/state, newest first"},
-    {"whoami", cmd_whoami, "whoami", "your actor key, display name and key file"},
+    {"whoami", cmd_whoami, "whoami",
+     "your actor key, display name and key file, and the key in OpenSSH form (for gpg.ssh.allowedSignersFile)"},
     {"verify", cmd_verify, "verify [--full | --from COMMIT] [--accept-rewrite] [--quiet] [--allow-test-clock]",
      "replay refs/locks/state and check every commit since the clone's trust checkpoint (--full: from the root; "
      "exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
@@ -74,12 +75,18 @@ constexpr Command kCommands[] = {
      "owner of a PRIVATE store: remove a member; nothing published afterwards is readable to it"},
     {"member rekey", cmd_member_rekey, "member rekey", "owner: finish an interrupted member add/remove"},
     {"member list", cmd_member_list, "member list", "the members and key epoch of a PRIVATE store"},
-    {"hook install", cmd_hook_install, "hook install [--warn] [--force] | hook install --server [--force]",
-     "install pre-commit and pre-push hooks that refuse changes under others' exclusive claims; --server: a "
-     "pre-receive hook (for the repository serving a shared store) rejecting every push to refs/locks/state "
-     "that does not replay as valid transitions"},
-    {"hook check", cmd_hook_check, "hook check pre-commit|pre-push|pre-receive [--warn]",
+    {"hook install", cmd_hook_install, "hook install [--warn] [--force] [--no-sign] | hook install --server [--force]",
+     "set up this clone: sign commits with your actor key (Git's SSH signing; --no-sign leaves signing alone), "
+     "a reference-transaction hook that refuses to move an enforced branch (git config locks.enforce, default "
+     "refs/heads/*) to commits changing others' exclusively claimed paths (--no-verify does not skip it), and "
+     "pre-commit and pre-push hooks for early feedback; --server: a pre-receive hook (for the repository serving a "
+     "shared store) rejecting every push to refs/locks/state that does not replay as valid transitions and every "
+     "push to an enforced ref that changes a path under another holder's claim"},
+    {"hook check", cmd_hook_check, "hook check pre-commit|pre-push|pre-receive|reference-transaction [--warn]",
      "what the installed hooks run"},
+    {"check", cmd_check, "check RANGE...",
+     "the claims rule over the commits of RANGE (e.g. origin/main..HEAD), as the server hook applies it: exit 0 all "
+     "clear, 1 a commit changes a path under another holder's claim, 2 the store cannot be read"},
     {"mcp", cmd_mcp, "mcp",
      "serve the Model Context Protocol on stdin/stdout (one server per agent, acting with --key); every tool call "
      "runs the matching command (docs/CLI.md \"MCP server\")"},
@@ -107,6 +114,12 @@ Global flags (anywhere before --):
                  (default 30s; 1ms to 24h): then store-read / store-write
   --allow-test-clock  accept a notary running its test clock (tests only)
   --help, --version
+
+Git's SSH signing program (gpg.format=ssh, gpg.ssh.program=git-locks):
+  -Y sign -n NAMESPACE -f KEYFILE FILE...
+                 write FILE.sig signed with the actor key $GIT_LOCKS_KEY, else
+                 KEYFILE (never created here); any other -Y operation runs
+                 OpenSSH's ssh-keygen; exit 255 on failure, as ssh-keygen
 
 Durations: 500ms, 30s, 10m, 2h, or plain milliseconds. Default TTL 10m (run: 60s).
 A LEASE-ID is 24 hex digits; any other argument there is a repository path.
@@ -177,6 +190,8 @@ const Command* find_command(const Argv& args, std::size_t at, std::size_t& words
 }
 
 int main_impl(int argc, char** argv) {
+  // Git's signing program is called as ssh-keygen is, not as a command.
+  if (argc > 1 && std::string_view(argv[1]) == "-Y") return cmd_ssh_keygen(Argv(argv + 1, argv + argc));
   timings::start();
   ::signal(SIGPIPE, SIG_IGN);  // a closed pipe to git is an error we report, not a crash
   if (!crypto_init()) {

@@ -135,10 +135,13 @@ const Spec kSpecs[] = {
      R"json({"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
        "name": {"type": "string", "minLength": 1}, "generation": {"type": "integer", "minimum": 0}}})json",
      ""},
-    {"whoami", "whoami", true, "Who am I", "The actor key this server acts with, its display name and key file.",
+    {"whoami", "whoami", true, "Who am I",
+     "The actor key this server acts with, its display name, key file, and the key in OpenSSH form (ssh_key: what "
+     "Git's SSH commit signatures carry).",
      R"json({"type": "object", "additionalProperties": false})json",
-     R"json({"type": "object", "required": ["actor", "name", "key_file"], "properties": {
-       "actor": {"type": "string"}, "name": {"type": "string"}, "key_file": {"type": "string"}}})json"},
+     R"json({"type": "object", "required": ["actor", "name", "key_file", "ssh_key"], "properties": {
+       "actor": {"type": "string"}, "name": {"type": "string"}, "key_file": {"type": "string"},
+       "ssh_key": {"type": "string"}}})json"},
     {"log", "log", true, "History", "The history of refs/locks/state, newest first (git-locks log).",
      R"json({"type": "object", "additionalProperties": false, "properties": {
        "limit": {"type": "integer", "minimum": 1}}})json",
