@@ -245,6 +245,15 @@ export declare class Store {
   readPolicy(commit: Oid): PolicySnapshot;
   /** `git-locks status --json` at a commit (default refs/locks/state), after verifying its history. */
   status(commit?: Oid | null, options?: StatusOptions): StatusDocument;
+  /** Opens a bundle or packfile from an async iterable of chunks (a Node stream, a ReadableStream), indexed as it arrives. */
+  static openStream(
+    source: AsyncIterable<Uint8Array>,
+    options?: { onProgress?: (p: { done: number }) => void },
+  ): Promise<Store>;
+  /** `git-locks check --json` for `commits` on the state at `tip` (default refs/locks/state), after verifying its history. */
+  check(tip: Oid | null | undefined, commits: Oid[], options?: CheckOptions): CheckDocument;
+  /** check() as the exact text `git-locks --json check` prints (no newline). */
+  checkText(tip: Oid | null | undefined, commits: Oid[], options?: CheckOptions): string;
   /** `git-locks fence`: the answer when live; throws stale-generation (fields.current_generation) when not. */
   fence(resource: string, generation: number, options?: FenceOptions): FenceAnswer;
   /** The replay and the core's timeline of leases, with how each lease ended. */
@@ -295,6 +304,48 @@ export interface StatusDocument {
   policy_hash: string;
   guard_time: { enabled: boolean; audience?: string; service_key?: string };
   leases: StatusRow[];
+}
+
+export interface CheckOptions {
+  /** The host's clock, ms since the epoch (default Date.now()); the check is made at max(now, the state's last T). */
+  now?: number;
+  /** A member's key: a PRIVATE store cannot be checked without one (not-member). */
+  memberKey?: MemberKey;
+  allowTestClock?: boolean;
+}
+
+/** A changed path the rule refuses (docs/CLI.md "check"). */
+export interface CheckRefusal {
+  path: string;
+  code: 'held-path' | 'family-policy' | 'bad-path';
+  reason: string;
+  message: string;
+  /** commit, path, signer; for a claim in the way claimed_path, holder, holder_name, lease, expires_at_ms, family. */
+  fields: { [name: string]: string };
+}
+
+/** The verdict on one commit. */
+export interface CommitCheck {
+  commit: Oid;
+  /** The signer's actor key when `signature` is "valid", else null. */
+  signer: string | null;
+  /** "valid", "unsigned", or why the signature was not accepted. */
+  signature: string;
+  /** How many paths the commit changes. */
+  paths: number;
+  ok: boolean;
+  refused: CheckRefusal[];
+}
+
+/** The document `git-locks check --json` prints. */
+export interface CheckDocument {
+  op: 'check';
+  store: string;
+  state: Oid;
+  now_ms: number;
+  checked: number;
+  refused: number;
+  commits: CommitCheck[];
 }
 
 export interface FenceOptions {

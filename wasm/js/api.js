@@ -309,6 +309,30 @@ function createGitLocksApi(factory, host) {
       }
     }
 
+    // Opens a bundle or packfile arriving as an async iterable of byte
+    // chunks (a Node stream such as a child process's stdout, a web
+    // ReadableStream): each chunk goes to the core's indexer as it comes, so
+    // the whole pack is never held in memory. options.onProgress({done})
+    // gets the bytes read so far.
+    static async openStream(source, options) {
+      if (!source || typeof source[Symbol.asyncIterator] !== 'function')
+        throw new GitLocksError('usage', 'openStream needs an async iterable of byte chunks');
+      const onProgress = options && options.onProgress;
+      const b = builder();
+      try {
+        let done = 0;
+        for await (const chunk of source) {
+          const bytes = toBytes(chunk, 'chunk');
+          for (let at = 0; at < bytes.length; at += PIECE) b.append(bytes.subarray(at, at + PIECE));
+          done += bytes.length;
+          if (onProgress) onProgress({ done });
+        }
+        return b.finish();
+      } finally {
+        b.free();
+      }
+    }
+
     _live() {
       if (!this._handle) throw new GitLocksError('usage', 'the store was deleted');
       return this._handle;
@@ -365,6 +389,31 @@ function createGitLocksApi(factory, host) {
       if (options.allowTestClock) o.allow_test_clock = true;
       return withMemberKey(options.memberKey, (key) =>
         call('gitlocks_store_status', [this._live(), commitArg(commit), str(o, 'options'), ...key]));
+    }
+
+    // What `git-locks check --json` prints for `commits` (commit ids, in
+    // the order to report them), judged on the state at `tip` (default: the
+    // store's refs/locks/state) after verifying its whole history, at
+    // max(options.now, the state's last admitted T) (options.now: default
+    // Date.now()): {op, store, state, now_ms, checked, refused, commits:
+    // [{commit, signer, signature, paths, ok, refused: [...]}]}. The store
+    // must hold each commit with its parents' trees, and a merge's bases.
+    // options: now, memberKey (a PRIVATE store), allowTestClock. Throws
+    // GitLocksError (invalid-history, not-member, store-read, ...).
+    check(tip, commits, options) {
+      return JSON.parse(this.checkText(tip, commits, options));
+    }
+
+    // check() as the exact text `git-locks --json check` prints (without
+    // its newline): the core's encoding, byte for byte the CLI's.
+    checkText(tip, commits, options) {
+      options = options || {};
+      if (!Array.isArray(commits) || !commits.every((c) => typeof c === 'string'))
+        throw new GitLocksError('usage', 'check needs an array of commit ids');
+      const o = { now: nowOf(options) };
+      if (options.allowTestClock) o.allow_test_clock = true;
+      return withMemberKey(options.memberKey, (key) =>
+        call('gitlocks_store_check', [this._live(), commitArg(tip), str(commits, 'commits'), str(o, 'options'), ...key]));
     }
 
     // What `git-locks fence RESOURCE GENERATION --json` prints (without its

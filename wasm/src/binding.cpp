@@ -24,6 +24,7 @@
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/enforce.hpp"
 #include "gitlocks/expr.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
@@ -572,6 +573,47 @@ char* gitlocks_store_status(int handle, const char* commit, const char* options_
   auto doc = gitlocks::status_document(reader, at->snap, vault, q);
   if (!doc.ok()) return fail(doc.error());
   return ok(*doc);
+}
+
+// store_check(handle, tip, commits, options, member key): what `git-locks
+// check --json` prints (gitlocks::check_report_json), as its exact text
+// (nlohmann's dump, as the CLI prints it), for the commits `commits_json`
+// (an array of commit ids, in the order to report them) judged on the
+// state at `tip` ("" : refs/locks/state) after verifying its history from
+// the root as store_status does. options {"now":MS, "allow_test_clock":BOOL?};
+// the check is made at gitlocks::check_instant(snapshot, now). A PRIVATE
+// store needs a member's key (else not-member). The pack must hold each
+// commit, its parents' trees and, for a merge, its merge bases (the core
+// merges the files). -> {"ok":TEXT}. Errors: invalid-history, not-member,
+// store-read, bad-json.
+char* gitlocks_store_check(int handle, const char* tip, const char* commits_json, const char* options_json,
+                           const char* key, std::size_t key_len) {
+  StoreCall call;
+  if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  const json& options = call.options();
+  if (auto s = gitlocks::check_keys(options, {"now", "allow_test_clock"}, "check options"); !s.ok())
+    return fail(s.error());
+  auto clock = gitlocks::get_int(options, "now");
+  if (!clock.ok()) return fail(clock.error());
+  auto commits = parse(commits_json, "commits");
+  if (!commits.ok()) return fail(commits.error());
+  if (!commits->is_array()) return fail(Errc::bad_json, "'commits' must be an array of commit ids");
+  for (const auto& c : *commits)
+    if (!c.is_string()) return fail(Errc::bad_json, "'commits' must be an array of commit ids");
+  auto at = verified_at(call.store(), tip, call.member().get(), options.value("allow_test_clock", false));
+  if (!at.ok()) return fail(at.error());
+  gitlocks::EnforcementView view;
+  view.snap = &at->snap;
+  view.vault = at->vault.vault ? &*at->vault.vault : nullptr;
+  view.codec = at->view.codec.get();
+  view.now = gitlocks::check_instant(at->snap, *clock);
+  std::vector<gitlocks::Oid> ids;
+  ids.reserve(commits->size());
+  for (const auto& c : *commits) ids.push_back(c.get<std::string>());
+  auto checks = gitlocks::check_commits(call.store(), view, ids);
+  if (!checks.ok()) return fail(checks.error());
+  const json doc = gitlocks::check_report_json(at->snap, view.now, *checks);
+  return ok(doc.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 // store_fence(handle, commit, resource, options, member key): what

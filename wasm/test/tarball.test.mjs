@@ -21,7 +21,7 @@ function pack() {
 test('npm pack: only the allowlisted files, under 1 MiB gzip', () => {
   const { tgz, info } = pack();
   const files = info.files.map((f) => f.path).sort();
-  assert.deepEqual(files, ['README.md', 'browser.mjs', 'gitlocks-core.wasm', 'index.d.ts', 'index.js', 'index.mjs', 'package.json']);
+  assert.deepEqual(files, ['README.md', 'bin/git-locks.mjs', 'browser.mjs', 'gitlocks-core.wasm', 'index.d.ts', 'index.js', 'index.mjs', 'package.json']);
   const size = fs.statSync(tgz).size;
   assert.ok(size <= 1024 * 1024, `tarball is ${size} bytes`);
   assert.ok(zlib.gunzipSync(fs.readFileSync(tgz)).length > size);

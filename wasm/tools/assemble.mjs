@@ -2,7 +2,7 @@
 // sources: index.js (CommonJS, classic <script>, importScripts), index.mjs
 // (Node ESM, the same instance as index.js), browser.mjs (ES module for
 // browsers and module workers), index.d.ts, gitlocks-core.wasm, package.json,
-// README.md.
+// README.md, and the bin bin/git-locks.mjs.
 //
 //   node assemble.mjs EMCC_DIR WASM_SOURCE_DIR PACKAGE_DIR
 import fs from 'node:fs';
@@ -69,6 +69,10 @@ export default api;
 
 fs.copyFileSync(path.join(emccDir, 'gitlocks-core.wasm'), path.join(outDir, 'gitlocks-core.wasm'));
 for (const f of ['index.d.ts', 'README.md']) fs.copyFileSync(path.join(srcDir, f), path.join(outDir, f));
+// The bin (bin/git-locks.mjs), which loads ../index.js.
+fs.mkdirSync(path.join(outDir, 'bin'), { recursive: true });
+fs.copyFileSync(path.join(srcDir, 'bin', 'git-locks.mjs'), path.join(outDir, 'bin', 'git-locks.mjs'));
+fs.chmodSync(path.join(outDir, 'bin', 'git-locks.mjs'), 0o755);
 const pkg = JSON.parse(fs.readFileSync(path.join(srcDir, 'package.json'), 'utf8'));
 delete pkg.devDependencies;
 delete pkg.scripts;

@@ -62,6 +62,16 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
     const ended: Array<'release' | 'expired' | 'reclaim' | null> = timeline.leases.map((l) => l.end_kind);
     const errors: Array<string | null> = timeline.transitions.map((t) => t.state_error);
     void [rows, live, ended, errors, status.policy_hash];
+    const checked = store.check(tip, ['ab'.repeat(20)], { now: 1, memberKey: new Uint8Array(0) });
+    const refusedPaths: string[] = checked.commits.flatMap((c) => c.refused.map((r) => r.path));
+    const signer: string | null = checked.commits[0].signer;
+    const text: string = store.checkText(undefined, [], { allowTestClock: true });
+    void [refusedPaths, signer, text, checked.now_ms];
+    async function* chunks(): AsyncIterable<Uint8Array> {
+      yield bundle;
+    }
+    const streamed = await Store.openStream(chunks(), { onProgress: ({ done }) => void done });
+    streamed.delete();
   } finally {
     store.delete();
   }
