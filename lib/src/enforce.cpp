@@ -72,7 +72,7 @@ class ConflictFinder {
       claims.push_back(ops::claim(paths[i], ops::Mode::shared, view_.now + probe_ttl_));
     json body = {{"created_at", view_.now}, {"name", "git-locks check"}, {"ops", std::move(claims)}};
     HashOnly dry_run(store_);
-    return plan(store_, view_.snap->state, {signer_ ? *signer_ : kNoHolder, kProbeInstance, view_.vault}, body,
+    return plan(store_, view_.snap->state, {signer_ ? *signer_ : kNoHolder, kProbeInstance, view_.vault, true}, body,
                 view_.now);
   }
 
@@ -208,6 +208,40 @@ Result<std::vector<CommitCheck>> check_commits(ObjectStore& store, const Enforce
   for (std::size_t i = 0; i < commits.size(); ++i)
     for (std::size_t j = 0; j < changed[i].size(); ++j)
       if (found[i][j]) out[i].refused.push_back({changed[i][j], std::move(*found[i][j])});
+  return out;
+}
+
+Result<std::vector<std::optional<Error>>> path_refusals(ObjectStore& store, const EnforcementView& view,
+                                                        const std::optional<std::string>& signer,
+                                                        const std::vector<std::string>& paths) {
+  std::vector<std::optional<Error>> out(paths.size());
+  if (!view.snap || !view.snap->commit) return out;
+  StateReader reader(store, view.snap->state, view.codec);
+  GITLOCKS_TRY(doc, reader.policy());
+  GITLOCKS_TRY(policy, parse_policy(doc));
+  std::map<std::string, std::vector<std::size_t>> uses;  // canonical form -> indexes in `paths`
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    auto canon = normalize_path_input(paths[i], view.snap->path_case);
+    if (!canon.ok()) {
+      Error e(Errc::bad_path, "'" + paths[i] + "' is a path that no claim can name (" + canon.error().message +
+                                  "), so it cannot be checked against claims: rename it");
+      e.fields["path"] = paths[i];
+      out[i] = std::move(e);
+    } else {
+      uses[*canon].push_back(i);
+    }
+  }
+  std::vector<std::string> canon;
+  canon.reserve(uses.size());
+  for (const auto& [c, _] : uses) canon.push_back(c);
+  std::vector<std::optional<Error>> conflicts;
+  ConflictFinder finder(store, view, signer, reader, policy.min_ttl_ms);
+  GITLOCKS_CHECK(finder.run(canon, conflicts));
+  std::size_t k = 0;
+  for (const auto& [c, at] : uses) {
+    if (const auto& e = conflicts[k++])
+      for (std::size_t i : at) out[i] = *e;
+  }
   return out;
 }
 

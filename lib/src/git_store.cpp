@@ -14,6 +14,7 @@
 #include <memory>
 #include <set>
 #include <system_error>
+#include <unordered_map>
 
 #include "gitlocks/store.hpp"
 #include "tree_edit.h"
@@ -116,6 +117,7 @@ class GitStore final : public ObjectStore {
   GitStore(git_repository* repo, git_odb* odb, git_odb_backend* mempack, std::string temp_dir = {})
       : repo_(repo), odb_(odb), mempack_(mempack), memory_(mempack != nullptr), temp_dir_(std::move(temp_dir)) {}
   ~GitStore() override {
+    diff_cache_.clear();  // its trees belong to the repository freed below
     git_odb_free(odb_);
     git_repository_free(repo_);
     if (!temp_dir_.empty()) {
@@ -287,28 +289,31 @@ class GitStore final : public ObjectStore {
     if (git_commit_lookup(&c, repo_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
     std::unique_ptr<git_commit, void (*)(git_commit*)> commit(c, git_commit_free);
-    git_tree* t = nullptr;
-    if (git_commit_tree(&t, c) != 0)
-      return make_error(Errc::store_read, last_git_error(("cannot read the tree of commit " + id).c_str()));
-    std::unique_ptr<git_tree, void (*)(git_tree*)> tree(t, git_tree_free);
+    struct EndDiff {
+      GitStore& s;
+      ~EndDiff() { s.end_diff(); }
+    } end_diff{*this};
+    git_tree* tree_ptr = nullptr;
+    GITLOCKS_CHECK(diff_tree(git_commit_tree_id(c), &tree_ptr));
+    git_tree* const tree = tree_ptr;
     const unsigned parents = git_commit_parentcount(c);
-    std::vector<std::unique_ptr<git_tree, void (*)(git_tree*)>> parent_trees;
+    std::vector<git_tree*> parent_trees;
     for (unsigned i = 0; i < parents; ++i) {
       git_commit* pc = nullptr;
-      git_tree* pt = nullptr;
       if (git_commit_parent(&pc, c, i) != 0)
         return make_error(Errc::store_read, last_git_error(("cannot read a parent of commit " + id).c_str()));
-      const int rc = git_commit_tree(&pt, pc);
+      git_tree* pt = nullptr;
+      auto st = diff_tree(git_commit_tree_id(pc), &pt);
       git_commit_free(pc);
-      if (rc != 0) return make_error(Errc::store_read, last_git_error(("cannot read a parent tree of " + id).c_str()));
-      parent_trees.emplace_back(pt, git_tree_free);
+      GITLOCKS_CHECK(st);
+      parent_trees.push_back(pt);
     }
     std::set<std::string> changed;
-    GITLOCKS_CHECK(diff_trees(parents ? parent_trees[0].get() : nullptr, tree.get(), "", changed));
+    GITLOCKS_CHECK(diff_trees(parents ? parent_trees[0] : nullptr, tree, "", changed));
     // A merge changes what differs from every parent ...
     for (unsigned i = 1; i < parents && !changed.empty(); ++i) {
       std::set<std::string> against;
-      GITLOCKS_CHECK(diff_trees(parent_trees[i].get(), tree.get(), "", against));
+      GITLOCKS_CHECK(diff_trees(parent_trees[i], tree, "", against));
       std::set<std::string> both;
       for (const auto& p : changed)
         if (against.count(p)) both.insert(p);
@@ -326,8 +331,7 @@ class GitStore final : public ObjectStore {
         git_commit_free(bc);
       }
       for (auto it = changed.begin(); it != changed.end();) {
-        GITLOCKS_TRY(clean,
-                     is_automatic_merge(*it, base.get(), parent_trees[0].get(), parent_trees[1].get(), tree.get()));
+        GITLOCKS_TRY(clean, is_automatic_merge(*it, base.get(), parent_trees[0], parent_trees[1], tree));
         it = clean ? changed.erase(it) : std::next(it);
       }
     }
@@ -354,30 +358,42 @@ class GitStore final : public ObjectStore {
   }
 
  private:
+  // Tree `id` for diff_trees, owned by the diff cache: the trees one
+  // changed_paths call reads stay until the next call ends, so walking a
+  // range oldest first reads each tree once (commit N's trees are commit
+  // N+1's parent's).
+  Status diff_tree(const git_oid* id, git_tree** t) {
+    const std::string key(reinterpret_cast<const char*>(id->id), GIT_OID_RAWSZ);
+    auto it = diff_cache_.find(key);
+    if (it != diff_cache_.end()) {
+      it->second.second = diff_generation_;
+      *t = it->second.first.get();
+      return Ok{};
+    }
+    if (git_tree_lookup(t, repo_, id) != 0)
+      return make_error(Errc::store_read, last_git_error("cannot read a tree of a commit"));
+    diff_cache_.emplace(key, std::make_pair(TreePtr(*t, git_tree_free), diff_generation_));
+    return Ok{};
+  }
+
+  // Drops the trees neither this changed_paths call nor the one before read.
+  void end_diff() {
+    for (auto it = diff_cache_.begin(); it != diff_cache_.end();)
+      it = it->second.second + 1 < diff_generation_ ? diff_cache_.erase(it) : std::next(it);
+    ++diff_generation_;
+  }
+
   // Every path below `prefix` whose entry differs between trees `a` and
   // `b` (either may be null: empty). Entries compare by name, mode and id;
   // a subtree on one side only, or replaced by a file, contributes every
   // file below it.
   Status diff_trees(git_tree* a, git_tree* b, const std::string& prefix, std::set<std::string>& out) {
-    std::map<std::string, const git_tree_entry*> left, right;
-    if (a)
-      for (size_t i = 0; i < git_tree_entrycount(a); ++i) {
-        const git_tree_entry* e = git_tree_entry_byindex(a, i);
-        left.emplace(git_tree_entry_name(e), e);
-      }
-    if (b)
-      for (size_t i = 0; i < git_tree_entrycount(b); ++i) {
-        const git_tree_entry* e = git_tree_entry_byindex(b, i);
-        right.emplace(git_tree_entry_name(e), e);
-      }
     auto subtree = [&](const git_tree_entry* e, git_tree** t) -> Status {
       *t = nullptr;
       if (!e || git_tree_entry_filemode(e) != GIT_FILEMODE_TREE) return Ok{};
-      if (git_tree_lookup(t, repo_, git_tree_entry_id(e)) != 0)
-        return make_error(Errc::store_read, last_git_error("cannot read a tree of a commit"));
-      return Ok{};
+      return diff_tree(git_tree_entry_id(e), t);
     };
-    auto visit = [&](const std::string& name, const git_tree_entry* x, const git_tree_entry* y) -> Status {
+    auto visit = [&](const char* name, const git_tree_entry* x, const git_tree_entry* y) -> Status {
       if (x && y && git_tree_entry_filemode(x) == git_tree_entry_filemode(y) &&
           git_oid_equal(git_tree_entry_id(x), git_tree_entry_id(y)))
         return Ok{};
@@ -391,18 +407,31 @@ class GitStore final : public ObjectStore {
         GITLOCKS_CHECK(subtree(xt ? x : nullptr, &tx));
         auto st = subtree(yt ? y : nullptr, &ty);
         if (st.ok()) st = diff_trees(tx, ty, path + "/", out);
-        git_tree_free(tx);
-        git_tree_free(ty);
         return st;
       }
       return Ok{};
     };
-    for (const auto& [name, x] : left) {
-      auto it = right.find(name);
-      GITLOCKS_CHECK(visit(name, x, it == right.end() ? nullptr : it->second));
+    // Both trees list their entries in Git's order: one merge of the two
+    // lists, without copying them. A name that is a file on one side and a
+    // directory on the other sorts apart ("a" before "a/"), so it is seen
+    // as a file removed (or added) and a directory added (or removed).
+    const size_t na = a ? git_tree_entrycount(a) : 0, nb = b ? git_tree_entrycount(b) : 0;
+    size_t i = 0, j = 0;
+    while (i < na || j < nb) {
+      const git_tree_entry* x = i < na ? git_tree_entry_byindex(a, i) : nullptr;
+      const git_tree_entry* y = j < nb ? git_tree_entry_byindex(b, j) : nullptr;
+      const int order = !x ? 1 : !y ? -1 : git_tree_entry_cmp(x, y);
+      if (order < 0) {
+        GITLOCKS_CHECK(visit(git_tree_entry_name(x), x, nullptr));
+        ++i;
+      } else if (order > 0) {
+        GITLOCKS_CHECK(visit(git_tree_entry_name(y), nullptr, y));
+        ++j;
+      } else {
+        GITLOCKS_CHECK(visit(git_tree_entry_name(x), x, y));
+        ++i, ++j;
+      }
     }
-    for (const auto& [name, y] : right)
-      if (!left.count(name)) GITLOCKS_CHECK(visit(name, nullptr, y));
     return Ok{};
   }
 
@@ -525,6 +554,10 @@ class GitStore final : public ObjectStore {
 
   LibGit2 lib_;
   bool hash_only_ = false;
+  // diff_tree's cache: raw oid -> (tree, generation of the call that last read it).
+  using TreePtr = std::unique_ptr<git_tree, void (*)(git_tree*)>;
+  std::unordered_map<std::string, std::pair<TreePtr, std::uint64_t>> diff_cache_;
+  std::uint64_t diff_generation_ = 0;
   git_repository* repo_;
   git_odb* odb_;
   git_odb_backend* mempack_;

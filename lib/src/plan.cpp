@@ -134,6 +134,7 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   out.body = body;
   detail::Planner planner(store, reader, codec, policy, ctx, now, version);
   GITLOCKS_CHECK(planner.run(out.body, out));
+  if (ctx.check_only) return out;
   GITLOCKS_TRY(interval, derive_interval(out.guards, out.body));
   out.interval = interval;
   out.min_ttl_ms = policy.min_ttl_ms;

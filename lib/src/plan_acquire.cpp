@@ -100,6 +100,7 @@ Status Planner::claim(json& op, std::size_t i) {
                              "family '" + f->name + "' is held by " + h.substr(0, 12), h, "", "", "", "", f});
   }
   GITLOCKS_CHECK(resolve(op, conflicts, must_reclaim));
+  if (ctx_.check_only) return Ok{};
 
   // Effects: copy body values into the state; nothing depends on T.
   GITLOCKS_TRY(rec, get_for_write(res, records::new_path(key)));

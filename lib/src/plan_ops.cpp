@@ -68,6 +68,7 @@ Status Planner::run(json& body, PlanOutcome& out) {
     json& op = (*ops)[i];
     if (!op.is_object()) return make_error(Errc::bad_json, "op " + std::to_string(i) + " must be an object");
     GITLOCKS_TRY(kind, get_string(op, "op"));
+    if (ctx_.check_only && kind != "claim") return make_error(Errc::usage, "a check-only plan takes claim ops only");
     Status st = Ok{};
     std::string act = kind;
     if (kind == "claim") {

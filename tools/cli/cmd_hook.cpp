@@ -33,10 +33,7 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "enforcement.h"
-#include "gitlocks/limits.hpp"
-#include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
-#include "gitlocks/plan.hpp"
 #include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/sshsig.hpp"
@@ -49,7 +46,6 @@ namespace gitlocks::cli {
 namespace {
 
 constexpr std::string_view kHookMarker = "# git-locks hook";
-constexpr std::size_t kChunk = kMaxOps;  // the planner's op limit per transition
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -415,48 +411,23 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   if (!me.ok()) return ctx.fail(me.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto now = now_ms();
+  auto now = check_time(*snap);
   if (!now.ok()) return ctx.fail(now.error());
   auto vault = open_vault(ctx, **store, *snap);
   if (!vault.ok()) return ctx.fail(vault.error());
-  StateReader reader(**store, snap->state, (*vault)->codec.get());
-  auto policy = reader.policy();
-  if (!policy.ok()) return ctx.fail(policy.error());
-  const std::int64_t probe_ttl = (*policy)["min_ttl_ms"].get<std::int64_t>();
-
-  // Changed files as the store compares paths: NFC (macOS lists NFD), and
-  // folded in a case-insensitive store. One that cannot be a path keeps its
-  // spelling: the planner refuses it, as before, without a violation.
-  std::set<std::string> canonical;
-  for (const auto& p : paths) {
-    auto n = normalize_path_input(p, snap->path_case);
-    canonical.insert(n.ok() ? *n : p);
-  }
-  paths = std::move(canonical);
-
-  auto probe = [&](const std::vector<std::string>& which) {
-    json claims = json::array();
-    for (const auto& p : which) claims.push_back(ops::claim(p, ops::Mode::shared, *now + probe_ttl));
-    HashOnlyScope dry_run(**store);
-    return plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()},
-                transition_body(ctx, *now, claims), *now);
-  };
-  auto violation = [](Errc c) { return is_path_conflict(c); };
-  std::vector<std::string> all(paths.begin(), paths.end());
+  // The core's rule, asked as this writer: the commit or push will carry
+  // its signature.
+  EnforcementView view;
+  view.snap = &*snap;
+  view.vault = (*vault)->get();
+  view.codec = (*vault)->codec.get();
+  view.now = *now;
+  const std::vector<std::string> all(paths.begin(), paths.end());
+  auto refusals = path_refusals(**store, view, (*me)->actor, all);
+  if (!refusals.ok()) return ctx.fail(refusals.error());
   std::vector<Error> found;
-  for (std::size_t i = 0; i < all.size(); i += kChunk) {
-    std::vector<std::string> chunk(all.begin() + static_cast<long>(i),
-                                   all.begin() + static_cast<long>(std::min(all.size(), i + kChunk)));
-    auto whole = probe(chunk);
-    if (whole.ok() || !(violation(whole.error().code) || classify(whole.error().code).kind == ErrorKind::usage)) {
-      if (!whole.ok() && classify(whole.error().code).kind == ErrorKind::store_read) return ctx.fail(whole.error());
-      continue;
-    }
-    for (const auto& p : chunk) {  // slow path: name every offending path
-      auto one = probe({p});
-      if (!one.ok() && violation(one.error().code)) found.push_back(one.error().prefixed(p + ": "));
-    }
-  }
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (const auto& e = (*refusals)[i]) found.push_back(e->prefixed(all[i] + ": "));
   if (found.empty()) return 0;
   const std::string what = push ? "push" : "commit";
   if (a->has("warn")) {
@@ -466,9 +437,7 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   }
   int status = 0;
   for (const auto& e : found)
-    status = print_error(ctx.op,
-                         e.prefixed("this " + what + " changes a path under another holder's claim (git " + what +
-                                    " --no-verify bypasses this hook): "),
+    status = print_error(ctx.op, e.prefixed("this " + what + " changes a path under another holder's claim: "),
                          std::nullopt);
   return status;
 }

@@ -73,6 +73,17 @@ struct PathRefusal {
   Error refusal;
 };
 
+// The rule on paths alone, for a commit not made yet (the client hooks ask
+// it of the staged or pushed paths, as their writer): for each of `paths`
+// (as Git spells them), the refusal a commit by `signer` changing it would
+// get — the planner's held_path or family_policy with the lease in the way
+// ("claimed_path", "holder", "holder_name", "lease", "expires_at_ms"), or
+// bad_path for a path no claim can name — else nullopt. Errors: as
+// check_commits.
+Result<std::vector<std::optional<Error>>> path_refusals(ObjectStore& store, const EnforcementView& view,
+                                                        const std::optional<std::string>& signer,
+                                                        const std::vector<std::string>& paths);
+
 // The verdict on one commit.
 struct CommitCheck {
   Oid commit;

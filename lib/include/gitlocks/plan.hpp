@@ -43,6 +43,13 @@ struct PlanContext {
   std::string instance;  // operation id: makes lease ids unique
   // A member's epoch keys: required to plan on a PRIVATE store.
   const Vault* vault = nullptr;
+  // Admission only (the claims rule of enforce.hpp asks this): each claim
+  // op is checked against the source state exactly as when planning — its
+  // refusal is the same — but its effects are not applied (a later op sees
+  // the source state, not the earlier ops' leases), nothing is written and
+  // no guard interval is derived: the outcome has only `body` and
+  // `action`. Ops other than claim are refused (usage).
+  bool check_only = false;
 };
 
 struct PlanOutcome {
