@@ -289,16 +289,24 @@ function checkObjects(ctx, tip, listed) {
     }
   };
   add(git(ctx, ['rev-list', '--objects', tip]).stdout);
-  const ids = new Set();
-  for (const [commit, ...parents] of listed) for (const id of [commit, ...parents]) ids.add(id);
+  // Comparing a commit with its parent reads trees only; a merge's files
+  // are merged, so merges, their parents and bases come with their blobs.
+  const trees = new Set();
+  const whole = new Set();
+  for (const [commit, ...parents] of listed) for (const id of [commit, ...parents]) (parents.length === 2 ? whole : trees).add(id);
   for (const [, ...parents] of listed) {
     if (parents.length !== 2) continue;
     const bases = git(ctx, ['merge-base', '--all', ...parents], { allowStatus: [0, 1] }).stdout.split('\n').filter(Boolean);
     if (!bases.length) continue;
-    for (const b of bases) ids.add(b);
+    for (const b of bases) whole.add(b);
     add(git(ctx, ['rev-list', '--boundary', ...parents, '--not', ...bases.map((b) => `${b}^@`), '--']).stdout);
   }
-  if (ids.size) add(git(ctx, ['rev-list', '--objects', '--no-walk', '--stdin'], { input: [...ids].join('\n') + '\n' }).stdout);
+  for (const id of whole) trees.delete(id);
+  const list = (ids, filter) =>
+    ids.size &&
+    add(git(ctx, ['rev-list', '--objects', '--no-walk', ...filter, '--stdin'], { input: [...ids].join('\n') + '\n' }).stdout);
+  list(trees, ['--filter=blob:none']);
+  list(whole, []);
   return [...objects.values()].join('\n') + '\n';
 }
 
@@ -320,7 +328,7 @@ async function cmdCheck(ctx, argv) {
   const now = nowMs();
   const key = memberKey(ctx);
   await ready;
-  const store = await openFromGit(ctx, ['pack-objects', '--stdout', '-q'], checkObjects(ctx, tip, listed));
+  const store = await openFromGit(ctx, ['pack-objects', '--stdout', '-q', '--window=0'], checkObjects(ctx, tip, listed));
   let text;
   try {
     text = store.checkText(tip, listed.map((l) => l[0]), {
