@@ -39,8 +39,8 @@ class InstalledPrefix(Scratch):
             roff = f.read()
         self.assertIn(".TH GIT-LOCKS \"1\"", roff)
         sections = re.findall(r'^\.SH "?([^"\n]*)"?$', roff, re.M)
-        self.assertEqual(sections, ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "GLOBAL FLAGS", "EXIT STATUS",
-                                    "ENVIRONMENT", "SEE ALSO"])
+        self.assertEqual(sections, ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "GLOBAL FLAGS",
+                                    "GIT'S SSH SIGNING PROGRAM", "EXIT STATUS", "ENVIRONMENT", "SEE ALSO"])
         self.assertIn("\nclaim [\\-\\-mode exclusive|shared] [\\-\\-ttl DUR] [\\-\\-note TEXT] [\\-\\-wait[=DUR]] PATH...\n", roff)
         completion = os.path.join(self.prefix, "share", "bash-completion", "completions", "git-locks")
         with open(completion) as f:

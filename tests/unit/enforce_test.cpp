@@ -57,7 +57,7 @@ Oid write_tree(gitlocks::ObjectStore& s, const std::map<std::string, File>& file
 std::vector<std::string> changed(gitlocks::ObjectStore& s, const Oid& c) { return s.changed_paths(c).value(); }
 }  // namespace
 
-TEST_CASE("changed paths: root, edits, additions, deletions and a file replaced by a directory") {
+TEST_CASE("changed paths: root and edits and additions and deletions and a file replaced by a directory") {
   Store st;
   auto& s = st.objects();
   const Oid root = commit(s, write_tree(s, {{"a.txt", {"a\n"}}, {"src/x.c", {"x\n"}}, {"src/y.c", {"y\n"}}}), {});
@@ -140,7 +140,7 @@ TEST_CASE("check-only plans refuse exactly as plans do - and write nothing") {
   CHECK(d.error().code == Errc::usage);
 }
 
-TEST_CASE("the rule: another holder's live claim refuses, the holder's own signature and expiry do not") {
+TEST_CASE("the rule: another holder's live claim refuses - the holder's own signature and expiry do not") {
   Store st;
   REQUIRE(st.claim("alice", "src/x.c", kTtl).ok());
   auto& s = st.objects();
