@@ -270,7 +270,7 @@ Result<json> setup_signing(Context& ctx, const std::string& exe) {
   const std::vector<std::pair<std::string, std::string>> settings = {
       {"gpg.format", "ssh"},
       {"gpg.ssh.program", exe},
-      {"user.signingKey", me->key_file},
+      {"user.signingKey", std::filesystem::absolute(me->key_file).string()},
       {"commit.gpgSign", "true"},
       {"gpg.ssh.allowedSignersFile", signers},
   };
