@@ -25,18 +25,6 @@ const std::string kNoHolder(2 * kPublicKeyBytes, '0');
 // The probe's operation id: nothing it plans is ever published.
 const std::string kProbeInstance(64, '0');
 
-// Restores a store's write mode when the dry run ends.
-class HashOnly {
- public:
-  explicit HashOnly(ObjectStore& s) : s_(s) { s_.set_hash_only(true); }
-  ~HashOnly() { s_.set_hash_only(false); }
-  HashOnly(const HashOnly&) = delete;
-  HashOnly& operator=(const HashOnly&) = delete;
-
- private:
-  ObjectStore& s_;
-};
-
 std::string short_id(const Oid& id) { return id.substr(0, 12); }
 
 std::string field(const Error& e, const std::string& name) {
@@ -71,7 +59,7 @@ class ConflictFinder {
     for (std::size_t i = from; i < to; ++i)
       claims.push_back(ops::claim(paths[i], ops::Mode::shared, view_.now + probe_ttl_));
     json body = {{"created_at", view_.now}, {"name", "git-locks check"}, {"ops", std::move(claims)}};
-    HashOnly dry_run(store_);
+    HashOnlyScope dry_run(store_);
     return plan(store_, view_.snap->state, {signer_ ? *signer_ : kNoHolder, kProbeInstance, view_.vault, true}, body,
                 view_.now);
   }
@@ -125,27 +113,22 @@ class ConflictFinder {
   std::int64_t probe_ttl_;
 };
 
-// The refusal of `path` (as the commit spells it) changed by `commit`,
-// from the conflict the planner found on its canonical form `canon`.
-Error commit_refusal(const Oid& commit, const std::string& path, const std::string& canon,
-                     const std::optional<std::string>& signer, const Error& conflict) {
-  Error e = conflict;
+// The refusal of `path` (as the commit spells it) changed by `commit`, from
+// what path_refusals said of it: the commit, the path and the signer named
+// in the fields and the message.
+Error commit_refusal(const Oid& commit, const std::string& path, const std::optional<std::string>& signer,
+                     const Error& why) {
+  Error e = why;
   e.fields["commit"] = commit;
   e.fields["path"] = path;
   e.fields["signer"] = signer ? *signer : "";
-  const std::string name = field(conflict, "holder_name").empty() ? "the holder" : field(conflict, "holder_name");
-  e.message = "commit " + short_id(commit) + " changes " + canon + ": " + conflict.message +
+  if (why.code == Errc::bad_path) {
+    e.message = "commit " + short_id(commit) + " changes " + why.message;
+    return e;
+  }
+  const std::string name = field(why, "holder_name").empty() ? "the holder" : field(why, "holder_name");
+  e.message = "commit " + short_id(commit) + " changes " + path + ": " + why.message +
               " (wait for the lease to end, ask " + name + " to release it, or ask an admin to force-release it)";
-  return e;
-}
-
-Error unnameable(const Oid& commit, const std::string& path, const std::optional<std::string>& signer) {
-  Error e(Errc::bad_path, "commit " + short_id(commit) +
-                              " changes a path that no claim can name (not a canonical store path), so it cannot be "
-                              "checked against claims: rename it");
-  e.fields["commit"] = commit;
-  e.fields["path"] = path;
-  e.fields["signer"] = signer ? *signer : "";
   return e;
 }
 
@@ -172,37 +155,25 @@ Result<std::vector<CommitCheck>> check_commits(ObjectStore& store, const Enforce
     changed[i] = std::move(paths);
   }
   if (!view.snap || !view.snap->commit) return out;  // no store: nothing is claimed
-  StateReader reader(store, view.snap->state, view.codec);
-  GITLOCKS_TRY(doc, reader.policy());
-  GITLOCKS_TRY(policy, parse_policy(doc));
-
   // The rule depends on the signer, not on the commit: the paths of every
-  // commit by one signer are asked of the planner together, once each.
+  // commit by one signer are asked together, once each.
   struct Use {
     std::size_t commit, path;
   };
   std::map<std::optional<std::string>, std::map<std::string, std::vector<Use>>> by_signer;
+  for (std::size_t i = 0; i < commits.size(); ++i)
+    for (std::size_t j = 0; j < changed[i].size(); ++j) by_signer[out[i].signer.actor][changed[i][j]].push_back({i, j});
   std::vector<std::vector<std::optional<Error>>> found(commits.size());
-  for (std::size_t i = 0; i < commits.size(); ++i) {
-    found[i].resize(changed[i].size());
-    for (std::size_t j = 0; j < changed[i].size(); ++j) {
-      auto canon = normalize_path_input(changed[i][j], view.snap->path_case);
-      if (!canon.ok()) found[i][j] = unnameable(commits[i], changed[i][j], out[i].signer.actor);
-      else by_signer[out[i].signer.actor][*canon].push_back({i, j});
-    }
-  }
+  for (std::size_t i = 0; i < commits.size(); ++i) found[i].resize(changed[i].size());
   for (const auto& [signer, uses] : by_signer) {
     std::vector<std::string> paths;
     paths.reserve(uses.size());
-    for (const auto& [canon, _] : uses) paths.push_back(canon);
-    std::vector<std::optional<Error>> conflicts;
-    ConflictFinder finder(store, view, signer, reader, policy.min_ttl_ms);
-    GITLOCKS_CHECK(finder.run(paths, conflicts));
+    for (const auto& [path, _] : uses) paths.push_back(path);
+    GITLOCKS_TRY(refusals, path_refusals(store, view, signer, paths));
     std::size_t k = 0;
-    for (const auto& [canon, at] : uses) {
-      if (const auto& c = conflicts[k++])
-        for (const Use& u : at)
-          found[u.commit][u.path] = commit_refusal(commits[u.commit], changed[u.commit][u.path], canon, signer, *c);
+    for (const auto& [path, at] : uses) {
+      if (const auto& e = refusals[k++])
+        for (const Use& u : at) found[u.commit][u.path] = commit_refusal(commits[u.commit], path, signer, *e);
     }
   }
   for (std::size_t i = 0; i < commits.size(); ++i)
@@ -223,7 +194,7 @@ Result<std::vector<std::optional<Error>>> path_refusals(ObjectStore& store, cons
   for (std::size_t i = 0; i < paths.size(); ++i) {
     auto canon = normalize_path_input(paths[i], view.snap->path_case);
     if (!canon.ok()) {
-      Error e(Errc::bad_path, "'" + paths[i] + "' is a path that no claim can name (" + canon.error().message +
+      Error e(Errc::bad_path, "a path that no claim can name ('" + paths[i] + "': " + canon.error().message +
                                   "), so it cannot be checked against claims: rename it");
       e.fields["path"] = paths[i];
       out[i] = std::move(e);

@@ -25,18 +25,6 @@ json verdict_json(const Verdict& v) {
 
 namespace {
 
-// Restores the store's write mode when verification ends.
-class HashOnlyScope {
- public:
-  explicit HashOnlyScope(ObjectStore& s) : s_(s) { s_.set_hash_only(true); }
-  ~HashOnlyScope() { s_.set_hash_only(false); }
-  HashOnlyScope(const HashOnlyScope&) = delete;
-  HashOnlyScope& operator=(const HashOnlyScope&) = delete;
-
- private:
-  ObjectStore& s_;
-};
-
 // Read-through cache of trees and blobs for the walk: a commit's planner,
 // its timeline diff and the next commit's planner read the same objects.
 // Two generations of at most kCacheEntries each, so memory is bounded and

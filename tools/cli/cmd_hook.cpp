@@ -132,22 +132,31 @@ std::vector<std::string> quarantine_object_dirs() {
   return dirs;
 }
 
+// One "<old> <new> <ref>" line of pre-receive's or reference-transaction's
+// stdin.
+struct RefUpdate {
+  std::string old_oid, new_oid, ref;
+};
+std::vector<RefUpdate> read_ref_updates() {
+  std::vector<RefUpdate> out;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    RefUpdate u;
+    if (in >> u.old_oid >> u.new_oid >> u.ref) out.push_back(std::move(u));
+  }
+  return out;
+}
+
 // The server side: reads "<old> <new> <ref>" lines, verifies every update
 // of refs/locks/state, then checks the work pushed to enforced refs.
 // Returns the hook's exit status (0 accepts the push).
 int check_pre_receive(Context& ctx, bool allow_test_clock) {
-  struct Update {
-    std::string old_oid, new_oid, ref;
-  };
-  std::vector<Update> updates, work;
+  std::vector<RefUpdate> updates, work;
   const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream in(line);
-    std::string old_oid, new_oid, ref;
-    if (!(in >> old_oid >> new_oid >> ref)) continue;
-    if (ref == kStateRef) updates.push_back({old_oid, new_oid, ref});
-    else if (new_oid != kZeroOid && ref_matches(ref, enforced)) work.push_back({old_oid, new_oid, ref});
+  for (auto& u : read_ref_updates()) {
+    if (u.ref == kStateRef) updates.push_back(std::move(u));
+    else if (u.new_oid != kZeroOid && ref_matches(u.ref, enforced)) work.push_back(std::move(u));
   }
   if (updates.empty() && work.empty()) return 0;
   auto refuse = [&](const std::string& why) {
@@ -201,18 +210,10 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
 // updates on stdin; a non-zero exit in "prepared" aborts the transaction.
 int check_reference_transaction(Context& ctx, const std::string& state) {
   if (state != "prepared") return 0;
-  struct Update {
-    std::string old_oid, new_oid, ref;
-  };
-  std::vector<Update> work;
+  std::vector<RefUpdate> work;
   const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    std::istringstream in(line);
-    std::string old_oid, new_oid, ref;
-    if (!(in >> old_oid >> new_oid >> ref)) continue;
-    if (new_oid != kZeroOid && ref_matches(ref, enforced)) work.push_back({old_oid, new_oid, ref});
-  }
+  for (auto& u : read_ref_updates())
+    if (u.new_oid != kZeroOid && ref_matches(u.ref, enforced)) work.push_back(std::move(u));
   if (work.empty()) return 0;
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());

@@ -56,18 +56,4 @@ class LeaseResolver {
   std::optional<std::map<std::string, ops::Target>> ids_;  // the same for every lease, from a scan
 };
 
-// While alive, `store` computes object ids without writing anything (the
-// core's hash-only mode): for asking the planner whether something would be
-// admitted without leaving objects in the repository.
-class HashOnlyScope {
- public:
-  explicit HashOnlyScope(ObjectStore& store) : store_(store) { store_.set_hash_only(true); }
-  ~HashOnlyScope() { store_.set_hash_only(false); }
-  HashOnlyScope(const HashOnlyScope&) = delete;
-  HashOnlyScope& operator=(const HashOnlyScope&) = delete;
-
- private:
-  ObjectStore& store_;
-};
-
 }  // namespace gitlocks::cli

@@ -94,6 +94,19 @@ class ObjectStore {
   virtual void set_hash_only(bool on) = 0;
 };
 
+// Hash-only mode for as long as it lives (ObjectStore::set_hash_only): a
+// dry run or a verifier's re-plan computes ids and stores nothing.
+class HashOnlyScope {
+ public:
+  explicit HashOnlyScope(ObjectStore& s) : s_(s) { s_.set_hash_only(true); }
+  ~HashOnlyScope() { s_.set_hash_only(false); }
+  HashOnlyScope(const HashOnlyScope&) = delete;
+  HashOnlyScope& operator=(const HashOnlyScope&) = delete;
+
+ private:
+  ObjectStore& s_;
+};
+
 // How libgit2 treats the host it runs on, set by a host once, before it opens
 // any store. Defaults suit a native process: repositories owned by another
 // user are refused (Git's safe.directory rule) and the system, XDG and
