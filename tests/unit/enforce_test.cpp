@@ -97,6 +97,11 @@ TEST_CASE("changed paths: a clean merge changes nothing of its own - a resolutio
   const Oid resolved =
       commit(s, write_tree(s, {{"f.txt", {"1z\n2\n3\n4\n5\n6\n7\n8\n"}}, {"g.txt", {"g\n"}}}), {ours2, theirs2});
   CHECK(changed(s, resolved) == std::vector<std::string>{"f.txt"});
+  // The same conflict resolved by taking the second parent's version whole:
+  // the combined diff shows nothing (the result equals one parent).
+  const Oid took_theirs =
+      commit(s, write_tree(s, {{"f.txt", {"1y\n2\n3\n4\n5\n6\n7\n8\n"}}, {"g.txt", {"g\n"}}}), {ours2, theirs2});
+  CHECK(changed(s, took_theirs).empty());
   // A deletion that neither side made.
   const Oid dropped = commit(s, write_tree(s, {{"f.txt", {"1a\n2\n3\n4\n5\n6\n7\n8b\n"}}}), {ours, theirs});
   CHECK(changed(s, dropped) == std::vector<std::string>{"g.txt"});
@@ -132,6 +137,17 @@ TEST_CASE("check-only plans refuse exactly as plans do - and write nothing") {
   REQUIRE(c.ok());
   CHECK(c->result_state.empty());
   CHECK(s.objects_written() == written);
+  // Each op is judged on the source state: the same path twice is admitted
+  // (a full plan refuses the second claim: the first one's lease is bob's).
+  const json twice = {
+      {"created_at", st.now},
+      {"name", "bob"},
+      {"ops", json::array({gitlocks::ops::claim("doc/y.md", gitlocks::ops::Mode::shared, st.now + kTtl),
+                           gitlocks::ops::claim("doc/y.md", gitlocks::ops::Mode::shared, st.now + kTtl)})}};
+  CHECK(gitlocks::plan(s, st.state(), only, twice, st.now).ok());
+  auto full_twice = gitlocks::plan(s, st.state(), full, twice, st.now);
+  REQUIRE_FALSE(full_twice.ok());
+  CHECK(full_twice.error().code == Errc::already_held);
   // Other ops are not the rule's: refused.
   const json sweep = {
       {"created_at", st.now}, {"name", "bob"}, {"ops", json::array({{{"op", "sweep"}, {"leases", json::array()}}})}};
