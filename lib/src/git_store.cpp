@@ -137,20 +137,7 @@ class GitStore final : public ObjectStore {
     extra_dirs_ = std::move(extra_object_dirs);
   }
 
-  Result<std::string> read_blob(const Oid& id) override {
-    GITLOCKS_TRY(oid, parse_oid(id));
-    GITLOCKS_CHECK(before_read());
-    git_odb_object* obj = nullptr;
-    if (git_odb_read(&obj, odb_, &oid) != 0)
-      return make_error(Errc::store_read, last_git_error(("cannot read blob " + id).c_str()));
-    if (git_odb_object_type(obj) != GIT_OBJECT_BLOB) {
-      git_odb_object_free(obj);
-      return make_error(Errc::store_read, "object " + id + " is not a blob");
-    }
-    std::string data(static_cast<const char*>(git_odb_object_data(obj)), git_odb_object_size(obj));
-    git_odb_object_free(obj);
-    return data;
-  }
+  Result<std::string> read_blob(const Oid& id) override { return read_raw(id, GIT_OBJECT_BLOB, "blob"); }
 
   Result<Tree> read_tree(const Oid& id) override {
     GITLOCKS_TRY(oid, parse_oid(id));
@@ -191,17 +178,7 @@ class GitStore final : public ObjectStore {
     return out;
   }
 
-  Result<std::string> read_commit_raw(const Oid& id) override {
-    GITLOCKS_TRY(oid, parse_oid(id));
-    GITLOCKS_CHECK(before_read());
-    git_odb_object* obj = nullptr;
-    if (git_odb_read(&obj, odb_, &oid) != 0)
-      return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
-    std::unique_ptr<git_odb_object, void (*)(git_odb_object*)> owned(obj, git_odb_object_free);
-    if (git_odb_object_type(obj) != GIT_OBJECT_COMMIT)
-      return make_error(Errc::store_read, "object " + id + " is not a commit");
-    return std::string(static_cast<const char*>(git_odb_object_data(obj)), git_odb_object_size(obj));
-  }
+  Result<std::string> read_commit_raw(const Oid& id) override { return read_raw(id, GIT_OBJECT_COMMIT, "commit"); }
 
   Result<Oid> write_blob(std::string_view data) override {
     git_oid oid;
@@ -358,6 +335,19 @@ class GitStore final : public ObjectStore {
   }
 
  private:
+  // The exact bytes of object `id`, which must be of `type` (`what` names
+  // it in errors).
+  Result<std::string> read_raw(const Oid& id, git_object_t type, const char* what) {
+    GITLOCKS_TRY(oid, parse_oid(id));
+    GITLOCKS_CHECK(before_read());
+    git_odb_object* obj = nullptr;
+    if (git_odb_read(&obj, odb_, &oid) != 0)
+      return make_error(Errc::store_read, last_git_error(("cannot read " + std::string(what) + " " + id).c_str()));
+    std::unique_ptr<git_odb_object, void (*)(git_odb_object*)> owned(obj, git_odb_object_free);
+    if (git_odb_object_type(obj) != type) return make_error(Errc::store_read, "object " + id + " is not a " + what);
+    return std::string(static_cast<const char*>(git_odb_object_data(obj)), git_odb_object_size(obj));
+  }
+
   // Tree `id` for diff_trees, owned by the diff cache: the trees one
   // changed_paths call reads stay until the next call ends, so walking a
   // range oldest first reads each tree once (commit N's trees are commit

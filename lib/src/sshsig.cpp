@@ -261,6 +261,20 @@ std::string sshsig_sign(std::string_view message, std::string_view ns, const Key
   return out;
 }
 
+// The payload of an SSHSIG key or signature blob: string "ssh-ed25519"
+// then string PAYLOAD of exactly `size` bytes, nothing after. `what` and
+// `not_ed25519` word the errors.
+Result<std::string_view> ed25519_payload(std::string_view blob, std::size_t size, const std::string& what,
+                                         const std::string& not_ed25519) {
+  Reader r(blob);
+  std::string_view type, payload;
+  if (!r.string(type)) return bad(reason::signature_malformed, "SSH signature: truncated " + what);
+  if (type != kSshEd25519) return bad(reason::signature_algorithm, "SSH signature: " + not_ed25519);
+  if (!r.string(payload) || !r.done() || payload.size() != size)
+    return bad(reason::signature_malformed, "SSH signature: malformed ssh-ed25519 " + what);
+  return payload;
+}
+
 Result<PublicKey> sshsig_verify(std::string_view armored, std::string_view message, std::string_view ns) {
   GITLOCKS_TRY(blob, dearmor(armored));
   Reader r(blob);
@@ -274,20 +288,9 @@ Result<PublicKey> sshsig_verify(std::string_view armored, std::string_view messa
     return bad(reason::signature_malformed, "SSH signature: truncated SSHSIG blob");
   if (!r.done()) return bad(reason::signature_malformed, "SSH signature: trailing bytes after the SSHSIG blob");
 
-  Reader k(key_blob);
-  std::string_view key_type, key;
-  if (!k.string(key_type)) return bad(reason::signature_malformed, "SSH signature: truncated public key");
-  if (key_type != kSshEd25519)
-    return bad(reason::signature_algorithm, "SSH signature: the key is not ssh-ed25519 (the only type accepted)");
-  if (!k.string(key) || !k.done() || key.size() != kPublicKeyBytes)
-    return bad(reason::signature_malformed, "SSH signature: malformed ssh-ed25519 public key");
-  Reader s(sig_blob);
-  std::string_view sig_type, sig;
-  if (!s.string(sig_type)) return bad(reason::signature_malformed, "SSH signature: truncated signature");
-  if (sig_type != kSshEd25519)
-    return bad(reason::signature_algorithm, "SSH signature: the signature is not ssh-ed25519");
-  if (!s.string(sig) || !s.done() || sig.size() != crypto_sign_BYTES)
-    return bad(reason::signature_malformed, "SSH signature: malformed ssh-ed25519 signature");
+  GITLOCKS_TRY(key, ed25519_payload(key_blob, kPublicKeyBytes, "public key",
+                                    "the key is not ssh-ed25519 (the only type accepted)"));
+  GITLOCKS_TRY(sig, ed25519_payload(sig_blob, crypto_sign_BYTES, "signature", "the signature is not ssh-ed25519"));
 
   const std::string hash = digest(hash_alg, message);
   if (hash.empty())

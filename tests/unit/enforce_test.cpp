@@ -55,6 +55,22 @@ Oid write_tree(gitlocks::ObjectStore& s, const std::map<std::string, File>& file
 }
 
 std::vector<std::string> changed(gitlocks::ObjectStore& s, const Oid& c) { return s.changed_paths(c).value(); }
+
+// A store where alice holds src/x.c exclusively, and the view the rule
+// judges it on at the store's time.
+struct AliceHoldsX {
+  Store st;
+  gitlocks::Snapshot snap;
+  gitlocks::EnforcementView view;
+  AliceHoldsX() {
+    REQUIRE(st.claim("alice", "src/x.c", kTtl).ok());
+    snap = st.snapshot();
+    view.snap = &snap;
+    view.now = st.now;
+  }
+  AliceHoldsX(const AliceHoldsX&) = delete;  // view points into it
+  AliceHoldsX& operator=(const AliceHoldsX&) = delete;
+};
 }  // namespace
 
 TEST_CASE("changed paths: root and edits and additions and deletions and a file replaced by a directory") {
@@ -157,13 +173,10 @@ TEST_CASE("check-only plans refuse exactly as plans do - and write nothing") {
 }
 
 TEST_CASE("the rule: another holder's live claim refuses - the holder's own signature and expiry do not") {
-  Store st;
-  REQUIRE(st.claim("alice", "src/x.c", kTtl).ok());
+  AliceHoldsX fx;
+  Store& st = fx.st;
   auto& s = st.objects();
-  const gitlocks::Snapshot snap = st.snapshot();
-  gitlocks::EnforcementView view;
-  view.snap = &snap;
-  view.now = st.now;
+  gitlocks::EnforcementView& view = fx.view;
   const std::vector<std::string> paths = {"src/x.c", "src/y.c"};
   auto unsigned_ = gitlocks::path_refusals(s, view, std::nullopt, paths).value();
   REQUIRE(unsigned_.size() == 2);
@@ -193,13 +206,11 @@ TEST_CASE("the rule: another holder's live claim refuses - the holder's own sign
 }
 
 TEST_CASE("the rule over commits: the signer is the SSH signature's key - never the author") {
-  Store st;
-  REQUIRE(st.claim("alice", "src/x.c", kTtl).ok());
+  AliceHoldsX fx;
+  Store& st = fx.st;
   auto& s = st.objects();
-  const gitlocks::Snapshot snap = st.snapshot();
-  gitlocks::EnforcementView view;
-  view.snap = &snap;
-  view.now = st.now;
+  const gitlocks::Snapshot& snap = fx.snap;
+  gitlocks::EnforcementView& view = fx.view;
   const Oid base = commit(s, write_tree(s, {{"src/x.c", {"x\n"}}, {"src/y.c", {"y\n"}}}), {});
   const Oid touch_x = commit(s, write_tree(s, {{"src/x.c", {"x2\n"}}, {"src/y.c", {"y\n"}}}), {base});
   const Oid touch_y = commit(s, write_tree(s, {{"src/x.c", {"x\n"}}, {"src/y.c", {"y2\n"}}}), {base});

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -148,16 +149,28 @@ std::vector<RefUpdate> read_ref_updates() {
   return out;
 }
 
+// The updates of `updates` that the claims rule checks: of an enforced ref,
+// not deleting it. The configuration is read only when some ref moves (a
+// push of refs/locks/state alone, every claim's, reads none).
+std::vector<RefUpdate> enforced_updates(Context& ctx, std::vector<RefUpdate> updates) {
+  updates.erase(
+      std::remove_if(updates.begin(), updates.end(), [](const RefUpdate& u) { return u.new_oid == kZeroOid; }),
+      updates.end());
+  if (updates.empty()) return updates;
+  const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
+  updates.erase(
+      std::remove_if(updates.begin(), updates.end(), [&](const RefUpdate& u) { return !ref_matches(u.ref, enforced); }),
+      updates.end());
+  return updates;
+}
+
 // The server side: reads "<old> <new> <ref>" lines, verifies every update
 // of refs/locks/state, then checks the work pushed to enforced refs.
 // Returns the hook's exit status (0 accepts the push).
 int check_pre_receive(Context& ctx, bool allow_test_clock) {
   std::vector<RefUpdate> updates, work;
-  const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
-  for (auto& u : read_ref_updates()) {
-    if (u.ref == kStateRef) updates.push_back(std::move(u));
-    else if (u.new_oid != kZeroOid && ref_matches(u.ref, enforced)) work.push_back(std::move(u));
-  }
+  for (auto& u : read_ref_updates()) (u.ref == kStateRef ? updates : work).push_back(std::move(u));
+  work = enforced_updates(ctx, std::move(work));
   if (updates.empty() && work.empty()) return 0;
   auto refuse = [&](const std::string& why) {
     return print_error(
@@ -210,10 +223,7 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
 // updates on stdin; a non-zero exit in "prepared" aborts the transaction.
 int check_reference_transaction(Context& ctx, const std::string& state) {
   if (state != "prepared") return 0;
-  std::vector<RefUpdate> work;
-  const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
-  for (auto& u : read_ref_updates())
-    if (u.new_oid != kZeroOid && ref_matches(u.ref, enforced)) work.push_back(std::move(u));
+  const std::vector<RefUpdate> work = enforced_updates(ctx, read_ref_updates());
   if (work.empty()) return 0;
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
