@@ -20,9 +20,25 @@ def iso(ms):
     return d.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def waiter_entries(r):
+    d = os.path.join(r.gitdir(), "git-locks", "waiters")
+    return sorted(n for n in os.listdir(d) if n.endswith(".json")) if os.path.isdir(d) else []
+
+
 class ClaimWait(CliTest):
     def actor(self, r, name):
         return r.run(name, "--json", "whoami").json["actor"]
+
+    def queued(self, r, proc, before=(), timeout=60):
+        """Polls until an entry not in `before` is queued: a fixed sleep
+        races a slow (sanitizer) build, where the waiter may not have
+        queued yet. Returns the entries then."""
+        deadline = time.monotonic() + timeout
+        while not set(waiter_entries(r)) - set(before):
+            self.assertIsNone(proc.poll(), "the waiter ended before it queued")
+            self.assertLess(time.monotonic(), deadline, f"no new waiter queued in {timeout}s")
+            time.sleep(0.05)
+        return waiter_entries(r)
 
     def test_timeout_is_wait_timeout_naming_the_last_holder(self):
         r = self.repo()
@@ -51,6 +67,7 @@ class ClaimWait(CliTest):
         self.claimed(r, "bob", "a")
         before = r.tip()
         waiter = r.popen("alice", "--json", "claim", "--wait", "a")
+        self.queued(r, waiter)
         time.sleep(0.8)
         self.assertIsNone(waiter.poll())
         self.assertEqual(r.tip(), before)  # waiting wrote nothing
@@ -72,9 +89,9 @@ class ClaimWait(CliTest):
         r = self.repo()
         self.claimed(r, "bob", "a")
         first = r.popen("alice", "--json", "claim", "--wait=60s", "a")
-        time.sleep(0.6)
+        ahead = self.queued(r, first)
         second = r.popen("carol", "--json", "claim", "--wait=60s", "a")
-        time.sleep(0.6)
+        self.queued(r, second, ahead)
         self.assertOk(r.run("bob", "release", "a"))
         out, err = first.communicate(timeout=60)
         self.assertEqual(first.returncode, 0, err)
@@ -90,24 +107,24 @@ class ClaimWait(CliTest):
         r = self.repo()
         self.claimed(r, "bob", "a")
         dead = r.popen("alice", "claim", "--wait", "a")
-        time.sleep(0.6)
+        left = self.queued(r, dead)
         dead.send_signal(signal.SIGKILL)
         dead.communicate(timeout=30)
-        waiters = os.path.join(r.gitdir(), "git-locks", "waiters")
-        self.assertEqual(len([n for n in os.listdir(waiters) if n.endswith(".json")]), 1)  # its entry is left behind
+        self.assertEqual(waiter_entries(r), left)  # its entry is left behind
+        self.assertEqual(len(left), 1)
         live = r.popen("carol", "--json", "claim", "--wait=60s", "a")
-        time.sleep(0.4)
+        self.queued(r, live, left)
         self.assertOk(r.run("bob", "release", "a"))
         out, err = live.communicate(timeout=60)
         self.assertEqual(live.returncode, 0, err)
-        self.assertEqual([n for n in os.listdir(waiters) if n.endswith(".json")], [])  # cleaned on the way
+        self.assertEqual(waiter_entries(r), [])  # cleaned on the way
 
     def test_other_paths_do_not_queue_behind_a_waiter(self):
         r = self.repo()
         self.claimed(r, "bob", "a")
         waiter = r.popen("alice", "claim", "--wait=30s", "a")
         try:
-            time.sleep(0.5)
+            self.queued(r, waiter)
             res = self.assertOk(r.run("carol", "--json", "claim", "--wait=5s", "b"))
             self.assertLess(res.json["waited_ms"], 5000)
         finally:
