@@ -8,6 +8,7 @@
 
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/limits.hpp"
+#include "gitlocks/model.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
@@ -126,10 +127,40 @@ Error commit_refusal(const Oid& commit, const std::string& path, const std::opti
     e.message = "commit " + short_id(commit) + " changes " + why.message;
     return e;
   }
+  if (why.has_reason(reason::claim_required)) {
+    e.message = "commit " + short_id(commit) + " changes " + path + ": " + why.message;
+    return e;
+  }
   const std::string name = field(why, "holder_name").empty() ? "the holder" : field(why, "holder_name");
   e.message = "commit " + short_id(commit) + " changes " + path + ": " + why.message +
               " (wait for the lease to end, ask " + name + " to release it, or ask an admin to force-release it)";
   return e;
+}
+
+// Policy `require_claim`: a change of a path it covers needs a live lease of
+// the signer's own (either mode) on the path or on one of its ancestors. A
+// bot key from the policy is exempt (from this rule only: another holder's
+// claim still refuses it); an unsigned commit holds nothing.
+Result<std::optional<Error>> claim_missing(StateReader& reader, const Policy& policy, std::int64_t now,
+                                           const std::optional<std::string>& signer, const std::string& canon) {
+  GITLOCKS_TRY(path, parse_repo_path(canon, policy.path_case()));
+  if (!policy.requires_claim(path)) return std::optional<Error>{};
+  if (signer && policy.is_bot(*signer)) return std::optional<Error>{};
+  if (signer) {
+    std::string key;
+    for (const auto& c : path.components) {
+      key += key.empty() ? c : "/" + c;
+      GITLOCKS_TRY(rec, reader.record("path:" + key));
+      if (!rec) continue;
+      for (const auto& l : leases_of(*rec))
+        if (l.holder == *signer && l.live_at(now)) return std::optional<Error>{};
+    }
+  }
+  Error e(Errc::not_holder,
+          std::string("the policy requires a claim for changes under this path and ") +
+              (signer ? "the signer (" + signer->substr(0, 12) + ") holds none live there" : "the commit is unsigned") +
+              ": claim it first (git-locks claim), then sign the commit with the claiming key");
+  return std::optional<Error>{std::move(e).because(reason::claim_required)};
 }
 
 }  // namespace
@@ -210,8 +241,13 @@ Result<std::vector<std::optional<Error>>> path_refusals(ObjectStore& store, cons
   GITLOCKS_CHECK(finder.run(canon, conflicts));
   std::size_t k = 0;
   for (const auto& [c, at] : uses) {
-    if (const auto& e = conflicts[k++])
+    if (const auto& e = conflicts[k++]) {
       for (std::size_t i : at) out[i] = *e;
+      continue;
+    }
+    GITLOCKS_TRY(missing, claim_missing(reader, policy, view.now, signer, c));
+    if (missing)
+      for (std::size_t i : at) out[i] = *missing;
   }
   return out;
 }

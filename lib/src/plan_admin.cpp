@@ -5,6 +5,9 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/model.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/policy.hpp"
 #include "gitlocks/vault.hpp"
 #include "plan_internal.h"
 #include "tree_edit.h"
@@ -70,6 +73,76 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
   return time_free_outcome(body, op, *root, 0);
 }
 
+// The owner's policy-set: a whole new policy document in which only the
+// settable fields (kSettablePolicyFields) may differ from the current one.
+//   {"admin":{"op":"policy-set","expected_policy_hash":HEX,"policy":{...}}}
+// New families may not put leases of the state in conflict: every lease
+// the records still hold counts (expired or not: the check cannot depend
+// on T, which a time-free transition does not bound), so sweep or release
+// them first. The reference verifier's exclusion check at T is then implied.
+Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, const json& policy_doc,
+                                    const Policy& policy, const json& body) {
+  const json& a = body["admin"];
+  GITLOCKS_CHECK(check_keys(a, {"op", "expected_policy_hash", "policy"}, "admin op"));
+  if (policy.is_private)
+    return make_error(Errc::usage,
+                      "policy set applies to public stores; a PRIVATE store's policy changes only by membership "
+                      "and guard time");
+  auto it = a.find("policy");
+  if (it == a.end() || !it->is_object()) return make_error(Errc::bad_json, "policy-set needs the new 'policy' object");
+  const json& next = *it;
+  GITLOCKS_TRY(parsed, parse_policy(next));
+  auto settable = [](const std::string& k) {
+    return std::find(std::begin(kSettablePolicyFields), std::end(kSettablePolicyFields), k) !=
+           std::end(kSettablePolicyFields);
+  };
+  for (const json* doc : {&next, &policy_doc})
+    for (const auto& [k, v] : doc->items()) {
+      if (settable(k)) continue;
+      const json* other = doc == &next ? &policy_doc : &next;
+      if (!other->contains(k) || (*other)[k] != v)
+        return make_error(Errc::usage, "policy set cannot change '" + k +
+                                           "': only min_ttl_ms, max_ttl_ms, families, require_claim, enforce, "
+                                           "admins and bots change this way");
+    }
+  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(current_bytes, reader.policy_bytes());
+  if (bytes == current_bytes) return make_error(Errc::usage, "the new policy is the current one: nothing to change");
+  if (next.value("families", json::array()) != policy_doc.value("families", json::array())) {
+    std::vector<Lease> leases;
+    GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
+      if (Resource::of(r).kind == RecordKind::path)
+        for (auto& l : leases_of(r)) leases.push_back(std::move(l));
+      return true;
+    }));
+    for (const auto& f : parsed.families) {
+      std::vector<const Lease*> on;
+      for (const auto& l : leases) {
+        auto lp = parse_repo_path(l.path, policy.path_case());
+        if (!lp.ok()) return lp.error();
+        for (const auto& m : f.members)
+          if (paths_overlap(*lp, m)) {
+            on.push_back(&l);
+            break;
+          }
+      }
+      for (const Lease* l : on) {
+        const bool clash = f.exclusive ? l->holder != on.front()->holder : l->exclusive();
+        if (clash)
+          return Error(Errc::family_policy,
+                       "family '" + f.name + "' would be " + (f.exclusive ? "exclusive" : "shared") +
+                           " while the state holds lease " + l->id + " on '" + l->path + "' by " + l->label() +
+                           (f.exclusive ? " and another holder's" : " in exclusive mode") +
+                           ": release it, or sweep it once expired, before changing the family",
+                       {{"lease", l->id}, {"holder", l->holder}, {"holder_name", l->name}, {"family", f.name}});
+      }
+    }
+  }
+  GITLOCKS_TRY(blob, store.write_blob(bytes));
+  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
+  return time_free_outcome(body, "policy-set", *root, 0);
+}
+
 }  // namespace
 
 // Owner-signed policy changes. The only one so far enables guard time:
@@ -82,7 +155,8 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   GITLOCKS_TRY(op, get_string(a, "op"));
   if (ctx.actor != policy.owner)
     return make_error(Errc::not_holder,
-                      "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy");
+                      "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy")
+        .because(reason::not_owner);
   GITLOCKS_TRY(expected, get_string(a, "expected_policy_hash"));
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
   if (expected != sha256_hex(current_bytes))
@@ -91,6 +165,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
         .because(reason::policy_changed);
   if (op == "member-add" || op == "member-remove" || op == "rekey")
     return plan_membership(store, reader, policy_doc, policy, ctx, body, op);
+  if (op == "policy-set") return plan_policy_set(store, reader, policy_doc, policy, body);
   if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
   GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
   if (policy.pending)

@@ -1,5 +1,6 @@
 #include "gitlocks/policy.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "gitlocks/vault.hpp"
@@ -111,7 +112,110 @@ Status parse_private(const json& doc, Policy& p) {
   return Ok{};
 }
 
+Result<std::vector<std::string>> parse_keys(const json& doc, const char* name) {
+  auto it = doc.find(name);
+  if (it == doc.end()) return std::vector<std::string>{};
+  if (!it->is_array()) return make_error(Errc::bad_json, std::string("policy '") + name + "' must be an array of keys");
+  std::vector<std::string> out;
+  for (const auto& k : *it) {
+    if (!k.is_string() || !is_hex64(k.get<std::string>()))
+      return make_error(Errc::bad_json, std::string("policy '") + name + "' must hold 64-hex-digit public keys");
+    out.push_back(k.get<std::string>());
+  }
+  // One spelling per set: sorted and unique, so two policies that say the
+  // same thing hash the same.
+  if (!std::is_sorted(out.begin(), out.end()) || std::adjacent_find(out.begin(), out.end()) != out.end())
+    return make_error(Errc::bad_json, std::string("policy '") + name + "' must be sorted and without duplicates");
+  return out;
+}
+
+// A ref pattern as `locks.enforce` takes it: a full ref name under refs/,
+// or "NAME/*" for every ref below NAME/.
+Status check_ref_pattern(const json& p) {
+  if (!p.is_string()) return make_error(Errc::bad_json, "policy 'enforce' must be an array of ref patterns");
+  const std::string s = p.get<std::string>();
+  if (s.rfind("refs/", 0) != 0 || s.size() == 5 || s.size() > 1024 || s.back() == '/' ||
+      s.find("//") != std::string::npos)
+    return make_error(Errc::usage, "policy 'enforce': '" + s + "' is not a ref pattern under refs/");
+  // The store itself and remote-tracking refs (what a server already
+  // checked) are never work refs; "refs/*" would name both.
+  if (s == "refs/*" || s.rfind("refs/locks/", 0) == 0 || s.rfind("refs/remotes/", 0) == 0)
+    return make_error(Errc::usage,
+                      "policy 'enforce': '" + s + "' names refs/locks/ or refs/remotes/, which are not work refs");
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const bool star_ok = c == '*' && i + 1 == s.size() && s[i - 1] == '/';
+    if (c < 0x20 || c == 0x7f || c == ' ' || c == '~' || c == '^' || c == ':' || c == '?' || c == '[' || c == '\\' ||
+        (c == '*' && !star_ok))
+      return make_error(Errc::usage, "policy 'enforce': '" + s + "' is not a ref pattern under refs/");
+  }
+  return Ok{};
+}
+
+Status parse_enforcement(const json& doc, Policy& p) {
+  if (auto rc = doc.find("require_claim"); rc != doc.end()) {
+    GITLOCKS_CHECK(check_keys(*rc, {"paths", "families"}, "require_claim"));
+    if (auto paths = rc->find("paths"); paths != rc->end()) {
+      if (!paths->is_array()) return make_error(Errc::bad_json, "require_claim 'paths' must be an array");
+      for (const auto& m : *paths) {
+        if (!m.is_string()) return make_error(Errc::bad_json, "require_claim paths must be strings");
+        GITLOCKS_TRY(rp, parse_repo_path(m.get<std::string>(), p.path_case()));
+        p.require_claim_paths.push_back(rp);
+      }
+    }
+    if (auto fams = rc->find("families"); fams != rc->end()) {
+      if (!fams->is_array()) return make_error(Errc::bad_json, "require_claim 'families' must be an array");
+      for (const auto& f : *fams) {
+        if (!f.is_string()) return make_error(Errc::bad_json, "require_claim families must be names");
+        const std::string name = f.get<std::string>();
+        // A PRIVATE store's families are sealed: their names are checked
+        // once they are opened (unseal_families).
+        if (!p.families_sealed &&
+            std::none_of(p.families.begin(), p.families.end(), [&](const Family& fam) { return fam.name == name; }))
+          return make_error(Errc::usage,
+                            "require_claim names family '" + name + "', which the policy does not declare");
+        p.require_claim_families.push_back(name);
+      }
+    }
+  }
+  if (auto en = doc.find("enforce"); en != doc.end()) {
+    if (!en->is_array()) return make_error(Errc::bad_json, "policy 'enforce' must be an array of ref patterns");
+    std::vector<std::string> patterns;
+    for (const auto& pat : *en) {
+      GITLOCKS_CHECK(check_ref_pattern(pat));
+      patterns.push_back(pat.get<std::string>());
+    }
+    p.enforce = std::move(patterns);
+  }
+  GITLOCKS_TRY(admins, parse_keys(doc, "admins"));
+  GITLOCKS_TRY(bots, parse_keys(doc, "bots"));
+  p.admins = std::move(admins);
+  p.bots = std::move(bots);
+  return Ok{};
+}
+
 }  // namespace
+
+bool Policy::is_admin(const std::string& key) const {
+  return key == owner || std::binary_search(admins.begin(), admins.end(), key);
+}
+
+bool Policy::is_bot(const std::string& key) const { return std::binary_search(bots.begin(), bots.end(), key); }
+
+bool Policy::requires_claim(const RepoPath& path) const {
+  auto covers = [&](const RepoPath& r) {
+    return r.components.size() <= path.components.size() &&
+           std::equal(r.components.begin(), r.components.end(), path.components.begin());
+  };
+  for (const auto& r : require_claim_paths)
+    if (covers(r)) return true;
+  for (const auto& name : require_claim_families)
+    for (const auto& f : families)
+      if (f.name == name)
+        for (const auto& m : f.members)
+          if (covers(m)) return true;
+  return false;
+}
 
 Result<Policy> parse_policy(const json& doc) {
   if (!doc.is_object()) return make_error(Errc::bad_json, "policy must be an object");
@@ -120,14 +224,16 @@ Result<Policy> parse_policy(const json& doc) {
   Policy p;
   if (*fmt == kPrivatePolicyFormat) {
     p.is_private = true;
-    GITLOCKS_CHECK(check_keys(doc,
-                              {"format", "visibility", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families",
-                               "guard_time", "members", "epoch", "keyring", "pending", "case_insensitive"},
-                              "policy"));
-  } else if (*fmt == kPolicyFormat) {
     GITLOCKS_CHECK(check_keys(
-        doc, {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time", "case_insensitive"},
+        doc,
+        {"format", "visibility", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time", "members",
+         "epoch", "keyring", "pending", "case_insensitive", "require_claim", "enforce", "admins", "bots"},
         "policy"));
+  } else if (*fmt == kPolicyFormat) {
+    GITLOCKS_CHECK(check_keys(doc,
+                              {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time",
+                               "case_insensitive", "require_claim", "enforce", "admins", "bots"},
+                              "policy"));
   } else {
     return make_error(Errc::unknown_format, "unknown policy format '" + *fmt + "'");
   }
@@ -155,6 +261,7 @@ Result<Policy> parse_policy(const json& doc) {
   } else {
     GITLOCKS_CHECK(parse_private(doc, p));
   }
+  GITLOCKS_CHECK(parse_enforcement(doc, p));
   auto gt = doc.find("guard_time");
   if (gt != doc.end()) {
     // Unknown profiles are refused, never ignored: a client that cannot
@@ -193,6 +300,9 @@ Status unseal_families(Policy& policy, const json& doc, const Vault& vault) {
   GITLOCKS_TRY(families, parse_families(plain, policy.path_case()));
   policy.families = std::move(families);
   policy.families_sealed = false;
+  for (const auto& name : policy.require_claim_families)
+    if (std::none_of(policy.families.begin(), policy.families.end(), [&](const Family& f) { return f.name == name; }))
+      return make_error(Errc::usage, "require_claim names family '" + name + "', which the policy does not declare");
   return Ok{};
 }
 

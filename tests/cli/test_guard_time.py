@@ -181,7 +181,7 @@ class ActivationTest(GuardTimeBase):
                           self.notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
                           self.status()["policy_hash"], "--operation-id", "y", "--allow-test-clock")
         self.assertFails(r, 1, "refused", "not-holder", "guard-time enable",
-                         ("in", "only the store's owner"), tip)
+                         ("in", "only the store's owner"), tip, reason="not-owner")
         # discovery does not match the pinned key
         self.assertFails(self.enable("z", key="ab" * 32), 2, "store-write", "store-write", "guard-time enable",
                          f"notary service key {self.notary.service_key} is not the pinned {'ab' * 32}", tip)

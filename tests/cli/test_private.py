@@ -235,7 +235,8 @@ class PrivateTest(CliTest):
         self.assertNotIn(self.keys["alice"], lst.json["members"])
         # Only the owner changes membership.
         self.add("bob")
-        self.assertRefused(self.run_as("bob", "--json", "member", "add", self.keys["mallory"]), "not-holder")
+        self.assertRefused(self.run_as("bob", "--json", "member", "add", self.keys["mallory"]), "not-holder",
+                           reason="not-owner")
 
     def test_interrupted_transition_blocks_writers_until_rekey(self):
         self.add("alice")

@@ -26,6 +26,7 @@ checks, for every commit on refs/locks/state from the root:
   equal to the packet's, the packet digest, the pinned audience and key,
   a known profile, the clock (`test` only with --allow-test-clock), and T
   non-decreasing along the chain;
+- a force-release (public stores) signed by the owner or a policy admin;
 - the exclusion invariant over the timeline (public stores): at the
   admission time of every state, no two live leases (T <= expires_at) with
   overlapping paths (equal, or component-wise ancestor/descendant), at least
@@ -57,7 +58,9 @@ PACKET_DOMAIN = b"gitlocks/packet/v1\x00"
 ATTESTATION_DOMAIN = b"gitlocks/attestation/v1\x00"
 PROFILES = {"signed-private-guard-time-v1", "time-add-guard-window-v1"}
 STATE_FORMATS = {"gitlocks-state-v1": 1, "gitlocks-state-v2": 2}
-ADMIN_ACTIONS = {"init", "guard-time-enable", "member-add", "member-remove", "rekey"}
+ADMIN_ACTIONS = {"init", "guard-time-enable", "member-add", "member-remove", "rekey", "policy-set"}
+# The fields an owner's policy-set may change (FORMAT.md "Changing the policy").
+SETTABLE_POLICY = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim", "enforce", "admins", "bots"}
 PACKET_FIELDS = {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
                  "source", "body", "interval", "result"}
 BINDINGS = ("store", "actor", "command", "action", "instance", "epoch", "policy_hash", "source", "result",
@@ -288,7 +291,7 @@ def derive_interval(body, policy):
         elif kind == "sweep":
             for s in op["leases"]:
                 lo = max(lo, s["expires_at"] + 1)
-        elif kind in ("release", "sem-release"):
+        elif kind in ("release", "sem-release", "force-release"):
             pass
         else:
             raise Invalid("unknown-op", "op %r" % kind)
@@ -439,11 +442,23 @@ class Verifier:
         admin = action in ADMIN_ACTIONS or "admin" in body or "init" in body
         if not admin and new_raw != src_raw:
             raise Invalid("policy-changed", "a %s transition changed policy.json" % action)
+        if action == "policy-set":
+            if new_raw == src_raw:
+                raise Invalid("bad-body", "a policy-set that changes nothing")
+            for k in set(new_policy) | set(src_policy):
+                if k not in SETTABLE_POLICY and new_policy.get(k, None) != src_policy.get(k, None):
+                    raise Invalid("policy-changed", "policy-set changed the fixed field %r" % k)
+            if body.get("admin", {}).get("policy") != new_policy:
+                raise Invalid("bad-body", "the policy-set body's policy is not the new policy.json")
 
         # The actor's signature (the owner's for creation and admin).
         owner = src_policy.get("owner")
         if admin and packet["actor"] != owner:
             raise Invalid("not-owner", "admin transition by %s, owner %s" % (packet["actor"], owner))
+        # A force-release (FORMAT.md): by the owner or a key the source policy lists in `admins`.
+        if isinstance(body.get("ops"), list) and any(op.get("op") == "force-release" for op in body["ops"]) \
+                and packet["actor"] != owner and packet["actor"] not in src_policy.get("admins", []):
+            raise Invalid("not-admin", "force-release by %s, who is not an admin" % packet["actor"])
         if not ed25519_ok(packet["actor"], PACKET_DOMAIN + canon(packet), signed["sig"]):
             raise Invalid("bad-signature", "packet signature does not verify under the actor key")
 
@@ -493,12 +508,16 @@ class Verifier:
 
         if not private:
             if index > 0:
-                self.check_effects(parent_state, packet["actor"], t)
+                forced = set()
+                if packet["actor"] == owner or packet["actor"] in src_policy.get("admins", []):
+                    forced = {op.get("lease") for op in body.get("ops", []) if op.get("op") == "force-release"}
+                self.check_effects(parent_state, packet["actor"], t, forced)
             self.check_exclusion(state, new_policy, t)
         return t
 
-    def check_effects(self, parent_state, actor, t):
-        """Nobody touches another holder's live lease; generations are fencing tokens."""
+    def check_effects(self, parent_state, actor, t, forced=frozenset()):
+        """Nobody touches another holder's live lease (but an admin's force-release of the leases in
+        `forced`); generations are fencing tokens."""
         pfmt = json.loads(self.blob_at(parent_state, "format.json"))["format"]
         before = {r["kind"] + ":" + r["name"]: r for r in self.check_records(parent_state, STATE_FORMATS[pfmt])}
         after = {r["kind"] + ":" + r["name"]: r for r in self._records}
@@ -532,7 +551,7 @@ class Verifier:
                 if l["expires_at"] <= o["expires_at"]:
                     raise Invalid("foreign-effect", "lease %s: expiry not increased" % lid)
         for lid, (key, o) in old.items():
-            if lid not in new and o["holder"] != actor and not o["expires_at"] < t:
+            if lid not in new and o["holder"] != actor and not o["expires_at"] < t and lid not in forced:
                 raise Invalid("foreign-effect", "live lease %s of %s removed by %s" % (lid, o["holder"], actor))
 
     def check_attestation(self, raw, raw_packet, packet):

@@ -530,6 +530,56 @@ class PrivateStoreTest(SharedStore):
         self.assertBothFlag(self.r, 1, "not-owner", actor="dave")
 
 
+class PolicySetStoreTest(SharedStore):
+    """A public store whose owner changed the policy (policy set): both verifiers accept it, and refuse a
+    policy-set signed by anyone else or changing a field that policy set cannot change."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.run_ok("owner", "init")
+        r.now += 1000
+        cls.run_ok("alice", "claim", "--ttl", "60s", "src/a.c")                              # 1
+        r.now += 1000
+        shown = json.loads(cls.run_ok("owner", "--json", "policy", "show").out)
+        change = os.path.join(r.root, "change.json")
+        with open(change, "w") as f:
+            json.dump({"max_ttl_ms": 120000, "require_claim": {"paths": ["src/"]}, "enforce": ["refs/heads/main"]},
+                      f)
+        cls.run_ok("owner", "policy", "set", change, "--expected-policy-hash", shown["policy_hash"])  # 2
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 3)
+
+    def test_untouched_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertTrue(all(v["ok"] for v in rv), rv)
+        self.assertEqual([v["command"] for v in pv], ["init", "claim", "policy set"])
+        self.assertEqual(self.f.packet(2)["action"], "policy-set")
+
+    def test_policy_set_signed_by_another_key(self):
+        f = self.f
+        packet = f.packet(2)
+        packet["actor"] = nacl.signing.SigningKey(seed_of(self.r.key("alice"))).verify_key.encode().hex()
+        f.trees[2] = f.resign(f.trees[2], packet, "alice")
+        f.publish()
+        self.assertBothFlag(self.r, 2, "not-owner")
+
+    def test_policy_set_changing_a_fixed_field(self):
+        # The owner's own policy-set, re-made with a new owner in both the body and
+        # policy.json: signed, chained and bound like the real one.
+        f = self.f
+        policy = json.loads(self.f.p.cat(self.f.p.get(f.trees[2], "state/policy.json")))
+        policy["owner"] = nacl.signing.SigningKey(seed_of(self.r.key("alice"))).verify_key.encode().hex()
+        packet = f.packet(2)
+        packet["body"]["admin"]["policy"] = policy
+        tree = f.put(f.trees[2], "state/policy.json", canon(policy))
+        f.trees[2] = f.resign(tree, packet, "owner")
+        f.publish()
+        self.assertBothFlag(self.r, 2, "policy-changed")
+
+
 class ReferenceCliTest(unittest.TestCase):
     def test_exit_statuses(self):
         usage = subprocess.run([sys.executable, REFVERIFY], capture_output=True, text=True)

@@ -152,6 +152,70 @@ class ServerEnforcement(RemoteTest):
         p = self.push(bob)
         self.assertEqual(p.returncode, 0, p)
 
+    def set_policy(self, host, **changes):
+        """The owner's `policy set` of `changes`, through the server's hook."""
+        shown = self.assertOk(host.run("--json", "policy", "show")).json
+        pfile = os.path.join(host.path, "..", f"policy-{len(changes)}-{host.name}.json")
+        with open(pfile, "w") as f:
+            json.dump(changes, f)
+        res = host.run("--json", "policy", "set", pfile, "--expected-policy-hash", shown["policy_hash"])
+        self.assertOk(res)
+        self.assertEqual(res.json["commit"], self.srv.tip())  # accepted by the server's pre-receive
+        self.assertEqual(res.json["previous_policy_hash"], shown["policy_hash"])
+        return res.json
+
+    def assertClaimRequired(self, host, path):
+        before = self.server_main()
+        p = self.push(host)
+        self.assertNotEqual(p.returncode, 0, p)
+        self.assertEqual(self.server_main(), before, "the server's main moved")
+        errs = [json.loads(l[len("remote: "):]) for l in p.stderr.splitlines() if l.startswith("remote: {")]
+        self.assertEqual(len(errs), 1, p.stderr)
+        self.assertEqual((errs[0]["code"], errs[0]["reason"], errs[0]["path"]), ("not-holder", "claim-required", path))
+
+    def test_the_owners_policy_requires_claims_names_the_enforced_refs_and_the_bots(self):
+        self.scenario("file")
+        alice, bob = self.alice, self.bob
+        # The server's own configuration says refs/review/*; the store's policy wins.
+        subprocess.run(["git", "-C", self.srv.bare, "config", "locks.enforce", "refs/review/*"], check=True)
+        out = self.set_policy(alice, require_claim={"paths": ["src/"]}, enforce=["refs/heads/main"])
+        self.assertEqual(out["policy"]["require_claim"], {"paths": ["src/"]})
+        # bob may not change the policy: not the owner.
+        shown = self.assertOk(bob.run("--json", "policy", "show")).json
+        self.assertEqual(shown["policy_hash"], out["policy_hash"])
+        pfile = os.path.join(bob.path, "..", "bob-policy.json")
+        with open(pfile, "w") as f:
+            json.dump({"bots": [self.bob_key]}, f)
+        tip = self.srv.tip()
+        res = bob.run("--json", "policy", "set", pfile, "--expected-policy-hash", shown["policy_hash"])
+        self.assertEqual((res.code, res.error["code"], res.error["reason"]), (1, "not-holder", "not-owner"), res)
+        self.assertEqual(self.srv.tip(), tip)
+        # An unsigned change of a free path under src/ now needs a claim.
+        self.edit(bob, "src/y.c", "--no-gpg-sign")
+        self.assertClaimRequired(bob, "src/y.c")
+        # Signed by bob, who holds nothing there: the same.
+        self.git(bob, "reset", "-q", "--hard", "origin/main")
+        self.edit(bob, "src/y.c")
+        self.assertClaimRequired(bob, "src/y.c")
+        # refs/review/* is no longer enforced (the policy names main only).
+        p = self.git(bob, "push", "--no-verify", "origin", "HEAD:refs/review/bob")
+        self.assertEqual(p.returncode, 0, p)
+        # Once bob claims it, his signed change lands.
+        self.assertOk(bob.run("claim", "--ttl", "10m", "src/y.c"))
+        p = self.push(bob)
+        self.assertEqual(p.returncode, 0, p)
+        # A bot key lands without a claim, but not on alice's claimed file.
+        self.set_policy(alice, bots=[self.bob_key])
+        self.git(bob, "fetch", "-q", "origin")
+        self.git(bob, "reset", "-q", "--hard", "origin/main")
+        self.edit(bob, "src/new.c")
+        p = self.push(bob)
+        self.assertEqual(p.returncode, 0, p)
+        self.edit(bob, "src/x.c")
+        self.assertPushRefused(bob, "src/x.c", self.bob_key)
+        # Every verifier agrees on the history with the policy changes.
+        self.assertOk(bob.run("verify", "--full"))
+
 
 if __name__ == "__main__":
     unittest.main()

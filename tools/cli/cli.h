@@ -137,6 +137,8 @@ int cmd_member_list(Context& ctx, const Argv& argv);
 int cmd_hook_install(Context& ctx, const Argv& argv);
 int cmd_hook_check(Context& ctx, const Argv& argv);
 int cmd_check(Context& ctx, const Argv& argv);
+int cmd_policy_show(Context& ctx, const Argv& argv);
+int cmd_policy_set(Context& ctx, const Argv& argv);
 int cmd_web(Context& ctx, const Argv& argv);
 int cmd_mcp(Context& ctx, const Argv& argv);
 int cmd_notary(Context& ctx, const Argv& argv);

@@ -149,15 +149,20 @@ std::vector<RefUpdate> read_ref_updates() {
   return out;
 }
 
-// The updates of `updates` that the claims rule checks: of an enforced ref,
-// not deleting it. The configuration is read only when some ref moves (a
-// push of refs/locks/state alone, every claim's, reads none).
-std::vector<RefUpdate> enforced_updates(Context& ctx, std::vector<RefUpdate> updates) {
-  updates.erase(
-      std::remove_if(updates.begin(), updates.end(), [](const RefUpdate& u) { return u.new_oid == kZeroOid; }),
-      updates.end());
-  if (updates.empty()) return updates;
-  const std::vector<std::string> enforced = enforced_ref_patterns(ctx);
+// The updates a claims check may concern: moving (not deleting) a ref a
+// policy or the configuration can enforce. Which of them are enforced
+// depends on the store (enforced_updates), which is read only when one is
+// left (a push of refs/locks/state alone, every claim's, reads nothing).
+std::vector<RefUpdate> candidate_updates(std::vector<RefUpdate> updates) {
+  updates.erase(std::remove_if(updates.begin(), updates.end(),
+                               [](const RefUpdate& u) { return u.new_oid == kZeroOid || !enforceable_ref(u.ref); }),
+                updates.end());
+  return updates;
+}
+
+// Of the candidates, those to enforced refs under the verified store `snap`.
+Result<std::vector<RefUpdate>> enforced_updates(Context& ctx, const Snapshot& snap, std::vector<RefUpdate> updates) {
+  GITLOCKS_TRY(enforced, enforced_ref_patterns(ctx, snap));
   updates.erase(
       std::remove_if(updates.begin(), updates.end(), [&](const RefUpdate& u) { return !ref_matches(u.ref, enforced); }),
       updates.end());
@@ -170,7 +175,7 @@ std::vector<RefUpdate> enforced_updates(Context& ctx, std::vector<RefUpdate> upd
 int check_pre_receive(Context& ctx, bool allow_test_clock) {
   std::vector<RefUpdate> updates, work;
   for (auto& u : read_ref_updates()) (u.ref == kStateRef ? updates : work).push_back(std::move(u));
-  work = enforced_updates(ctx, std::move(work));
+  work = candidate_updates(std::move(work));
   if (updates.empty() && work.empty()) return 0;
   auto refuse = [&](const std::string& why) {
     return print_error(
@@ -205,10 +210,13 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
   const std::string context = "push rejected by the server's git-locks hook: ";
   if (!snap.ok()) return print_error(ctx.op, snap.error().prefixed(context), std::nullopt);
   if (!snap->commit) return 0;  // no store: nothing is claimed
+  auto enforced = enforced_updates(ctx, *snap, std::move(work));
+  if (!enforced.ok()) return print_error(ctx.op, enforced.error().prefixed(context), std::nullopt);
+  if (enforced->empty()) return 0;
   auto now = check_time(*snap);
   if (!now.ok()) return ctx.fail(now.error());
   int status = 0;
-  for (const auto& u : work) {
+  for (const auto& u : *enforced) {
     auto commits = commits_brought_in(ctx, u.old_oid, u.new_oid, {});
     if (!commits.ok()) return print_error(ctx.op, commits.error().prefixed(context + u.ref + ": "), std::nullopt);
     auto checks = check_commits(ctx, *snap, *commits, *now);
@@ -223,11 +231,15 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
 // updates on stdin; a non-zero exit in "prepared" aborts the transaction.
 int check_reference_transaction(Context& ctx, const std::string& state) {
   if (state != "prepared") return 0;
-  const std::vector<RefUpdate> work = enforced_updates(ctx, read_ref_updates());
-  if (work.empty()) return 0;
+  const std::vector<RefUpdate> candidates = candidate_updates(read_ref_updates());
+  if (candidates.empty()) return 0;
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
   if (!snap->commit) return 0;
+  auto enforced = enforced_updates(ctx, *snap, candidates);
+  if (!enforced.ok()) return ctx.fail(enforced.error());
+  const std::vector<RefUpdate>& work = *enforced;
+  if (work.empty()) return 0;
   auto now = check_time(*snap);
   if (!now.ok()) return ctx.fail(now.error());
   int status = 0;
@@ -333,7 +345,8 @@ int cmd_hook_install(Context& ctx, const Argv& argv) {
   if (server) {
     auto st = add("pre-receive",
                   "rejects any push to refs/locks/state that does not replay as legal, signed transitions, and any "
-                  "push to an enforced ref (git config locks.enforce, default refs/heads/*) changing a path under "
+                  "push to an enforced ref (the policy's enforce, else git config locks.enforce, else refs/heads/*) "
+                  "changing a path under "
                   "another holder's live exclusive claim.",
                   std::string(ctx.allow_test_clock ? " --allow-test-clock" : "") +
                       (ctx.key_flag ? " --key " + shell_quote(std::filesystem::absolute(*ctx.key_flag).string())
@@ -354,7 +367,8 @@ int cmd_hook_install(Context& ctx, const Argv& argv) {
   // transactions that prepare an update of a branch-like ref.
   if (!a->has("warn")) {
     auto st = write("reference-transaction",
-                    "refuses to move an enforced ref (git config locks.enforce, default refs/heads/*) to commits "
+                    "refuses to move an enforced ref (the policy's enforce, else git config locks.enforce, else "
+                    "refs/heads/*) to commits "
                     "changing a path under another holder's live exclusive claim; --no-verify does not skip it.",
                     "[ \"$1\" = prepared ] || exit 0\n"
                     "input=$(cat)\n"

@@ -2,12 +2,25 @@
 
 #include <algorithm>
 
+#include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
 #include "report.h"
 #include "vault_host.h"
 
 namespace gitlocks::cli {
 
-std::vector<std::string> enforced_ref_patterns(Context& ctx) {
+bool enforceable_ref(const std::string& ref) {
+  return ref.rfind("refs/", 0) == 0 && ref.rfind("refs/locks/", 0) != 0 && ref.rfind("refs/remotes/", 0) != 0;
+}
+
+Result<std::vector<std::string>> enforced_ref_patterns(Context& ctx, const Snapshot& snap) {
+  if (snap.commit) {  // the store's own choice first: policy `enforce`
+    GITLOCKS_TRY(store, ctx.store());
+    StateReader reader(*store, snap.state);
+    GITLOCKS_TRY(doc, reader.policy());
+    GITLOCKS_TRY(policy, parse_policy(doc));
+    if (policy.enforce) return *policy.enforce;
+  }
   auto r = ctx.git().run({"config", "--get-all", "locks.enforce"});
   std::vector<std::string> out;
   if (r.ok() && r->status == 0)

@@ -16,7 +16,13 @@ namespace gitlocks::cli {
 // The refs whose updates are checked: git config locks.enforce (one or
 // more patterns; "NAME/*" is every ref below NAME/), default refs/heads/*;
 // "none": no ref.
-std::vector<std::string> enforced_ref_patterns(Context& ctx);
+// The refs a claims check may guard: under refs/, never the store
+// (refs/locks/) nor remote-tracking refs (a server checked those).
+bool enforceable_ref(const std::string& ref);
+// The enforced ref patterns: the policy's `enforce` when the store sets one,
+// else `git config locks.enforce` (every value; "none" turns it off), else
+// refs/heads/*.
+Result<std::vector<std::string>> enforced_ref_patterns(Context& ctx, const Snapshot& snap);
 bool ref_matches(const std::string& ref, const std::vector<std::string>& patterns);
 
 // The commits `git rev-list --reverse --topo-order ARGS` lists (oldest

@@ -75,9 +75,15 @@ constexpr Command kCommands[] = {
      "owner of a PRIVATE store: remove a member; nothing published afterwards is readable to it"},
     {"member rekey", cmd_member_rekey, "member rekey", "owner: finish an interrupted member add/remove"},
     {"member list", cmd_member_list, "member list", "the members and key epoch of a PRIVATE store"},
+    {"policy show", cmd_policy_show, "policy show",
+     "the store's policy (TTL bounds, families, require_claim, enforced refs, admins, bots) and its policy hash"},
+    {"policy set", cmd_policy_set, "policy set FILE --expected-policy-hash H",
+     "owner: change the policy by a signed transition; FILE (JSON, - for stdin) gives the fields to change "
+     "(min_ttl_ms, max_ttl_ms, families, require_claim, enforce, admins, bots; null removes one)"},
     {"hook install", cmd_hook_install, "hook install [--warn] [--force] [--no-sign] | hook install --server [--force]",
      "set up this clone: sign commits with your actor key (Git's SSH signing; --no-sign leaves signing alone), "
-     "a reference-transaction hook that refuses to move an enforced branch (git config locks.enforce, default "
+     "a reference-transaction hook that refuses to move an enforced branch (the policy's enforce, else git config "
+     "locks.enforce, default "
      "refs/heads/*) to commits changing others' exclusively claimed paths (--no-verify does not skip it), and "
      "pre-commit and pre-push hooks for early feedback; --server: a pre-receive hook (for the repository serving a "
      "shared store) rejecting every push to refs/locks/state that does not replay as valid transitions and every "

@@ -69,6 +69,12 @@ inline json release(const Target& t, const std::string& lease, std::optional<std
   return op;
 }
 
+// An admin's release of any holder's path lease, with the reason recorded
+// (docs/FORMAT.md); the planner fills the generation when absent.
+inline json force_release(const std::string& path, const std::string& lease, const std::string& reason) {
+  return {{"op", "force-release"}, {"path", path}, {"lease", lease}, {"reason", reason}};
+}
+
 // One expired lease a sweep removes, as the state records it.
 struct Swept {
   Target target;
@@ -110,6 +116,12 @@ inline json admin_guard_time_enable(const json& audience, const json& service_ke
             {"service_key", service_key},
             {"disclosure", disclosure},
             {"expected_policy_hash", expected_policy_hash}}}};
+}
+
+// The owner's policy change: `policy` is the whole new policy document, in
+// which only the settable fields (policy.hpp kSettablePolicyFields) differ.
+inline json admin_policy_set(const json& policy, const std::string& expected_policy_hash) {
+  return {{"admin", {{"op", "policy-set"}, {"expected_policy_hash", expected_policy_hash}, {"policy", policy}}}};
 }
 
 }  // namespace gitlocks::ops

@@ -7,7 +7,21 @@
 //                 "members":["db/schema.sql","db/migrations/"]}],
 //    "guard_time":{"audience":A,"service_key":HEX64,"disclosure":"GUARD_WINDOW",
 //                  "profiles":["signed-private-guard-time-v1","time-add-guard-window-v1"],
-//                  "scope":"ALL_COMMITS"}}          (only once activated)
+//                  "scope":"ALL_COMMITS"},          (only once activated)
+//    "require_claim":{"paths":["src/","db/schema.sql"],"families":["db"]},
+//    "enforce":["refs/heads/main","refs/heads/release/*"],
+//    "admins":[HEX64...],"bots":[HEX64...]}          (each optional)
+//
+// The last four bind the work (SPEC §9, enforce.hpp) and change only by the
+// owner-signed policy-set transition (plan_admin): `require_claim` makes a
+// live claim of the commit's signer a permission to change the paths it
+// names (a directory path covers everything below it; a family, its
+// members); `enforce` lists the refs a server with the hook guards (Git
+// ref patterns, `*` within one component; absent: the server's own
+// `locks.enforce`, default refs/heads/*); `admins` may force-release
+// another's lease (the owner always may); `bots` are signers that may land
+// without a claim where `require_claim` asks for one (another holder's
+// live claim stops them as it stops anyone).
 //
 // The TTL bounds become seed 002's guard expressions (ttl_guards); unknown
 // fields and unknown formats are refused, never ignored. In a
@@ -57,6 +71,17 @@ struct Policy {
   // Paths compare case-insensitively (repositories checked out on
   // case-insensitive filesystems). Set at creation only.
   bool case_insensitive = false;
+  // Claims bind the work (see above). Keys are 64 hex, sorted, unique.
+  std::vector<RepoPath> require_claim_paths;
+  std::vector<std::string> require_claim_families;
+  std::optional<std::vector<std::string>> enforce;
+  std::vector<std::string> admins;
+  std::vector<std::string> bots;
+
+  bool is_admin(const std::string& key) const;
+  bool is_bot(const std::string& key) const;
+  // Whether a change of canonical path `path` needs the signer's claim.
+  bool requires_claim(const RepoPath& path) const;
 
   PathCase path_case() const { return case_insensitive ? PathCase::insensitive : PathCase::sensitive; }
 };
@@ -72,6 +97,12 @@ Status unseal_families(Policy& policy, const json& doc, const Vault& vault);
 
 // The guard_time member written by activation.
 json guard_time_doc(const Pins& pins);
+
+// The fields policy-set may change; every other field of the policy stays
+// as it is (store, owner, format and case are fixed at init, guard time and
+// membership have their own transitions).
+inline constexpr std::string_view kSettablePolicyFields[] = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim",
+                                                             "enforce",    "admins",     "bots"};
 
 // A policy document with defaults for a new store.
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex);

@@ -64,6 +64,12 @@ inline constexpr std::string_view superseded = "superseded";    // stale_generat
 inline constexpr std::string_view not_expired = "not-expired";  // held_path: a swept lease has not expired
 inline constexpr std::string_view already_enabled = "already-enabled";    // usage: guard time already has these pins
 inline constexpr std::string_view operation_failed = "operation-failed";  // stale_generation: a FAILED admin operation
+inline constexpr std::string_view not_owner = "not-owner";  // not_holder: an admin transition by another than the owner
+inline constexpr std::string_view not_admin = "not-admin";  // not_holder: a force-release by one the policy names not
+// not_holder: the actor's lease was taken away by an admin's force-release (fields released_by, release_reason).
+inline constexpr std::string_view force_released = "force-released";
+// not_holder: under the policy's require_claim, a change by a signer who holds no live claim of the path.
+inline constexpr std::string_view claim_required = "claim-required";
 // bad_signature of an SSH signature (sshsig.hpp): armor, base64 or blob structure, version.
 inline constexpr std::string_view signature_malformed = "signature-malformed";
 // bad_signature: a key type other than ssh-ed25519, a hash other than sha256/sha512, not SSH.

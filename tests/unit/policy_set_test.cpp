@@ -1,0 +1,249 @@
+// The owner's policy-set transition (docs/FORMAT.md "Changing the policy")
+// and the policy fields it brings: require_claim, enforce, admins, bots.
+// Every expected policy below is written out by hand from the change the
+// case makes, not read back from the planner.
+#include <doctest/doctest.h>
+
+#include "fixture.h"
+#include "gitlocks/canon.hpp"
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/enforce.hpp"
+#include "gitlocks/ops.hpp"
+#include "gitlocks/path.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/replay.hpp"
+#include "gitlocks/state.hpp"
+
+using gitlocks::Errc;
+using gitlocks::json;
+using gitlocks::Oid;
+using gitlocks::test::actor_hex;
+using gitlocks::test::Store;
+
+namespace {
+
+json current_policy(Store& s) { return gitlocks::StateReader(s.objects(), s.state()).policy().value(); }
+
+gitlocks::Result<gitlocks::Candidate> set_policy(Store& s, const std::string& who, const json& policy,
+                                                 std::string expected = "") {
+  if (expected.empty()) expected = s.snapshot().policy_hash;
+  return s.submit(who, "policy set", gitlocks::ops::admin_policy_set(policy, expected));
+}
+
+// The refusal of `r`, with the ref left at `tip`.
+void refused(Store& s, const gitlocks::Result<gitlocks::Candidate>& r, Errc code, const std::string& reason,
+             const std::optional<Oid>& tip) {
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == code);
+  CHECK(r.error().reason() == reason);
+  CHECK(s.tip() == tip);
+}
+
+std::size_t invalid_commits(Store& s) {
+  std::size_t bad = 0;
+  auto sum = gitlocks::replay_chain(s.objects(), *s.tip(), {}, [&](const gitlocks::Verdict& v) {
+    if (!v.ok) ++bad;
+  });
+  REQUIRE(sum.ok());
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("policy set: the owner changes the settable fields at the expected hash and every replay accepts it") {
+  Store s;
+  const json before = current_policy(s);
+  json next = before;
+  next["max_ttl_ms"] = 120'000;
+  next["require_claim"] = {{"paths", {"src/"}}};
+  next["enforce"] = {"refs/heads/main", "refs/heads/release/*"};
+  next["admins"] = {actor_hex("alice")};
+  next["bots"] = {actor_hex("ci")};
+  auto r = set_policy(s, "owner", next);
+  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  CHECK(r->outcome.action == "policy-set");
+  // The stored policy is the new document, byte for byte canonical.
+  CHECK(current_policy(s) == next);
+  CHECK(s.snapshot().policy_hash == gitlocks::sha256_hex(gitlocks::canon_dump(next).value()));
+  CHECK(invalid_commits(s) == 0);
+  auto p = gitlocks::parse_policy(next).value();
+  CHECK(p.is_admin(actor_hex("alice")));
+  CHECK(p.is_admin(actor_hex("owner")));  // the owner always is
+  CHECK_FALSE(p.is_admin(actor_hex("bob")));
+  CHECK(p.is_bot(actor_hex("ci")));
+  CHECK_FALSE(p.is_bot(actor_hex("alice")));
+  CHECK(p.requires_claim(gitlocks::parse_repo_path("src/a/b.c").value()));
+  CHECK_FALSE(p.requires_claim(gitlocks::parse_repo_path("srcx/b.c").value()));
+  CHECK_FALSE(p.requires_claim(gitlocks::parse_repo_path("docs/a.md").value()));
+}
+
+TEST_CASE("policy set: the new TTL bound binds later claims and the earlier ones keep the rules they were made under") {
+  Store s;
+  REQUIRE(s.claim("alice", "a", 3'000'000).ok());  // under the default max (3,600,000)
+  json next = current_policy(s);
+  next["max_ttl_ms"] = 60'000;
+  REQUIRE(set_policy(s, "owner", next).ok());
+  const auto tip = s.tip();
+  auto over = s.claim("bob", "b", 60'001);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().code == Errc::guard_window);
+  CHECK(over.error().fields.at("max_ttl_ms") == "60000");
+  CHECK(s.tip() == tip);
+  REQUIRE(s.claim("bob", "b", 60'000).ok());
+  CHECK(invalid_commits(s) == 0);  // alice's claim replays under the bound it was made under
+}
+
+TEST_CASE("policy set: refused from a non-owner even an admin - at a stale hash - and for an identical policy") {
+  Store s;
+  json with_admin = current_policy(s);
+  with_admin["admins"] = {actor_hex("alice")};
+  const std::string first_hash = s.snapshot().policy_hash;
+  REQUIRE(set_policy(s, "owner", with_admin).ok());
+  const auto tip = s.tip();
+  json next = with_admin;
+  next["max_ttl_ms"] = 60'000;
+  refused(s, set_policy(s, "bob", next), Errc::not_holder, "not-owner", tip);
+  refused(s, set_policy(s, "alice", next), Errc::not_holder, "not-owner", tip);  // admins release, owners govern
+  refused(s, set_policy(s, "owner", next, first_hash), Errc::stale_generation, "policy-changed", tip);
+  refused(s, set_policy(s, "owner", with_admin), Errc::usage, "usage", tip);
+  REQUIRE(set_policy(s, "owner", next).ok());
+}
+
+TEST_CASE("policy set: an unknown field - a fixed field - and malformed new fields are refused") {
+  Store s;
+  const auto tip = s.tip();
+  const json base = current_policy(s);
+  json unknown = base;
+  unknown["approvers"] = json::array();
+  auto r = set_policy(s, "owner", unknown);
+  refused(s, r, Errc::bad_json, "bad-json", tip);
+  CHECK(r.error().message.find("unknown field 'approvers'") != std::string::npos);
+  for (const char* fixed : {"owner", "store"}) {
+    json changed = base;
+    changed[fixed] = std::string(64, 'b');
+    refused(s, set_policy(s, "owner", changed), Errc::usage, "usage", tip);
+  }
+  json ci = base;
+  ci["case_insensitive"] = true;
+  refused(s, set_policy(s, "owner", ci), Errc::usage, "usage", tip);
+  struct Bad {
+    const char* field;
+    json value;
+    Errc code;
+  };
+  const Bad bad[] = {
+      {"admins", {"AB" + std::string(62, 'a')}, Errc::bad_json},               // uppercase hex
+      {"admins", {std::string(63, 'a')}, Errc::bad_json},                      // 63 digits
+      {"bots", {std::string(64, 'b'), std::string(64, 'a')}, Errc::bad_json},  // not sorted
+      {"bots", {std::string(64, 'a'), std::string(64, 'a')}, Errc::bad_json},  // duplicate
+      {"enforce", {"heads/main"}, Errc::usage},                                // not under refs/
+      {"enforce", {"refs/heads/ma*"}, Errc::usage},                            // * not a whole component
+      {"enforce", {"refs/*"}, Errc::usage},                                    // would name the store
+      {"enforce", {"refs/locks/state"}, Errc::usage},                          // the store itself
+      {"enforce", {"refs/remotes/origin/*"}, Errc::usage},                     // checked by their server
+      {"require_claim", {{"paths", {"../x"}}}, Errc::bad_path},                // not a repository path
+      {"require_claim", {{"families", {"nope"}}}, Errc::usage},                // no such family
+      {"require_claim", {{"owners", json::array()}}, Errc::bad_json},          // unknown key
+  };
+  for (const auto& b : bad) {
+    json doc = base;
+    doc[b.field] = b.value;
+    CAPTURE(doc.dump());
+    auto res = set_policy(s, "owner", doc);
+    REQUIRE_FALSE(res.ok());
+    CHECK(res.error().code == b.code);
+    CHECK(s.tip() == tip);
+  }
+  // The boundary cases that are accepted: 64 lowercase digits, sorted, a trailing /*.
+  json ok = base;
+  ok["admins"] = {std::string(64, 'a'), std::string(64, 'b')};
+  ok["enforce"] = {"refs/heads/*"};
+  REQUIRE(set_policy(s, "owner", ok).ok());
+}
+
+TEST_CASE("policy set: a family that would put held leases in conflict is refused - expired ones count too") {
+  Store s;
+  REQUIRE(s.claim("alice", "a.png", 5'000).ok());
+  REQUIRE(s.claim("bob", "b.png", 60'000).ok());
+  s.now += 10'000;  // alice's lease has expired but is still recorded
+  const auto tip = s.tip();
+  json next = current_policy(s);
+  next["families"] = {{{"name", "art"}, {"policy", "exclusive"}, {"members", {"a.png", "b.png"}}}};
+  auto r = set_policy(s, "owner", next);
+  refused(s, r, Errc::family_policy, "family-policy", tip);
+  CHECK(r.error().fields.at("family") == "art");
+  // Once the expired lease is swept the family can be declared.
+  const json gone = s.lease_of("alice", "path:a.png");
+  json sweep = {{"op", "sweep"},
+                {"leases",
+                 {{{"path", "a.png"},
+                   {"lease", gone["id"]},
+                   {"generation", gone["generation"]},
+                   {"expires_at", gone["expires_at"]}}}}};
+  auto swept = s.op("bob", sweep);
+  REQUIRE_MESSAGE(swept.ok(), swept.error().message);
+  REQUIRE(set_policy(s, "owner", next).ok());
+  // A shared family refuses a held exclusive lease (bob's).
+  json shared = current_policy(s);
+  shared["families"].push_back({{"name", "pics"}, {"policy", "shared"}, {"members", {"b.png"}}});
+  refused(s, set_policy(s, "owner", shared), Errc::family_policy, "family-policy", s.tip());
+  CHECK(invalid_commits(s) == 0);
+}
+
+TEST_CASE("require_claim: a change there needs a live claim of the signer - a bot needs none") {
+  Store s;
+  json next = current_policy(s);
+  next["require_claim"] = {{"paths", {"src/"}}};
+  next["bots"] = {actor_hex("ci")};
+  REQUIRE(set_policy(s, "owner", next).ok());
+  REQUIRE(s.claim("alice", "src/mine/", 60'000, "shared").ok());
+  auto snap = s.snapshot();
+  gitlocks::EnforcementView view;
+  view.snap = &snap;
+  view.now = s.now;
+  auto ask = [&](const std::optional<std::string>& signer, const std::string& path) {
+    auto r = gitlocks::path_refusals(s.objects(), view, signer, {path});
+    REQUIRE(r.ok());
+    return r->front();
+  };
+  // Unsigned, or signed by a key holding nothing there: claim-required.
+  for (const auto& signer : {std::optional<std::string>{}, std::optional<std::string>{actor_hex("bob")}}) {
+    auto e = ask(signer, "src/free.c");
+    REQUIRE(e);
+    CHECK(e->code == Errc::not_holder);
+    CHECK(e->reason() == "claim-required");
+  }
+  CHECK_FALSE(ask(std::nullopt, "docs/free.md"));        // outside require_claim
+  CHECK_FALSE(ask(actor_hex("alice"), "src/mine/x.c"));  // under her shared claim
+  CHECK(ask(actor_hex("alice"), "src/other.c"));         // her claim does not cover it
+  CHECK_FALSE(ask(actor_hex("ci"), "src/free.c"));       // a bot
+  // Bob's shared claim of src/mine/x.c itself is not in alice's way (both
+  // shared); once alice's lease expires, her change needs a claim again.
+  view.now = s.now + 60'001;
+  CHECK(ask(actor_hex("alice"), "src/mine/x.c"));
+  view.now = s.now + 60'000;  // live through its expiry instant
+  CHECK_FALSE(ask(actor_hex("alice"), "src/mine/x.c"));
+}
+
+TEST_CASE("require_claim: a family member needs a claim - and a bot is still refused by another's exclusive claim") {
+  Store s(json{{"families", {{{"name", "art"}, {"policy", "exclusive"}, {"members", {"assets/"}}}}}});
+  json next = current_policy(s);
+  next["require_claim"] = {{"families", {"art"}}};
+  next["bots"] = {actor_hex("ci")};
+  REQUIRE(set_policy(s, "owner", next).ok());
+  REQUIRE(s.claim("alice", "assets/a.png", 60'000).ok());
+  auto snap = s.snapshot();
+  gitlocks::EnforcementView view;
+  view.snap = &snap;
+  view.now = s.now;
+  auto r = gitlocks::path_refusals(s.objects(), view, std::nullopt, {"assets/b.png", "code/x.c"});
+  REQUIRE(r.ok());
+  REQUIRE((*r)[0]);
+  // The exclusive family puts alice in the way: that refusal comes first.
+  CHECK((*r)[0]->code == Errc::family_policy);
+  CHECK_FALSE((*r)[1]);
+  auto bot = gitlocks::path_refusals(s.objects(), view, actor_hex("ci"), {"assets/a.png"});
+  REQUIRE(bot.ok());
+  REQUIRE(bot->front());
+  CHECK(bot->front()->code == Errc::held_path);
+}

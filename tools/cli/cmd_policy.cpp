@@ -1,0 +1,126 @@
+// The store's policy (docs/CLI.md "policy"): `policy show` prints it with
+// its hash; `policy set FILE --expected-policy-hash H` publishes the owner's
+// signed policy-set transition (docs/FORMAT.md "Changing the policy"), which
+// the core plans and every verifier replays: only the owner, only at the
+// expected hash, only the settable fields.
+//
+// FILE is a JSON object (or "-" for stdin) of the fields to change: each one
+// given replaces the current value, `null` removes an optional one
+// (require_claim, enforce, admins, bots; families: none), a field left out
+// keeps its value. Fixed fields (store, owner, case_insensitive, ...) may
+// appear only with their current value, so the output of
+// `policy show --json | jq .policy` edited in place is a valid FILE.
+#include <algorithm>
+
+#include "cli.h"
+#include "gitlocks/canon.hpp"
+#include "gitlocks/crypto.hpp"
+#include "gitlocks/ops.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/query.hpp"
+#include "gitlocks/state.hpp"
+#include "publish.h"
+#include "vault_host.h"
+
+namespace gitlocks::cli {
+namespace {
+
+bool settable(const std::string& k) {
+  return std::find(std::begin(kSettablePolicyFields), std::end(kSettablePolicyFields), k) !=
+         std::end(kSettablePolicyFields);
+}
+
+// The current policy with FILE's fields applied. Errors: usage.
+Result<json> apply_changes(const json& current, const json& changes, const std::string& file) {
+  if (!changes.is_object()) return make_error(Errc::usage, file + ": a policy change is a JSON object");
+  json next = current;
+  for (const auto& [k, v] : changes.items()) {
+    if (!settable(k) && !current.contains(k)) {  // unknown: the core names it
+      next[k] = v;
+      continue;
+    }
+    if (!settable(k)) {
+      if (current[k] != v)
+        return make_error(Errc::usage, file + ": '" + k +
+                                           "' cannot change (policy set changes min_ttl_ms, max_ttl_ms, families, "
+                                           "require_claim, enforce, admins and bots)");
+      continue;
+    }
+    if (v.is_null()) {
+      if (k == "min_ttl_ms" || k == "max_ttl_ms")
+        return make_error(Errc::usage, file + ": '" + k + "' cannot be removed");
+      if (k == "families") next[k] = json::array();
+      else next.erase(k);
+    } else {
+      next[k] = v;
+    }
+  }
+  return next;
+}
+
+}  // namespace
+
+int cmd_policy_show(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "policy show takes no arguments"));
+  auto snap = current_snapshot(ctx);
+  if (!snap.ok()) return ctx.fail(snap.error());
+  if (auto s = require_store(ctx, *snap); !s.ok()) return ctx.fail(s.error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  auto vault = open_vault(ctx, **store, *snap);
+  if (!vault.ok()) return ctx.fail(vault.error());
+  StateReader reader(**store, snap->state, (*vault)->codec.get());
+  auto policy = readable_policy(reader, (*vault)->get(), snap->epoch, snap->store_id);
+  if (!policy.ok()) return ctx.fail(policy.error());
+  json out = {{"op", ctx.op},
+              {"store", snap->store_id},
+              {"commit", *snap->commit},
+              {"policy_hash", snap->policy_hash},
+              {"policy", *policy}};
+  return ctx.done(out, "policy of store " + snap->store_id.substr(0, 12) + " (policy hash " + snap->policy_hash +
+                           "):\n" + policy->dump(2) + "\n");
+}
+
+int cmd_policy_set(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"expected-policy-hash", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.size() != 1)
+    return ctx.fail(make_error(Errc::usage, "usage: policy set FILE --expected-policy-hash H"));
+  auto expected = a->value("expected-policy-hash");
+  if (!expected)
+    return ctx.fail(make_error(Errc::usage,
+                               "policy set needs --expected-policy-hash H (the policy_hash `git-locks policy show` "
+                               "prints): the change applies only to the policy you looked at"));
+  const std::string file = a->positionals[0];
+  auto text = read_input(file);
+  if (!text.ok()) return ctx.fail(text.error());
+  auto changes = canon_parse(*text, CanonMode::lenient);
+  if (!changes.ok()) return ctx.fail(changes.error().prefixed(file + ": "));
+  json next;
+  std::string previous;
+  auto p = publish(ctx, "policy set", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    GITLOCKS_TRY(store, ctx.store());
+    StateReader reader(*store, snap.state);
+    GITLOCKS_TRY(current, reader.policy());
+    GITLOCKS_TRY(applied, apply_changes(current, *changes, file));
+    next = applied;
+    previous = snap.policy_hash;
+    return std::optional<json>{ops::admin_policy_set(applied, *expected)};
+  });
+  if (!p.ok()) return ctx.fail(p.error());
+  const Candidate& c = *p->candidate;
+  auto bytes = canon_dump(next);
+  if (!bytes.ok()) return ctx.fail(bytes.error());
+  const std::string hash = sha256_hex(*bytes);
+  return ctx.done({{"op", ctx.op},
+                   {"commit", c.commit},
+                   {"previous_policy_hash", previous},
+                   {"policy_hash", hash},
+                   {"policy", next}},
+                  "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.substr(0, 12) + ")");
+}
+
+}  // namespace gitlocks::cli
