@@ -372,7 +372,9 @@ function renderTimeline() {
     const end = l.end ?? l.expires_at;
     const x0 = x(l.start), x1 = Math.max(x0 + 2, x(Math.min(end, l.expires_at)));
     const how = l.end == null ? `live, expires ${fmtTime(l.expires_at)}` :
-      `${l.end_kind} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})`;
+      l.end_kind === 'force-release' ?
+        `force-released by ${l.released_by_name || short(l.released_by, 12)}: ${l.release_reason} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})` :
+        `${l.end_kind} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})`;
     const title = `${l.resource} — generation ${l.generation}, ${l.mode} by ${l.name || short(l.holder, 10)}; ` +
       `admitted ${fmtTime(l.start)}, ${how}`;
     root.append(svg('rect', { x: x0, y, width: x1 - x0, height: laneH - 8, rx: 3, class: `bar ${l.kind === 'sem' ? 'sem' : l.mode}` }, title));
@@ -380,6 +382,11 @@ function renderTimeline() {
       const g = svg('text', { x: x0 + 3, y: y + 11, class: 'gen' });
       g.textContent = `g${l.generation}`;
       root.append(g);
+    }
+    if (l.end_kind === 'force-release') {
+      root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark force-release' },
+        `force-released by ${l.released_by_name || short(l.released_by, 12)}: ${l.release_reason}`));
+      root.lastChild.append(document.createTextNode('✕'));
     }
     if (l.end_kind === 'reclaim') {
       root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark reclaim' }, `reclaimed at ${fmtTime(l.end)}`));

@@ -156,6 +156,11 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
   // a commit whose records could not be read, the whole state against the
   // leases last seen.
   std::vector<std::pair<std::string, Seen>> before, after;
+  std::map<std::string, json> released;  // lease id -> the "released" entry of its record
+  auto note_released = [&](const std::vector<json>& records) {
+    for (const auto& r : records)
+      if (auto gone = r.find("released"); gone != r.end()) released[(*gone)["lease"]["id"].get<std::string>()] = *gone;
+  };
   auto read = [&]() -> Status {
     GITLOCKS_TRY(at, view_with(store, v.commit, member, &b.at_tip));
     out.policy = at.policy;
@@ -168,10 +173,12 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
       }));
       before.assign(live.begin(), live.end());
       after = leases_of(records);
+      note_released(records);
     } else {
       GITLOCKS_TRY(changes, changes_with(store, at, member, &b.at_tip, b.previous ? &*b.previous : nullptr));
       before = leases_of(changes.before);
       after = leases_of(changes.after);
+      note_released(changes.after);
     }
     b.previous = std::move(at);
     return Ok{};
@@ -222,7 +229,12 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
       // How it ended: another lease took its resource in this commit (not
       // a sweep, which only removes), or it was gone after its expiry, or
       // its holder released it.
-      if (added.count(l.resource) && v.command != "sweep") {
+      if (auto gone = released.find(id); gone != released.end()) {
+        lease.end_kind = "force-release";
+        lease.released_by = gone->second["by"].get<std::string>();
+        lease.released_by_name = gone->second["by_name"].get<std::string>();
+        lease.release_reason = gone->second["reason"].get<std::string>();
+      } else if (added.count(l.resource) && v.command != "sweep") {
         lease.end_kind = "reclaim";
         tr.reclaims.push_back(l.resource);
       } else if (tr.time && *tr.time > l.expires_at) {
@@ -288,6 +300,11 @@ json timeline_lease_json(const TimelineLease& l) {
               {"end_kind", l.end_kind ? json(*l.end_kind) : json(nullptr)},
               {"start_commit", l.start_commit}};
   if (l.end_commit) out["end_commit"] = *l.end_commit;
+  if (l.released_by) {
+    out["released_by"] = *l.released_by;
+    out["released_by_name"] = l.released_by_name.value_or("");
+    out["release_reason"] = l.release_reason.value_or("");
+  }
   return out;
 }
 

@@ -135,6 +135,7 @@ class Planner {
   Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id);
   Status release(json& op, std::size_t i, bool sem);
   Status sweep(json& op, std::size_t i);
+  Status force_release(json& op, std::size_t i);
 
   ObjectStore& store_;
   StateReader& reader_;

@@ -82,6 +82,8 @@ Status Planner::run(json& body, PlanOutcome& out) {
       st = release(op, i, kind == "sem-release");
     } else if (kind == "sweep") {
       st = sweep(op, i);
+    } else if (kind == "force-release") {
+      st = force_release(op, i);
     } else {
       return make_error(Errc::bad_json, "unknown op '" + kind + "'");
     }
@@ -242,6 +244,23 @@ Result<json*> Planner::own_lease(json& op, const std::string& res, const std::st
   auto& leases = (*rec)["leases"];
   auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
   if (it == leases.end()) {
+    // The holder's next move after an admin took the lease away says so.
+    if (auto gone = rec->find("released"); gone != rec->end()) {
+      const Lease was = Lease::of((*gone)["lease"]);
+      if (was.holder == ctx_.actor && (id.empty() || id == was.id)) {
+        const std::string by_name = (*gone)["by_name"].get<std::string>();
+        const std::string by = (*gone)["by"].get<std::string>();
+        Error e(Errc::not_holder, "lease " + was.id + " on " + res + ": force-released by " +
+                                      (by_name.empty() ? "an admin" : by_name) + ": " +
+                                      (*gone)["reason"].get<std::string>() + " (admin key " + by.substr(0, 12) +
+                                      "); claim it again when it is free");
+        e.fields["lease"] = was.id;
+        e.fields["released_by"] = by;
+        e.fields["released_by_name"] = by_name;
+        e.fields["release_reason"] = (*gone)["reason"].get<std::string>();
+        return std::move(e).because(reason::force_released);
+      }
+    }
     bool stale = op.contains("generation") && op["generation"].is_number_integer() &&
                  op["generation"].get<std::int64_t>() < (*rec)["generation"].get<std::int64_t>();
     if (!stale) return make_error(Errc::not_holder, which + " on " + res);
@@ -318,6 +337,42 @@ Status Planner::release(json& op, std::size_t /*i*/, bool sem) {
   GITLOCKS_CHECK(target_of(op, sem, res, p));
   GITLOCKS_TRY(lease, own_lease(op, res, "release"));
   const std::string id = Lease::of(*lease).id;
+  return remove_lease(res, p, id);
+}
+
+// An admin's release of another holder's path lease (docs/FORMAT.md
+// "force-release"): {"op","path","lease","generation","reason"}. The
+// record keeps the last one as its "released" entry, so the holder's next
+// refusal, status --all and the timeline can say who and why.
+Status Planner::force_release(json& op, std::size_t /*i*/) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "path", "lease", "generation", "reason"}, "force-release op"));
+  if (!op.contains("path")) return make_error(Errc::bad_json, "force-release needs 'path' (path leases only)");
+  std::string res;
+  std::optional<RepoPath> p;
+  GITLOCKS_CHECK(target_of(op, false, res, p));
+  GITLOCKS_TRY(why, get_string(op, "reason"));
+  if (why.empty() || why.size() > kMaxNoteBytes)
+    return make_error(Errc::usage, "a force-release needs a reason of 1-" + std::to_string(kMaxNoteBytes) + " bytes");
+  for (unsigned char c : why)
+    if (c < 0x20 || c == 0x7f) return make_error(Errc::usage, "the force-release reason contains a control character");
+  if (!policy_.is_admin(ctx_.actor))
+    return make_error(Errc::not_holder, "only the owner or an admin named in the policy may force-release a lease (" +
+                                            ctx_.actor.substr(0, 12) + " is neither)")
+        .because(reason::not_admin);
+  GITLOCKS_TRY(id, get_string(op, "lease"));
+  GITLOCKS_TRY(rec, get(res));
+  std::optional<Lease> found;
+  if (!rec->is_null())
+    for (const Lease& l : leases_of(*rec))
+      if (l.id == id) found = l;
+  if (!found) return make_error(Errc::not_holder, "no lease " + id + " on " + res);
+  if (now_ && !op.contains("generation")) op["generation"] = found->generation;
+  GITLOCKS_TRY(gen, get_int(op, "generation"));
+  if (gen != found->generation)
+    return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found->generation) +
+                                                  ", not " + std::to_string(gen));
+  GITLOCKS_TRY(w, get_for_write(res, nullptr));
+  (*w)["released"] = {{"lease", found->to_json()}, {"by", ctx_.actor}, {"by_name", name_}, {"reason", why}};
   return remove_lease(res, p, id);
 }
 

@@ -36,6 +36,25 @@ json lease_row(const json& rec, const json& lease, std::int64_t now, const std::
   return e;
 }
 
+// The rows a record shows: its live leases, with `include_expired` also the
+// expired ones and the lease an admin force-released last ("live": false,
+// "released_by", "released_by_name", "release_reason").
+std::vector<std::pair<const json*, json>> rows_of(const json& rec, std::int64_t now, const std::string& me,
+                                                  bool include_expired) {
+  std::vector<std::pair<const json*, json>> out;
+  for (const auto& l : rec["leases"])
+    if (include_expired || lease_live(l, now)) out.emplace_back(&l, lease_row(rec, l, now, me));
+  if (auto gone = rec.find("released"); include_expired && gone != rec.end()) {
+    json row = lease_row(rec, (*gone)["lease"], now, me);
+    row["live"] = false;
+    row["released_by"] = (*gone)["by"];
+    row["released_by_name"] = (*gone)["by_name"];
+    row["release_reason"] = (*gone)["reason"];
+    out.emplace_back(&(*gone)["lease"], std::move(row));
+  }
+  return out;
+}
+
 bool overlaps_any(const json& lease, const std::vector<RepoPath>& filters) {
   auto lp = parse_repo_path(lease["path"].get<std::string>());
   return lp.ok() &&
@@ -60,10 +79,9 @@ Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoP
     const RecordKind kind = Resource::of(rec).kind;
     if (!holds_leases(kind)) return true;
     if (kind == RecordKind::sem && !filters.empty()) return true;
-    for (const auto& l : rec["leases"]) {
-      if (!include_expired && !lease_live(l, now)) continue;
-      if (kind == RecordKind::path && !filters.empty() && !overlaps_any(l, filters)) continue;
-      rows.push_back(lease_row(rec, l, now, me));
+    for (auto& [l, row] : rows_of(rec, now, me, include_expired)) {
+      if (kind == RecordKind::path && !filters.empty() && !overlaps_any(*l, filters)) continue;
+      rows.push_back(std::move(row));
     }
     return true;
   }));
@@ -114,10 +132,9 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
   json rows = json::array();
   for (const auto& [resource, rec] : records) {
     if (!rec || rec->value("kind", "") != "path") continue;
-    for (const auto& l : (*rec)["leases"]) {
-      if (!include_expired && !lease_live(l, now)) continue;
-      if (!overlaps_any(l, filters)) continue;
-      rows.push_back(lease_row(*rec, l, now, me));
+    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) {
+      if (!overlaps_any(*l, filters)) continue;
+      rows.push_back(std::move(row));
     }
   }
   sort_rows(rows);
@@ -131,10 +148,9 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
   // hash of their name, so the tree order is not the listing's order).
   std::vector<std::string> resources;
   std::size_t count = 0;
-  auto shown = [&](const json& l) { return include_expired || lease_live(l, now); };
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
     if (!holds_leases(Resource::of(rec).kind)) return true;
-    const std::size_t n = static_cast<std::size_t>(std::count_if(rec["leases"].begin(), rec["leases"].end(), shown));
+    const std::size_t n = rows_of(rec, now, me, include_expired).size();
     if (n == 0) return true;
     count += n;
     resources.push_back(Resource::of(rec).key());
@@ -147,8 +163,7 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
     GITLOCKS_TRY(rec, reader.record(resource));
     if (!rec) return make_error(Errc::store_read, "record of " + resource + " vanished between two reads");
     json batch = json::array();
-    for (const auto& l : (*rec)["leases"])
-      if (shown(l)) batch.push_back(lease_row(*rec, l, now, me));
+    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) batch.push_back(std::move(row));
     sort_rows(batch);
     for (const auto& row : batch)
       if (!fn(row)) return Ok{};

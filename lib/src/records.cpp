@@ -94,9 +94,18 @@ Status validate(const json& rec, const std::string& resource) {
   const std::string name = rec["name"].get<std::string>();
   if (resource != kind + ":" + name) return bad(resource, "record names '" + kind + ":" + name + "'");
   if (kind == "path") {
-    GITLOCKS_CHECK(check_keys(rec, {"kind", "name", "generation", "leases", "below"}, "path record"));
+    GITLOCKS_CHECK(check_keys(rec, {"kind", "name", "generation", "leases", "below", "released"}, "path record"));
     if (!is_int(rec, "generation")) return bad(resource, "generation");
     GITLOCKS_CHECK(validate_leases(rec, resource, true));
+    if (auto gone = rec.find("released"); gone != rec.end()) {  // the last force-release
+      if (!gone->is_object() || gone->size() != 4 || !gone->contains("lease") || !is_str(*gone, "by") ||
+          !is_hex((*gone)["by"].get<std::string>(), 64) || !is_str(*gone, "by_name") || !is_str(*gone, "reason") ||
+          (*gone)["reason"].get<std::string>().empty())
+        return bad(resource, "released");
+      GITLOCKS_CHECK(validate_lease((*gone)["lease"], resource, true));
+      if ((*gone)["lease"]["generation"].get<std::int64_t>() > rec["generation"].get<std::int64_t>())
+        return bad(resource, "released lease generation above the record's");
+    }
     auto below = rec.find("below");
     if (below == rec.end() || !below->is_object()) return bad(resource, "below");
     for (const auto& [h, m] : below->items()) {

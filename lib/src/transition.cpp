@@ -218,6 +218,8 @@ std::string describe_transition(const json& packet) {
       else if (op.contains("sem") && op["sem"].is_string()) what = "sem " + op["sem"].get<std::string>();
       else if (op.contains("leases") && op["leases"].is_array()) what = std::to_string(op["leases"].size()) + " leases";
       if (what.empty()) continue;
+      if (op.value("op", "") == "force-release" && op.contains("reason") && op["reason"].is_string())
+        what += " (force-released: " + op["reason"].get<std::string>() + ")";
       if (shown++ == 3) {
         out += " ...";
         break;

@@ -11,9 +11,12 @@ who signed which commit), not from the program's output."""
 import json
 import os
 import subprocess
+import sys
 import unittest
 
 from support import T0, CliTest
+
+REFVERIFY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "reference", "refverify.py")
 
 MIN = 60_000
 
@@ -202,6 +205,89 @@ class Enforcement(CliTest):
         p = self.git_as("bob", self.bob_wt, "update-ref", "refs/wip/bob2", c2)
         self.assertNotEqual(p.returncode, 0, p)
         self.assertEqual(self.errors(p)[0]["reason"], "held-path")
+
+    # --- force release and --landed -----------------------------------------
+    def set_admins(self, *actors):
+        shown = self.r.run("owner", "--json", "policy", "show")
+        self.assertOk(shown)
+        res = self.r.run("owner", "--json", "policy", "set", "-", "--expected-policy-hash",
+                         shown.json["policy_hash"], stdin=json.dumps({"admins": sorted(self.key_of(a) for a in actors)}))
+        self.assertOk(res)
+
+    def test_force_release_by_an_admin_is_seen_by_everyone(self):
+        lease = self.lease_of(self.claimed(self.r, "alice", "src/x.c", ttl="10m"), "src/x.c")
+        tip = self.r.tip()
+        # bob is no admin: refused, nothing moves.
+        res = self.r.run("bob", "--json", "release", "--force", "--reason", "in my way", "src/x.c")
+        self.assertRefused(res, "not-holder", reason="not-admin")
+        self.assertEqual(self.r.tip(), tip)
+        # --force without a reason is a usage error.
+        self.assertUsage(self.r.run("owner", "--json", "release", "--force", "src/x.c"), "usage")
+        self.set_admins("carol")
+        res = self.r.run("carol", "--json", "release", "--force", "--reason", "alice is on leave", "src/x.c")
+        self.assertOk(res)
+        self.assertEqual(res.json["action"], "force-release")
+        self.assertEqual(res.json["ops"][0]["lease"], lease)
+        # log, status --all and the holder's next refusal say who and why.
+        log = self.r.run("dave", "log", "--limit", "1")
+        self.assertOk(log)
+        self.assertIn("force-release src/x.c (force-released: alice is on leave) (carol)", log.out)
+        rows = self.r.run("dave", "--json", "status", "--all").json["leases"]
+        self.assertEqual([(x["lease"], x["live"], x["released_by"], x["released_by_name"], x["release_reason"])
+                          for x in rows], [(lease, False, self.key_of("carol"), "carol", "alice is on leave")])
+        self.assertIn("released", self.r.run("dave", "status", "--all").out)
+        self.assertEqual(self.r.run("dave", "--json", "status").json["leases"], [])
+        for verb in ("release", "extend"):
+            e = self.assertRefused(self.r.run("alice", "--json", verb, "src/x.c"), "not-holder",
+                                   reason="force-released")
+            self.assertIn("force-released by carol: alice is on leave", e["detail"])
+            self.assertEqual((e["released_by"], e["release_reason"]), (self.key_of("carol"), "alice is on leave"))
+        e = self.assertRefused(self.r.run("alice", "--json", "release", lease), "not-holder", reason="force-released")
+        self.assertEqual(e["lease"], lease)
+        # bob's change now lands; every verifier accepts the history.
+        self.assertEqual(self.commit("bob", self.bob_wt, "src/x.c").returncode, 0)
+        self.assertOk(self.r.run("dave", "verify", "--full"))
+        ref = subprocess.run([sys.executable, REFVERIFY, self.r.path], capture_output=True, text=True)
+        self.assertEqual(ref.returncode, 0, ref)
+
+    def test_release_landed_releases_exactly_the_leases_whose_work_is_on_the_branch(self):
+        x = self.lease_of(self.claimed(self.r, "alice", "src/x.c", ttl="10m"), "src/x.c")
+        self.claimed(self.r, "bob", "docs/readme.md", ttl="10m")
+        self.claimed(self.r, "carol", "src/y.c", ttl="10m")  # no work at all: stays
+        # alice works on a branch of her own; bob on his.
+        self.git_as("alice", self.r.path, "checkout", "-q", "-b", "alice-feat")
+        self.assertEqual(self.commit("alice", self.r.path, "src/x.c").returncode, 0)
+        self.assertEqual(self.commit("bob", self.bob_wt, "docs/readme.md").returncode, 0)
+        # and one more change of src/x.c, on a branch not yet merged.
+        self.git_as("alice", self.r.path, "checkout", "-q", "-b", "alice-more")
+        self.assertEqual(self.commit("alice", self.r.path, "src/x.c", text="more\n").returncode, 0)
+        self.git_as("alice", self.r.path, "checkout", "-q", self.main)
+        landed = self.r.run("owner", "--json", "release", "--landed", self.main)
+        self.assertOk(landed)
+        self.assertEqual((landed.json["released"], landed.json["commit"]), ([], None))
+        # alice-feat lands: her work on src/x.c is still pending on alice-more.
+        self.assertEqual(self.git_as("alice", self.r.path, "merge", "-q", "--ff-only", "alice-feat").returncode, 0)
+        self.assertEqual(self.r.run("owner", "--json", "release", "--landed", self.main).json["released"], [])
+        # alice-more lands too: exactly alice's lease is released, with the reason.
+        self.assertEqual(self.git_as("alice", self.r.path, "merge", "-q", "--ff-only", "alice-more").returncode, 0)
+        main = self.head(self.r.path)
+        tip = self.r.tip()
+        # bob, no admin, is refused.
+        self.assertRefused(self.r.run("bob", "--json", "release", "--landed", self.main), "not-holder",
+                           reason="not-admin")
+        self.assertEqual(self.r.tip(), tip)
+        landed = self.r.run("owner", "--json", "release", "--landed", self.main)
+        self.assertOk(landed)
+        self.assertEqual(landed.json["landed"], main)
+        self.assertEqual([r["lease"] for r in landed.json["released"]], [x])
+        self.assertEqual(landed.json["ops"], [{"op": "force-release", "path": "src/x.c", "lease": x,
+                                               "generation": 1, "reason": f"landed {main}"}])
+        live = sorted(l["path"] for l in self.r.run("dave", "--json", "status").json["leases"])
+        self.assertEqual(live, ["docs/readme.md", "src/y.c"])
+        e = self.assertRefused(self.r.run("alice", "--json", "release", "src/x.c"), "not-holder",
+                               reason="force-released")
+        self.assertEqual(e["release_reason"], f"landed {main}")
+        self.assertUsage(self.r.run("owner", "--json", "release", "--landed", "no-such-branch"), "usage")
 
     # --- merges ------------------------------------------------------------
     def test_clean_merge_of_the_holders_work_by_someone_else_lands(self):

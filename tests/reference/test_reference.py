@@ -547,16 +547,30 @@ class PolicySetStoreTest(SharedStore):
             json.dump({"max_ttl_ms": 120000, "require_claim": {"paths": ["src/"]}, "enforce": ["refs/heads/main"]},
                       f)
         cls.run_ok("owner", "policy", "set", change, "--expected-policy-hash", shown["policy_hash"])  # 2
+        r.now += 1000
+        cls.run_ok("bob", "claim", "--ttl", "60s", "src/b.c")                                # 3
+        r.now += 1000
+        cls.run_ok("owner", "release", "--force", "--reason", "stuck", "src/b.c")            # 4
 
     def setUp(self):
         super().setUp()
-        self.assertEqual(len(self.f.ids), 3)
+        self.assertEqual(len(self.f.ids), 5)
 
     def test_untouched_agrees_and_is_valid(self):
         pv, rv = self.both(self.r)
         self.assertTrue(all(v["ok"] for v in rv), rv)
-        self.assertEqual([v["command"] for v in pv], ["init", "claim", "policy set"])
+        self.assertEqual([v["command"] for v in pv], ["init", "claim", "policy set", "claim", "release"])
         self.assertEqual(self.f.packet(2)["action"], "policy-set")
+        self.assertEqual(self.f.packet(4)["action"], "force-release")
+
+    def test_force_release_signed_by_a_key_that_is_not_an_admin(self):
+        # The owner's force-release of bob's live lease, re-signed by alice as its actor.
+        f = self.f
+        packet = f.packet(4)
+        packet["actor"] = nacl.signing.SigningKey(seed_of(self.r.key("alice"))).verify_key.encode().hex()
+        f.trees[4] = f.resign(f.trees[4], packet, "alice")
+        f.publish()
+        self.assertBothFlag(self.r, 4, "not-admin")
 
     def test_policy_set_signed_by_another_key(self):
         f = self.f

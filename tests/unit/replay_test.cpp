@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "fixture.h"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/packet.hpp"
+#include "gitlocks/state.hpp"
 #include "timeline.h"
 
 using gitlocks::json;
@@ -724,4 +726,36 @@ TEST_CASE("replay: the independent checker flags a lease whose path is not the s
   REQUIRE(v.ok());
   REQUIRE(v->size() == 1);
   CHECK(v->front().reason == "path-not-canonical");
+}
+
+TEST_CASE("replay: a policy-set signed by anyone but the owner is refused on replay") {
+  Store s;
+  REQUIRE(s.claim("alice", "a", 60'000).ok());
+  json next = gitlocks::StateReader(s.objects(), s.state()).policy().value();
+  next["max_ttl_ms"] = 120'000;
+  next["admins"] = {gitlocks::test::actor_hex("mallory")};
+  REQUIRE(s.submit("owner", "policy set", gitlocks::ops::admin_policy_set(next, s.snapshot().policy_hash)).ok());
+  REQUIRE(s.claim("bob", "b", 100'000).ok());  // allowed only by the new bound
+  all_valid(s.objects(), *s.tip());
+  // The same transition (same state, same body) signed by mallory: every
+  // binding holds, only the signer is not the owner.
+  Oid forged = resign(s, 2, "mallory", [](json& p) { p["actor"] = gitlocks::test::actor_hex("mallory"); });
+  Run r = verify(s.objects(), forged);
+  REQUIRE(r.verdicts.size() == 4);
+  CHECK(r.verdicts[0].ok);
+  CHECK(r.verdicts[1].ok);
+  REQUIRE_FALSE(r.verdicts[2].ok);
+  CHECK(r.verdicts[2].reason == "replay-refused");
+  CHECK(r.verdicts[2].detail.find("only the store's owner") != std::string::npos);
+}
+
+TEST_CASE("replay: a force-release signed by a key that is not an admin is refused on replay") {
+  Store s(json{{"admins", {gitlocks::test::actor_hex("alice")}}});
+  REQUIRE(s.claim("bob", "a", 60'000).ok());
+  const std::string id = s.lease_of("bob", "path:a")["id"].get<std::string>();
+  REQUIRE(s.op("alice", gitlocks::ops::force_release("a", id, "stuck")).ok());
+  all_valid(s.objects(), *s.tip());
+  // The same transition signed by carol, as its actor: only the signer differs.
+  Oid forged = resign(s, 2, "carol", [](json& p) { p["actor"] = gitlocks::test::actor_hex("carol"); });
+  CHECK(only_invalid(s.objects(), forged, 2, "replay-refused").find("only the owner or an admin") != std::string::npos);
 }

@@ -1,6 +1,7 @@
 // Commands that publish one transition: init, claim, extend, release, sweep,
 // sem acquire/release, batch.
 #include "cli.h"
+#include "enforcement.h"
 #include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
@@ -31,12 +32,153 @@ int publish_and_report(Context& ctx, const std::string& command, const BodyFn& b
   return report_published(ctx, *p);
 }
 
+// The work a signer did on the repository's refs since a lease began: for
+// release --landed. Each commit's signer and changed paths are read once.
+class WorkIndex {
+ public:
+  explicit WorkIndex(ObjectStore& store) : store_(store) {}
+
+  struct Work {
+    std::optional<std::string> signer;
+    std::int64_t time = 0;  // committer time, seconds
+    std::vector<RepoPath> paths;
+  };
+  Result<const Work*> of(const Oid& id, PathCase pc) {
+    if (auto hit = seen_.find(id); hit != seen_.end()) return &hit->second;
+    Work w;
+    GITLOCKS_TRY(signer, commit_signer_of(store_, id));
+    w.signer = signer.actor;
+    GITLOCKS_TRY(c, store_.read_commit(id));
+    w.time = c.time_seconds;
+    GITLOCKS_TRY(paths, store_.changed_paths(id));
+    for (const auto& p : paths) {
+      auto canon = normalize_path_input(p, pc);
+      if (!canon.ok()) continue;  // a path no claim can name touches no lease
+      auto rp = parse_repo_path(*canon, pc);
+      if (rp.ok()) w.paths.push_back(std::move(*rp));
+    }
+    return &seen_.emplace(id, std::move(w)).first->second;
+  }
+
+ private:
+  ObjectStore& store_;
+  std::map<Oid, Work> seen_;
+};
+
+// Whether `changed` is the lease's path or below it.
+bool touches(const RepoPath& lease, const RepoPath& changed) {
+  return lease.components.size() <= changed.components.size() &&
+         std::equal(lease.components.begin(), lease.components.end(), changed.components.begin());
+}
+
+// How far back (seconds) before a lease's creation a commit still counts as
+// its work: committer clocks are the writers' own.
+constexpr std::int64_t kLandedSkewSeconds = 24 * 3600;
+
+// release --landed BRANCH: an admin (a CI job on the integration branch)
+// force-releases every live path lease whose holder's signed commits
+// touching its path, made since the lease began, are all reachable from
+// BRANCH (and at least one is), with reason "landed <commit>".
+int release_landed(Context& ctx, const Parsed& a) {
+  if (!a.positionals.empty() || a.has("force") || a.has("reason") || a.has("generation"))
+    return ctx.fail(make_error(Errc::usage, "usage: release --landed BRANCH (no paths, no --force/--reason)"));
+  const std::string branch = *a.value("landed");
+  auto tip = ctx.git().run({"rev-parse", "--verify", "--quiet", "--end-of-options", branch + "^{commit}"});
+  if (!tip.ok()) return ctx.fail(tip.error());
+  if (tip->status != 0 || tip->out.size() < 40)
+    return ctx.fail(make_error(Errc::usage, "--landed " + branch + ": no such branch or commit"));
+  const Oid landed = tip->out.substr(0, 40);
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  // Commits on BRANCH, and commits on any ref (remote-tracking refs
+  // included) that BRANCH does not have.
+  auto on = rev_list(ctx, {landed});
+  if (!on.ok()) return ctx.fail(on.error());
+  auto off = rev_list(ctx, {"--all", "--not", landed});
+  if (!off.ok()) return ctx.fail(off.error());
+  WorkIndex work(**store);
+  json released = json::array();
+  auto p = publish(ctx, ctx.op, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    StateReader reader(**store, snap.state, opened_codec(snap));
+    std::vector<Lease> live;
+    GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
+      if (Resource::of(rec).kind == RecordKind::path)
+        for (auto& l : leases_of(rec))
+          if (l.live_at(now)) live.push_back(std::move(l));
+      return true;
+    }));
+    auto has_work = [&](const std::vector<Oid>& commits, const Lease& l, const RepoPath& lp) -> Result<bool> {
+      for (auto it = commits.rbegin(); it != commits.rend(); ++it) {  // newest first
+        GITLOCKS_TRY(w, work.of(*it, snap.path_case));
+        if (!w->signer || *w->signer != l.holder) continue;
+        if (w->time < l.created_at / 1000 - kLandedSkewSeconds) continue;
+        for (const auto& cp : w->paths)
+          if (touches(lp, cp)) return true;
+      }
+      return false;
+    };
+    json ops = json::array();
+    released = json::array();
+    for (const Lease& l : live) {
+      GITLOCKS_TRY(lp, parse_repo_path(l.path, snap.path_case));
+      GITLOCKS_TRY(pending, has_work(*off, l, lp));
+      if (pending) continue;
+      GITLOCKS_TRY(done, has_work(*on, l, lp));
+      if (!done) continue;
+      ops.push_back(ops::force_release(l.path, l.id, "landed " + landed));
+      released.push_back({{"lease", l.id}, {"path", l.path}, {"holder", l.holder}, {"holder_name", l.name}});
+    }
+    if (ops.empty()) return std::optional<json>{};
+    return std::optional<json>{transition_body(ctx, now, ops)};
+  });
+  if (!p.ok()) return ctx.fail(p.error());
+  if (!p->candidate)
+    return ctx.done({{"op", ctx.op}, {"landed", landed}, {"released", json::array()}, {"commit", nullptr}},
+                    "nothing to release: no live lease's work is all on " + branch);
+  return report_published(ctx, *p, {{"landed", landed}, {"released", released}});
+}
+
+// release --force --reason TEXT (LEASE-ID|PATH)...: an admin's release of
+// any holder's path leases (the core checks the policy's admins).
+int force_release(Context& ctx, const Parsed& a) {
+  if (!a.has("force")) return ctx.fail(make_error(Errc::usage, "--reason goes with --force (or --landed)"));
+  auto why = a.value("reason");
+  if (!why || why->empty())
+    return ctx.fail(make_error(Errc::usage, "release --force needs --reason TEXT: the holder and the log are told"));
+  if (a.positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one LEASE-ID or PATH"));
+  auto gen = generation_of(a);
+  if (!gen.ok()) return ctx.fail(gen.error());
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  return publish_and_report(ctx, ctx.op, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    LeaseResolver resolve(**store, snap, (*me)->actor);
+    json ops = json::array();
+    for (const auto& arg : a.positionals) {
+      GITLOCKS_TRY(found, resolve.force_ops_for({LeaseRef::Kind::id_or_path, arg, *gen}, *why));
+      for (auto& op : found)
+        if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(std::move(op));
+    }
+    return std::optional<json>{transition_body(ctx, now, ops)};
+  });
+}
+
 // extend/release: ops for LEASE-ID|PATH arguments, resolved per snapshot.
 int lease_command(Context& ctx, const Argv& argv, bool extend) {
   std::vector<FlagSpec> flags = {{"generation", true}};
   if (extend) flags.push_back({"ttl", true});
+  if (!extend) {
+    flags.push_back({"force", false});
+    flags.push_back({"reason", true});
+    flags.push_back({"landed", true});
+  }
   auto a = ctx.parse(argv, flags);
   if (!a.ok()) return ctx.fail(a.error());
+  if (!extend && a->has("landed")) return release_landed(ctx, *a);
+  if (!extend && (a->has("force") || a->has("reason"))) return force_release(ctx, *a);
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one LEASE-ID or PATH"));
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
@@ -73,7 +215,10 @@ int cmd_init(Context& ctx, const Argv& argv) {
     if (!text.ok()) return ctx.fail(text.error());
     auto doc = canon_parse(*text, CanonMode::lenient);
     if (!doc.ok()) return ctx.fail(doc.error().prefixed(*file + ": "));
-    auto keys = check_keys(*doc, {"min_ttl_ms", "max_ttl_ms", "families", "case_insensitive"}, "policy file");
+    auto keys = check_keys(
+        *doc,
+        {"min_ttl_ms", "max_ttl_ms", "families", "case_insensitive", "require_claim", "enforce", "admins", "bots"},
+        "policy file");
     if (!keys.ok()) return ctx.fail(make_error(Errc::usage, *file + ": " + keys.error().message));
     for (const auto& [k, v] : doc->items()) policy[k] = v;
   }

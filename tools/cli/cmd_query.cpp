@@ -39,7 +39,9 @@ std::string status_row(const json& e) {
   std::string what =
       path ? e["path"].get<std::string>()
            : "sem " + e["sem"].get<std::string>() + " (limit " + std::to_string(e["limit"].get<std::int64_t>()) + ")";
-  std::string left = e["live"].get<bool>() ? format_duration(e["expires_in_ms"].get<std::int64_t>()) : "expired";
+  std::string left = e["live"].get<bool>()       ? format_duration(e["expires_in_ms"].get<std::int64_t>())
+                     : e.contains("released_by") ? "released"
+                                                 : "expired";
   return pad(what, 31) + " " + pad(path ? e["mode"].get<std::string>() : "slot", 11) +
          pad(holder_label(e) + (e["mine"].get<bool>() ? " *" : ""), 27) + " " +
          pad(std::to_string(e["generation"].get<std::int64_t>()), 6) + pad(left, 12) + e["lease"].get<std::string>() +

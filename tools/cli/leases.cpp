@@ -23,6 +23,13 @@ Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
 
 namespace {
 
+// The lease an admin force-released last on a path record, if any.
+std::optional<Lease> released_of(const json& record) {
+  auto gone = record.find("released");
+  if (gone == record.end()) return std::nullopt;
+  return Lease::of((*gone)["lease"]);
+}
+
 // How an op names lease `l` of `record`: its path as claimed, or its semaphore.
 ops::Target target_of(const json& record, const Lease& l) {
   const Resource r = Resource::of(record);
@@ -43,6 +50,7 @@ Result<const ops::Target*> LeaseResolver::find_id(const std::string& id) {
       if (!rec) return nullptr;
       for (const Lease& l : leases_of(*rec))
         if (l.id == id) return &found_.emplace(id, target_of(*rec, l)).first->second;
+      if (auto gone = released_of(*rec); gone && gone->id == id) released_.emplace(id, ops::Target::path(gone->path));
       return nullptr;  // released, swept or reclaimed since
     }
   }
@@ -51,12 +59,44 @@ Result<const ops::Target*> LeaseResolver::find_id(const std::string& id) {
     StateReader reader(store_, snap_.state, opened_codec(snap_));
     GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
       for (const Lease& l : leases_of(rec)) ids[l.id] = target_of(rec, l);  // none in a family record
+      if (auto gone = released_of(rec)) released_.emplace(gone->id, ops::Target::path(gone->path));
       return true;
     }));
     ids_ = std::move(ids);
   }
   auto it = ids_->find(id);
   return it == ids_->end() ? nullptr : &it->second;
+}
+
+Result<std::vector<json>> LeaseResolver::force_ops_for(const LeaseRef& ref, const std::string& reason) {
+  std::vector<json> out;
+  auto make = [&](const std::string& path, const Lease& l) {
+    json op = ops::force_release(path, l.id, reason);
+    if (ref.generation) op["generation"] = *ref.generation;
+    return op;
+  };
+  if (is_lease_id(ref.text)) {
+    GITLOCKS_TRY(found, find_id(ref.text));
+    if (found) {
+      if (found->sem) return make_error(Errc::usage, "release --force takes path leases only, not semaphore slots");
+      GITLOCKS_TRY(text, normalize_path_input(found->name, snap_.path_case));
+      GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
+      GITLOCKS_TRY(rec, record(path_resource(p.key())));
+      if (rec)
+        for (const Lease& l : leases_of(*rec))
+          if (l.id == ref.text) out.push_back(make(l.path, l));
+      if (!out.empty()) return out;
+    }
+  }
+  GITLOCKS_TRY(text, normalize_path_input(ref.text, snap_.path_case));
+  GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
+  GITLOCKS_TRY(rec, record(path_resource(p.key())));
+  if (rec)
+    for (const Lease& l : leases_of(*rec)) out.push_back(make(l.path, l));
+  if (out.empty())
+    return make_error(Errc::not_holder, "no lease on '" + ref.text + "'" +
+                                            (is_lease_id(ref.text) ? " (and no lease has id " + ref.text + ")" : ""));
+  return out;
 }
 
 Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
@@ -68,6 +108,8 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
   if (try_id) {
     GITLOCKS_TRY(found, find_id(ref.text));
     if (found) return make(*found, ref.text);
+    // Force-released by an admin: the planner says by whom and why.
+    if (auto gone = released_.find(ref.text); gone != released_.end()) return make(gone->second, ref.text);
     if (ref.kind == LeaseRef::Kind::id)
       return make_error(Errc::not_holder,
                         "no lease " + ref.text + " in the current state (released, swept or reclaimed)");
@@ -93,8 +135,12 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
       if (!other) other = l.id;
     }
   }
-  // Not ours: let the planner name the refusal when it can.
+  // Not ours: let the planner name the refusal when it can (a stale
+  // generation, our lease force-released by an admin).
   if (rec && ref.generation) return make(t, "");
+  if (rec && !sem) {
+    if (auto gone = released_of(*rec); gone && gone->holder == actor_) return make(t, "");
+  }
   if (other) return make(t, *other);
   std::string what = sem ? "slot of semaphore '" + ref.text + "'" : "lease on '" + ref.text + "'";
   if (try_id) what += " (and no lease has id " + ref.text + ")";

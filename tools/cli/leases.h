@@ -45,6 +45,11 @@ class LeaseResolver {
   // (another holder's lease, a stale generation); otherwise not_holder.
   Result<json> op_for(const LeaseRef& ref, bool extend);
 
+  // An admin's force-release ops for LEASE-ID|PATH: the lease with that id,
+  // or every lease recorded on exactly that path, whoever holds it.
+  // Errors: not_holder when there is none; usage for a semaphore slot.
+  Result<std::vector<json>> force_ops_for(const LeaseRef& ref, const std::string& reason);
+
  private:
   Result<const ops::Target*> find_id(const std::string& id);
   Result<std::optional<json>> record(const std::string& resource);
@@ -54,6 +59,7 @@ class LeaseResolver {
   std::string actor_;
   std::map<std::string, ops::Target> found_;               // lease id -> its target, from history
   std::optional<std::map<std::string, ops::Target>> ids_;  // the same for every lease, from a scan
+  std::map<std::string, ops::Target> released_;            // force-released lease id -> its path
 };
 
 }  // namespace gitlocks::cli

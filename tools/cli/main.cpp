@@ -30,7 +30,11 @@ constexpr Command kCommands[] = {
      "(waiters queue in arrival order; after DUR exit 1 wait-timeout)"},
     {"extend", cmd_extend, "extend [--ttl DUR] [--generation G] (LEASE-ID|PATH)...",
      "renew your leases to expire TTL from now (before they expire)"},
-    {"release", cmd_release, "release [--generation G] (LEASE-ID|PATH)...", "release your leases"},
+    {"release", cmd_release,
+     "release [--generation G] (LEASE-ID|PATH)... | release --force --reason TEXT (LEASE-ID|PATH)... | release "
+     "--landed BRANCH",
+     "release your leases; --force: an admin releases others' path leases, with a reason everyone sees; --landed: "
+     "an admin releases every lease whose holder's signed work on its path is all on BRANCH"},
     {"sweep", cmd_sweep, "sweep", "remove every expired lease"},
     {"sem acquire", cmd_sem_acquire, "sem acquire NAME --limit N [--ttl DUR] [--note TEXT]",
      "take a slot of a counted semaphore (every holder must agree on N)"},

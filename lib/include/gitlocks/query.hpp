@@ -197,7 +197,9 @@ struct TimelineLease {
   std::int64_t generation = 0;
   std::int64_t expires_at = 0;  // the last expiry seen (renewals move it)
   std::optional<std::int64_t> start, end;
-  std::optional<std::string> end_kind;
+  std::optional<std::string> end_kind;  // "release", "expired", "reclaim", "force-release"
+  // end_kind "force-release": the admin's key and name, and the reason.
+  std::optional<std::string> released_by, released_by_name, release_reason;
   std::size_t start_commit = 0;
   std::optional<std::size_t> end_commit;
 };
@@ -232,8 +234,9 @@ Result<LeaseTimeline> lease_timeline(ObjectStore& store, const std::vector<Verdi
 // {"index","commit","time","command","actor","ok","level","reason","detail",
 //  "resources","generations","reclaims","state_error"} and
 // {"id","resource","kind","mode","generation","holder","name","start","end",
-//  "end_kind","expires_at","start_commit","end_commit"?} (null for an
-// absent time, end or end_kind).
+//  "end_kind","expires_at","start_commit","end_commit"?,"released_by"?,
+//  "released_by_name"?,"release_reason"?} (null for an absent time, end or
+//  end_kind; the released_* fields for a force-released lease only).
 json timeline_transition_json(const TimelineTransition& t);
 json timeline_lease_json(const TimelineLease& l);
 
