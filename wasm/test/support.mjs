@@ -1,7 +1,7 @@
 // Shared set-up of the node tests: where things are (environment from ctest,
 // with defaults for a manual run from the repository root), the package
 // under test, and stores made by the native helpers in real repositories.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -173,6 +173,16 @@ export function loadVectorCorpus() {
     corpus[kind] = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort()
       .map((file) => ({ file, doc: JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) }));
   }
+  // The claims-rule vectors: cases.json with its bundle (base64, so a
+  // browser gets it in the same JSON) and the bundle's refs, as listed by
+  // Git itself (`git bundle list-heads`), never by the module under test.
+  const checkDir = path.join(vectorsDir, 'check');
+  const doc = JSON.parse(fs.readFileSync(path.join(checkDir, 'cases.json'), 'utf8'));
+  const bundleFile = path.join(checkDir, doc.bundle);
+  const heads = spawnSync('git', ['bundle', 'list-heads', bundleFile], { encoding: 'utf8' });
+  if (heads.status !== 0) throw new Error(`git bundle list-heads ${bundleFile}: ${heads.stderr}`);
+  const refs = Object.fromEntries(heads.stdout.trim().split('\n').map((l) => l.split(' ').reverse()));
+  corpus.check = [{ file: 'cases.json', doc, bundle: fs.readFileSync(bundleFile).toString('base64'), refs }];
   return corpus;
 }
 

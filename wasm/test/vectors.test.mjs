@@ -7,10 +7,12 @@
 // browser.test.mjs runs in Chromium too and compares with these byte for
 // byte. (Sealing vectors run in the WASM doctest build.)
 import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { test } from 'node:test';
 
 import { vectorOutcomes } from './browser/vector_outcomes.mjs';
-import { loadVectorCorpus, loadPackage, nodeVectorHelpers } from './support.mjs';
+import { findCli, loadVectorCorpus, loadPackage, nodeVectorHelpers, tempDir, vectorsDir } from './support.mjs';
 
 const gl = loadPackage();
 await gl.init();
@@ -117,7 +119,61 @@ corpus.unicode.forEach(({ file, doc }, f) => {
   });
 });
 
+// The claims-rule vectors: every named commit's verdict as cases.json
+// writes it (signers by name: actorHex derives each key from its name, as
+// gen.sh does), and, when the native CLI is built, its `--json check` of
+// each commit alone byte for byte the module's.
+let checkCases = 0;
+corpus.check.forEach((entry, f) => {
+  test(`check vectors: ${entry.file}`, () => {
+    const { doc } = entry;
+    assert.equal(doc.kind, 'check');
+    const r = outcomes.check[f].outcome;
+    assert.ok(!r.error, r.error && `${r.error.code}: ${r.error.message}`);
+    const report = JSON.parse(r.value);
+    assert.equal(report.checked, doc.cases.length);
+    assert.equal(report.now_ms, doc.now_ms);
+    assert.equal(report.state, entry.refs[doc.state]);
+    doc.cases.forEach((c, i) => {
+      checkCases++;
+      const got = report.commits[i];
+      const where = `${c.commit}: ${c.why}`;
+      assert.equal(got.commit, entry.refs[`refs/vectors/${c.commit}`], where);
+      assert.equal(got.signer, c.signer === null ? null : nodeVectorHelpers.actorHex(c.signer), where);
+      assert.equal(got.signature, c.signer === null ? 'unsigned' : 'valid', where);
+      assert.equal(got.paths, c.paths, where);
+      assert.deepEqual(got.refused.map((x) => ({ path: x.path, code: x.code, reason: x.reason })), c.refused, where);
+      assert.equal(got.ok, c.refused.length === 0, where);
+    });
+    assert.equal(report.refused, doc.cases.filter((c) => c.refused.length).length);
+  });
+});
+
+const cli = findCli();
+test('check vectors: the native CLI prints the same JSON for each commit', { skip: cli ? false : 'no native CLI built' }, () => {
+  const entry = corpus.check[0];
+  const repo = tempDir('check-vectors');
+  execFileSync('git', ['init', '-q', repo]);
+  execFileSync('git', ['-C', repo, 'fetch', '-q', path.join(vectorsDir, 'check', entry.doc.bundle), 'refs/*:refs/*']);
+  const bytes = Uint8Array.from(Buffer.from(entry.bundle, 'base64'));
+  const store = gl.openStore(bytes);
+  try {
+    for (const c of entry.doc.cases) {
+      const id = entry.refs[`refs/vectors/${c.commit}`];
+      const native = spawnSync(cli, ['--repo', repo, '--json', 'check', `${id}^!`], {
+        encoding: 'utf8',
+        env: { ...process.env, GIT_LOCKS_NOW_MS: String(entry.doc.now_ms), GIT_LOCKS_KEY: path.join(repo, 'no.key') },
+      });
+      assert.equal(native.status, c.refused.length ? 1 : 0, `${c.commit}: ${native.stderr}`);
+      assert.equal(native.stdout, store.checkText('', [id], { now: entry.doc.now_ms }) + '\n', c.commit);
+    }
+  } finally {
+    store.delete();
+  }
+});
+
 test('vector corpus is not silently empty', () => {
+  assert.ok(checkCases >= 14, `only ${checkCases} check cases`);
   assert.ok(exprCases >= 70, `only ${exprCases} expression cases`);
   assert.ok(planCases >= 40, `only ${planCases} planner cases`);
   assert.ok(keyCases >= 15, `only ${keyCases} key cases`);

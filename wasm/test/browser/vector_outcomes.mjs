@@ -1,5 +1,5 @@
 // What the package answers to every case of the shared vectors under
-// tests/vectors/ (expr, plan, key, unicode; formats in tests/vectors/README.md),
+// tests/vectors/ (expr, plan, key, unicode, check; formats in tests/vectors/README.md),
 // as plain JSON: the same function runs in Node (vectors.test.mjs, which
 // checks each outcome against the hand-written expectation) and in every
 // Chromium context (browser.test.mjs, which requires the browser's outcomes
@@ -103,6 +103,20 @@ function unicodeCase(gl, c) {
   };
 }
 
+// The claims-rule vectors (tests/vectors/check): the store of the bundle,
+// verified by the module, and its check of every named commit at now_ms,
+// as the exact text `git-locks --json check` prints.
+function checkOutcome(gl, entry) {
+  const bytes = Uint8Array.from(atob(entry.bundle), (ch) => ch.charCodeAt(0));
+  const ids = entry.doc.cases.map((c) => entry.refs[`refs/vectors/${c.commit}`]);
+  const store = gl.openStore(bytes);
+  try {
+    return attempt(gl, () => store.checkText('', ids, { now: entry.doc.now_ms }));
+  } finally {
+    store.delete();
+  }
+}
+
 export function vectorOutcomes(gl, corpus, helpers) {
   const run = {
     expr: (c) => exprCase(gl, c),
@@ -113,5 +127,6 @@ export function vectorOutcomes(gl, corpus, helpers) {
   const out = {};
   for (const kind of Object.keys(run))
     out[kind] = (corpus[kind] || []).map(({ file, doc }) => ({ file, cases: doc.cases.map((c) => run[kind](c)) }));
+  out.check = (corpus.check || []).map((entry) => ({ file: entry.file, outcome: checkOutcome(gl, entry) }));
   return out;
 }
