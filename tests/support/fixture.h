@@ -11,6 +11,7 @@
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/transition.hpp"
@@ -145,6 +146,16 @@ inline Result<Candidate> enable_guard_time(Store& s, const std::string& who, con
                          {"service_key", pins.service_key},
                          {"disclosure", "GUARD_WINDOW"},
                          {"expected_policy_hash", expected}}}});
+}
+
+// How many commits of the store's history the replay finds invalid.
+inline std::size_t invalid_commits(Store& s) {
+  std::size_t bad = 0;
+  auto sum = replay_chain(s.objects(), *s.tip(), {}, [&](const Verdict& v) {
+    if (!v.ok) ++bad;
+  });
+  if (!sum.ok()) throw std::runtime_error("replay failed: " + sum.error().message);
+  return bad;
 }
 
 }  // namespace gitlocks::test

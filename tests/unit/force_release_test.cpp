@@ -12,6 +12,7 @@
 using gitlocks::Errc;
 using gitlocks::json;
 using gitlocks::test::actor_hex;
+using gitlocks::test::invalid_commits;
 using gitlocks::test::Store;
 
 namespace {
@@ -28,15 +29,6 @@ struct BobHoldsX {
     return s.op(who, gitlocks::ops::force_release("src/x.c", lease, why));
   }
 };
-
-std::size_t invalid_commits(Store& s) {
-  std::size_t bad = 0;
-  auto sum = gitlocks::replay_chain(s.objects(), *s.tip(), {}, [&](const gitlocks::Verdict& v) {
-    if (!v.ok) ++bad;
-  });
-  REQUIRE(sum.ok());
-  return bad;
-}
 
 }  // namespace
 

@@ -18,6 +18,7 @@ using gitlocks::Errc;
 using gitlocks::json;
 using gitlocks::Oid;
 using gitlocks::test::actor_hex;
+using gitlocks::test::invalid_commits;
 using gitlocks::test::Store;
 
 namespace {
@@ -37,15 +38,6 @@ void refused(Store& s, const gitlocks::Result<gitlocks::Candidate>& r, Errc code
   CHECK(r.error().code == code);
   CHECK(r.error().reason() == reason);
   CHECK(s.tip() == tip);
-}
-
-std::size_t invalid_commits(Store& s) {
-  std::size_t bad = 0;
-  auto sum = gitlocks::replay_chain(s.objects(), *s.tip(), {}, [&](const gitlocks::Verdict& v) {
-    if (!v.ok) ++bad;
-  });
-  REQUIRE(sum.ok());
-  return bad;
 }
 
 }  // namespace

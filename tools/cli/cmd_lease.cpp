@@ -139,34 +139,9 @@ int release_landed(Context& ctx, const Parsed& a) {
   return report_published(ctx, *p, {{"landed", landed}, {"released", released}});
 }
 
-// release --force --reason TEXT (LEASE-ID|PATH)...: an admin's release of
-// any holder's path leases (the core checks the policy's admins).
-int force_release(Context& ctx, const Parsed& a) {
-  if (!a.has("force")) return ctx.fail(make_error(Errc::usage, "--reason goes with --force (or --landed)"));
-  auto why = a.value("reason");
-  if (!why || why->empty())
-    return ctx.fail(make_error(Errc::usage, "release --force needs --reason TEXT: the holder and the log are told"));
-  if (a.positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one LEASE-ID or PATH"));
-  auto gen = generation_of(a);
-  if (!gen.ok()) return ctx.fail(gen.error());
-  auto me = ctx.identity();
-  if (!me.ok()) return ctx.fail(me.error());
-  auto store = ctx.store();
-  if (!store.ok()) return ctx.fail(store.error());
-  return publish_and_report(ctx, ctx.op, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(ctx, snap));
-    LeaseResolver resolve(**store, snap, (*me)->actor);
-    json ops = json::array();
-    for (const auto& arg : a.positionals) {
-      GITLOCKS_TRY(found, resolve.force_ops_for({LeaseRef::Kind::id_or_path, arg, *gen}, *why));
-      for (auto& op : found)
-        if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(std::move(op));
-    }
-    return std::optional<json>{transition_body(ctx, now, ops)};
-  });
-}
-
 // extend/release: ops for LEASE-ID|PATH arguments, resolved per snapshot.
+// release --force --reason TEXT: an admin's release of any holder's path
+// leases (the core checks the policy's admins); --landed: release_landed.
 int lease_command(Context& ctx, const Argv& argv, bool extend) {
   std::vector<FlagSpec> flags = {{"generation", true}};
   if (extend) flags.push_back({"ttl", true});
@@ -178,7 +153,11 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
   auto a = ctx.parse(argv, flags);
   if (!a.ok()) return ctx.fail(a.error());
   if (!extend && a->has("landed")) return release_landed(ctx, *a);
-  if (!extend && (a->has("force") || a->has("reason"))) return force_release(ctx, *a);
+  const bool force = !extend && a->has("force");
+  const std::optional<std::string> why = extend ? std::nullopt : a->value("reason");
+  if (why && !force) return ctx.fail(make_error(Errc::usage, "--reason goes with --force (or --landed)"));
+  if (force && (!why || why->empty()))
+    return ctx.fail(make_error(Errc::usage, "release --force needs --reason TEXT: the holder and the log are told"));
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one LEASE-ID or PATH"));
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
@@ -193,7 +172,14 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
     LeaseResolver resolve(**store, snap, (*me)->actor);
     json ops = json::array();
     for (const auto& arg : a->positionals) {
-      GITLOCKS_TRY(op, resolve.op_for({LeaseRef::Kind::id_or_path, arg, *gen}, extend));
+      const LeaseRef ref{LeaseRef::Kind::id_or_path, arg, *gen};
+      if (force) {  // every lease the argument names, each once
+        GITLOCKS_TRY(found, resolve.force_ops_for(ref, *why));
+        for (auto& op : found)
+          if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(std::move(op));
+        continue;
+      }
+      GITLOCKS_TRY(op, resolve.op_for(ref, extend));
       if (extend) op["expires_at"] = now + *ttl;
       ops.push_back(op);
     }
