@@ -5,6 +5,7 @@ reason invalid-history, the forged commit named — leaving the ref exactly
 where the forger put it. The clone's trust checkpoint is shared by linked
 worktrees; a corrupted one costs a full replay, never correctness."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -130,20 +131,41 @@ class LocalTrustTest(CliTest, Refusals):
         forged = forge_on_tip(p, {"state": p.get(p.tree_of(claim_commit), "state")}, packet_from=claim_commit)
         self.refused_everywhere(r, forged, "source-mismatch")
 
+    def policy_set_by(self, r, p, signer):
+        """The owner's kind of policy change (policy-set raising max_ttl_ms to 2 h, at the current policy hash,
+        time-free) on top of the tip, complete in every respect, signed by `signer` as its actor."""
+        tip = p.chain()[-1]
+        packet = json.loads(p.cat(p.get(p.tree_of(tip), "txn/packet.json")))["packet"]
+        raw = p.cat(p.get(p.tree_of(tip), "state/policy.json"))
+        policy = json.loads(raw)
+        policy["max_ttl_ms"] = 7_200_000
+        state = p.put(p.get(p.tree_of(tip), "state"), "policy.json", p.blob(canon(policy)))
+        key = seed_key(r.key(signer))
+        actor = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+        packet.update({"command": "policy set", "action": "policy-set", "actor": actor,
+                       "source": p.get(p.tree_of(tip), "state"), "result": state, "interval": [0, 2**53 - 1],
+                       "policy_hash": hashlib.sha256(raw).hexdigest(),
+                       "body": {"admin": {"op": "policy-set", "expected_policy_hash": hashlib.sha256(raw).hexdigest(),
+                                          "policy": policy}}})
+        signed = canon({"packet": packet, "sig": key.sign(PACKET_DOMAIN + canon(packet)).hex()})
+        return forge_on_tip(p, {"state": state, "txn/packet.json": signed})
+
     def test_admin_change_signed_by_a_non_owner_refused(self):
         r, p = self.honest()
         tip = p.chain()[-1]
-        packet = json.loads(p.cat(p.get(p.tree_of(tip), "txn/packet.json")))["packet"]
-        policy = json.loads(p.cat(p.get(p.tree_of(tip), "state/policy.json")))
-        policy["max_ttl_ms"] = SAFE_MAX
-        new_policy = p.blob(canon(policy))
-        state = p.put(p.get(p.tree_of(tip), "state"), "policy.json", new_policy)
-        packet.update({"command": "admin", "action": "policy", "source": p.get(p.tree_of(tip), "state"),
-                       "result": state, "body": {"admin": {"op": "policy", "policy": policy}}})
-        key = seed_key(r.key("alice"))
-        signed = canon({"packet": packet, "sig": key.sign(PACKET_DOMAIN + canon(packet)).hex()})
-        forged = forge_on_tip(p, {"state": state, "txn/packet.json": signed})
-        self.refused_everywhere(r, forged)
+        forged = self.policy_set_by(r, p, "alice")
+        self.refused_everywhere(r, forged, "replay-refused")
+        v = r.run("owner", "--json", "verify", "--full")
+        self.assertEqual(v.code, 1, v)
+        bad = [json.loads(l) for l in v.out.splitlines() if not json.loads(l)["ok"]]
+        self.assertEqual([b["commit"] for b in bad], [forged])
+        self.assertIn("only the store's owner", bad[0]["detail"])
+        # The same transition signed by the owner is valid: the owner check is what refused it.
+        r.git("update-ref", "refs/locks/state", tip, forged)
+        owners = self.policy_set_by(r, p, "owner")
+        self.assertOk(r.run("owner", "verify", "--full"))
+        self.claimed(r, "bob", "src/b.c", ttl="2h")  # over the old max_ttl_ms (600 s), under the new one
+        self.assertNotEqual(r.tip(), owners)
 
     def test_rewrite_below_the_checkpoint_refused(self):
         r, p = self.honest()

@@ -77,7 +77,10 @@ class Plumbing:
         head, _, rest = path.partition("/")
         entries = [e for e in self.ls(tree) if e[3] != head]
         if rest:
-            sub = self.get(tree, head)
+            try:
+                sub = self.get(tree, head)
+            except KeyError:  # a new directory
+                sub = self.mktree([])
             entries.append(["040000", "tree", self.put(sub, rest, oid, kind), head])
         elif oid is not None:
             entries.append(["040000" if kind == "tree" else "100644", kind, oid, head])

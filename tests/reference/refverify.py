@@ -25,8 +25,9 @@ checks, for every commit on refs/locks/state from the root:
   over "gitlocks/attestation/v1\\0" + canonical attestation, every binding
   equal to the packet's, the packet digest, the pinned audience and key,
   a known profile, the clock (`test` only with --allow-test-clock), and T
-  non-decreasing along the chain;
+  non-decreasing along the chain (local admission times too);
 - a force-release (public stores) signed by the owner or a policy admin;
+- every record name and lease path in NFC (public stores);
 - the exclusion invariant over the timeline (public stores): at the
   admission time of every state, no two live leases (T <= expires_at) with
   overlapping paths (equal, or component-wise ancestor/descendant), at least
@@ -49,6 +50,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import unicodedata
 
 import nacl.exceptions
 import nacl.signing
@@ -340,7 +342,7 @@ class Verifier:
         self.allow_test_clock = allow_test_clock
         self.store = None      # store id, from the root's policy
         self.pins = None       # (audience, service_key) once guard time is on
-        self.last_t = None     # the last attested T
+        self.last_t = None     # the last admission time T (attested or local)
         self.record_cache = {}
 
     def state_tree(self, commit):
@@ -503,6 +505,10 @@ class Verifier:
             t = packet.get("claimed_at_ms")
             if type(t) is not int:
                 raise Invalid("bad-packet", "no claimed_at_ms")
+            # Local admission times never decrease either (an equal one is fine).
+            if self.last_t is not None and t < self.last_t:
+                raise Invalid("time-decreased", "T %d below the previous %d" % (t, self.last_t))
+            self.last_t = t
         if not interval[0] <= t <= interval[1]:
             raise Invalid("time-outside-interval", "T %d outside %r" % (t, interval))
 
@@ -630,6 +636,14 @@ class Verifier:
         return out
 
     def check_exclusion(self, state, policy, t):
+        # One resource per path: names and lease paths in NFC (FORMAT.md "Path identity"),
+        # so no NFC/NFD twin can hold a second lease on the same file.
+        for rec in self._records:
+            if rec["kind"] != "path":
+                continue
+            for name in [rec["name"]] + [l.get("path", "") for l in rec.get("leases", [])]:
+                if not unicodedata.is_normalized("NFC", name):
+                    raise Invalid("path-not-canonical", "%s:%r is not in NFC" % (rec["kind"], name))
         live = []  # path leases live at t
         for rec in self._records:
             leases = [l for l in rec.get("leases", []) if l["expires_at"] >= t]

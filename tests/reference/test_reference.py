@@ -594,6 +594,63 @@ class PolicySetStoreTest(SharedStore):
         self.assertBothFlag(self.r, 2, "policy-changed")
 
 
+class IdentityAndTimeTest(SharedStore):
+    """Two rules the reference verifier once lacked (issue 30): local admission times never decrease,
+    and one path is one resource (NFC), so an NFD twin cannot hold a second exclusive lease."""
+
+    NFC, NFD = "caf\u00e9.md", "cafe\u0301.md"
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.run_ok("owner", "init")
+        r.now += 1000
+        cls.run_ok("alice", "claim", "--ttl", "60s", cls.NFC)                                  # 1
+        r.now += 1000
+        cls.run_ok("bob", "claim", "--ttl", "60s", "zz.md")                                   # 2
+        r.now += 1000
+        cls.run_ok("alice", "claim", "--ttl", "60s", "b.md")                                  # 3
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 4)
+
+    def test_untouched_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertTrue(all(v["ok"] for v in rv), rv)
+
+    def test_local_admission_time_decreasing(self):
+        # alice's last claim, admitted 1 ms before bob's: still inside its own interval
+        # ([e - max_ttl, e - min_ttl] with e = T + 60 s), signed by alice.
+        f = self.f
+        packet = f.packet(3)
+        packet["claimed_at_ms"] = f.packet(2)["claimed_at_ms"] - 1
+        f.trees[3] = f.resign(f.trees[3], packet, "alice")
+        f.publish()
+        self.assertBothFlag(self.r, 3, "time-decreased")
+        # An equal T is no decrease.
+        f.reset()
+        packet["claimed_at_ms"] = f.packet(2)["claimed_at_ms"]
+        f.trees[3] = f.resign(f.trees[3], packet, "alice")
+        f.publish()
+        pv, rv = self.both(self.r)
+        self.assertTrue(all(v["ok"] for v in rv), rv)
+
+    def test_nfd_twin_of_a_held_path(self):
+        # bob's claim of zz.md, re-made as a claim of the NFD spelling of alice's café.md: the record at
+        # its own layout place, the body naming it, on the right source, signed by bob.
+        f = self.f
+        rec = f.record(2, "path:zz.md")
+        rec["name"] = self.NFD
+        rec["leases"][0]["path"] = self.NFD
+        packet = f.packet(2)
+        packet["body"]["ops"][0]["path"] = self.NFD
+        tree = f.with_record(f.trees[1], "path:" + self.NFD, rec)
+        f.trees[2] = f.resign(tree, packet, "bob")
+        f.publish(f.trees[:3])
+        self.assertBothFlag(self.r, 2, "path-not-canonical")
+
+
 class ReferenceCliTest(unittest.TestCase):
     def test_exit_statuses(self):
         usage = subprocess.run([sys.executable, REFVERIFY], capture_output=True, text=True)
