@@ -7,10 +7,12 @@
 #
 #   tests/mcp/dev-deps.sh DIR
 set -euo pipefail
+# Under CI: $CI set to anything but "", 0, false or no (tests/support/unittest_ci.py in_ci).
+in_ci() { case "$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=${1:?usage: dev-deps.sh DIR}
 if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
-  if [ "${CI:-}" = true ]; then
+  if in_ci; then
     echo "mcp dev-deps: FAILED under CI=true: node or npm is missing (run toolchains/setup.sh --native)" >&2
     exit 1
   fi

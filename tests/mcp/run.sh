@@ -2,8 +2,10 @@
 # The ctest entry of the MCP test: `node --test mcp.test.mjs`. Without
 # Node.js a skip (77), a failure under CI=true.
 set -euo pipefail
+# Under CI: $CI set to anything but "", 0, false or no (tests/support/unittest_ci.py in_ci).
+in_ci() { case "$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')" in "" | 0 | false | no) return 1 ;; *) return 0 ;; esac; }
 if ! command -v node >/dev/null; then
-  if [ "${CI:-}" = true ]; then
+  if in_ci; then
     echo "mcp test: FAILED under CI=true: node is missing (run toolchains/setup.sh --native)" >&2
     exit 1
   fi
