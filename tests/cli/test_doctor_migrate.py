@@ -184,7 +184,10 @@ class Migrate(CliTest):
         self.assertEqual(len(before), 3)
         # Writers refuse format 1 and point at migrate.
         with self.unchanged(r):
-            e = self.assertUsage(self.claim(r, "alice", "x"), "unknown-format")
+            res = self.claim(r, "alice", "x")
+            self.assertEqual(res.code, 2, res)  # a store this version cannot write: not the caller's input
+            e = res.error
+            self.assertEqual((e["error"], e["code"], e["reason"]), ("store-read", "unknown-format", "unknown-format"))
         self.assertIn("migrate", e["detail"])
         old_tip = r.tip()
         old_records = sorted(json.dumps(v, sort_keys=True) for v in records(r).values())

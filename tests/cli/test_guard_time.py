@@ -492,7 +492,7 @@ class LeaseTest(GuardTimeBase):
         os.remove(os.path.join(common, "git-locks", "trust", "local.json"))
         self.notary.clock(P)
         r = self.claim("a")
-        e = self.assertFails(r, 64, "usage", "unknown-format", "claim", None, forged)
+        e = self.assertFails(r, 2, "store-read", "unknown-format", "claim", None, forged)
         self.assertEqual((e["commit"], e["verdict"]), (forged, "unknown-format"), r)
 
 

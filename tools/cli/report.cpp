@@ -26,11 +26,13 @@ ErrorClass classify(Errc code) {
     case Errc::bad_expression:
     case Errc::unsupported_expression:
     case Errc::arithmetic_overflow:
-    case Errc::unknown_format:
       return {ErrorKind::usage, kExitUsage};
     case Errc::store_write:
       return {ErrorKind::store_write, kExitStore};
     case Errc::store_read:
+    // A store in a format, profile or version this git-locks does not know
+    // (seed 000): the store cannot be read, the caller's input is fine.
+    case Errc::unknown_format:
     // Stored material that fails verification cannot be read reliably: the
     // CLI reports it as store-read (the code tells which), never as input.
     case Errc::bad_signature:

@@ -83,7 +83,7 @@ const refusedCodes = new Set([
 ]);
 const usageCodes = new Set([
   'usage', 'bad-path', 'bad-json', 'non-canonical', 'bad-expression', 'unsupported-expression',
-  'arithmetic-overflow', 'unknown-format',
+  'arithmetic-overflow',
 ]);
 
 function classify(code) {
