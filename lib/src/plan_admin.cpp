@@ -92,13 +92,9 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   if (it == a.end() || !it->is_object()) return make_error(Errc::bad_json, "policy-set needs the new 'policy' object");
   const json& next = *it;
   GITLOCKS_TRY(parsed, parse_policy(next));
-  auto settable = [](const std::string& k) {
-    return std::find(std::begin(kSettablePolicyFields), std::end(kSettablePolicyFields), k) !=
-           std::end(kSettablePolicyFields);
-  };
   for (const json* doc : {&next, &policy_doc})
     for (const auto& [k, v] : doc->items()) {
-      if (settable(k)) continue;
+      if (is_settable_policy_field(k)) continue;
       const json* other = doc == &next ? &policy_doc : &next;
       if (!other->contains(k) || (*other)[k] != v)
         return make_error(Errc::usage, "policy set cannot change '" + k +

@@ -25,21 +25,16 @@
 namespace gitlocks::cli {
 namespace {
 
-bool settable(const std::string& k) {
-  return std::find(std::begin(kSettablePolicyFields), std::end(kSettablePolicyFields), k) !=
-         std::end(kSettablePolicyFields);
-}
-
 // The current policy with FILE's fields applied. Errors: usage.
 Result<json> apply_changes(const json& current, const json& changes, const std::string& file) {
   if (!changes.is_object()) return make_error(Errc::usage, file + ": a policy change is a JSON object");
   json next = current;
   for (const auto& [k, v] : changes.items()) {
-    if (!settable(k) && !current.contains(k)) {  // unknown: the core names it
+    if (!is_settable_policy_field(k) && !current.contains(k)) {  // unknown: the core names it
       next[k] = v;
       continue;
     }
-    if (!settable(k)) {
+    if (!is_settable_policy_field(k)) {
       if (current[k] != v)
         return make_error(Errc::usage, file + ": '" + k +
                                            "' cannot change (policy set changes min_ttl_ms, max_ttl_ms, families, "

@@ -103,6 +103,11 @@ json guard_time_doc(const Pins& pins);
 // membership have their own transitions).
 inline constexpr std::string_view kSettablePolicyFields[] = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim",
                                                              "enforce",    "admins",     "bots"};
+inline bool is_settable_policy_field(std::string_view field) {
+  for (auto f : kSettablePolicyFields)
+    if (f == field) return true;
+  return false;
+}
 
 // A policy document with defaults for a new store.
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex);
