@@ -132,7 +132,12 @@ echo "admitted at $t, $((e2 - t)) ms before the old expiry; expires at $e3"
 
 step "the lease runs out; renewing after expiry is refused by the notary's time"
 sleep_until $((e3 + 100))
-refused 1 guard-window alice extend --ttl 3s "$lease"
+# alice's clock lags: it reads 500 ms before the expiry (GIT_LOCKS_PROPOSAL_MS
+# sets the proposal clock), so her own planner lets the renewal through and
+# the notary, whose T is past the expiry, is the one that refuses it.
+GIT_LOCKS_PROPOSAL_MS=$((e3 - 500)) refused 1 guard-window alice extend --ttl 3s "$lease"
+grep -q "the notary's admission time is outside the guard interval" "$work/err" ||
+  die "the renewal was not refused by the notary: $(cat "$work/err")"
 
 step "bob reclaims it: generation 2"
 rec=$(as bob --json claim --ttl 30s deploy/prod)

@@ -179,10 +179,21 @@ class SystemClockTest(unittest.TestCase):
         time.sleep(max(0, e2 + 50 - wall_floor()) / 1000)
         self.assertGreater(wall_floor(), e2)
 
-        # Renewing after expiry is refused: the notary's T is past prev_expires_at.
+        # Renewing after expiry is refused by the notary's T, past prev_expires_at: alice's clock lags
+        # (her proposal clock reads 500 ms before the expiry), so her own planner admits the renewal and
+        # asks the notary, whose refusal (HTTP 422) is what comes back.
         tip = self.repo.tip()
+        r = self.repo.run("alice", "--json", "extend", "--ttl", "2000", "a",
+                          env={"GIT_LOCKS_PROPOSAL_MS": str(e2 - 500)})
+        e = self.assertRefused(r, "guard-window", tip)
+        self.assertIn("the notary's admission time is outside the guard interval", e["detail"])
+        # Her clock right: her planner already refuses it, without asking the notary.
+        self.notary.stop()
         r, _ = self.run_timed("alice", "--json", "extend", "--ttl", "2000", "a")
-        self.assertRefused(r, "guard-window", tip)
+        e = self.assertRefused(r, "guard-window", tip)
+        self.assertNotIn("notary", e["detail"])
+        self.notary.start(test_clock=False)
+        self.repo.git("config", "locks.notary", self.notary.url)
 
         # Reclaim by bob after expiry: the next generation, T strictly after the old expiry.
         r, (lo, hi) = self.run_timed("bob", "--json", "claim", "--ttl", "3000", "a")

@@ -5,9 +5,11 @@ reason invalid-history, the forged commit named — leaving the ref exactly
 where the forger put it. The clone's trust checkpoint is shared by linked
 worktrees; a corrupted one costs a full replay, never correctness."""
 
+import copy
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -59,6 +61,53 @@ def forge_on_tip(p, replace, packet_from=None):
     commit = p.git("commit-tree", tree, "-p", tip, "-m", "forged").decode().strip()
     p.git("update-ref", "refs/locks/state", commit, tip)
     return commit
+
+
+def genuine_elsewhere(r, actor, *args, env=None):
+    """The commit `actor`'s command `args` makes on the tip, made in a copy of the clone and fetched back
+    unpublished: r's ref and trust checkpoint stay where they were."""
+    shadow = tempfile.mkdtemp(prefix="shadow-", dir=r.root)
+    os.rmdir(shadow)
+    shutil.copytree(r.path, shadow, symlinks=True)
+    other = copy.copy(r)
+    other.path = shadow
+    res = other.run(actor, *args, env=env)
+    assert res.code == 0, res
+    r.git("fetch", "-q", shadow, "refs/locks/state")
+    commit = r.git("rev-parse", "FETCH_HEAD").strip()
+    shutil.rmtree(shadow)
+    return commit
+
+
+def forge_result(p, genuine, key, edit_state, edit_packet=None, keep_attestation=True):
+    """`genuine` (a commit on the tip, not published) with its state edited (`edit_state(tree) -> tree`) and
+    its packet's result made to match, re-signed by `key`, on top of the tip: a transition right in every
+    respect (parent, source, store, policy hash, time, body, a signer who may make it) except that its
+    result is not what its body gives. Moves the ref there."""
+    tip = p.chain()[-1]
+    tree = p.tree_of(genuine)
+    state = edit_state(p.get(tree, "state"))
+    packet = json.loads(p.cat(p.get(tree, "txn/packet.json")))["packet"]
+    assert packet["source"] == p.get(p.tree_of(tip), "state") and packet["actor"] == public_hex(key)
+    packet["result"] = state
+    if edit_packet:
+        edit_packet(packet)
+    signed = canon({"packet": packet, "sig": key.sign(PACKET_DOMAIN + canon(packet)).hex()})
+    tree = p.put(p.put(tree, "state", state, "tree"), "txn/packet.json", p.blob(signed))
+    if not keep_attestation:
+        tree = p.put(tree, "txn/attestation.json", None)
+    commit = p.git("commit-tree", tree, "-p", tip, "-m", p.message(genuine)).decode().strip()
+    p.git("update-ref", "refs/locks/state", commit, tip)
+    return commit
+
+
+def with_policy(p, edit):
+    """An edit_state for forge_result: policy.json rewritten by `edit(policy)`."""
+    def apply(state):
+        policy = json.loads(p.cat(p.get(state, "policy.json")))
+        edit(policy)
+        return p.put(state, "policy.json", p.blob(canon(policy)))
+    return apply
 
 
 class Refusals:
@@ -116,11 +165,17 @@ class LocalTrustTest(CliTest, Refusals):
         self.claimed(r, "bob", "src/b.c")
 
     def test_widened_ttl_bounds_refused(self):
+        # bob's own claim of src/b.c, signed by him, whose result also raises max_ttl_ms: a policy change
+        # by a transition that is not the owner's policy-set, caught by re-planning its body.
         r, p = self.honest()
-        policy = json.loads(p.cat(p.get(p.tree_of(p.chain()[-1]), "state/policy.json")))
-        policy["max_ttl_ms"] = SAFE_MAX
-        forged = forge_on_tip(p, {"state/policy.json": canon(policy)}, packet_from=p.chain()[-1])
-        self.refused_everywhere(r, forged)
+        genuine = genuine_elsewhere(r, "bob", "claim", "--ttl", "60s", "src/b.c")
+        forged = forge_result(p, genuine, seed_key(r.key("bob")),
+                              with_policy(p, lambda pol: pol.update(max_ttl_ms=SAFE_MAX)))
+        self.refused_everywhere(r, forged, "result-mismatch")
+        # The same commit without the policy edit is valid: the re-planned result is what refused it.
+        r.git("update-ref", "refs/locks/state", p.chain()[-2], forged)
+        forge_result(p, genuine, seed_key(r.key("bob")), lambda state: state)
+        self.assertOk(r.run("owner", "verify", "--full"))
 
     def test_replayed_packet_refused(self):
         r, p = self.honest()
@@ -235,15 +290,26 @@ class GuardTimeTrustTest(GuardTimeBase, Refusals):
         self.p = Plumbing(self.repo)
 
     def test_dropped_guard_time_refused_even_with_the_notary_down(self):
+        # bob's own attested claim of b, re-signed by him with guard time gone from its result, his own
+        # clock's reading instead of the notary's T and no attestation: judged as a commit without guard
+        # time, it is refused because its body never gives that result.
         tip = self.p.chain()[-1]
-        policy = json.loads(self.p.cat(self.p.get(self.p.tree_of(tip), "state/policy.json")))
-        del policy["guard_time"]
-        forged = forge_on_tip(self.p, {"state/policy.json": canon(policy)}, packet_from=tip)
+        genuine = genuine_elsewhere(self.repo, "bob", "claim", "--ttl", "60000", "b", "--allow-test-clock",
+                                    env={"GIT_LOCKS_PROPOSAL_MS": str(P)})
+        att = json.loads(self.p.cat(self.p.get(self.p.tree_of(genuine), "txn/attestation.json")))
+        at = att["attestation"]["admitted_at_ms"]
+        key = seed_key(self.repo.key("bob"))
+        forged = forge_result(self.p, genuine, key, with_policy(self.p, lambda pol: pol.pop("guard_time")),
+                              edit_packet=lambda pk: pk.update(claimed_at_ms=at), keep_attestation=False)
         self.notary.stop()
-        r = self.attested("bob", "claim", "--ttl", "60000", "b")
-        self.assertInvalidHistory(r, "claim", forged, self.repo.tip)
+        r = self.attested("bob", "claim", "--ttl", "60000", "c")
+        self.assertInvalidHistory(r, "claim", forged, self.repo.tip, "result-mismatch")
         st = self.repo.run("bob", "--json", "status", "--allow-test-clock")
-        self.assertInvalidHistory(st, "status", forged, self.repo.tip)
+        self.assertInvalidHistory(st, "status", forged, self.repo.tip, "result-mismatch")
+        # Unedited, the genuine commit is valid on this tip: the policy edit is what was refused.
+        self.repo.git("update-ref", "refs/locks/state", genuine, forged)
+        self.assertEqual(self.repo.run("bob", "--json", "status", "--allow-test-clock").code, 0)
+        self.assertEqual(self.p.chain()[-2], tip)
 
     def test_end_of_time_and_unpinned_key_attestations_refused(self):
         tip = self.p.chain()[-1]
@@ -351,16 +417,19 @@ class RemoteTrustTest(unittest.TestCase, Refusals):
             host.git(*e["recovery"].split()[1:])
             self.assertEqual(server.tip(), honest[-1])
 
+        fake.root = root
+        fake.now = None
+
         def policy_widened():
-            tip = p.chain()[-1]
-            policy = json.loads(p.cat(p.get(p.tree_of(tip), "state/policy.json")))
-            policy["max_ttl_ms"] = SAFE_MAX
-            return forge_on_tip(p, {"state/policy.json": canon(policy)}, packet_from=tip)
+            # the forger's own claim, made in her clone without publishing, its result widened and re-signed.
+            genuine = genuine_elsewhere(fake, "mallory", "claim", "--ttl", "60s", "src/m.c")
+            return forge_result(p, genuine, seed_key(fake.key("mallory")),
+                                with_policy(p, lambda pol: pol.update(max_ttl_ms=SAFE_MAX)))
 
         cases = [
             # alice's live leases gone: the root's state under her last packet.
             ("deleted-lease", lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[0]), "state")}), None),
-            ("widened-ttl", policy_widened, None),
+            ("widened-ttl", policy_widened, "result-mismatch"),
             # her first claim's packet and state again, on top of her second claim.
             ("replayed-packet", lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[1]), "state")},
                                                      packet_from=honest[1]), "source-mismatch"),

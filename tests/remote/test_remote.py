@@ -24,7 +24,10 @@ sys.path.insert(0, HERE)
 
 from servers import KINDS, Server, SilentProxy, clone  # noqa: E402
 from support import Result, binary  # noqa: E402
+from test_verify import Plumbing, canon  # noqa: E402
 from threads import Workers, run_parallel  # noqa: E402
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey  # noqa: E402
 
 PUSH_WRAPPER = os.path.join(HERE, "push_wrapper.sh")
 STATE = "refs/locks/state"
@@ -527,21 +530,38 @@ class ServerHook(RemoteTest):
         # checkpoint is no longer the parent's state.
         self.assertRejected(f"{self.forge()}:{STATE}", "is not a valid transition")
 
+    def genuine_claim(self, path):
+        """bob's claim of `path` on the server's tip, signed by him and made in his own clone without
+        publishing it; alice's clone gets its objects. Returns (commit, bob's key)."""
+        bob = self.host(self.srv, "bob", configure=False)
+        bob.git("fetch", "-q", "origin", f"+{STATE}:{STATE}")
+        self.assertOk(bob.run("claim", path))
+        self.alice.git("fetch", "-q", bob.path, STATE)
+        with open(bob.key) as f:
+            key = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(json.load(f)["seed"]))
+        return self.alice.git("rev-parse", "FETCH_HEAD").strip(), key
+
     def test_tampered_state_is_rejected(self):
-        a = self.alice
-        tree = a.git("rev-parse", f"{STATE}^{{tree}}").strip()
-        parent_tree = a.git("rev-parse", f"{STATE}~1^{{tree}}").strip()
-        listing = a.git("ls-tree", tree)
-        old_state = [l for l in listing.splitlines() if l.endswith("\tstate")][0].split()[2]
-        parent_state = [l for l in a.git("ls-tree", parent_tree).splitlines() if l.endswith("\tstate")][0].split()[2]
-        self.assertNotEqual(old_state, parent_state)
-        # The claim's packet with the state of before the claim: a lease that vanished.
-        forged_tree = subprocess.run(["git", "-C", a.path, "mktree"], input=listing.replace(old_state, parent_state),
-                                     capture_output=True, text=True, check=True).stdout.strip()
-        self.assertRejected(f"+{self.forge(tree=forged_tree, parent=a.git('rev-parse', STATE + '~1').strip())}"
-                            f":{STATE}", "does not descend")
-        # and as a successor of the tip
-        self.assertRejected(f"{self.forge(tree=forged_tree)}:{STATE}", "is not a valid transition")
+        # bob's own signed claim of lib/, chained on the tip, with the state of before alice's claim:
+        # her lease vanished. Valid in every other respect, so the server's state checks are what refuse it.
+        p = Plumbing(self.alice)
+        genuine, key = self.genuine_claim("lib/")
+        self.assertEqual(p.git("rev-parse", genuine + "^").decode().strip(), self.good)
+        tree = p.tree_of(genuine)
+        vanished = p.get(p.tree_of(p.chain()[0]), "state")  # the store as init made it
+        # The commit's state is not its packet's result.
+        self.assertRejected(f"{self.forge(tree=p.put(tree, 'state', vanished, 'tree'))}:{STATE}",
+                            "is not a valid transition: state-mismatch")
+        # The packet's result (re-signed by bob) is not what re-planning his claim gives.
+        packet = json.loads(p.cat(p.get(tree, "txn/packet.json")))["packet"]
+        packet["result"] = vanished
+        signed = canon({"packet": packet, "sig": key.sign(b"gitlocks/packet/v1\x00" + canon(packet)).hex()})
+        resigned = p.put(p.put(tree, "state", vanished, "tree"), "txn/packet.json", p.blob(signed))
+        self.assertRejected(f"{self.forge(tree=resigned)}:{STATE}", "is not a valid transition: result-mismatch")
+        # Unchanged, bob's claim lands: nothing else about it was wrong.
+        r = self.push(f"{genuine}:{STATE}")
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(self.srv.tip(), genuine)
 
     def test_unsigned_garbage_is_rejected(self):
         a = self.alice

@@ -149,10 +149,36 @@ TEST_CASE("trust: a policy without guard time on a guarded store is invalid hist
   json policy = gitlocks::StateReader(s.objects(), s.state()).policy().value();
   REQUIRE(policy.contains("guard_time"));
   policy.erase("guard_time");
-  const Oid forged = forge(s, with_policy(s, s.state(), policy), honest);
+  // bob's own claim of b on the honest tip, planned and signed by him, its result without guard time,
+  // carrying his clock's reading instead of an attestation: right in every respect but its result.
+  auto snap = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
+  REQUIRE(snap.ok());
+  json body = {{"created_at", s.now},
+               {"name", "bob"},
+               {"ops", {{{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}}}}};
+  auto cand = gitlocks::build_candidate(s.objects(), snap->snapshot, gitlocks::test::actor_key("bob"), "claim",
+                                        std::string(64, '7'), body, s.now, n.fn(), nullptr, false);
+  REQUIRE(cand.ok());
+  auto forge_with = [&](const Oid& state) {
+    json packet = cand->packet;
+    packet["result"] = state;
+    packet["claimed_at_ms"] = cand->admitted_at_ms;
+    auto sealed = gitlocks::seal_packet(packet, gitlocks::test::actor_key("bob"));
+    REQUIRE(sealed.ok());
+    auto c = gitlocks::write_transition_commit(s.objects(), honest, state, *sealed, "claim\n", 0);
+    REQUIRE(c.ok());
+    REQUIRE(gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, *c).ok());
+    return *c;
+  };
+  const Oid forged = forge_with(with_policy(s, cand->outcome.result_state, policy));
   // Read unverified, the tip says guard time is off: that is what a writer must never act on.
   CHECK_FALSE(gitlocks::detail::read_unverified_snapshot(s.objects(), s.tip()).value().guard_time);
-  check_invalid(refused(s), forged, honest);
+  auto e = refused(s);
+  check_invalid(e, forged, honest);
+  CHECK(e.fields.at("verdict") == "result-mismatch");
+  // The same forgery with the result its body gives is caught by the time source instead: the notary's T is missing.
+  forge_with(cand->outcome.result_state);
+  CHECK(refused(s).fields.at("verdict") == "time-source-mismatch");
 }
 
 TEST_CASE("trust: an attestation with T = 2^53-1 by a key the history never pinned is invalid history") {
