@@ -181,8 +181,10 @@ export interface ReplayOptions {
   from?: Oid;
   /** Accept attestations made with a notary's test clock. */
   allowTestClock?: boolean;
-  /** Guard-time pins the store must use. */
+  /** Guard-time pins the store must use: every attestation's, and in force at the tip (else the tip is pins-mismatch). */
   pins?: Pins;
+  /** The store's expected owner key (64 hex): another owner makes the root's verdict owner-mismatch. */
+  owner?: string;
   /** Called after every commit, synchronously. */
   onProgress?: (progress: Progress) => void;
   /**
@@ -372,6 +374,8 @@ export interface TimelineOptions {
   tip?: Oid;
   allowTestClock?: boolean;
   pins?: Pins;
+  /** As ReplayOptions.owner. */
+  owner?: string;
   memberKey?: MemberKey;
   /** Called after every commit of the one pass (replay and timeline together). */
   onProgress?: (progress: Progress) => void;

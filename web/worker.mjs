@@ -6,7 +6,9 @@
 // member key (the bytes of a key file, or a pasted seed) the sealed commits
 // of a PRIVATE store replay in full and their states are decrypted; the key
 // is zeroed when the job ends and never leaves the worker.
-// Messages in:  {bundle: Blob | ArrayBuffer, pins?, allowTestClock?, memberKey?: ArrayBuffer}
+// Messages in:  {bundle: Blob | ArrayBuffer, pins?, owner?, allowTestClock?, memberKey?: ArrayBuffer}
+// (the expected pins and owner are the core's rules: a mismatch is an
+// invalid verdict, pins-mismatch at the tip or owner-mismatch at the root)
 // Messages out: {type:'progress', phase, done, total}, {type:'result', ...,
 //               member: {actor} | null, timings: {open_ms, replay_ms,
 //               timeline_ms}}, {type:'error', code, message}
@@ -27,7 +29,7 @@ function pinsOf(policy) {
 }
 
 self.onmessage = async (event) => {
-  const { pins, allowTestClock } = event.data;
+  const { pins, owner, allowTestClock } = event.data;
   let bundle = event.data.bundle;
   const memberKey = event.data.memberKey ? new Uint8Array(event.data.memberKey) : null;
   let store;
@@ -60,6 +62,7 @@ self.onmessage = async (event) => {
       },
     };
     if (pins) options.pins = pins;
+    if (owner) options.owner = owner;
     if (memberKey) options.memberKey = memberKey;
     const { summary, transitions, leases, policy, end_time: lastTime } = store.timeline(options);
     // replay_ms: the one pass (replay and timeline); timeline_ms stays for

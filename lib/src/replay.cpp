@@ -295,7 +295,7 @@ bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const jso
 // its owner, with that policy's hash; sets the chain's store and owner);
 // any other commit names the parent's state, the store and the policy in
 // force.
-void check_chain_link(const json& p, bool root, ChainState& cs, Verdict& v) {
+void check_chain_link(const json& p, bool root, ChainState& cs, const ReplayOptions& options, Verdict& v) {
   const json& body = p["body"];
   if (root) {
     if (p["source"] != "" || !body.contains("init")) fail(v, "bad-packet", "the root commit must create the store");
@@ -307,6 +307,8 @@ void check_chain_link(const json& p, bool root, ChainState& cs, Verdict& v) {
       cs.store_id = pol->store;
       cs.owner = pol->owner;
       if (v.actor != cs.owner) fail(v, "not-owner", "the store was not created by its owner");
+      if (options.expected_owner && cs.owner != *options.expected_owner)
+        fail(v, "owner-mismatch", "the store's owner is " + cs.owner + ", expected " + *options.expected_owner);
       auto pb = canon_dump(body["init"]);
       if (!pb.ok() || sha256_hex(*pb) != p["policy_hash"])
         fail(v, "policy-mismatch", "policy_hash is not the creation policy's");
@@ -462,7 +464,7 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     check_private_signer(store, tc, root, cs, p, v);
     const bool attested = check_time_source(store, tc, p, cs, options, t, v);
     v.time = t;
-    check_chain_link(p, root, cs, v);
+    check_chain_link(p, root, cs, options, v);
     if (!t) fail(v, "missing-time", "packet carries no admission time");
     const json plain_body = open_body(p, root, cs, options, v);
     check_replan(store, p, plain_body, root, cs, options, interval, v);
@@ -470,6 +472,21 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
   }
   // The independent invariant check runs on the recorded states.
   follow_chain(store, tc, root, t, cs, timeline, options, v);
+}
+
+// At the tip: the expected notary pins are the ones in force (a store
+// without guard time has no attestation to check them against).
+void check_pins_in_force(const ChainState& cs, const ReplayOptions& options, Verdict& v) {
+  if (!options.expected_pins) return;
+  const Pins& want = *options.expected_pins;
+  if (!cs.policy.guard_time)
+    fail(v, "pins-mismatch",
+         "the expected notary pins (" + want.audience + " / " + want.service_key +
+             ") are not in force: the store has no guard time");
+  else if (!(*cs.policy.guard_time == want))
+    fail(v, "pins-mismatch",
+         "the notary pins in force are " + cs.policy.guard_time->audience + " / " + cs.policy.guard_time->service_key +
+             ", expected " + want.audience + " / " + want.service_key);
 }
 
 }  // namespace
@@ -558,6 +575,8 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     }
     GITLOCKS_CHECK(load_policy(store, cs));
     cs.owner = cs.policy.owner;
+    if (options.expected_owner && cs.owner != *options.expected_owner)
+      return make_error(Errc::invalid, "the store's owner is " + cs.owner + ", expected " + *options.expected_owner);
     auto codec = codec_for(cs, cs.policy, options);
     // From a trusted commit the leases in force are not read: each admission
     // is checked against its own state's records and markers (O(changes)).
@@ -594,6 +613,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
       v.detail = tc.error().message;
     } else {
       verify_commit(store, *tc, root, cs, timeline, options, v);
+      if (i + 1 == count) check_pins_in_force(cs, options, v);
     }
     root = false;
     ++summary.commits;
@@ -607,6 +627,11 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     }
     on_verdict(v);
     if (options.progress) options.progress(i + 1, count);
+  }
+  if (count == 0) {  // nothing after the trusted commit: its pins must still be the expected ones
+    Verdict at_tip;
+    check_pins_in_force(cs, options, at_tip);
+    if (!at_tip.ok) return make_error(Errc::invalid, at_tip.detail);
   }
   summary.end.commit = tip;
   summary.end.store_id = cs.store_id;

@@ -27,6 +27,10 @@ def canon(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+def public_hex(key):
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
+
+
 class Plumbing:
     """Git plumbing on one repository, bytes in and out."""
 
@@ -181,6 +185,39 @@ class VerifyTest(CliTest):
         lines = human.out.splitlines()
         self.assertEqual(len(lines), 8)
         self.assertEqual(lines[-1], f"verified 7 commit(s) from the root up to {r.tip()}: all valid")
+
+    def test_expected_owner_and_pins(self):
+        # The pins the page and the npm module apply, from the core, here too (issue 30).
+        r, p = self.history()
+        owner = public_hex(self.key_of(r, "owner"))
+        other = ("1" if owner[0] == "0" else "0") + owner[1:]
+        ids = p.chain()
+        res, verdicts, summary = self.verify(r, "--expect-owner", owner.upper(), full=False)
+        self.assertEqual(res.code, 0, res)
+        self.assertEqual(len(verdicts), 7)  # from the root, although the checkpoint is at the tip
+        res, verdicts, summary = self.verify(r, "--expect-owner", other, full=False)
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual([(v["commit"], v["ok"]) for v in verdicts], [(c, c != ids[0]) for c in ids])
+        self.assertEqual((verdicts[0]["reason"], verdicts[0]["detail"]),
+                         ("owner-mismatch", f"the store's owner is {owner}, expected {other}"))
+        self.assertEqual(summary["first_invalid"], ids[0])
+        # The history is valid, just not the expected store's: no reset is offered as a repair.
+        self.assertIsNone(summary["recovery"])
+        self.assertIn("not the expected store", summary["note"])
+        pins = "notary.example:" + "ab" * 32
+        res, verdicts, summary = self.verify(r, "--expect-pins", pins, full=False)
+        self.assertEqual(res.code, 1, res)
+        self.assertEqual([v["ok"] for v in verdicts], [True] * 6 + [False])
+        self.assertEqual((verdicts[6]["reason"], verdicts[6]["detail"]),
+                         ("pins-mismatch", "the expected notary pins (notary.example / " + "ab" * 32 +
+                          ") are not in force: the store has no guard time"))
+        # Bad values are usage errors (exit 64).
+        for args in (["--expect-owner", "xyz"], ["--expect-owner", owner + "0"], ["--expect-pins", "ab" * 32],
+                     ["--expect-pins", ":" + "ab" * 32], ["--expect-pins", "a:b"],
+                     ["--expect-owner", owner, "--from", ids[2]]):
+            res = r.run("dave", "--json", "verify", *args)
+            self.assertEqual(res.code, 64, (args, res))
+            self.assertEqual(res.error["error"], "usage", res)
 
     # --- from the checkpoint ------------------------------------------------
 

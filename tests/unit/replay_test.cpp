@@ -759,3 +759,73 @@ TEST_CASE("replay: a force-release signed by a key that is not an admin is refus
   Oid forged = resign(s, 2, "carol", [](json& p) { p["actor"] = gitlocks::test::actor_hex("carol"); });
   CHECK(only_invalid(s.objects(), forged, 2, "replay-refused").find("only the owner or an admin") != std::string::npos);
 }
+
+TEST_CASE("replay: an expected owner other than the store's is owner-mismatch at the root") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  auto run = [&](const gitlocks::ReplayOptions& o) {
+    std::vector<gitlocks::Verdict> vs;
+    auto sum = gitlocks::replay_chain(s.objects(), *s.tip(), o, [&](const gitlocks::Verdict& v) { vs.push_back(v); });
+    REQUIRE_MESSAGE(sum.ok(), sum.error().message);
+    REQUIRE(vs.size() == 2);
+    return vs;
+  };
+  gitlocks::ReplayOptions right;
+  right.expected_owner = gitlocks::test::actor_hex("owner");
+  for (const auto& v : run(right)) CHECK_MESSAGE(v.ok, v.reason);
+  gitlocks::ReplayOptions wrong;
+  wrong.expected_owner = gitlocks::test::actor_hex("mallory");
+  auto vs = run(wrong);
+  CHECK_FALSE(vs[0].ok);
+  CHECK(vs[0].reason == "owner-mismatch");
+  CHECK(vs[0].detail == "the store's owner is " + gitlocks::test::actor_hex("owner") + ", expected " +
+                            gitlocks::test::actor_hex("mallory"));
+  CHECK(vs[1].ok);
+  // From a trusted commit there is no root to flag: the replay fails.
+  wrong.from = *s.tip();
+  auto anchored = gitlocks::replay_chain(s.objects(), *s.tip(), wrong, [](const gitlocks::Verdict&) {});
+  REQUIRE_FALSE(anchored.ok());
+  CHECK(anchored.error().code == gitlocks::Errc::invalid);
+}
+
+TEST_CASE("replay: expected notary pins not in force at the tip are pins-mismatch there") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  const gitlocks::Pins want{"locks.example", std::string(64, 'a')};
+  gitlocks::ReplayOptions o;
+  o.expected_pins = want;
+  std::vector<gitlocks::Verdict> vs;
+  auto sum = gitlocks::replay_chain(s.objects(), *s.tip(), o, [&](const gitlocks::Verdict& v) { vs.push_back(v); });
+  REQUIRE(sum.ok());
+  REQUIRE(vs.size() == 2);
+  CHECK(vs[0].ok);
+  CHECK_FALSE(vs[1].ok);
+  CHECK(vs[1].reason == "pins-mismatch");
+  CHECK(vs[1].detail == "the expected notary pins (locks.example / " + std::string(64, 'a') +
+                            ") are not in force: the store has no guard time");
+  CHECK(sum->invalid == 1);
+  // With guard time on under other pins: every attested commit and the tip say so.
+  gitlocks::test::TestNotary n;
+  n.clock = s.now;
+  s.admit = n.fn();
+  REQUIRE(gitlocks::test::enable_guard_time(s, "owner", n.pins).ok());
+  vs.clear();
+  sum = gitlocks::replay_chain(s.objects(), *s.tip(), o, [&](const gitlocks::Verdict& v) { vs.push_back(v); });
+  REQUIRE(sum.ok());
+  REQUIRE(vs.size() == 3);
+  CHECK(vs[2].reason == "pins-mismatch");
+  // The pins in force: all valid.
+  o.expected_pins = n.pins;
+  vs.clear();
+  sum = gitlocks::replay_chain(s.objects(), *s.tip(), o, [&](const gitlocks::Verdict& v) { vs.push_back(v); });
+  REQUIRE(sum.ok());
+  CHECK(sum->invalid == 0);
+  // Replayed from the tip itself (nothing after it): the pins are still checked.
+  o.from = *s.tip();
+  o.expected_pins = want;
+  auto anchored = gitlocks::replay_chain(s.objects(), *s.tip(), o, [](const gitlocks::Verdict&) {});
+  REQUIRE_FALSE(anchored.ok());
+  CHECK(anchored.error().code == gitlocks::Errc::invalid);
+  o.expected_pins = n.pins;
+  CHECK(gitlocks::replay_chain(s.objects(), *s.tip(), o, [](const gitlocks::Verdict&) {}).ok());
+}

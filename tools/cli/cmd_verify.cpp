@@ -3,12 +3,14 @@
 // hosts, docs/FORMAT.md "Bundles").
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 
 #include "checkpoint.h"
 #include "cli.h"
@@ -143,14 +145,54 @@ std::string human_verdict(const Verdict& v) {
   return line + "\n";
 }
 
+constexpr const char* kUnexpectedStoreNote =
+    "not the expected store: its owner or notary pins are not the ones given (--expect-owner, --expect-pins); "
+    "check where it came from - resetting the ref cannot repair this";
+
+// --expect-owner KEY and --expect-pins AUDIENCE:SERVICE_KEY (keys: 64 hex,
+// either case; the audience is everything before the last ':').
+Result<std::pair<std::optional<std::string>, std::optional<Pins>>> expected_pins_of(
+    const std::optional<std::string>& owner, const std::optional<std::string>& pins) {
+  auto key = [](std::string k, const std::string& what) -> Result<std::string> {
+    for (auto& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (k.size() != 64 || k.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return make_error(Errc::usage, what + ": expected a key of 64 hex digits, got '" + k + "'");
+    return k;
+  };
+  std::pair<std::optional<std::string>, std::optional<Pins>> out;
+  if (owner) {
+    GITLOCKS_TRY(k, key(*owner, "--expect-owner"));
+    out.first = k;
+  }
+  if (pins) {
+    const auto colon = pins->rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      return make_error(Errc::usage, "--expect-pins: expected AUDIENCE:SERVICE_KEY, got '" + *pins + "'");
+    GITLOCKS_TRY(k, key(pins->substr(colon + 1), "--expect-pins"));
+    out.second = Pins{pins->substr(0, colon), k};
+  }
+  return out;
+}
+
 }  // namespace
 
 int cmd_verify(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"from", true}, {"full", false}, {"accept-rewrite", false}, {"quiet", false}});
+  auto a = ctx.parse(argv, {{"from", true},
+                            {"full", false},
+                            {"accept-rewrite", false},
+                            {"quiet", false},
+                            {"expect-owner", true},
+                            {"expect-pins", true}});
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
   if (a->has("full") && a->value("from"))
     return ctx.fail(make_error(Errc::usage, "verify --full replays from the root: it takes no --from"));
+  auto expected = expected_pins_of(a->value("expect-owner"), a->value("expect-pins"));
+  if (!expected.ok()) return ctx.fail(expected.error());
+  const bool pinned = expected->first || expected->second;
+  if (pinned && a->value("from"))
+    return ctx.fail(
+        make_error(Errc::usage, "--expect-owner and --expect-pins replay from the root: they take no --from"));
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto ref = ctx.read_tip();
@@ -160,6 +202,8 @@ int cmd_verify(Context& ctx, const Argv& argv) {
 
   ReplayOptions options;
   options.allow_test_clock = ctx.allow_test_clock;  // global flag, before or after the command
+  options.expected_owner = expected->first;
+  options.expected_pins = expected->second;
   if (auto from = a->value("from")) {
     auto r = ctx.git().run({"rev-parse", "--verify", "--quiet", *from + "^{commit}"});
     if (!r.ok()) return ctx.fail(r.error());
@@ -216,7 +260,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
       if (!d.ok()) return ctx.fail(d.error());
       if (!*d) {
         if (!fork_from) fork_from = checkpoint->commit;
-      } else if (!user_from && !a->has("full")) {
+      } else if (!user_from && !a->has("full") && !pinned) {
         anchor = usable_anchor(**store, *checkpoint, verifier);
         if (anchor) options.from = anchor->commit;
       }
@@ -266,8 +310,13 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     }
   }
   // How the store's owner recovers: reset the ref to the last valid commit.
+  // Not when the first invalid commit only fails an expectation
+  // (--expect-owner/--expect-pins): the history is another store's, and no
+  // reset makes it the expected one.
   std::optional<std::string> recovery;
-  if (summary->first_invalid) {
+  const std::string first_reason = summary->first_invalid_verdict ? summary->first_invalid_verdict->reason : "";
+  const bool unexpected_store = first_reason == "owner-mismatch" || first_reason == "pins-mismatch";
+  if (summary->first_invalid && !unexpected_store) {
     std::string last_valid;
     if (auto c = (*store)->read_commit(*summary->first_invalid); c.ok() && !c->parents.empty())
       last_valid = c->parents.front();
@@ -312,6 +361,11 @@ int cmd_verify(Context& ctx, const Argv& argv) {
         "to recover, the store's owner resets refs/locks/state to the last valid commit (after inspecting the "
         "verdicts above): " +
         *recovery + "\n";
+  if (unexpected_store) {
+    s["note"] = s.contains("note") ? s["note"].get<std::string>() + "; " + kUnexpectedStoreNote
+                                   : std::string(kUnexpectedStoreNote);
+    text += std::string(kUnexpectedStoreNote) + "\n";
+  }
   if (ctx.json_output) {
     std::fflush(stdout);
     std::string line = json_line(s) + "\n";

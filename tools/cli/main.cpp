@@ -54,8 +54,12 @@ constexpr Command kCommands[] = {
     {"log", cmd_log, "log [--limit N]", "the history of refs/locks/state, newest first"},
     {"whoami", cmd_whoami, "whoami",
      "your actor key, display name and key file, and the key in OpenSSH form (for gpg.ssh.allowedSignersFile)"},
-    {"verify", cmd_verify, "verify [--full | --from COMMIT] [--accept-rewrite] [--quiet] [--allow-test-clock]",
+    {"verify", cmd_verify,
+     "verify [--full | --from COMMIT] [--expect-owner KEY] [--expect-pins AUDIENCE:KEY] [--accept-rewrite] [--quiet] "
+     "[--allow-test-clock]",
      "replay refs/locks/state and check every commit since the clone's trust checkpoint (--full: from the root; "
+     "--expect-owner/--expect-pins: from the root, the root invalid as owner-mismatch unless the store's owner is "
+     "KEY, the tip as pins-mismatch unless those notary pins are in force; "
      "exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
     {"export", cmd_export, "export --bundle FILE", "write a Git bundle of refs/locks/state for other hosts to verify"},
     {"doctor", cmd_doctor, "doctor",

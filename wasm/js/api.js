@@ -348,6 +348,7 @@ function createGitLocksApi(factory, host) {
       if (options.from !== undefined) o.from = options.from;
       if (options.allowTestClock) o.allow_test_clock = true;
       if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
+      if (options.owner !== undefined) o.owner = options.owner;
       return withProgress(options.onProgress, (token) =>
         withMemberKey(options.memberKey, (key) =>
           call('gitlocks_store_replay', [this._live(), str(o, 'options'), ...key, token])));
@@ -444,7 +445,7 @@ function createGitLocksApi(factory, host) {
     // | "expired" | "reclaim" | null while open), expires_at, start_commit,
     // end_commit?}], policy, summary, transitions: [{index, commit, time,
     // command, actor, ok, level, reason, detail, resources, generations,
-    // reclaims, state_error}], verdicts}. options: tip, pins,
+    // reclaims, state_error}], verdicts}. options: tip, pins, owner,
     // allowTestClock, memberKey, onProgress({done, total}) per commit. The
     // lists arrive from the core in batches: the module never holds them.
     timeline(options) {
@@ -453,6 +454,7 @@ function createGitLocksApi(factory, host) {
       if (options.tip !== undefined) o.tip = options.tip;
       if (options.allowTestClock) o.allow_test_clock = true;
       if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
+      if (options.owner !== undefined) o.owner = options.owner;
       const lists = [[], [], []]; // transitions, verdicts, leases
       const sink = { fn: (kind, items) => { for (const x of items) lists[kind].push(x); }, error: null };
       const sinkToken = nextToken++;

@@ -210,7 +210,8 @@ gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const
 }
 
 // The replay options every store export reads from its options object:
-// "allow_test_clock" and "pins" ({"audience","service_key"}).
+// "allow_test_clock", "pins" ({"audience","service_key"}) and "owner" (the
+// expected owner key: the core's owner-mismatch rule).
 gitlocks::Status read_replay_options(const json& options, gitlocks::ReplayOptions& ro) {
   ro.allow_test_clock = options.value("allow_test_clock", false);
   if (options.contains("pins")) {
@@ -218,6 +219,10 @@ gitlocks::Status read_replay_options(const json& options, gitlocks::ReplayOption
     GITLOCKS_TRY(audience, gitlocks::get_string(p, "audience"));
     GITLOCKS_TRY(key, gitlocks::get_string(p, "service_key"));
     ro.expected_pins = gitlocks::Pins{audience, key};
+  }
+  if (options.contains("owner")) {
+    GITLOCKS_TRY(owner, gitlocks::get_string(options, "owner"));
+    ro.expected_owner = owner;
   }
   return gitlocks::Ok{};
 }
@@ -232,8 +237,9 @@ struct ReplayRequest {
 
 gitlocks::Result<ReplayRequest> replay_request(gitlocks::ObjectStore& store, const json& options, bool with_from) {
   if (with_from)
-    GITLOCKS_CHECK(gitlocks::check_keys(options, {"tip", "from", "allow_test_clock", "pins"}, "replay options"));
-  else GITLOCKS_CHECK(gitlocks::check_keys(options, {"tip", "allow_test_clock", "pins"}, "timeline options"));
+    GITLOCKS_CHECK(
+        gitlocks::check_keys(options, {"tip", "from", "allow_test_clock", "pins", "owner"}, "replay options"));
+  else GITLOCKS_CHECK(gitlocks::check_keys(options, {"tip", "allow_test_clock", "pins", "owner"}, "timeline options"));
   ReplayRequest r;
   if (options.contains("tip")) {
     GITLOCKS_TRY(t, gitlocks::get_string(options, "tip"));

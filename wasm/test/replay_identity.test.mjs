@@ -121,6 +121,25 @@ test('a store made by the git-locks CLI replays identically', (t) => {
   const cliText = gl_('dave', ['--json', 'verify', '--full']);
   assert.equal(cliText.split('\n').length, 9 + 1, cliText);
   assert.equal(cliText, wasmLines(bundle).text);
+  // The expected owner and notary pins are the core's rules: the CLI and the
+  // module flag the same commit with the same bytes (owner-mismatch at the
+  // root, pins-mismatch at the tip of a store without guard time).
+  const owner = JSON.parse(gl_('alice', ['--json', 'whoami'])).actor;
+  const other = (owner[0] === '0' ? '1' : '0') + owner.slice(1);
+  const key = 'ab'.repeat(32);
+  for (const [flags, options, bad] of [
+    [['--expect-owner', other], { owner: other }, [[0, 'owner-mismatch']]],
+    [['--expect-pins', `notary.example:${key}`], { pins: { audience: 'notary.example', serviceKey: key } },
+      [[8, 'pins-mismatch']]],
+    [['--expect-owner', owner], { owner }, []],
+  ]) {
+    const r = spawnSync(cli, ['--repo', repo, '--key', path.join(dir, 'dave.key'), '--json', 'verify', ...flags],
+      { encoding: 'utf8' });
+    assert.equal(r.status, bad.length ? 1 : 0, r.stderr);
+    const w = wasmLines(bundle, options);
+    assert.equal(r.stdout, w.text);
+    assert.deepEqual(w.result.verdicts.flatMap((v, i) => (v.ok ? [] : [[i, v.reason]])), bad);
+  }
 });
 
 test('gitShow reads stored packets (helper sanity)', () => {

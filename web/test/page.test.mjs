@@ -69,10 +69,19 @@ test('a history made with the real CLI is all green, with the right counts', asy
   await page.click('#reverify');
   const pinned = await verdictOf(page, 120_000);
   assert.equal(pinned.verdict, 'invalid', pinned.summary);
-  assert.match(pinned.summary, /the store has no guard time/);
-  // The owner pin: the right key is valid again.
+  assert.match(pinned.summary, /pins-mismatch — the expected notary pins \(notary\.example \/ (ab){32}\) are not in force: the store has no guard time/);
+  // The core's verdict: the tip is the invalid commit, and only the tip.
+  assert.deepEqual(pinned.badRows.map((r) => [r.index, r.reason.split(':')[0]]), [[bundles.cliCommits - 1, 'pins-mismatch']]);
+  // The owner pin: another key makes the root invalid (owner-mismatch); the right key is valid again.
   await page.fill('#pin-audience', '');
   await page.fill('#pin-key', '');
+  const other = v.owner.replace(/^./, (c) => (c === '0' ? '1' : '0'));
+  await page.fill('#pin-owner', other);
+  await page.click('#reverify');
+  const wrongOwner = await verdictOf(page, 120_000);
+  assert.equal(wrongOwner.verdict, 'invalid', wrongOwner.summary);
+  assert.deepEqual(wrongOwner.badRows.map((r) => [r.index, r.reason.split(':')[0]]), [[0, 'owner-mismatch']]);
+  assert.match(wrongOwner.summary, new RegExp(`the store's owner is ${v.owner}, expected ${other}`));
   await page.fill('#pin-owner', v.owner);
   await page.click('#reverify');
   assert.equal((await verdictOf(page, 120_000)).verdict, 'valid');

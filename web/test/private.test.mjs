@@ -130,6 +130,11 @@ test('a PRIVATE store: structural without a key, full with a member key, decrypt
   await page.fill('#pin-owner', store.actors.owner);
   s = await rerun(page, () => page.click('#reverify'));
   assert.equal(s.verdict, 'valid', s.summary);
+  // Another owner key: the core refuses the root (owner-mismatch), structurally too.
+  await page.fill('#pin-owner', 'ff'.repeat(32));
+  s = await rerun(page, () => page.click('#reverify'));
+  assert.equal(s.verdict, 'invalid', s.summary);
+  assert.match(s.summary, new RegExp(`owner-mismatch — the store's owner is ${store.actors.owner}, expected ${'ff'.repeat(32)}`));
   await page.fill('#pin-owner', '');
 
   // The owner's key file, chosen in the key input: full, as native verify with it.

@@ -53,8 +53,14 @@ struct ReplayOptions {
   std::optional<Oid> from;
   // Accept attestations from a notary running its test-only clock.
   bool allow_test_clock = false;
-  // When set, guard-time pins found in the store must equal these.
+  // When set, guard-time pins found in the store must equal these, and they
+  // must be in force at the tip (else the tip's verdict is pins-mismatch).
   std::optional<Pins> expected_pins;
+  // When set, the store's owner key (hex) must be this one: else the root's
+  // verdict is owner-mismatch (a replay from a trusted commit fails with
+  // invalid). The page, the npm module and `verify --expect-owner` all pin
+  // the owner here.
+  std::optional<std::string> expected_owner;
   // A member's keys: PRIVATE commits are verified in full only with them.
   const Vault* vault = nullptr;
   // Called after every commit with (done, total).
