@@ -61,10 +61,11 @@ class Notary:
 
 
 class Proxy:
-    """Serves discovery of `disc` but answers /v1/admit with `admit(body)`."""
+    """Serves discovery of `disc` but answers /v1/admit with `admit(body)` (HTTP `status`)."""
 
-    def __init__(self, tc, disc_url, admit):
+    def __init__(self, tc, disc_url, admit, status=200):
         outer = self
+        outer.status = status
 
         class H(JsonHandler):
 
@@ -74,7 +75,7 @@ class Proxy:
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
-                self.reply(200, admit(body))
+                self.reply(outer.status, admit(body))
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -232,6 +233,53 @@ class ActivationTest(GuardTimeBase):
                               self.record()["input"]["expected_policy_hash"],
                               "--operation-id", "op-1", "--allow-test-clock", "--json")
         self.assertEqual(again.json["status"], "ACCEPTED", again)
+
+    def test_failed_admission_leaves_pending_and_names_resume(self):
+        # The notary's discovery answers, its POST /v1/admit fails (HTTP 503): nothing is enabled,
+        # the saved operation is PENDING, and the error says how to finish it.
+        tip = self.repo.tip()
+        proxy = Proxy(self, self.notary.url, lambda body: b'{"error":"unavailable"}', status=503)
+        self.repo.git("config", "locks.notary", proxy.url)
+        r = self.enable()
+        e = self.assertFails(r, 2, "store-write", "store-write", "guard-time enable",
+                             ("in", "operation op-1 is saved as PENDING (nothing is enabled yet): "
+                                    "`git-locks guard-time resume op-1` verifies whether it landed and finishes it"),
+                             tip)
+        self.assertIn("HTTP 503", e["detail"])
+        self.assertEqual((e["operation_id"], e["status"], e["resume"]),
+                         ("op-1", "PENDING", "git-locks guard-time resume op-1"))
+        self.assertEqual(self.record()["status"], "PENDING")
+        # With the notary back, the command it names finishes it.
+        self.repo.git("config", "locks.notary", self.notary.url)
+        self.notary.clock(T0 + 2000)
+        r = self.repo.run("alice", *e["resume"].split()[1:], "--allow-test-clock", "--json")
+        self.assertEqual((r.code, r.json["status"]), (0, "ACCEPTED"), r)
+
+    def test_resume_is_bound_to_the_store_it_was_prepared_for(self):
+        r = self.enable(extra_env={"GIT_LOCKS_TEST_CRASH_AFTER": "admit"})
+        self.assertEqual(r.code, 137, r)
+        tip = self.repo.tip()
+        saved = self.record()
+        self.assertIsNone(saved["remote"])  # the local store
+        bare = os.path.join(self.repo.root, "server.git")
+        subprocess.run(["git", "init", "-q", "--bare", bare], check=True)
+        self.repo.git("remote", "add", "origin", bare)
+        # Resumed against a remote store: refused, and the operation stays PENDING (not FAILED).
+        r = self.repo.run("alice", "--remote", "origin", "guard-time", "resume", "op-1", "--allow-test-clock")
+        self.assertFails(r, 64, "usage", "usage", "guard-time resume",
+                         ("in", "operation op-1 was prepared for this clone's local store"), tip)
+        self.assertEqual(self.record(), saved)
+        # A record naming another store is refused the same way.
+        with open(os.path.join(self.repo.path, ".git", "git-locks", "guard-time", "op-1.json"), "w") as f:
+            json.dump(dict(saved, store="f" * 64), f)
+        r = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock")
+        self.assertFails(r, 64, "usage", "usage", "guard-time resume",
+                         ("in", "operation op-1 belongs to store ffffffffffff, not to this one"), tip)
+        with open(os.path.join(self.repo.path, ".git", "git-locks", "guard-time", "op-1.json"), "w") as f:
+            json.dump(saved, f)
+        self.notary.clock(T0 + 2000)
+        r = self.repo.run("alice", "guard-time", "resume", "op-1", "--allow-test-clock", "--json")
+        self.assertEqual((r.code, r.json["status"]), (0, "ACCEPTED"), r)
 
     def test_changed_source_and_changed_input_fail(self):
         r = self.enable(extra_env={"GIT_LOCKS_TEST_CRASH_AFTER": "admit"})

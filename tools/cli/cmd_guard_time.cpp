@@ -220,6 +220,25 @@ std::optional<Error> run_operation(Context& ctx, const std::string& dir, json& r
   return std::nullopt;
 }
 
+// An operation that failed after its record was saved as PENDING (the
+// notary did not answer, the push failed): the error says so and names the
+// command that finishes it (seed 002: activation may end PENDING; recovery is
+// `resume`).
+Error pending_hint(Error e, const json& rec) {
+  if (!rec.is_object() || rec.value("status", std::string()) != "PENDING") return e;
+  const std::string id = rec["operation_id"].get<std::string>();
+  const std::string remote = rec.contains("remote") && rec["remote"].is_string()
+                                 ? " --remote " + rec["remote"].get<std::string>()
+                                 : std::string();
+  const std::string resume = "git-locks" + remote + " guard-time resume " + id;
+  e.message += "; operation " + id + " is saved as PENDING (nothing is enabled yet): `" + resume +
+               "` verifies whether it landed and finishes it";
+  e.fields["operation_id"] = id;
+  e.fields["status"] = "PENDING";
+  e.fields["resume"] = resume;
+  return e;
+}
+
 int report_accepted(Context& ctx, const json& rec) {
   return report(ctx, rec,
                 "ACCEPTED: guard time is enabled with audience " + pins_of(rec).audience + " (refs/locks/state -> " +
@@ -232,12 +251,33 @@ int report_accepted(Context& ctx, const json& rec) {
 // verified history: ACCEPTED only when the verified history carries it.
 int resume_operation(Context& ctx, const std::string& dir, json rec) {
   const std::string id = rec["operation_id"].get<std::string>();
+  // The record belongs to one store: the one it was prepared for, local or
+  // on a remote. Elsewhere it is refused and left as it is (never FAILED).
+  auto remote = ctx.remote();
+  if (!remote.ok()) return ctx.fail(remote.error());
+  if (rec.contains("remote")) {
+    const json have = *remote ? json(**remote) : json(nullptr);
+    if (rec["remote"] != have)
+      return ctx.fail(make_error(
+          Errc::usage,
+          "operation " + id + " was prepared for " +
+              (rec["remote"].is_string()
+                   ? "the store on remote '" + rec["remote"].get<std::string>() + "': run `git-locks --remote " +
+                         rec["remote"].get<std::string>() + " guard-time resume " + id + "`"
+                   : std::string("this clone's local store: run it without --remote "
+                                 "(and without git config locks.remote)")) +
+              "; the operation is unchanged"));
+  }
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
   auto snap = verified_tip_snapshot(ctx, *tip);  // from the checkpoint (SPEC §7): the history to the tip verifies
   if (!snap.ok()) return ctx.fail(snap.error());
+  if (rec.contains("store") && snap->commit && rec["store"] != snap->store_id)
+    return ctx.fail(make_error(Errc::usage, "operation " + id + " belongs to store " +
+                                                rec["store"].get<std::string>().substr(0, 12) + ", not to this one (" +
+                                                snap->store_id.substr(0, 12) + "); the operation is unchanged"));
   auto found = find_accepted(**store, snap->commit, rec);  // the verified tip (it may be newer than *tip)
   if (!found.ok()) return ctx.fail(found.error());
   if (*found) {
@@ -254,7 +294,7 @@ int resume_operation(Context& ctx, const std::string& dir, json rec) {
   PublishHooks hooks;
   hooks.packet = rec["packet"].get<std::string>();
   hooks.source_commit = rec["source_commit"].get<std::string>();
-  if (auto e = run_operation(ctx, dir, rec, nullptr, hooks)) return ctx.fail(*e);
+  if (auto e = run_operation(ctx, dir, rec, nullptr, hooks)) return ctx.fail(pending_hint(*e, rec));
   return report_accepted(ctx, rec);
 }
 
@@ -310,7 +350,11 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
     return std::optional<json>{body};
   };
   // The exact candidate is saved before it is sent (and again after each
-  // replan: only the newest one can ever be published).
+  // replan: only the newest one can ever be published), with the store it
+  // is for (its id, and the remote or null for the local store).
+  auto remote = ctx.remote();
+  if (!remote.ok()) return ctx.fail(remote.error());
+  const json remote_name = *remote ? json(**remote) : json(nullptr);
   json rec;
   PublishHooks hooks;
   hooks.prepared = [&](const Snapshot& snap, const Prepared& p) -> Status {
@@ -322,7 +366,7 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
            {"store", snap.store_id},     {"source_commit", *snap.commit},
            {"source_state", snap.state}, {"result_state", p.outcome.result_state},
            {"packet", p.packet_stored},  {"request", *p.request_stored},
-           {"commit", nullptr}};
+           {"commit", nullptr},          {"remote", remote_name}};
     return save_record(*dir, rec);
   };
   if (auto e = run_operation(ctx, *dir, rec, make_body, hooks)) {
@@ -335,7 +379,7 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
                        {"commit", tip.ok() && *tip ? json(**tip) : json()}},
                       "ALREADY_ENABLED: guard time is already enabled with these pins; nothing written");
     }
-    return ctx.fail(*e);
+    return ctx.fail(pending_hint(*e, rec));
   }
   return report_accepted(ctx, rec);
 }
