@@ -103,6 +103,9 @@ constexpr Command kCommands[] = {
      "runs the matching command (docs/CLI.md \"MCP server\")"},
     {"web", cmd_web, "web [--port P] [--site DIR]",
      "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
+    {"capabilities", cmd_capabilities, "capabilities",
+     "the capabilities of this build, one name per line (--json: the report the npm module's capabilities() "
+     "returns)"},
     {"completion bash", cmd_completion_bash, "completion bash",
      "print the bash completion script for git-locks and `git locks`, generated from this command table"},
 };
