@@ -75,6 +75,15 @@ export interface VersionInfo {
   state_format: string;
 }
 
+/** A capability of the core (seed 002); names are only ever added. */
+export type Capability = 'owner_guard_time_enable' | 'private_time_add_guard_windows';
+
+/** What this core can do: the same report as `git-locks capabilities --json`. */
+export interface Capabilities {
+  capabilities: Capability[];
+  format: 'gitlocks-capabilities-v1';
+}
+
 /** A guard expression (seed 002 JSON form). */
 export type GuardExpression = JsonObject;
 
@@ -429,6 +438,8 @@ export interface TimelineResult extends ReplayResult {
 /** Loads the module once; every other function needs it to have resolved. */
 export declare function init(options?: InitOptions): Promise<GitLocksApi>;
 export declare function version(): VersionInfo;
+/** The capabilities of this core; check a name explicitly, never infer it from version(). */
+export declare function capabilities(): Capabilities;
 export declare function deriveInterval(guards: GuardExpression[] | Json, body?: Json): Interval;
 export declare function preflightAction(action: Json): true;
 export declare function plan(state: PlanState, policy: JsonObject | null, body: JsonObject, context: PlanContext): PlanResult;
@@ -451,6 +462,7 @@ export declare function normalizePath(path: string, options?: { caseInsensitive?
 export interface GitLocksApi {
   init: typeof init;
   version: typeof version;
+  capabilities: typeof capabilities;
   deriveInterval: typeof deriveInterval;
   preflightAction: typeof preflightAction;
   plan: typeof plan;

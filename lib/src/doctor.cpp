@@ -1,5 +1,6 @@
 #include "gitlocks/doctor.hpp"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <set>
@@ -14,7 +15,43 @@
 namespace gitlocks {
 
 json finding_json(const Finding& f) {
-  return json{{"severity", f.severity}, {"code", f.code}, {"location", f.location}, {"detail", f.detail}};
+  json out = f.fields;
+  out.update(json{{"severity", f.severity}, {"code", f.code}, {"location", f.location}, {"detail", f.detail}});
+  return out;
+}
+
+Finding ref_lock_finding(const RefLockObservation& seen) {
+  const std::int64_t age_s = std::max<std::int64_t>(seen.age_ms, 0) / 1000;
+  json held_by = json::array();
+  std::string holders;
+  for (const auto& h : seen.holders) {
+    held_by.push_back({{"pid", h.pid}, {"command", h.command}});
+    holders += std::string(holders.empty() ? "" : ", ") + "pid " + std::to_string(h.pid) + " (" + h.command + ")";
+  }
+  const char* scan = seen.scan == HolderScan::complete  ? "complete"
+                     : seen.scan == HolderScan::partial ? "partial"
+                                                        : "unavailable";
+  std::string detail = seen.location + " exists, " + std::to_string(age_s) + " s old; ";
+  if (!holders.empty()) {
+    detail += "held open by " + holders + ", a live process on this machine";
+  } else {
+    detail += "held by: none found";
+    if (seen.scan == HolderScan::complete) detail += " among this machine's processes";
+    else if (seen.scan == HolderScan::partial)
+      detail += " among the processes of this machine it could read (" + std::to_string(seen.unreadable) +
+                " could not be read)";
+    else detail += " (open files cannot be listed on this platform)";
+    detail +=
+        ". Not proof that its writer stopped: git closes the lock file before renaming it, and a process on "
+        "another machine sharing this filesystem cannot be seen";
+  }
+  detail += seen.age_ms >= kRefLockStaleMs ? ". Every writer gives up while it exists; remove it only once its writer "
+                                             "has stopped (docs/CLI.md, doctor)"
+                                           : ". Likely a publication in progress: run doctor again";
+  Finding f{seen.age_ms >= kRefLockStaleMs ? "warning" : "info", "ref-lock", seen.location, detail};
+  f.fields = {{"path", seen.path}, {"age_s", age_s}, {"held_by", held_by}, {"holder_scan", scan}};
+  if (seen.scan == HolderScan::partial) f.fields["unreadable_processes"] = seen.unreadable;
+  return f;
 }
 
 namespace {

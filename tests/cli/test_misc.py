@@ -1,10 +1,13 @@
-"""Identity, init and policy files, help, status/log schemas, wait, durations."""
+"""Identity, init and policy files, help, capabilities, status/log schemas,
+wait, durations."""
 
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -119,6 +122,36 @@ class Help(CliTest):
         self.assertRegex(self.assertOk(r.run("a", "--version")).out, r"^git-locks \d+\.\d+\.\d+\n$")
         self.assertIn("claim", self.assertOk(r.run("a", "claim", "--help")).out)
         self.assertUsage(r.run("a"))
+
+
+class Capabilities(CliTest):
+    # seed 002: "The native SDK exposes owner_guard_time_enable and
+    # private_time_add_guard_windows in its capabilities".
+    REPORT = ('{"capabilities":["owner_guard_time_enable","private_time_add_guard_windows"],'
+              '"format":"gitlocks-capabilities-v1"}\n')
+
+    def test_capabilities_outside_any_repository_and_key(self):
+        # No repository around, no key: it reads nothing and creates nothing.
+        cwd = tempfile.mkdtemp(prefix="gitlocks-cli-")
+        self.addCleanup(shutil.rmtree, cwd, True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env["HOME"] = env["XDG_CONFIG_HOME"] = cwd
+        env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(cwd)
+
+        def run(*args):
+            return subprocess.run([binary(), *args], cwd=cwd, env=env, capture_output=True, text=True)
+
+        res = run("capabilities")
+        self.assertEqual((res.returncode, res.stderr, res.stdout),
+                         (0, "", "owner_guard_time_enable\nprivate_time_add_guard_windows\n"))
+        for args in (["--json", "capabilities"], ["capabilities", "--json"]):
+            res = run(*args)
+            self.assertEqual((res.returncode, res.stderr, res.stdout), (0, "", self.REPORT))
+        res = run("capabilities", "extra")
+        self.assertEqual(res.returncode, 64, res)
+        self.assertEqual(json.loads(res.stderr)["detail"], "capabilities takes no arguments")
+        self.assertEqual(os.listdir(cwd), [])
+        self.assertIn("  capabilities", run("--help").stdout)
 
 
 class Timings(CliTest):

@@ -7,6 +7,8 @@ Git and real servers on 127.0.0.1:
 - path traversal against `git-locks web`: `/../`, `%2e%2e`, `%2f`,
   double encoding, backslashes, symlinks out of the site — raw HTTP over a
   socket, so no client normalises the path;
+- DNS rebinding against `git-locks web`: a Host other than 127.0.0.1:PORT,
+  localhost:PORT or [::1]:PORT is 403, no Host is 400;
 - correctly signed admission requests (signed here with PyNaCl, from
   docs/FORMAT.md, not by the core) with an invalid interval: refused by the
   notary, nothing signed; one whose interval is not the packet's is signed
@@ -359,10 +361,20 @@ class SilentNotary(GuardTimeStore):
         self.assertEqual(self.attested("bob", "claim", "--ttl", "30s", "x").code, 0)  # the real notary answers
 
 
-def http_get(port, target):
-    """One raw HTTP/1.1 GET of `target`, byte for byte: (status, body)."""
+DEFAULT_HOST = object()
+
+
+def http_get(port, target, host=DEFAULT_HOST):
+    """One raw HTTP/1.1 GET of `target`, byte for byte: (status, body). The
+    Host header is `host` (default 127.0.0.1:PORT; None: no Host header; a
+    tuple: one Host header each)."""
+    if host is DEFAULT_HOST:
+        host = "127.0.0.1:%d" % port
+    head = b"GET " + target.encode("latin-1") + b" HTTP/1.1\r\n"
+    for h in (() if host is None else host if isinstance(host, tuple) else (host,)):
+        head += b"Host: " + h.encode("latin-1") + b"\r\n"
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(b"GET " + target.encode("latin-1") + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        s.sendall(head + b"Connection: close\r\n\r\n")
         data = b""
         while True:
             chunk = s.recv(65536)
@@ -373,30 +385,70 @@ def http_get(port, target):
     return int(head.split(b" ")[1]), body
 
 
-class WebTraversal(SecurityTest):
-    def test_nothing_outside_the_site_is_served(self):
-        r = Repo(self)
-        secret = b"SECRET-" + os.urandom(8).hex().encode()
-        with open(os.path.join(r.root, "secret.txt"), "wb") as f:
-            f.write(secret)
-        site = os.path.join(r.root, "site")
-        os.makedirs(os.path.join(site, "pkg"))
-        index = b"<!doctype html><title>site</title>"
-        with open(os.path.join(site, "index.html"), "wb") as f:
-            f.write(index)
-        with open(os.path.join(site, "pkg", "browser.mjs"), "wb") as f:
-            f.write(b"export {};\n")
-        os.symlink("../secret.txt", os.path.join(site, "leak.txt"))  # a file link out of the site
-        os.symlink(r.root, os.path.join(site, "up"))  # a directory link out of the site
-        os.symlink(os.path.join(r.root, "secret.txt"), os.path.join(site, "pkg", "abs.txt"))
-        os.symlink("index.html", os.path.join(site, "alias.html"))  # a link inside the site
+def make_site(root):
+    """A minimal page folder under `root`: (its path, the index.html bytes)."""
+    site = os.path.join(root, "site")
+    os.makedirs(os.path.join(site, "pkg"))
+    index = b"<!doctype html><title>site</title>"
+    with open(os.path.join(site, "index.html"), "wb") as f:
+        f.write(index)
+    with open(os.path.join(site, "pkg", "browser.mjs"), "wb") as f:
+        f.write(b"export {};\n")
+    return site, index
+
+
+class WebServer(SecurityTest):
+    def serve(self, r, site):
+        """`git-locks web --site SITE --port 0` in R: (the process, its port)."""
         proc = subprocess.Popen([binary(), "--repo", r.path, "web", "--site", site, "--port", "0"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=r.env("alice"))
         self.addCleanup(proc.stderr.close)
         self.addCleanup(proc.stdout.close)
         self.addCleanup(proc.wait, 10)
         self.addCleanup(proc.kill)
-        port = json.loads(proc.stdout.readline())["port"]
+        return proc, json.loads(proc.stdout.readline())["port"]
+
+    def test_only_a_loopback_host_with_the_port_is_answered(self):
+        # DNS rebinding: a page of another origin whose name resolves to
+        # 127.0.0.1 sends its own name as Host, and must not read the store.
+        r = self.repo()
+        site, index = make_site(r.root)
+        proc, port = self.serve(r, site)
+        other = port + 1 if port < 65535 else port - 1
+        for host, want in (("evil.example:%d" % port, 403), ("evil.example", 403), ("127.0.0.1:%d" % other, 403),
+                           ("localhost:%d" % other, 403), ("127.0.0.1", 403), ("localhost", 403),
+                           ("127.0.0.1.evil.example:%d" % port, 403), ("localhost.:%d" % port, 403),
+                           ("127.0.0.1:0%d" % port, 403), ("[::1]:%d" % other, 403),
+                           (None, 400), ("", 400), (("127.0.0.1:%d" % port, "127.0.0.1:%d" % port), 400),
+                           (("127.0.0.1:%d" % port, "evil.example:%d" % port), 400),
+                           ("127.0.0.1:%d" % port, 200), ("localhost:%d" % port, 200), ("LocalHost:%d" % port, 200),
+                           ("[::1]:%d" % port, 200)):
+            for target in ("/", "/live.json", "/live.bundle"):
+                with self.subTest(host=host, target=target):
+                    status, body = http_get(port, target, host)
+                    if want == 200 and target == "/live.bundle":
+                        self.assertEqual(status, 200, body)
+                        self.assertTrue(body.startswith(b"# v2 git bundle"), body[:40])
+                    elif want == 200 and target == "/live.json":
+                        self.assertEqual((status, json.loads(body)["tip"]), (200, r.tip()))
+                    elif want == 200:
+                        self.assertEqual((status, body), (200, index))
+                    else:
+                        self.assertEqual(status, want, body)
+                        self.assertNotIn(r.tip().encode(), body)
+        self.assertIsNone(proc.poll(), "the server died")
+
+    def test_nothing_outside_the_site_is_served(self):
+        r = Repo(self)
+        secret = b"SECRET-" + os.urandom(8).hex().encode()
+        with open(os.path.join(r.root, "secret.txt"), "wb") as f:
+            f.write(secret)
+        site, index = make_site(r.root)
+        os.symlink("../secret.txt", os.path.join(site, "leak.txt"))  # a file link out of the site
+        os.symlink(r.root, os.path.join(site, "up"))  # a directory link out of the site
+        os.symlink(os.path.join(r.root, "secret.txt"), os.path.join(site, "pkg", "abs.txt"))
+        os.symlink("index.html", os.path.join(site, "alias.html"))  # a link inside the site
+        proc, port = self.serve(r, site)
         rel = os.path.relpath(os.path.join(r.root, "secret.txt"), "/")
         for target in ("/../secret.txt", "/../../../../../../" + rel, "/pkg/../../secret.txt",
                        "/%2e%2e/secret.txt", "/%2E%2E/secret.txt", "/..%2fsecret.txt", "/%2e%2e%2fsecret.txt",

@@ -99,3 +99,47 @@ TEST_CASE("doctor: each kind of damage is named") {
     CHECK(codes(f.diagnose(st)) == std::vector<std::string>{"unexpected-entry"});
   }
 }
+
+TEST_CASE("doctor: a ref lock is graded by its age and names what the host saw") {
+  gitlocks::RefLockObservation seen;
+  seen.path = "/r/.git/refs/locks/state.lock";
+  seen.scan = gitlocks::HolderScan::complete;
+  SUBCASE("younger than kRefLockStaleMs is info - likely a publication in progress") {
+    seen.age_ms = gitlocks::kRefLockStaleMs - 1;
+    const auto f = gitlocks::ref_lock_finding(seen);
+    CHECK(f.severity == "info");
+    CHECK(f.fields["age_s"] == (gitlocks::kRefLockStaleMs - 1) / 1000);
+    CHECK(f.detail.find("publication in progress") != std::string::npos);
+  }
+  SUBCASE("from kRefLockStaleMs on it is a warning with no holder found") {
+    seen.age_ms = gitlocks::kRefLockStaleMs;
+    const auto f = gitlocks::ref_lock_finding(seen);
+    const json j = gitlocks::finding_json(f);
+    CHECK(j == json{{"severity", "warning"},
+                    {"code", "ref-lock"},
+                    {"location", "refs/locks/state.lock"},
+                    {"detail", f.detail},
+                    {"path", seen.path},
+                    {"age_s", gitlocks::kRefLockStaleMs / 1000},
+                    {"held_by", json::array()},
+                    {"holder_scan", "complete"}});
+    CHECK(f.detail.find("none found among this machine's processes") != std::string::npos);
+    CHECK(f.detail.find("another machine") != std::string::npos);
+  }
+  SUBCASE("holders are named and a partial scan says how many processes it could not read") {
+    seen.age_ms = 3'600'000;
+    seen.holders = {{42, "git"}};
+    seen.scan = gitlocks::HolderScan::partial;
+    seen.unreadable = 3;
+    const auto f = gitlocks::ref_lock_finding(seen);
+    CHECK(f.severity == "warning");
+    CHECK(f.fields["held_by"] == json::array({{{"pid", 42}, {"command", "git"}}}));
+    CHECK(f.fields["holder_scan"] == "partial");
+    CHECK(f.fields["unreadable_processes"] == 3);
+    CHECK(f.detail.find("held open by pid 42 (git)") != std::string::npos);
+  }
+  SUBCASE("a clock behind the file's mtime gives age 0, never negative") {
+    seen.age_ms = -2'000;
+    CHECK(gitlocks::ref_lock_finding(seen).fields["age_s"] == 0);
+  }
+}

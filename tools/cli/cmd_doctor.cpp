@@ -1,23 +1,28 @@
 // doctor [--json]: diagnoses the reservation data of the tip of
 // refs/locks/state (gitlocks/doctor.hpp), comparing generations with the
-// tip's parent. It reads only: it repairs nothing, and it cannot know whether
-// a publisher is active or whether the store is writable.
+// tip's parent, and reports a refs/locks/state.lock of a local store with
+// the processes of this machine that have it open (ref_lock.h). It reads
+// only: it repairs nothing, removes no lock, cannot see a publisher on
+// another machine, and cannot know whether the store is writable.
 //
-// Exit 0: no error-level findings (info findings, such as leases already
-// expired by the local clock, are reported but healthy); 1: problems found;
-// 2: the store cannot be read.
+// Exit 0: no error or warning findings (info findings, such as leases
+// already expired by the local clock, are reported but healthy); 1: problems
+// found; 2: the store cannot be read.
+#include "checkpoint.h"
 #include "cli.h"
 #include "gitlocks/doctor.hpp"
 #include "gitlocks/packet.hpp"
 #include "publish.h"
+#include "ref_lock.h"
 #include "report.h"
 
 namespace gitlocks::cli {
 
 namespace {
 constexpr const char* kScope =
-    "doctor diagnoses reservation data only and repairs nothing; it cannot tell whether a publisher is "
-    "active (e.g. one holding refs/locks/state.lock) or whether the store is writable";
+    "doctor diagnoses the reservation data and reports a refs/locks/state.lock with the processes of this "
+    "machine that have it open; it repairs nothing, removes no lock, cannot see a publisher on another machine "
+    "and cannot tell whether the store is writable";
 }
 
 int cmd_doctor(Context& ctx, const Argv& argv) {
@@ -45,26 +50,32 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
   }
   auto findings = diagnose(**store, commit->state, *now, parent_state);
   if (!findings.ok()) return ctx.fail(findings.error());
-  std::size_t errors = 0;
+  for (const auto& u : commit->unexpected)
+    findings->push_back({"error", "unexpected-entry", u, "entry outside the transition commit layout"});
+  // A remote store's lock is the remote's: only a local one is looked at.
+  auto remote = ctx.remote();
+  if (!remote.ok()) return ctx.fail(remote.error());
+  if (!*remote) {
+    auto common = git_common_dir(ctx);
+    if (!common.ok()) return ctx.fail(common.error());
+    if (auto lock = observe_ref_lock(*common)) findings->push_back(ref_lock_finding(*lock));
+  }
+  std::size_t errors = 0, warnings = 0;
   json list = json::array();
   std::string human;
   for (const auto& f : *findings) {
     if (f.severity == "error") ++errors;
+    if (f.severity == "warning") ++warnings;
     list.push_back(finding_json(f));
     human += f.severity + " " + f.code + " " + f.location + ": " + f.detail + "\n";
   }
-  for (const auto& u : commit->unexpected) {
-    ++errors;
-    Finding f{"error", "unexpected-entry", u, "entry outside the transition commit layout"};
-    list.push_back(finding_json(f));
-    human += f.severity + " " + f.code + " " + f.location + ": " + f.detail + "\n";
-  }
-  const bool healthy = errors == 0;
-  json out = {{"op", "doctor"},     {"commit", **tip},  {"state", commit->state},           {"now_ms", *now},
-              {"healthy", healthy}, {"errors", errors}, {"parent_checked", parent_checked}, {"findings", list},
-              {"repairs", false},   {"scope", kScope}};
+  const bool healthy = errors == 0 && warnings == 0;
+  json out = {{"op", "doctor"},     {"commit", **tip},  {"state", commit->state}, {"now_ms", *now},
+              {"healthy", healthy}, {"errors", errors}, {"warnings", warnings},   {"parent_checked", parent_checked},
+              {"findings", list},   {"repairs", false}, {"scope", kScope}};
+  const std::size_t problems = errors + warnings;
   human += healthy ? "healthy: no problems in the reservation data"
-                   : std::to_string(errors) + " problem" + (errors == 1 ? "" : "s") + " found";
+                   : std::to_string(problems) + " problem" + (problems == 1 ? "" : "s") + " found";
   human += " (refs/locks/state -> " + (**tip).substr(0, 12) + ")\n";
   human += std::string("note: ") + kScope + "\n";
   ctx.done(out, human);

@@ -5,7 +5,8 @@
 // `git bundle create` through the Git adapter and made again whenever the
 // ref has moved since the last request; the page polls /live.json and
 // verifies again when the tip changes. Nothing is verified here: the browser
-// does all of it with the WASM core.
+// does all of it with the WASM core. Only requests addressed to this server
+// by a loopback name are answered (host_allowed): against DNS rebinding.
 //
 // Prints one JSON line when listening:
 //   {"op":"web","url":"http://127.0.0.1:P/?bundle=live.bundle&live=1","port":P,"site":DIR}
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -80,6 +82,22 @@ std::optional<fs::path> site_file(const fs::path& root, const std::string& targe
   (void)in_real;
   if (in_root != root.end()) return std::nullopt;
   return real;
+}
+
+// Whether a request's Host names this server by a loopback name:
+// 127.0.0.1:PORT, localhost:PORT or [::1]:PORT, PORT the port listened on.
+// A page of another origin whose name resolves to 127.0.0.1 (DNS rebinding)
+// sends its own name, so it cannot read the store. A Host without a port
+// means port 80 (RFC 9110 7.2), so it is accepted only when that is the port.
+bool host_allowed(const std::string& host, int port) {
+  std::string lower = host;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* name : {"127.0.0.1", "localhost", "[::1]"}) {
+    if (lower == std::string(name) + ":" + std::to_string(port)) return true;
+    if (port == 80 && lower == name) return true;
+  }
+  return false;
 }
 
 bool read_whole(const fs::path& file, std::string& out) {
@@ -171,6 +189,20 @@ int cmd_web(Context& ctx, const Argv& argv) {
   if (ec) return ctx.fail(make_error(Errc::usage, "cannot serve " + site->string() + ": " + ec.message()));
 
   httplib::Server server;
+  // Before any route: no Host (an empty one, or several) is 400, as HTTP/1.1 requires; a
+  // Host that is not this server's loopback name is 403. `port` is the port
+  // listened on by the time a request arrives.
+  server.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    const std::size_t hosts = req.get_header_value_count("Host");
+    if (hosts == 1 && host_allowed(req.get_header_value("Host"), port))
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.status = hosts == 1 ? 403 : 400;
+    res.set_content(hosts == 1 ? "forbidden: Host must be 127.0.0.1:" + std::to_string(port) +
+                                     ", localhost:" + std::to_string(port) + " or [::1]:" + std::to_string(port) + "\n"
+                               : std::string("bad request: exactly one Host header is required\n"),
+                    "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   server.Get("/live.json", [&](const httplib::Request&, httplib::Response& res) {
     auto t = live.tip();
     res.set_header("Cache-Control", "no-store");

@@ -63,7 +63,8 @@ constexpr Command kCommands[] = {
      "exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
     {"export", cmd_export, "export --bundle FILE", "write a Git bundle of refs/locks/state for other hosts to verify"},
     {"doctor", cmd_doctor, "doctor",
-     "diagnose the reservation data (exit 0 healthy, 1 problems, 2 unreadable); repairs nothing"},
+     "diagnose the reservation data and a leftover refs/locks/state.lock (exit 0 healthy, 1 problems, 2 "
+     "unreadable); repairs nothing"},
     {"migrate", cmd_migrate, "migrate", "rewrite a format-1 store as the current format (one ordinary transition)"},
     {"notary keygen", cmd_notary, "notary keygen --out FILE", "write a new notary service key (mode 0600)"},
     {"notary serve", cmd_notary,
@@ -106,6 +107,9 @@ constexpr Command kCommands[] = {
      "runs the matching command (docs/CLI.md \"MCP server\")"},
     {"web", cmd_web, "web [--port P] [--site DIR]",
      "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
+    {"capabilities", cmd_capabilities, "capabilities",
+     "the capabilities of this build, one name per line (--json: the report the npm module's capabilities() "
+     "returns)"},
     {"completion bash", cmd_completion_bash, "completion bash",
      "print the bash completion script for git-locks and `git locks`, generated from this command table"},
 };

@@ -498,6 +498,13 @@ function createGitLocksApi(factory, host) {
     return call('gitlocks_version', []);
   }
 
+  // {capabilities: [NAME, ...], format: 'gitlocks-capabilities-v1'}: what
+  // this core can do (seed 002), the same list as `git-locks capabilities
+  // --json`. Check a name explicitly; never infer it from version().
+  function capabilities() {
+    return call('gitlocks_capabilities', []);
+  }
+
   // The exact interval [lo, hi] of admission times T for which every guard
   // holds (seed 002); throws GitLocksError (empty-interval, bad-expression,
   // unsupported-expression, arithmetic-overflow, bad-json).
@@ -584,6 +591,7 @@ function createGitLocksApi(factory, host) {
   const api = {
     init,
     version,
+    capabilities,
     deriveInterval,
     preflightAction,
     plan,

@@ -23,6 +23,7 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
+#include "gitlocks/capabilities.hpp"
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/enforce.hpp"
 #include "gitlocks/expr.hpp"
@@ -331,6 +332,10 @@ char* gitlocks_version() {
              {"packet_format", gitlocks::kPacketFormat},
              {"state_format", gitlocks::kStateFormat}});
 }
+
+// {"ok":{"capabilities":[NAME,...],"format":"gitlocks-capabilities-v1"}}:
+// the core's report, as `git-locks capabilities --json` prints it.
+char* gitlocks_capabilities() { return ok(gitlocks::capabilities_json()); }
 
 // derive_interval(guards, body) -> {"ok":[LO,HI]}
 char* gitlocks_derive_interval(const char* guards_json, const char* body_json) {

@@ -22,8 +22,8 @@ if (tail < 0 || !glue.includes('var createGitLocksModule')) throw new Error('une
 glue = glue.slice(0, tail);
 const api = fs.readFileSync(path.join(srcDir, 'js', 'api.js'), 'utf8');
 const names = [
-  'init', 'version', 'deriveInterval', 'preflightAction', 'plan', 'verifyPacket', 'verifyAttestation',
-  'replay', 'openStore', 'keyActor', 'unicodeForms', 'normalizePath', 'Store', 'GitLocksError',
+  'init', 'version', 'capabilities', 'deriveInterval', 'preflightAction', 'plan', 'verifyPacket',
+  'verifyAttestation', 'replay', 'openStore', 'keyActor', 'unicodeForms', 'normalizePath', 'Store', 'GitLocksError',
 ];
 
 fs.rmSync(outDir, { recursive: true, force: true });

@@ -4,6 +4,7 @@
 import gitlocks, {
   GitLocksError,
   Store,
+  capabilities,
   deriveInterval,
   init,
   keyActor,
@@ -15,12 +16,16 @@ import gitlocks, {
   verifyPacket,
   version,
 } from '@git-locks/core';
-import type { ErrorCode, Interval, Json, PlanResult, ReplayResult, Verdict } from '@git-locks/core';
+import type { Capability, ErrorCode, Interval, Json, PlanResult, ReplayResult, Verdict } from '@git-locks/core';
 
 export async function main(bundle: Uint8Array, packet: string, attestation: Uint8Array): Promise<void> {
   const api = await init({ getRandomValue: () => 4 });
   const same: typeof gitlocks = api;
   const v: string = version().version + same.version().state_format;
+  const caps: Capability[] = capabilities().capabilities;
+  const timeAdd: boolean = caps.includes('private_time_add_guard_windows') && same.capabilities().format === 'gitlocks-capabilities-v1';
+  // @ts-expect-error: not a capability name
+  const unknownCapability: Capability = 'time_travel';
 
   const iv: Interval = deriveInterval([{ op: 'lte', left: { from: 'time' }, right: { from: 'literal', value: 9 } }], {});
   const lo: number = iv[0];
@@ -101,5 +106,5 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
   // @ts-expect-error: a member key is text or bytes
   replay(bundle, { memberKey: { seed: '00' } });
 
-  void [v, lo, ok, tree, digest, t, when, detail, bad];
+  void [v, caps, timeAdd, unknownCapability, lo, ok, tree, digest, t, when, detail, bad];
 }

@@ -1,0 +1,29 @@
+#include "gitlocks/capabilities.hpp"
+
+#include <string>
+
+namespace gitlocks {
+
+std::string_view capability_name(Capability c) {
+  switch (c) {
+    case Capability::owner_guard_time_enable:
+      return "owner_guard_time_enable";
+    case Capability::private_time_add_guard_windows:
+      return "private_time_add_guard_windows";
+  }
+  return "";
+}
+
+const std::vector<Capability>& capabilities() {
+  static const std::vector<Capability> all = {Capability::owner_guard_time_enable,
+                                              Capability::private_time_add_guard_windows};
+  return all;
+}
+
+json capabilities_json() {
+  json names = json::array();
+  for (Capability c : capabilities()) names.push_back(std::string(capability_name(c)));
+  return json{{"capabilities", std::move(names)}, {"format", std::string(kCapabilitiesFormat)}};
+}
+
+}  // namespace gitlocks
