@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -369,6 +370,41 @@ TEST_CASE("guard time: replay checks every field of a pinned notary's signed att
       {"a missing admitted_at_ms", [&](json& a) { a.erase("admitted_at_ms"); }, false, "bad-attestation",
        "attestation is missing audience, admitted_at_ms, clock or profile"},
   };
+  // Every binding the attestation shares with the packet, each alone set to
+  // a well-formed value that is not the packet's, signed by the pinned key.
+  const std::vector<std::pair<const char*, json>> bindings = {
+      {"store", std::string(64, 'b')},
+      {"actor", gitlocks::test::actor_hex("alice")},
+      {"command", "release"},
+      {"action", "release"},
+      {"instance", std::string(64, 'c')},
+      {"epoch", 1},
+      {"policy_hash", std::string(64, 'd')},
+      {"source", std::string(40, '0')},
+      {"result", std::string(40, 'e')},
+  };
+  REQUIRE(bindings.size() == std::size(gitlocks::kBindingFields));
+  for (std::size_t i = 0; i < bindings.size(); ++i) {
+    const std::string field = bindings[i].first;
+    const json& value = bindings[i].second;
+    CAPTURE(field);
+    REQUIRE(field == gitlocks::kBindingFields[i]);
+    REQUIRE(h.bob.packet.at(field) != value);
+    json att = h.attestation_at(h.bob.admitted_at_ms);
+    att[field] = value;
+    Oid tip = h.commit(h.bob.packet_stored, h.sign_attestation(att));
+    const std::string detail = only_tip_invalid(h.s, tip, "attestation-mismatch");
+    CHECK_MESSAGE(detail.rfind("binding:" + field + ": attestation binds " + value.dump(), 0) == 0, detail);
+  }
+  // T one below the signed interval (the low bound), signed by the pinned key.
+  {
+    json att = h.attestation_at(h.bob.admitted_at_ms);
+    const std::int64_t lo = att["interval"][0].get<std::int64_t>();
+    att["admitted_at_ms"] = lo - 1;
+    Oid tip = h.commit(h.bob.packet_stored, h.sign_attestation(att));
+    const std::string detail = only_tip_invalid(h.s, tip, "attestation-mismatch");
+    CHECK_MESSAGE(detail.rfind("time-outside-interval: T = " + std::to_string(lo - 1), 0) == 0, detail);
+  }
   for (const auto& f : forgeries) {
     CAPTURE(f.what);
     json att = h.attestation_at(h.bob.admitted_at_ms);
