@@ -161,8 +161,10 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
       e.fields["recovery"] = recovery_command(ctx, last_valid, *tip);
       e.message += e.fields["verdict"] == "rewrite"
                        ? ". If the rewrite is not the store owner's, the owner restores the verified tip: " +
-                             e.fields["recovery"] + " (after inspecting `git-locks verify`)"
-                       : ". The store's owner recovers: inspect `git-locks verify`, then " + e.fields["recovery"];
+                             e.fields["recovery"] +
+                             " (after inspecting `git-locks verify`; `git-locks recover` does it)"
+                       : ". The store's owner recovers: inspect `git-locks verify`, then " + e.fields["recovery"] +
+                             " (`git-locks recover` does it)";
     }
     return e;
   }

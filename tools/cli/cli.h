@@ -149,6 +149,7 @@ int cmd_doctor(Context& ctx, const Argv& argv);
 int cmd_migrate(Context& ctx, const Argv& argv);
 int cmd_completion_bash(Context& ctx, const Argv& argv);
 int cmd_capabilities(Context& ctx, const Argv& argv);
+int cmd_recover(Context& ctx, const Argv& argv);
 
 // git-locks as Git's gpg.ssh.program (cmd_sshsign.cpp): `args` are the
 // arguments after the program name and begin with "-Y". `-Y sign` signs

@@ -107,6 +107,9 @@ constexpr Command kCommands[] = {
      "runs the matching command (docs/CLI.md \"MCP server\")"},
     {"web", cmd_web, "web [--port P] [--site DIR]",
      "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
+    {"recover", cmd_recover, "recover [--dry-run]",
+     "when refs/locks/state does not verify, restore it to its last valid commit (locally, or on the remote with a "
+     "lease on the invalid tip): exit 0 restored or nothing to do, 2 no valid state or the ref moved"},
     {"capabilities", cmd_capabilities, "capabilities",
      "the capabilities of this build, one name per line (--json: the report the npm module's capabilities() "
      "returns)"},
