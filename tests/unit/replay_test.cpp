@@ -804,7 +804,7 @@ TEST_CASE("replay: expected notary pins not in force at the tip are pins-mismatc
   CHECK(vs[1].detail == "the expected notary pins (locks.example / " + std::string(64, 'a') +
                             ") are not in force: the store has no guard time");
   CHECK(sum->invalid == 1);
-  // With guard time on under other pins: every attested commit and the tip say so.
+  // With guard time on under other pins: the tip says so.
   gitlocks::test::TestNotary n;
   n.clock = s.now;
   s.admit = n.fn();

@@ -53,8 +53,9 @@ struct ReplayOptions {
   std::optional<Oid> from;
   // Accept attestations from a notary running its test-only clock.
   bool allow_test_clock = false;
-  // When set, guard-time pins found in the store must equal these, and they
-  // must be in force at the tip (else the tip's verdict is pins-mismatch).
+  // When set, the guard-time pins in force at the tip must be these (else
+  // the tip's verdict is pins-mismatch; every attestation is checked against
+  // the pins the chain had at its commit).
   std::optional<Pins> expected_pins;
   // When set, the store's owner key (hex) must be this one: else the root's
   // verdict is owner-mismatch (a replay from a trusted commit fails with
