@@ -3,11 +3,14 @@ release afterwards, the command's own exit status, signal forwarding."""
 
 import json
 import os
+import pty
+import select
 import signal
+import sys
 import time
 import unittest
 
-from support import CliTest
+from support import CliTest, binary
 
 
 class Run(CliTest):
@@ -94,6 +97,52 @@ class Run(CliTest):
         self.assertEqual((errors[0]["error"], errors[0]["code"], errors[0]["reason"]), ("store-write",) * 3, errors)
         self.assertIn("renewal failed", errors[0]["detail"])
         self.assertTrue(any("no longer held" in e["detail"] for e in errors), errors)
+
+    def test_in_a_terminal_the_command_reads_it_and_gets_ctrl_c(self):
+        # The command's process group is the terminal's foreground: it can
+        # read the terminal (a background group would be stopped) and
+        # Ctrl-C reaches it.
+        r = self.repo(now=None)
+        # Not a shell: dash defers a SIGINT that arrives between two commands.
+        command = ("import signal, sys, time; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                   "print('got:' + sys.stdin.readline().strip(), flush=True); time.sleep(60)")
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.execve(binary(), [binary(), "--repo", r.path, "run", "--claim", "f", "--", sys.executable, "-c",
+                                     command], r.env("alice"))
+            finally:
+                os._exit(127)
+        self.addCleanup(lambda: os.close(fd))
+
+        def read_until(text, timeout=30):
+            seen = b""
+            deadline = time.monotonic() + timeout
+            while text not in seen and time.monotonic() < deadline:
+                if select.select([fd], [], [], 0.1)[0]:
+                    try:
+                        seen += os.read(fd, 4096)
+                    except OSError:
+                        break
+            return seen
+
+        os.write(fd, b"hello\n")
+        seen = read_until(b"got:hello")
+        if b"got:hello" not in seen:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            self.fail(f"the command never read the terminal: {seen!r}")
+        os.write(fd, b"\x03")
+        read_until(b"never", timeout=2)
+        deadline = time.monotonic() + 30
+        while (status := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if status[0] == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            self.fail("Ctrl-C did not end the command")
+        self.assertEqual(os.waitstatus_to_exitcode(status[1]), 128 + signal.SIGINT)
+        self.assertEqual(r.run("alice", "--json", "status").json["leases"], [])
 
     def test_usage(self):
         r = self.repo()

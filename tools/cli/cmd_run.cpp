@@ -3,8 +3,8 @@
 // Admit (one transition), launch, renew every TTL/3 while the command runs,
 // release when it ends, exit with its status. Never launched when admission
 // fails; with --wait it waits for admission first (waiting.h), or exits 1
-// wait-timeout. SIGINT/SIGTERM sent to the wrapper are forwarded to the
-// command (a terminal's Ctrl-C already reaches both: it is not sent twice);
+// wait-timeout. The command runs in a process group of its own (process.h:
+// Job); SIGINT/SIGTERM sent to the wrapper are forwarded to that group;
 // while it waits they end the wrapper, which then holds nothing.
 #include <signal.h>
 
@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "gitlocks/ops.hpp"
+#include "process.h"
 #include "publish.h"
 #include "report.h"
 #include "waiting.h"
@@ -182,9 +183,14 @@ int cmd_run(Context& ctx, const Argv& argv) {
   // Signals wait until the command runs: then they are forwarded to it.
   sigset_t handled;
   sigset_t previous;
+  sigset_t blocked;
   sigemptyset(&handled);
   for (int s : {SIGINT, SIGTERM, SIGCHLD}) sigaddset(&handled, s);
-  pthread_sigmask(SIG_BLOCK, &handled, &previous);
+  // Also SIGTTOU: with the terminal handed to the command, our error lines
+  // are written from the background even under `stty tostop`.
+  blocked = handled;
+  sigaddset(&blocked, SIGTTOU);
+  pthread_sigmask(SIG_BLOCK, &blocked, &previous);
   struct Restore {
     sigset_t mask;
     ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
@@ -240,7 +246,7 @@ int cmd_run(Context& ctx, const Argv& argv) {
     w.label = paths_label(names);
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);  // Ctrl-C ends a wait
     admission.emplace(publish_when_admitted(ctx, "run", body_of(ctx, admission_ops), w));
-    pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+    pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
   } else {
     admission.emplace(publish_ops(ctx, admission_ops));
   }
@@ -260,22 +266,22 @@ int cmd_run(Context& ctx, const Argv& argv) {
     held.push_back(std::move(h));
   }
 
-  auto child = spawn_inherit(a->positionals, {"GIT_LOCKS_LEASES=" + json_line(c.outcome.leases)});
-  if (!child.ok()) {
+  auto job = Job::start(a->positionals, {"GIT_LOCKS_LEASES=" + json_line(c.outcome.leases)});
+  if (!job.ok()) {
     release_all(ctx, held);
-    return ctx.fail(child.error());
+    return ctx.fail(job.error());
   }
   Renewer renewer(ctx, held, ttl);
   renewer.start();
 
-  int status = -1;
-  while (!try_wait_exit_status(*child, status)) {
+  while (!job->ended()) {
     siginfo_t info{};
     timespec tick{0, 200 * 1000 * 1000};
     int sig = sigtimedwait(&handled, &info, &tick);
-    if ((sig == SIGINT || sig == SIGTERM) && info.si_code != SI_KERNEL) ::kill(*child, sig);
+    if (sig == SIGINT || sig == SIGTERM) job->signal(sig);
   }
   renewer.stop();
+  const int status = job->reap();
   release_all(ctx, held);
   return status < 0 ? kExitStore : status;
 }
