@@ -16,6 +16,7 @@ export type ErrorCode =
   | 'not-member'
   | 'wait-timeout'
   | 'already-held'
+  | 'lease-lost'
   | 'usage'
   | 'bad-path'
   | 'bad-json'

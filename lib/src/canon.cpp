@@ -34,6 +34,8 @@ std::string_view errc_name(Errc c) {
       return "wait-timeout";
     case Errc::already_held:
       return "already-held";
+    case Errc::lease_lost:
+      return "lease-lost";
     case Errc::usage:
       return "usage";
     case Errc::bad_path:

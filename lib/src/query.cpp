@@ -6,6 +6,7 @@
 #include "gitlocks/attest.hpp"
 #include "gitlocks/model.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/timefmt.hpp"
 #include "gitlocks/vault.hpp"
 
 namespace gitlocks {
@@ -231,6 +232,36 @@ bool clears_with_time(Errc c) {
 }
 
 bool is_path_conflict(Errc c) { return c == Errc::held_path || c == Errc::family_policy; }
+
+Error lease_lost_by_refusal(const std::string& lease, const std::string& resource, std::int64_t expires_at,
+                            std::int64_t now, const Error& refusal) {
+  const bool by_admin = refusal.has_reason(reason::force_released);
+  if (!by_admin && !live_until(expires_at, now)) return lease_lost_by_expiry(lease, resource, expires_at, now);
+  Error e(Errc::lease_lost,
+          by_admin ? "lost: " + refusal.message
+                   : "lost: the lease " + lease + " on " + resource + ": its renewal was refused (" +
+                         std::string(refusal.reason()) + "): " + refusal.message,
+          refusal.fields);
+  if (!by_admin) {
+    e.fields["refusal_code"] = std::string(errc_name(refusal.code));
+    e.fields["refusal_reason"] = std::string(refusal.reason());
+  }
+  e.fields["lease"] = lease;
+  e.fields["resource"] = resource;
+  return std::move(e).because(by_admin ? reason::force_released : reason::renewal_refused);
+}
+
+Error lease_lost_by_expiry(const std::string& lease, const std::string& resource, std::int64_t expires_at,
+                           std::int64_t now) {
+  Error e(Errc::lease_lost,
+          "lost: the lease " + lease + " on " + resource + " expired " + format_when(expires_at, now) +
+              ", before a renewal was published",
+          {{"lease", lease},
+           {"resource", resource},
+           {"expires_at_ms", std::to_string(expires_at)},
+           {"checked_at_ms", std::to_string(now)}});
+  return std::move(e).because(reason::expired);
+}
 
 Result<std::vector<RepoPath>> path_filters(const std::vector<std::string>& typed, PathCase path_case) {
   std::vector<RepoPath> out;

@@ -416,3 +416,40 @@ TEST_CASE("query: refusals that time clears and path conflicts are named once") 
   CHECK_FALSE(gitlocks::is_path_conflict(Errc::full_semaphore));
   CHECK_FALSE(gitlocks::is_path_conflict(Errc::already_held));
 }
+
+TEST_CASE("query: a lost lease says how it was lost - by an admin or expiry or another refusal") {
+  using gitlocks::Errc;
+  gitlocks::Error admin(
+      Errc::not_holder, "lease L on path:f: force-released by root: landed (admin key 0123)",
+      {{"lease", "L"}, {"released_by", "0123"}, {"released_by_name", "root"}, {"release_reason", "landed"}});
+  admin.sub = "force-released";
+  const auto by_admin = gitlocks::lease_lost_by_refusal("L", "path:f", 1'000, 5'000, admin);
+  CHECK(by_admin.code == Errc::lease_lost);
+  CHECK(by_admin.reason() == "force-released");
+  CHECK(by_admin.fields.at("lease") == "L");
+  CHECK(by_admin.fields.at("resource") == "path:f");
+  CHECK(by_admin.fields.at("release_reason") == "landed");
+  CHECK(by_admin.fields.count("refusal_code") == 0);
+
+  gitlocks::Error superseded(Errc::stale_generation, "superseded", {{"current_generation", "3"}});
+  superseded.sub = "superseded";
+  const auto refused = gitlocks::lease_lost_by_refusal("L", "sem:ci", 9'000, 5'000, superseded);
+  CHECK(refused.reason() == "renewal-refused");
+  CHECK(refused.fields.at("refusal_code") == "stale-generation");
+  CHECK(refused.fields.at("refusal_reason") == "superseded");
+  CHECK(refused.fields.at("current_generation") == "3");
+  CHECK(refused.fields.at("resource") == "sem:ci");
+
+  gitlocks::Error late(Errc::guard_window, "lease L expired");
+  const auto too_late = gitlocks::lease_lost_by_refusal("L", "path:f", 5'000, 5'001, late);
+  CHECK(too_late.reason() == "expired");
+  CHECK(too_late.fields.at("expires_at_ms") == "5000");
+  CHECK(gitlocks::lease_lost_by_refusal("L", "path:f", 5'000, 5'000, late).reason() == "renewal-refused");
+
+  const auto expired = gitlocks::lease_lost_by_expiry("L", "path:f", 1'000, 3'000);
+  CHECK(expired.code == Errc::lease_lost);
+  CHECK(expired.reason() == "expired");
+  CHECK(expired.fields.at("expires_at_ms") == "1000");
+  CHECK(expired.fields.at("checked_at_ms") == "3000");
+  CHECK(expired.message.find("2s ago") != std::string::npos);
+}

@@ -42,10 +42,11 @@ constexpr Command kCommands[] = {
     {"batch", cmd_batch, "batch [--ttl DUR] [FILE|-]",
      "publish JSON Lines of claim/extend/release/sem-acquire/sem-release ops as one transition"},
     {"run", cmd_run,
-     "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] [--note TEXT] [--wait[=DUR]] -- CMD "
-     "[ARG...]",
+     "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] [--note TEXT] [--wait[=DUR]] "
+     "[--on-lost terminate|keep] [--grace DUR] -- CMD [ARG...]",
      "hold leases while CMD runs (renewed every TTL/3), then release; exits with CMD's status; --wait: wait for "
-     "admission first"},
+     "admission first; a lost lease (renewal refused, force-released, expired) stops CMD's process group "
+     "(SIGTERM, SIGKILL after --grace, default 10s; --on-lost keep: it runs on) and exits 1, lease-lost"},
     {"status", cmd_status, "status [--all] [PATH...]", "live leases (with --all also expired ones)"},
     {"fence", cmd_fence, "fence RESOURCE GENERATION",
      "exit 0 when GENERATION is a live generation of RESOURCE (PATH, path:PATH or sem:NAME), else 1"},
@@ -150,10 +151,11 @@ Exit status:
   0   success
   1   refused: held-path, full-semaphore, family-policy, stale-generation,
       not-holder, guard-window, empty-interval, limit-mismatch,
-      stale-retries-exhausted, wait-timeout, not-member, already-held
+      stale-retries-exhausted, wait-timeout, not-member, already-held;
+      lease-lost (run: a lease was lost while the command ran)
   2   store-read / store-write (also: stored data failing verification)
   64  usage: bad flag, bad path, malformed input
-  run exits with the command's own status once admitted.
+  run exits with the command's own status once admitted, unless a lease was lost.
 
 Errors: one JSON object per line on stderr,
   {"error":"refused"|"usage"|"store-read"|"store-write",

@@ -281,8 +281,29 @@ std::future<Result<Process>> start_async(std::vector<std::string> argv, std::vec
                     [argv = std::move(argv), env = std::move(env)]() { return Process::start(argv, env); });
 }
 
-Result<pid_t> spawn_inherit(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
+namespace {
+
+// Makes `group` the foreground process group of the terminal on stdin.
+// SIGTTOU is blocked meanwhile: a background process may take the terminal
+// back then (POSIX tcsetpgrp).
+void give_terminal(pid_t group) {
+  sigset_t ttou;
+  sigset_t old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  pthread_sigmask(SIG_BLOCK, &ttou, &old);
+  ::tcsetpgrp(STDIN_FILENO, group);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+}  // namespace
+
+Result<Job> Job::start(const std::vector<std::string>& argv, const std::vector<std::string>& env) {
   SpawnAttr attr;
+  short flags = 0;
+  posix_spawnattr_getflags(&attr.attr, &flags);
+  posix_spawnattr_setflags(&attr.attr, static_cast<short>(flags | POSIX_SPAWN_SETPGROUP));
+  posix_spawnattr_setpgroup(&attr.attr, 0);  // a group of its own, led by the command
   std::vector<std::string> args = argv;
   std::vector<std::string> envs = merged_environment(env);
   auto cargs = c_strings(args);
@@ -290,7 +311,63 @@ Result<pid_t> spawn_inherit(const std::vector<std::string>& argv, const std::vec
   pid_t pid = -1;
   int rc = posix_spawnp(&pid, cargs[0], nullptr, &attr.attr, cargs.data(), cenv.data());
   if (rc != 0) return make_error(Errc::usage, "cannot run " + argv[0] + ": " + std::strerror(rc));
-  return pid;
+  Job job;
+  job.pid_ = pid;
+  // In the foreground of a terminal, so is the command. Should it touch the
+  // terminal before this, it stops (SIGTTIN) and ended() continues it.
+  job.terminal_ = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+  if (job.terminal_) give_terminal(pid);
+  return job;
+}
+
+Job::Job(Job&& o) noexcept : pid_(o.pid_), terminal_(o.terminal_) {
+  o.pid_ = -1;
+  o.terminal_ = false;
+}
+
+Job::~Job() {
+  if (pid_ > 0) {
+    signal(SIGKILL);
+    reap();
+  }
+}
+
+void Job::signal(int sig) const {
+  if (pid_ > 0) ::kill(-pid_, sig);
+}
+
+void Job::follow_stop(int sig) {
+  // Not in the terminal's foreground: whoever stopped it continues it.
+  if (!terminal_) return;
+  // It touched the terminal before give_terminal() in start().
+  if ((sig == SIGTTIN || sig == SIGTTOU) && ::tcgetpgrp(STDIN_FILENO) == pid_) {
+    signal(SIGCONT);
+    return;
+  }
+  give_terminal(::getpgrp());
+  ::kill(0, SIGTSTP);  // returns once the shell continues us (fg or bg)
+  if (::tcgetpgrp(STDIN_FILENO) == ::getpgrp()) give_terminal(pid_);
+  signal(SIGCONT);
+}
+
+std::optional<int> Job::ended() {
+  if (pid_ <= 0) return std::nullopt;
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WSTOPPED | WNOHANG) == 0 && info.si_pid == pid_)
+    follow_stop(info.si_status);
+  info = {};
+  // WNOWAIT: left for reap(), so that the group id stays ours meanwhile.
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid_)
+    return std::nullopt;
+  return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+}
+
+int Job::reap() {
+  int status = wait_exit_status(pid_);
+  pid_ = -1;
+  if (terminal_) give_terminal(::getpgrp());
+  terminal_ = false;
+  return status;
 }
 
 int wait_exit_status(pid_t pid) {
@@ -299,14 +376,6 @@ int wait_exit_status(pid_t pid) {
     if (errno != EINTR) return -1;
   }
   return decode_status(raw);
-}
-
-bool try_wait_exit_status(pid_t pid, int& status) {
-  int raw = 0;
-  pid_t r = ::waitpid(pid, &raw, WNOHANG);
-  if (r != pid) return false;
-  status = decode_status(raw);
-  return true;
 }
 
 }  // namespace gitlocks::cli

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,16 +70,54 @@ class Process {
 // wait overlaps the caller's own work. get() waits for the start.
 std::future<Result<Process>> start_async(std::vector<std::string> argv, std::vector<std::string> env);
 
-// Starts a command that shares this process's stdin, stdout and stderr
-// (signal mask and dispositions reset to defaults). Errors: usage when the
-// command cannot be started (not found, not executable).
-Result<pid_t> spawn_inherit(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+// The command `run` wraps. It shares this process's stdin, stdout and
+// stderr (signal mask and dispositions reset to defaults) and runs in a
+// process group of its own, so that a signal reaches whatever it started.
+// When this process is the foreground of the terminal on its stdin, the
+// command's group is the terminal's foreground while it runs: it reads the
+// terminal and gets Ctrl-C and Ctrl-Z itself, and reap() (or the
+// destructor) hands the terminal back.
+class Job {
+ public:
+  // Errors: usage when the command cannot be started (not found, not
+  // executable).
+  static Result<Job> start(const std::vector<std::string>& argv, const std::vector<std::string>& env);
+
+  Job(Job&& o) noexcept;
+  Job& operator=(Job&&) = delete;
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+  // A command never reaped is killed (its whole group) and reaped.
+  ~Job();
+
+  // Sends `sig` to the command's process group. Safe from any thread until
+  // reap(): the command is not reaped before, so its group id cannot be
+  // reused.
+  void signal(int sig) const;
+
+  // Without blocking: the command's exit status (128 + N when signal N
+  // killed it) once it has ended, nullopt while it runs; never reaps it.
+  // Follows job control on the way: when the command in the foreground of
+  // the terminal stops (Ctrl-Z), this process takes the terminal back and
+  // stops its own group as the terminal would have; continued in the
+  // foreground (`fg`) it hands the terminal back and continues the command.
+  std::optional<int> ended();
+
+  // Reaps the command (waiting for it if it still runs) and takes the
+  // terminal back; its exit status.
+  int reap();
+
+  pid_t pid() const { return pid_; }
+
+ private:
+  Job() = default;
+  void follow_stop(int sig);
+  pid_t pid_ = -1;         // the command, leader of its process group
+  bool terminal_ = false;  // its group was made the terminal's foreground
+};
 
 // Waits for a child (retrying on EINTR): its exit status, or 128 + N when
 // it was killed by signal N.
 int wait_exit_status(pid_t pid);
-
-// Non-blocking variant: false while the child runs, else true with `status`.
-bool try_wait_exit_status(pid_t pid, int& status);
 
 }  // namespace gitlocks::cli

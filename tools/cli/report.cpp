@@ -18,6 +18,9 @@ ErrorClass classify(Errc code) {
     case Errc::not_member:
     case Errc::wait_timeout:
     case Errc::already_held:
+    // A lease `run` held was lost: the store refused it to us, as it
+    // refuses an admission (docs/CLI.md "run").
+    case Errc::lease_lost:
       return {ErrorKind::refused, kExitRefused};
     case Errc::usage:
     case Errc::bad_path:

@@ -80,6 +80,7 @@ Errors are JSON lines on stderr: {"error","code","reason","op","detail",...}.
 const refusedCodes = new Set([
   'held-path', 'full-semaphore', 'family-policy', 'stale-generation', 'not-holder', 'guard-window',
   'empty-interval', 'limit-mismatch', 'stale-retries-exhausted', 'not-member', 'wait-timeout', 'already-held',
+  'lease-lost',
 ]);
 const usageCodes = new Set([
   'usage', 'bad-path', 'bad-json', 'non-canonical', 'bad-expression', 'unsupported-expression',

@@ -105,6 +105,24 @@ bool clears_with_time(Errc c);
 // or a family): what the pre-commit hook reports as a violation.
 bool is_path_conflict(Errc c);
 
+// How a lease that a host holds and renews (`run`) was lost: the
+// lease_lost error it reports, with fields `lease` and `resource`
+// ("path:KEY" or "sem:NAME"). By a renewal the planner refused at `now`
+// with `refusal` (a refusal, not a store error) when the lease was to
+// expire at `expires_at`: reason force-released when an admin released it
+// (its fields released_by, released_by_name, release_reason); expired, as
+// lease_lost_by_expiry, when it had expired by then (the renewal came too
+// late, whatever the refusal); else renewal-refused, with the refusal's
+// code and reason as refusal_code and refusal_reason and its other fields.
+Error lease_lost_by_refusal(const std::string& lease, const std::string& resource, std::int64_t expires_at,
+                            std::int64_t now, const Error& refusal);
+
+// The lease expired (not live_until(expires_at, now)) before a renewal
+// could be published: lease_lost, reason expired, fields expires_at_ms,
+// checked_at_ms.
+Error lease_lost_by_expiry(const std::string& lease, const std::string& resource, std::int64_t expires_at,
+                           std::int64_t now);
+
 // Paths as a user typed them (status PATH..., wait PATH...), in the form
 // the store compares: NFC, folded in a case-insensitive store. Errors:
 // bad_path.

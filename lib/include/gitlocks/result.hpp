@@ -28,6 +28,7 @@ enum class Errc {
   not_member,    // a PRIVATE store and a key that is not one of its members
   wait_timeout,  // a blocking acquisition (--wait) gave up: its timeout passed
   already_held,  // the actor already holds the resource: extend it instead
+  lease_lost,    // a lease a host held and renewed (`run`) is gone: renewal refused, or expired
   // Malformed or unsupported input (exit 64).
   usage,
   bad_path,
@@ -66,8 +67,13 @@ inline constexpr std::string_view already_enabled = "already-enabled";    // usa
 inline constexpr std::string_view operation_failed = "operation-failed";  // stale_generation: a FAILED admin operation
 inline constexpr std::string_view not_owner = "not-owner";  // not_holder: an admin transition by another than the owner
 inline constexpr std::string_view not_admin = "not-admin";  // not_holder: a force-release by one the policy names not
-// not_holder: the actor's lease was taken away by an admin's force-release (fields released_by, release_reason).
+// not_holder: the actor's lease was taken away by an admin's force-release (fields released_by, release_reason);
+// lease_lost: the same, found by a renewal.
 inline constexpr std::string_view force_released = "force-released";
+// lease_lost: a renewal was refused for another cause than force-released (fields refusal_code, refusal_reason).
+inline constexpr std::string_view renewal_refused = "renewal-refused";
+// lease_lost: the lease expired while its renewals failed (fields expires_at_ms, checked_at_ms).
+inline constexpr std::string_view expired = "expired";
 // not_holder: under the policy's require_claim, a change by a signer who holds no live claim of the path.
 inline constexpr std::string_view claim_required = "claim-required";
 // bad_signature of an SSH signature (sshsig.hpp): armor, base64 or blob structure, version.
