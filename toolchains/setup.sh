@@ -5,6 +5,9 @@
 #   toolchains/setup.sh            native + WASM toolchains and WASM deps
 #   toolchains/setup.sh --native   native toolchain only (no Emscripten; Node.js
 #                                  and npm for the MCP test)
+#   toolchains/setup.sh --demo     only what building the git-locks CLI needs
+#                                  (tools/demo.sh): Debian's shared libgit2
+#                                  and cpp-httplib, no test tools
 #
 # Everything comes from Debian packages (binary and source) and npm; nothing
 # is downloaded from anywhere else. The native static libgit2 and the WASM
@@ -14,7 +17,9 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 want_wasm=1
+want_tests=1
 [ "${1:-}" = "--native" ] && want_wasm=0
+if [ "${1:-}" = "--demo" ]; then want_wasm=0; want_tests=0; fi
 
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -33,8 +38,16 @@ wasm_pkgs=(
   emscripten node-acorn autoconf automake libtool chromium
 )
 
+# What building the CLI alone needs (tools/demo.sh).
+demo_pkgs=(
+  build-essential cmake ninja-build git pkg-config
+  libgit2-dev libhttp-parser-dev zlib1g-dev libsodium-dev nlohmann-json3-dev libcpp-httplib-dev
+  ccache libmimalloc-dev ca-certificates
+)
+
 missing=()
 pkgs=("${native_pkgs[@]}")
+[ "$want_tests" = 0 ] && pkgs=("${demo_pkgs[@]}")
 [ "$want_wasm" = 1 ] && pkgs+=("${wasm_pkgs[@]}")
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -45,8 +58,10 @@ done
 # (tests/mcp). Debian's `nodejs` ships without npm (it is the separate `npm`
 # package); a Node.js from elsewhere (e.g. NodeSource's, which bundles npm)
 # is used as it is.
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
+if [ "$want_tests" = 1 ]; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
@@ -68,6 +83,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$status" = 0 ] || exit "$status"
 else
   echo "setup: Debian packages already installed"
+fi
+
+if [ "$want_tests" = 0 ]; then
+  echo "setup: done (the CLI's build dependencies only)"
+  exit 0
 fi
 
 # The fault suite (tests/cli/faults.py) drops root with setpriv; util-linux
