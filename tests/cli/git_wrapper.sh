@@ -11,6 +11,8 @@
 #   GIT_WRAPPER_RACE_CMD  a shell command run once (before the first
 #                         update-ref reaches git), to let another writer in
 #   GIT_WRAPPER_STATE     directory for the wrapper's own bookkeeping
+#   GIT_WRAPPER_ARGS_LOG  append one line per update-ref run: "LC_ALL=<value>"
+#                         and then its arguments, separated by tabs
 set -u
 real_git=${GIT_WRAPPER_REAL_GIT:-git}
 
@@ -48,6 +50,9 @@ case "${GIT_WRAPPER_FAIL:-}" in
     status=$?
     ;;
 esac
+if [ -n "${GIT_WRAPPER_ARGS_LOG:-}" ]; then
+  (IFS=$'\t'; printf 'LC_ALL=%s\t%s\n' "${LC_ALL-<unset>}" "$*") >> "$GIT_WRAPPER_ARGS_LOG"
+fi
 if [ -n "${GIT_WRAPPER_LOG:-}" ]; then
   printf '%s %s\n' "$status" "$(printf '%s' "$input" | base64 -w0)" >> "$GIT_WRAPPER_LOG"
 fi

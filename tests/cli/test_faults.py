@@ -268,5 +268,91 @@ class Faults(CliTest):
                 self.assertEqual(r.tip(), candidates(r)[0])
 
 
+class GitEnvironment(CliTest):
+    """Seed 000: git runs in the C locale whatever the user's, with zero ref-lock timeouts whatever the
+    repository's; a lock freed by a writer that moved the root meanwhile costs a fresh plan, not a failure."""
+
+    # A translated environment that Debian's git honours without any generated locale.
+    GERMAN = {"LANGUAGE": "de", "LANG": "de_DE.UTF-8", "LC_ALL": "C.UTF-8"}
+
+    def test_c_locale_and_zero_lock_timeouts_whatever_the_environment(self):
+        r = self.repo()
+        r.now = T0 + 1000
+        self.claimed(r, "alice", "a")
+        # Settings that would add a 3 s wait to every attempt if git-locks left them in force.
+        r.git("config", "core.filesRefLockTimeout", "3000")
+        r.git("config", "core.packedRefsTimeout", "3000")
+        lock = os.path.join(r.gitdir(), "refs", "locks", "state.lock")
+        with open(lock, "w") as f:
+            f.write("held\n")
+        # The precondition: in this environment git itself speaks German about the same lock.
+        plain = subprocess.run(["git", "-C", r.path, "update-ref", "refs/locks/state", r.tip(), r.tip()],
+                               capture_output=True, text=True, env=dict(os.environ, **self.GERMAN))
+        self.assertNotEqual(plain.returncode, 0)
+        self.assertIn("state.lock", plain.stderr)
+        self.assertNotIn("File exists", plain.stderr, "git is not translated here: the test would prove nothing")
+        args_log = os.path.join(r.root, "args.log")
+        start = time.monotonic()
+        res = r.run("bob", "--json", "claim", "b", env=dict(r.wrapped(GIT_WRAPPER_ARGS_LOG=args_log), **self.GERMAN))
+        elapsed = time.monotonic() - start
+        self.assertEqual(res.code, 2, res)
+        e = res.error
+        self.assertEqual((e["error"], e["code"], e["attempts"]), ("store-write", "store-write", 6), res)
+        self.assertIn("File exists", e["detail"])  # git's own words, in English: the C locale
+        self.assertLess(elapsed, 3, "a repository lock timeout was in force")
+        with open(args_log) as f:
+            runs = [line.rstrip("\n").split("\t") for line in f]
+        self.assertEqual(len(runs), 6)
+        for run in runs:
+            self.assertEqual(run[0], "LC_ALL=C")
+            i = run.index("update-ref")
+            self.assertEqual(run[i - 4:i], ["-c", "core.filesRefLockTimeout=0", "-c", "core.packedRefsTimeout=0"])
+        with open(lock) as f:
+            self.assertEqual(f.read(), "held\n")  # another writer's lock is never removed
+
+    def test_lock_freed_and_root_moved_meanwhile_replans(self):
+        r = self.repo()
+        r.now = T0 + 1000
+        self.claimed(r, "alice", "a")
+        tip = r.tip()
+        # carol's claim of c on the same tip, made in a copy of the clone: the update the lock's owner finishes.
+        shadow = os.path.join(r.root, "shadow")
+        subprocess.run(["cp", "-a", r.path, shadow], check=True)
+        other = subprocess.run([binary(), "--repo", shadow, "--json", "claim", "c"], capture_output=True,
+                               text=True, env=r.env("carol"))
+        self.assertEqual(other.returncode, 0, other.stderr)
+        carol = json.loads(other.stdout)["commit"]
+        r.git("fetch", "-q", shadow, "refs/locks/state")
+        self.assertEqual(r.git("rev-parse", "FETCH_HEAD").strip(), carol)
+        ref = os.path.join(r.gitdir(), "refs", "locks", "state")
+        lock = ref + ".lock"
+        open(r.wrapper_log, "w").close()
+        # The owner holds the lock until bob's first attempt runs into it, then writes carol's commit
+        # into it and renames it over the ref, as git's files backend does.
+        helper = subprocess.Popen([sys.executable, "-c", (
+            "import os,sys,time\n"
+            "fd=os.open(sys.argv[1],os.O_CREAT|os.O_EXCL|os.O_WRONLY,0o666)\n"
+            "print('held',flush=True)\n"
+            "end=time.monotonic()+30\n"
+            "while time.monotonic()<end and os.path.getsize(sys.argv[3])==0: time.sleep(0.002)\n"
+            "os.write(fd,(sys.argv[4]+'\\n').encode());os.close(fd)\n"
+            "os.rename(sys.argv[1],sys.argv[2])\n"), lock, ref, r.wrapper_log, carol],
+            stdout=subprocess.PIPE, text=True)
+        self.assertEqual(helper.stdout.readline().strip(), "held")
+        res = r.run("bob", "--json", "claim", "b", env=dict(r.wrapped(), **self.GERMAN))
+        self.assertEqual(helper.wait(timeout=60), 0)
+        helper.stdout.close()
+        self.assertEqual(res.code, 0, res)
+        log = r.update_ref_log()
+        self.assertGreaterEqual(len(log), 3, log)  # the lock, the moved root, the new plan
+        self.assertEqual(log[-1][0], 0)
+        self.assertIn(tip, log[0][1])  # the first candidate expected alice's tip
+        self.assertIn(carol, log[-1][1])  # the last, replanned, expects carol's
+        parent = r.git("rev-parse", r.tip() + "^").strip()
+        self.assertEqual(parent, carol)  # nothing lost: carol's claim is below bob's
+        st = r.run("dave", "--json", "status").json
+        self.assertEqual(sorted(l["path"] for l in st["leases"]), ["a", "b", "c"])
+
+
 if __name__ == "__main__":
     unittest.main()
