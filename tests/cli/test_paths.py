@@ -68,10 +68,18 @@ class CaseInsensitive(CliTest):
         self.assertOk(self.claim(r, "bob", "src/a.c"))
 
     def test_policy_file_option_and_folded_families(self):
+        # Two members that never overlap as paths: only the family rule, on folded paths, can refuse bob.
         r = self.repo(policy={"case_insensitive": True,
-                              "families": [{"name": "db", "policy": "exclusive", "members": ["db/schema.sql"]}]})
+                              "families": [{"name": "db", "policy": "exclusive",
+                                            "members": ["db/schema.sql", "migrations/"]}]})
         self.claimed(r, "alice", "DB/Schema.SQL")
-        self.assertRefused(self.claim(r, "bob", "db/"), "held-path")
+        with self.unchanged(r):
+            res = self.claim(r, "bob", "MIGRATIONS/001.sql")
+            self.assertRefused(res, "family-policy")
+            self.assertIn("db", res.error["detail"])
+        self.claimed(r, "bob", "Docs/readme.md")  # outside the family: admitted
+        self.assertOk(r.run("alice", "release", "db/schema.sql"))
+        self.claimed(r, "bob", "MIGRATIONS/001.sql")
 
     def test_policy_member_must_be_boolean(self):
         r = self.repo(init=False)

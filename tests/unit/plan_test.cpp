@@ -315,11 +315,17 @@ TEST_CASE("path identity: a case-insensitive store refuses case twins - a case-s
 }
 
 TEST_CASE("path identity: families of a case-insensitive store compare folded") {
-  json fams = {{"case_insensitive", true},
-               {"families", json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql"}}}})}};
+  // Two members that never overlap as paths: only the family rule can refuse (the core takes the
+  // store's canonical, folded form; the CLI folds what the user typed: tests/cli/test_paths.py).
+  json fams = {
+      {"case_insensitive", true},
+      {"families",
+       json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql", "migrations/"}}}})}};
   Store s(fams);
   REQUIRE(s.claim("alice", "db/schema.sql", kTtl).ok());
-  CHECK(code_of(s.claim("bob", "db/", kTtl)) == Errc::held_path);
+  CHECK(code_of(s.claim("bob", "migrations/001.sql", kTtl)) == Errc::family_policy);
+  CHECK(s.claim("bob", "docs/readme.md", kTtl).ok());
+  CHECK(s.claim("alice", "migrations/002.sql", kTtl).ok());  // the family's own holder
   // A member must itself be in the store's canonical form.
   json upper = {{"case_insensitive", true},
                 {"families", json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"DB/schema.sql"}}}})}};
