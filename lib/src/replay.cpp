@@ -156,7 +156,19 @@ struct ChainState {
   std::unique_ptr<RecordCodec> codec;
   std::int64_t codec_epoch = -1;
   bool timeline_synced = true;
+  // The pins in force at the tip, read before the walk (unset: unreadable).
+  // Expected pins judge the attestations made under them; pins an
+  // owner-signed guard-time-set replaced earlier are the history's own.
+  std::optional<std::optional<Pins>> tip_pins;
 };
+
+// The last T of the chain, local or attested: T never decreases, across
+// the activation and the switch-off of guard time alike.
+std::optional<std::int64_t> last_admission(const ChainState& cs) {
+  if (!cs.last_time) return cs.last_attested_time;
+  if (!cs.last_attested_time) return cs.last_time;
+  return std::max(*cs.last_time, *cs.last_attested_time);
+}
 
 // The codec for records of a state under `policy` (nullptr for public
 // stores; nullopt when the verifier cannot read a PRIVATE state).
@@ -202,6 +214,18 @@ Result<std::optional<Pins>> pins_at(ObjectStore& store, const Oid& state, const 
   return pol->guard_time;
 }
 
+// The pins the policy at `tip` records, or nothing when it cannot be read
+// (the walk then says why).
+std::optional<std::optional<Pins>> pins_at_tip(ObjectStore& store, const Oid& tip) {
+  auto tc = read_transition_commit(store, tip);
+  if (!tc.ok()) return std::nullopt;
+  auto doc = StateReader(store, tc->state).policy();
+  if (!doc.ok()) return std::nullopt;
+  auto pol = parse_policy(*doc);
+  if (!pol.ok()) return std::nullopt;
+  return pol->guard_time;
+}
+
 // The steps of verify_commit. Every step runs (unless an earlier one leaves
 // nothing to check); the first failure decides the verdict.
 void fail(Verdict& v, const std::string& reason, const std::string& detail) {
@@ -244,7 +268,8 @@ void check_private_signer(ObjectStore& store, const TransitionCommit& tc, bool r
 // notary attestation of this packet, whose T (set in `t`) never decreases.
 void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pins, const ChainState& cs,
                        const ReplayOptions& options, std::optional<std::int64_t>& t, Verdict& v) {
-  if (options.expected_pins && !(pins == *options.expected_pins))
+  const bool superseded = cs.tip_pins && !(*cs.tip_pins == std::optional<Pins>(pins));
+  if (options.expected_pins && !(pins == *options.expected_pins) && !superseded)
     fail(v, "pins-mismatch",
          "store pins notary " + pins.audience + " / " + pins.service_key + ", expected " +
              options.expected_pins->audience + " / " + options.expected_pins->service_key);
@@ -264,8 +289,7 @@ void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pi
   t = (*att)["admitted_at_ms"].get<std::int64_t>();
   // T never decreases along the chain: across the activation too,
   // where the previous T is a local-clock one.
-  std::optional<std::int64_t> previous = cs.last_attested_time;
-  if (cs.last_time && (!previous || *cs.last_time > *previous)) previous = cs.last_time;
+  const std::optional<std::int64_t> previous = last_admission(cs);
   if (previous && *t < *previous)
     fail(v, "time-decreased",
          "attested T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
@@ -392,8 +416,10 @@ void check_admission(const TransitionCommit& tc, const json& p, const std::optio
     fail(v, "time-outside-interval",
          "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) + ", " +
              std::to_string(interval.hi) + "]");
-  if (!attested && t && cs.last_time && *t < *cs.last_time)
-    fail(v, "time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*cs.last_time));
+  // A local T too: after guard time was turned off, the last T is the notary's.
+  const std::optional<std::int64_t> previous = last_admission(cs);
+  if (!attested && t && previous && *t < *previous)
+    fail(v, "time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
   if (attested && t) cs.last_attested_time = std::max(*t, cs.last_attested_time.value_or(*t));
 }
 
@@ -429,7 +455,7 @@ void check_invariant(ObjectStore& store, const Oid& parent_state, const Policy& 
 // then checks the invariant where the verifier reads both states.
 void follow_chain(ObjectStore& store, const TransitionCommit& tc, bool root, const std::optional<std::int64_t>& t,
                   ChainState& cs, detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
-  const std::int64_t at = t.value_or(std::max(cs.last_time.value_or(0), cs.last_attested_time.value_or(0)));
+  const std::int64_t at = t.value_or(last_admission(cs).value_or(0));
   const Oid parent_state = cs.state;
   const Policy parent_policy = cs.policy;
   auto old_codec = codec_for(cs, parent_policy, options);
@@ -559,6 +585,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   HashOnlyScope hash_only(raw_store);
   CachingStore store(raw_store);
   ChainState cs;
+  if (options.expected_pins) cs.tip_pins = pins_at_tip(store, tip);
   detail::Timeline timeline;
   bool root = true;
   if (options.from) {
@@ -639,9 +666,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   summary.end.guard_time = cs.policy.guard_time;
   summary.end.epoch = cs.policy.epoch;
   summary.end.full = summary.structural == 0;
-  summary.end.last_time = cs.last_attested_time;
-  if (cs.last_time && (!summary.end.last_time || *cs.last_time > *summary.end.last_time))
-    summary.end.last_time = cs.last_time;
+  summary.end.last_time = last_admission(cs);
   return summary;
 }
 
