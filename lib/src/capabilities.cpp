@@ -10,13 +10,16 @@ std::string_view capability_name(Capability c) {
       return "owner_guard_time_enable";
     case Capability::private_time_add_guard_windows:
       return "private_time_add_guard_windows";
+    case Capability::owner_guard_time_migrate:
+      return "owner_guard_time_migrate";
   }
   return "";
 }
 
 const std::vector<Capability>& capabilities() {
   static const std::vector<Capability> all = {Capability::owner_guard_time_enable,
-                                              Capability::private_time_add_guard_windows};
+                                              Capability::private_time_add_guard_windows,
+                                              Capability::owner_guard_time_migrate};
   return all;
 }
 

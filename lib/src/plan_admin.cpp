@@ -1,6 +1,7 @@
-// Owner-signed policy changes ({"admin":{"op":...}}): guard-time-enable,
-// and for PRIVATE stores the membership ops member-add and member-remove
-// (each leaves a pending keyring transition) and rekey (completes it).
+// Owner-signed policy changes ({"admin":{"op":...}}): guard-time-enable and
+// guard-time-set (the notary pins), policy-set, and for PRIVATE stores the
+// membership ops member-add and member-remove (each leaves a pending keyring
+// transition) and rekey (completes it).
 #include <algorithm>
 
 #include "gitlocks/attest.hpp"
@@ -139,9 +140,58 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   return time_free_outcome(body, "policy-set", *root, 0);
 }
 
+// The owner's replacement of the notary pins, or guard time off (null):
+//   {"admin":{"op":"guard-time-set","expected_policy_hash":HEX,
+//             "guard_time":{"audience":A,"service_key":HEX,"disclosure":"GUARD_WINDOW"}|null}}
+// Seed 002's "explicit supported migration before any signer change". Like
+// the activation, it is judged by the time source of its result: the new
+// notary attests it, and a switch-off carries the owner's clock reading, so
+// a lost notary key stops no store. Commits before it keep the pins they
+// were attested under.
+Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader, const json& policy_doc,
+                                        const Policy& policy, const json& body) {
+  const json& a = body["admin"];
+  GITLOCKS_CHECK(check_keys(a, {"op", "expected_policy_hash", "guard_time"}, "admin op"));
+  if (!policy.guard_time)
+    return make_error(Errc::usage, "guard time is not enabled: turn it on with `git-locks guard-time enable`");
+  if (policy.pending)
+    return make_error(Errc::usage,
+                      "a keyring transition is pending: change guard time once it is complete (run `git-locks "
+                      "member rekey` first)");
+  auto it = a.find("guard_time");
+  if (it == a.end())
+    return make_error(Errc::bad_json, "guard-time-set needs 'guard_time': the new pins, or null to turn it off");
+  json next = policy_doc;
+  if (it->is_null()) {
+    next.erase("guard_time");
+  } else {
+    if (!it->is_object()) return make_error(Errc::bad_json, "guard-time-set: 'guard_time' must be an object or null");
+    GITLOCKS_CHECK(check_keys(*it, {"audience", "service_key", "disclosure"}, "guard_time"));
+    GITLOCKS_TRY(disclosure, get_string(*it, "disclosure"));
+    if (disclosure != kDisclosureGuardWindow)
+      return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
+    GITLOCKS_TRY(audience, get_string(*it, "audience"));
+    GITLOCKS_TRY(key, get_string(*it, "service_key"));
+    if (audience.empty()) return make_error(Errc::usage, "the audience must not be empty");
+    GITLOCKS_TRY(pk, public_key_from_hex(key));
+    (void)pk;
+    Pins pins{audience, key};
+    if (*policy.guard_time == pins)
+      return make_error(Errc::usage, "guard time already uses these pins: nothing to change");
+    next["guard_time"] = guard_time_doc(pins);
+  }
+  GITLOCKS_TRY(parsed, parse_policy(next));
+  (void)parsed;
+  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(blob, store.write_blob(bytes));
+  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
+  return time_free_outcome(body, "guard-time-set", *root, 0);
+}
+
 }  // namespace
 
-// Owner-signed policy changes. The only one so far enables guard time:
+// Owner-signed policy changes: the owner and the expected policy hash are
+// checked here for every op. guard-time-enable pins a notary:
 //   {"admin":{"op":"guard-time-enable","audience":A,"service_key":HEX,
 //             "disclosure":"GUARD_WINDOW","expected_policy_hash":HEX}}
 Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
@@ -162,6 +212,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   if (op == "member-add" || op == "member-remove" || op == "rekey")
     return plan_membership(store, reader, policy_doc, policy, ctx, body, op);
   if (op == "policy-set") return plan_policy_set(store, reader, policy_doc, policy, body);
+  if (op == "guard-time-set") return plan_guard_time_set(store, reader, policy_doc, policy, body);
   if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
   GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
   if (policy.pending)
@@ -178,15 +229,15 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
   (void)pk;
   Pins pins{audience, key};
   // The same pins again is no request at all: the field says so (a host
-  // reports ALREADY_ENABLED and writes nothing); other pins contradict the
-  // policy (there is no signer rotation).
+  // reports ALREADY_ENABLED and writes nothing); other pins are a change of
+  // notary, which is its own transition (guard-time-set).
   if (policy.guard_time && *policy.guard_time == pins)
     return make_error(Errc::usage, "ALREADY_ENABLED: guard time is already enabled with these pins")
         .because(reason::already_enabled);
   if (policy.guard_time)
     return make_error(Errc::usage,
-                      "guard time is enabled with other pins; replacing them (signer rotation) is "
-                      "not supported");
+                      "guard time is enabled with other pins; replace them with `git-locks guard-time migrate` "
+                      "(an owner-signed guard-time-set)");
   json next = policy_doc;
   next["guard_time"] = guard_time_doc(pins);
   GITLOCKS_TRY(parsed, parse_policy(next));

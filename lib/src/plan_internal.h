@@ -7,7 +7,8 @@
 //   plan_acquire.cpp   claim and sem-acquire
 //   plan_conflicts.cpp conflicts: checking or filling in what a body
 //                      declares about them, and the refusals that name them
-//   plan_admin.cpp     owner-signed policy changes: guard-time-enable and
+//   plan_admin.cpp     owner-signed policy changes: guard-time-enable,
+//                      guard-time-set, policy-set and
 //                      PRIVATE membership (member-add, member-remove, rekey)
 //   plan_migrate.cpp   the offline layout migration, format 1 -> 2
 #pragma once

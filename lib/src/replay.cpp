@@ -158,6 +158,14 @@ struct ChainState {
   bool timeline_synced = true;
 };
 
+// The last T of the chain, local or attested: T never decreases, across
+// the activation and the switch-off of guard time alike.
+std::optional<std::int64_t> last_admission(const ChainState& cs) {
+  if (!cs.last_time) return cs.last_attested_time;
+  if (!cs.last_attested_time) return cs.last_time;
+  return std::max(*cs.last_time, *cs.last_attested_time);
+}
+
 // The codec for records of a state under `policy` (nullptr for public
 // stores; nullopt when the verifier cannot read a PRIVATE state).
 std::optional<const RecordCodec*> codec_for(ChainState& cs, const Policy& policy, const ReplayOptions& options) {
@@ -262,8 +270,7 @@ void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pi
   t = (*att)["admitted_at_ms"].get<std::int64_t>();
   // T never decreases along the chain: across the activation too,
   // where the previous T is a local-clock one.
-  std::optional<std::int64_t> previous = cs.last_attested_time;
-  if (cs.last_time && (!previous || *cs.last_time > *previous)) previous = cs.last_time;
+  const std::optional<std::int64_t> previous = last_admission(cs);
   if (previous && *t < *previous)
     fail(v, "time-decreased",
          "attested T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
@@ -390,8 +397,10 @@ void check_admission(const TransitionCommit& tc, const json& p, const std::optio
     fail(v, "time-outside-interval",
          "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) + ", " +
              std::to_string(interval.hi) + "]");
-  if (!attested && t && cs.last_time && *t < *cs.last_time)
-    fail(v, "time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*cs.last_time));
+  // A local T too: after guard time was turned off, the last T is the notary's.
+  const std::optional<std::int64_t> previous = last_admission(cs);
+  if (!attested && t && previous && *t < *previous)
+    fail(v, "time-decreased", "T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
   if (attested && t) cs.last_attested_time = std::max(*t, cs.last_attested_time.value_or(*t));
 }
 
@@ -427,7 +436,7 @@ void check_invariant(ObjectStore& store, const Oid& parent_state, const Policy& 
 // then checks the invariant where the verifier reads both states.
 void follow_chain(ObjectStore& store, const TransitionCommit& tc, bool root, const std::optional<std::int64_t>& t,
                   ChainState& cs, detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
-  const std::int64_t at = t.value_or(std::max(cs.last_time.value_or(0), cs.last_attested_time.value_or(0)));
+  const std::int64_t at = t.value_or(last_admission(cs).value_or(0));
   const Oid parent_state = cs.state;
   const Policy parent_policy = cs.policy;
   auto old_codec = codec_for(cs, parent_policy, options);
@@ -637,9 +646,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   summary.end.guard_time = cs.policy.guard_time;
   summary.end.epoch = cs.policy.epoch;
   summary.end.full = summary.structural == 0;
-  summary.end.last_time = cs.last_attested_time;
-  if (cs.last_time && (!summary.end.last_time || *cs.last_time > *summary.end.last_time))
-    summary.end.last_time = cs.last_time;
+  summary.end.last_time = last_admission(cs);
   return summary;
 }
 

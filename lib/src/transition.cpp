@@ -45,9 +45,16 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
 
 namespace {
 
-// Guard time applies from the activation on: to the transition that installs
-// the pins as well.
+// The time source of a transition is its result's (as replay's pins_at):
+// guard time applies from the activation on, to the transition that installs
+// the pins as well; a guard-time-set is attested by the notary it installs,
+// and one that turns guard time off by none.
 std::optional<Pins> pins_for(const Snapshot& snap, const PlanOutcome& outcome) {
+  if (outcome.action == "guard-time-set") {
+    const json& g = outcome.body["admin"]["guard_time"];
+    if (g.is_null()) return std::nullopt;
+    return Pins{g["audience"].get<std::string>(), g["service_key"].get<std::string>()};
+  }
   if (snap.guard_time) return snap.guard_time;
   if (outcome.action == "guard-time-enable") {
     const json& a = outcome.body["admin"];

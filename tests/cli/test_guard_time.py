@@ -169,8 +169,8 @@ class ActivationTest(GuardTimeBase):
         tip = self.repo.tip()
         other = self.enable("op-3", audience="other.test")
         self.assertFails(other, 64, "usage", "usage", "guard-time enable",
-                         "guard time is enabled with other pins; replacing them (signer rotation) is not supported",
-                         tip=tip)
+                         "guard time is enabled with other pins; replace them with `git-locks guard-time migrate` "
+                         "(an owner-signed guard-time-set)", tip=tip)
 
     def test_enable_refusals(self):
         tip = self.repo.tip()
@@ -354,6 +354,150 @@ class ActivationTest(GuardTimeBase):
         self.assertTrue(self.status()["guard_time"]["enabled"])
         self.assertEqual(self.repo.run("alice", "verify", "--allow-test-clock").code, 0)
 
+
+class MigrationTest(GuardTimeBase):
+    """guard-time migrate|disable (seed 002's explicit migration before any signer change): the
+    owner moves the store to another notary, which admits that change itself, or turns guard time
+    off without any notary; older commits verify under the pins they were attested under."""
+
+    def setUp(self):
+        super().setUp()
+        self.enabled()
+        self.notary.clock(P)
+        r = self.attested("alice", "claim", "--ttl", "60000", "a")
+        self.assertEqual((r.code, r.json["admitted_at_ms"]), (0, P), r)
+
+    def migrate(self, notary, actor="alice", h=None, proposal=P + 100, extra=()):
+        self.repo.now = None
+        return self.repo.run(actor, "guard-time", "migrate", "--audience", notary.audience, "--service-key",
+                             notary.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                             h or self.status()["policy_hash"], *extra, "--allow-test-clock", "--json",
+                             env={"GIT_LOCKS_PROPOSAL_MS": str(proposal)})
+
+    def disable(self, actor="alice", h=None, proposal=P + 100):
+        self.repo.now = None
+        return self.repo.run(actor, "guard-time", "disable", "--expected-policy-hash",
+                             h or self.status()["policy_hash"], "--allow-test-clock", "--json",
+                             env={"GIT_LOCKS_PROPOSAL_MS": str(proposal)})
+
+    def verify_all_valid(self):
+        r = self.repo.run("alice", "--json", "verify", "--full", "--allow-test-clock")
+        self.assertEqual(r.code, 0, r)
+        chain = self.repo.git("rev-list", "--reverse", "refs/locks/state").split()
+        verdicts = [json.loads(line) for line in r.out.splitlines()]
+        self.assertEqual([(v["commit"], v["ok"]) for v in verdicts], [(c, True) for c in chain], r)
+        return verdicts
+
+    def test_migrate_while_the_old_notary_is_stopped(self):
+        new = Notary(self, self.repo.root, "second", "second.test").start()
+        new.clock(P + 100)
+        self.notary.stop()  # the lost key: notary A never answers again
+        tip = self.repo.tip()
+        # locks.notary still names the old notary: the migration cannot be admitted there.
+        self.assertFails(self.migrate(new), 2, "store-write", "store-write", "guard-time migrate",
+                         ("in", "is unreachable"), tip)
+        self.repo.git("config", "locks.notary", new.url)
+        r = self.migrate(new)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual((r.json["op"], r.json["status"], r.json["commit"], r.json["admitted_at_ms"]),
+                         ("guard-time migrate", "MIGRATED", self.repo.tip(), P + 100), r)
+        self.assertEqual(r.json["guard_time"], {"audience": "second.test", "service_key": new.service_key})
+        st = self.status()
+        self.assertEqual(st["guard_time"], {"enabled": True, "audience": "second.test",
+                                            "service_key": new.service_key})
+        self.assertEqual(r.json["policy_hash"], st["policy_hash"])
+        # The migration carries the new notary's attestation.
+        att = json.loads(self.repo.git("show", "refs/locks/state:txn/attestation.json"))
+        self.assertEqual((att["attestation"]["service_key"], att["attestation"]["admitted_at_ms"]),
+                         (new.service_key, P + 100))
+        # Claims go through the new notary.
+        new.clock(P + 200)
+        r = self.attested("bob", "claim", "--ttl", "60000", "b", proposal=P + 200)
+        self.assertEqual((r.code, r.json["admitted_at_ms"]), (0, P + 200), r)
+        verdicts = self.verify_all_valid()
+        self.assertEqual([v["command"] for v in verdicts],
+                         ["init", "guard-time-enable", "claim", "guard-time-migrate", "claim"])
+        self.assertEqual([v["time"] for v in verdicts[2:]], [P, P + 100, P + 200])
+        # A writer still pointed at the old notary (running again) is told its pins are not the store's.
+        self.notary.start()
+        self.notary.clock(P + 300)
+        tip = self.repo.tip()
+        r = self.attested("bob", "claim", "--ttl", "60000", "c", "--notary", self.notary.url, proposal=P + 300)
+        self.assertFails(r, 2, "store-write", "store-write", "claim",
+                         "notary audience 'locks.test' is not the pinned 'second.test'", tip)
+
+    def test_disable_needs_no_notary_then_the_local_clock(self):
+        self.notary.stop()
+        self.repo.git("config", "--unset", "locks.notary")
+        # The owner's clock is behind the notary's last T: the switch-off takes that T.
+        r = self.disable(proposal=P - 5000)
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual((r.json["op"], r.json["status"], r.json["commit"], r.json["admitted_at_ms"],
+                          r.json["guard_time"]), ("guard-time disable", "DISABLED", self.repo.tip(), P, None), r)
+        self.assertEqual(self.repo.git("ls-tree", "--name-only", "refs/locks/state:txn").split(), ["packet.json"])
+        self.assertFalse(self.status()["guard_time"]["enabled"])
+        self.repo.now = P + 1000
+        r = self.repo.run("bob", "claim", "--ttl", "30s", "b", "--allow-test-clock", "--json")
+        self.assertEqual(r.code, 0, r)
+        self.assertEqual(r.json["admitted_at_ms"], P + 1000, r)
+        verdicts = self.verify_all_valid()
+        self.assertEqual([(v["command"], v["time"]) for v in verdicts[2:]],
+                         [("claim", P), ("guard-time-disable", P), ("claim", P + 1000)])
+
+    def test_non_owner_refused(self):
+        new = Notary(self, self.repo.root, "second", "second.test").start()
+        new.clock(P + 100)
+        self.repo.git("config", "locks.notary", new.url)
+        tip = self.repo.tip()
+        self.assertFails(self.migrate(new, actor="bob"), 1, "refused", "not-holder", "guard-time migrate",
+                         ("in", "only the store's owner"), tip, reason="not-owner")
+        self.assertFails(self.disable(actor="bob"), 1, "refused", "not-holder", "guard-time disable",
+                         ("in", "only the store's owner"), tip, reason="not-owner")
+
+    def test_stale_expected_policy_hash_and_a_rerun(self):
+        new = Notary(self, self.repo.root, "second", "second.test").start()
+        new.clock(P + 100)
+        self.repo.git("config", "locks.notary", new.url)
+        tip = self.repo.tip()
+        current = self.status()["policy_hash"]
+        self.assertFails(self.migrate(new, h="00" * 32), 1, "refused", "stale-generation", "guard-time migrate",
+                         f"the policy changed: expected policy hash {'00' * 32}, current {current}", tip,
+                         reason="policy-changed")
+        self.assertFails(self.disable(h="00" * 32), 1, "refused", "stale-generation", "guard-time disable",
+                         f"the policy changed: expected policy hash {'00' * 32}, current {current}", tip,
+                         reason="policy-changed")
+        self.assertEqual(self.migrate(new, h=current).code, 0)
+        # The same command again (its answer lost): it landed, so the hash it expects is stale.
+        tip = self.repo.tip()
+        self.assertFails(self.migrate(new, h=current), 1, "refused", "stale-generation", "guard-time migrate",
+                         ("in", f"the policy changed: expected policy hash {current}"), tip,
+                         reason="policy-changed")
+
+    def test_migrate_refusals(self):
+        tip = self.repo.tip()
+        # The pins in force already.
+        self.assertFails(self.migrate(self.notary), 64, "usage", "usage", "guard-time migrate",
+                         "guard time already uses these pins: nothing to change", tip)
+        # No consent.
+        r = self.repo.run("alice", "guard-time", "migrate", "--audience", "x.test", "--service-key", "ab" * 32,
+                          "--disclosure", "NONE", "--expected-policy-hash", self.status()["policy_hash"])
+        self.assertFails(r, 64, "usage", "usage", "guard-time migrate", ("in", "--disclosure GUARD_WINDOW"), tip)
+        # The notary reached is not the one named: its discovery must match the new pins.
+        new = Notary(self, self.repo.root, "second", "second.test").start()
+        new.clock(P + 100)
+        self.repo.git("config", "locks.notary", new.url)
+        r = self.repo.run("alice", "guard-time", "migrate", "--audience", "second.test", "--service-key", "ab" * 32,
+                          "--disclosure", "GUARD_WINDOW", "--expected-policy-hash", self.status()["policy_hash"],
+                          "--allow-test-clock", env={"GIT_LOCKS_PROPOSAL_MS": str(P + 100)})
+        self.assertFails(r, 2, "store-write", "store-write", "guard-time migrate",
+                         f"notary service key {new.service_key} is not the pinned {'ab' * 32}", tip)
+        # Guard time off: there is nothing to migrate, nor to turn off again.
+        self.assertEqual(self.disable().code, 0)
+        tip = self.repo.tip()
+        self.assertFails(self.migrate(new), 64, "usage", "usage", "guard-time migrate",
+                         "guard time is not enabled: turn it on with `git-locks guard-time enable`", tip)
+        self.assertFails(self.disable(), 64, "usage", "usage", "guard-time disable",
+                         "guard time is not enabled: turn it on with `git-locks guard-time enable`", tip)
 
 class LeaseTest(GuardTimeBase):
     def setUp(self):

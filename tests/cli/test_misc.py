@@ -127,7 +127,8 @@ class Help(CliTest):
 class Capabilities(CliTest):
     # seed 002: "The native SDK exposes owner_guard_time_enable and
     # private_time_add_guard_windows in its capabilities".
-    REPORT = ('{"capabilities":["owner_guard_time_enable","private_time_add_guard_windows"],'
+    REPORT = ('{"capabilities":["owner_guard_time_enable","private_time_add_guard_windows",'
+              '"owner_guard_time_migrate"],'
               '"format":"gitlocks-capabilities-v1"}\n')
 
     def test_capabilities_outside_any_repository_and_key(self):
@@ -143,7 +144,7 @@ class Capabilities(CliTest):
 
         res = run("capabilities")
         self.assertEqual((res.returncode, res.stderr, res.stdout),
-                         (0, "", "owner_guard_time_enable\nprivate_time_add_guard_windows\n"))
+                         (0, "", "owner_guard_time_enable\nprivate_time_add_guard_windows\nowner_guard_time_migrate\n"))
         for args in (["--json", "capabilities"], ["capabilities", "--json"]):
             res = run(*args)
             self.assertEqual((res.returncode, res.stderr, res.stdout), (0, "", self.REPORT))

@@ -21,6 +21,9 @@ checks, for every commit on refs/locks/state from the root:
 - the interval: re-derived from the body by the guard table of FORMAT.md
   (public stores), and T inside it: the attested T under guard time, else
   `claimed_at_ms`;
+- guard time, judged by the pins of each commit's result: they change only by
+  the owner's guard-time-set (other pins, attested by them; or none, the
+  owner's claimed_at_ms), and nothing else of the policy changes with them;
 - guard time: the attestation is canonical, signed by the pinned service key
   over "gitlocks/attestation/v1\\0" + canonical attestation, every binding
   equal to the packet's, the packet digest, the pinned audience and key,
@@ -60,7 +63,7 @@ PACKET_DOMAIN = b"gitlocks/packet/v1\x00"
 ATTESTATION_DOMAIN = b"gitlocks/attestation/v1\x00"
 PROFILES = {"signed-private-guard-time-v1", "time-add-guard-window-v1"}
 STATE_FORMATS = {"gitlocks-state-v1": 1, "gitlocks-state-v2": 2}
-ADMIN_ACTIONS = {"init", "guard-time-enable", "member-add", "member-remove", "rekey", "policy-set"}
+ADMIN_ACTIONS = {"init", "guard-time-enable", "guard-time-set", "member-add", "member-remove", "rekey", "policy-set"}
 # The fields an owner's policy-set may change (FORMAT.md "Changing the policy").
 SETTABLE_POLICY = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim", "enforce", "admins", "bots"}
 PACKET_FIELDS = {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
@@ -341,7 +344,8 @@ class Verifier:
         self.ref = ref
         self.allow_test_clock = allow_test_clock
         self.store = None      # store id, from the root's policy
-        self.pins = None       # (audience, service_key) once guard time is on
+        self.pins = None       # (audience, service_key) while guard time is on
+        self.result_pins = None  # the pins of the commit being checked, as recorded
         self.last_t = None     # the last admission time T (attested or local)
         self.record_cache = {}
 
@@ -371,12 +375,15 @@ class Verifier:
         verdicts = []
         parent_state = None
         for i, commit in enumerate(chain):
+            self.result_pins = self.pins
             try:
                 t = self.check(i, commit, chain[i - 1] if i else None, parent_state)
                 verdicts.append({"commit": commit, "ok": True, "time": t})
             except Invalid as e:
                 verdicts.append({"commit": commit, "ok": False, "reason": e.reason, "detail": e.detail})
+            # The next commit is judged on this one's recorded state, valid or not: its pins too.
             parent_state = self.state_tree(commit)
+            self.pins = self.result_pins
         return verdicts
 
     # One commit. Returns T; raises Invalid.
@@ -419,6 +426,9 @@ class Verifier:
 
         # Policies at the source and at the result.
         new_raw, new_policy = self.policy_of(state)
+        gt = new_policy.get("guard_time") if isinstance(new_policy, dict) else None
+        pins = (gt.get("audience"), gt.get("service_key")) if isinstance(gt, dict) else None
+        self.result_pins = pins
         fmt = parse_canonical(self.blob_at(state, "format.json"), "state/format.json")
         if not isinstance(fmt, dict) or fmt.get("format") not in STATE_FORMATS or set(fmt) != {"format"}:
             raise Invalid("unknown-format", "state format %r" % (fmt,))
@@ -483,16 +493,20 @@ class Verifier:
             if derived != interval:
                 raise Invalid("interval-mismatch", "packet %r, derived %r" % (interval, derived))
 
-        # Time: attested under guard time, else the client's claim.
-        gt = new_policy.get("guard_time")
-        if gt is not None:
-            pins = (gt.get("audience"), gt.get("service_key"))
-            if self.pins is None:
-                self.pins = pins
-            elif pins != self.pins:
-                raise Invalid("pins-changed", "guard-time pins changed")
-        elif self.pins is not None:
-            raise Invalid("pins-changed", "guard time dropped from the policy")
+        # Time: attested under the result's pins, else the client's claim. Pins
+        # in force change only by the owner's guard-time-set (FORMAT.md
+        # "Changing the notary or turning guard time off").
+        if action == "guard-time-set":
+            want = body.get("admin", {}).get("guard_time")
+            asked = (want.get("audience"), want.get("service_key")) if isinstance(want, dict) else want
+            if self.pins is None or pins == self.pins or pins != asked:
+                raise Invalid("bad-body", "guard-time-set from %r to %r, body asks %r" % (self.pins, pins, asked))
+            for k in set(new_policy) | set(src_policy):
+                if k != "guard_time" and new_policy.get(k, None) != src_policy.get(k, None):
+                    raise Invalid("policy-changed", "guard-time-set changed the field %r" % k)
+        elif self.pins is not None and pins != self.pins:
+            raise Invalid("pins-changed", "guard-time pins changed" if pins else "guard time dropped from the policy")
+        self.pins = pins
         if self.pins is not None:
             if "attestation.json" not in txn:
                 raise Invalid("missing-attestation", "guard time is on and there is no attestation")

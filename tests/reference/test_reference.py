@@ -482,6 +482,83 @@ class GuardTimeStoreTest(SharedStore):
         self.assertBothFlag(self.r, 5, "missing-attestation", allow_test_clock=True)
 
 
+class GuardTimeMigrationStoreTest(SharedStore):
+    """Guard time moved to another notary while the first is gone, then turned off (guard-time
+    migrate|disable): each commit is judged by its result's pins; then forged switch-overs."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.run_ok("owner", "init")
+        cls.first = Notary(scope, r.root, "first", "first.test").start()
+        cls.second = Notary(scope, r.root, "second", "second.test").start()
+        r.git("config", "locks.notary", cls.first.url)
+        cls.first.clock(T0 + 1000)
+        st = cls.run_ok("owner", "--json", "status")
+        cls.run_ok("owner", "guard-time", "enable", "--audience", "first.test", "--service-key",
+                   cls.first.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash",
+                   st.json["policy_hash"], "--operation-id", "op-1", "--allow-test-clock", "--json")     # 1
+        r.now = None
+        p = T0 + 10_000
+        cls.first.clock(p)
+
+        def attested(t, actor, *args):
+            return cls.run_ok(actor, *args, "--allow-test-clock", "--json", env={"GIT_LOCKS_PROPOSAL_MS": str(t)})
+        attested(p, "alice", "claim", "--ttl", "60000", "a")                                            # 2
+        cls.first.stop()
+        r.git("config", "locks.notary", cls.second.url)
+        cls.second.clock(p + 100)
+        h = cls.run_ok("owner", "--json", "status", "--allow-test-clock").json["policy_hash"]
+        attested(p + 100, "owner", "guard-time", "migrate", "--audience", "second.test", "--service-key",
+                 cls.second.service_key, "--disclosure", "GUARD_WINDOW", "--expected-policy-hash", h)     # 3
+        cls.second.clock(p + 200)
+        attested(p + 200, "bob", "claim", "--ttl", "60000", "b")                                        # 4
+        h = cls.run_ok("owner", "--json", "status", "--allow-test-clock").json["policy_hash"]
+        attested(p - 1000, "owner", "guard-time", "disable", "--expected-policy-hash", h)                # 5: T = p + 200
+        r.now = p + 1000
+        cls.run_ok("carol", "claim", "--ttl", "30s", "c", "--allow-test-clock")                         # 6
+        cls.p = p
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 7)
+
+    def test_untouched_agrees(self):
+        pv, rv = self.both(self.r, allow_test_clock=True)
+        self.assertTrue(all(v["ok"] for v in rv), rv)
+        self.assertEqual([(v["command"], v["time"]) for v in pv[2:]],
+                         [("claim", self.p), ("guard-time-migrate", self.p + 100), ("claim", self.p + 200),
+                          ("guard-time-disable", self.p + 200), ("claim", self.p + 1000)])
+
+    def test_migration_attested_by_the_old_notary(self):
+        # The migration's attestation re-made by the first notary, correctly signed by it.
+        att = json.loads(self.f.p.cat(self.f.p.get(self.f.trees[3], "txn/attestation.json")))["attestation"]
+        att.update(audience="first.test", service_key=self.first.service_key)
+        self.f.trees[3] = self.f.put(self.f.trees[3], "txn/attestation.json",
+                                     signed_attestation(seed_of(self.first.key), att))
+        self.f.publish()
+        pv, _ = self.assertBothFlag(self.r, 3, "pin-mismatch", allow_test_clock=True)
+        self.assertEqual(pv[3]["reason"], "attestation-mismatch")
+
+    def test_switch_off_below_the_last_attested_time(self):
+        f = self.f
+        packet = f.packet(5)
+        self.assertEqual(packet["claimed_at_ms"], self.p + 200)
+        packet["claimed_at_ms"] = self.p + 199
+        f.trees[5] = f.resign(f.trees[5], packet, "owner")
+        f.publish()
+        pv, _ = self.assertBothFlag(self.r, 5, "time-decreased", allow_test_clock=True)
+        self.assertEqual(pv[5]["reason"], "time-decreased")
+
+    def test_switch_off_signed_by_another_key(self):
+        f = self.f
+        packet = f.packet(5)
+        packet["actor"] = nacl.signing.SigningKey(seed_of(self.r.key("alice"))).verify_key.encode().hex()
+        f.trees[5] = f.resign(f.trees[5], packet, "alice")
+        f.publish()
+        self.assertBothFlag(self.r, 5, allow_test_clock=True)
+
+
 class PrivateStoreTest(SharedStore):
     """A PRIVATE store: the reference checks it structurally; verify by a
     member (full) and by a non-member (structural) must agree with it."""

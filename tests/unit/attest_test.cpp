@@ -92,7 +92,7 @@ TEST_CASE("guard time: activation preconditions") {
   Notary other;
   other.key = gitlocks::test::actor_key("other-notary");
   other.pins = {"locks.example", gitlocks::to_hex(other.key.public_key)};
-  CHECK(enable(s, "owner", other.pins).error().message.find("not supported") != std::string::npos);
+  CHECK(enable(s, "owner", other.pins).error().message.find("guard-time migrate") != std::string::npos);
 }
 
 TEST_CASE("guard time: no client clock fallback - the notary's T must lie in the interval") {

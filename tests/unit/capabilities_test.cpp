@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "fixture.h"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/vault.hpp"
 
 using gitlocks::Capability;
@@ -12,11 +13,14 @@ using gitlocks::json;
 using gitlocks::test::actor_hex;
 using gitlocks::test::actor_key;
 
-TEST_CASE("capabilities: the report names owner_guard_time_enable and private_time_add_guard_windows") {
-  CHECK(gitlocks::capabilities() ==
-        std::vector<Capability>{Capability::owner_guard_time_enable, Capability::private_time_add_guard_windows});
+TEST_CASE(
+    "capabilities: the report names owner_guard_time_enable - private_time_add_guard_windows and "
+    "owner_guard_time_migrate") {
+  CHECK(gitlocks::capabilities() == std::vector<Capability>{Capability::owner_guard_time_enable,
+                                                            Capability::private_time_add_guard_windows,
+                                                            Capability::owner_guard_time_migrate});
   CHECK(gitlocks::canon_dump(gitlocks::capabilities_json()).value() ==
-        R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows"],)"
+        R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate"],)"
         R"("format":"gitlocks-capabilities-v1"})");
 }
 
@@ -68,4 +72,22 @@ TEST_CASE("capabilities: each named feature works - guard time enabled by the ow
   // T outside the window is refused.
   notary.clock = e - 999;
   CHECK(s.claim("owner", "secret/other.md", 60'000).error().code == gitlocks::Errc::guard_window);
+
+  // owner_guard_time_migrate: another notary admits the change to itself.
+  gitlocks::test::TestNotary next("next-notary", "next.example");
+  next.clock = e - 1000;
+  s.admit = next.fn();
+  auto moved = s.submit("owner", "guard-time-migrate",
+                        gitlocks::ops::admin_guard_time_set(
+                            gitlocks::ops::guard_time_pins(next.pins.audience, next.pins.service_key, "GUARD_WINDOW"),
+                            s.snapshot().policy_hash));
+  REQUIRE_MESSAGE(moved.ok(), moved.error().message);
+  CHECK(s.snapshot().guard_time == next.pins);
+  gitlocks::ReplayOptions with_keys;
+  with_keys.vault = &vault;
+  std::size_t bad = 0;
+  REQUIRE(gitlocks::replay_chain(s.objects(), *s.tip(), with_keys, [&](const gitlocks::Verdict& v) {
+            if (!v.ok) ++bad;
+          }).ok());
+  CHECK(bad == 0);
 }

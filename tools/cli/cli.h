@@ -145,6 +145,8 @@ int cmd_notary(Context& ctx, const Argv& argv);
 int cmd_guard_time_enable(Context& ctx, const Argv& argv);
 int cmd_guard_time_resume(Context& ctx, const Argv& argv);
 int cmd_guard_time_history(Context& ctx, const Argv& argv);
+int cmd_guard_time_migrate(Context& ctx, const Argv& argv);
+int cmd_guard_time_disable(Context& ctx, const Argv& argv);
 int cmd_doctor(Context& ctx, const Argv& argv);
 int cmd_migrate(Context& ctx, const Argv& argv);
 int cmd_completion_bash(Context& ctx, const Argv& argv);

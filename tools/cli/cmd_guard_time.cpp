@@ -1,5 +1,8 @@
 // guard-time enable|resume|history: the owner's activation of trusted
-// admission time (SPEC §6, seed 002), with a recoverable operation.
+// admission time (SPEC §6, seed 002), with a recoverable operation; and
+// guard-time migrate|disable: the owner's change of notary or switch-off
+// (guard-time-set), plain publications whose expected policy hash makes a
+// rerun safe.
 //
 // Both go through the pipeline of every writer (publish.h: verified
 // snapshot, core planning, the notary, compare-and-swap), with hooks that
@@ -33,6 +36,7 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "gitlocks/attest.hpp"
+#include "gitlocks/crypto.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
@@ -382,6 +386,73 @@ int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
     return ctx.fail(pending_hint(*e, rec));
   }
   return report_accepted(ctx, rec);
+}
+
+namespace {
+
+// The owner's guard-time-set through the pipeline of every writer: the core
+// plans it (owner, expected policy hash, guard time on, other pins, no
+// pending keyring, consent) and gives its time source, the result's: the
+// new notary (--notary or locks.notary, its discovery checked against the
+// new pins) for a migration, the local clock for a switch-off. No operation
+// record: after a lost answer the same command again either publishes it
+// or, if it landed, is refused as policy-changed (status shows the pins).
+int publish_guard_time_set(Context& ctx, const std::string& command, const json& guard_time,
+                           const std::string& expected, const std::string& status) {
+  const json body = ops::admin_guard_time_set(guard_time, expected);
+  auto p = publish(ctx, command, [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    return std::optional<json>{body};
+  });
+  if (!p.ok()) return ctx.fail(p.error());
+  const Candidate& c = *p->candidate;
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  auto bytes = StateReader(**store, c.outcome.result_state).policy_bytes();
+  if (!bytes.ok()) return ctx.fail(bytes.error());
+  const std::string hash = sha256_hex(*bytes);
+  const std::string where = " (refs/locks/state -> " + c.commit.substr(0, 12) + ", admitted at " +
+                            std::to_string(c.admitted_at_ms) + ", policy hash " + hash + ")";
+  return ctx.done(
+      {{"op", ctx.op},
+       {"status", status},
+       {"commit", c.commit},
+       {"admitted_at_ms", c.admitted_at_ms},
+       {"policy_hash", hash},
+       {"guard_time", guard_time.is_null()
+                          ? json(nullptr)
+                          : json{{"audience", guard_time["audience"]}, {"service_key", guard_time["service_key"]}}}},
+      guard_time.is_null() ? "DISABLED: guard time is off; transitions carry the writer's clock from now on" + where
+                           : "MIGRATED: guard time is admitted by notary " + guard_time["audience"].get<std::string>() +
+                                 " from this commit on" + where);
+}
+
+}  // namespace
+
+int cmd_guard_time_migrate(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv,
+                     {{"audience", true}, {"service-key", true}, {"disclosure", true}, {"expected-policy-hash", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "guard-time migrate takes no arguments"));
+  for (const char* f : {"audience", "service-key", "disclosure", "expected-policy-hash"})
+    if (!a->value(f)) return ctx.fail(make_error(Errc::usage, std::string("guard-time migrate needs --") + f));
+  if (*a->value("disclosure") != kDisclosureGuardWindow)
+    return ctx.fail(make_error(Errc::usage,
+                               "guard time discloses each transition's admission interval to the "
+                               "notary: consent explicitly with --disclosure GUARD_WINDOW"));
+  return publish_guard_time_set(
+      ctx, "guard-time-migrate",
+      ops::guard_time_pins(*a->value("audience"), *a->value("service-key"), *a->value("disclosure")),
+      *a->value("expected-policy-hash"), "MIGRATED");
+}
+
+int cmd_guard_time_disable(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv, {{"expected-policy-hash", true}});
+  if (!a.ok()) return ctx.fail(a.error());
+  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "guard-time disable takes no arguments"));
+  if (!a->value("expected-policy-hash"))
+    return ctx.fail(make_error(Errc::usage, "guard-time disable needs --expected-policy-hash"));
+  return publish_guard_time_set(ctx, "guard-time-disable", nullptr, *a->value("expected-policy-hash"), "DISABLED");
 }
 
 int cmd_guard_time_resume(Context& ctx, const Argv& argv) {

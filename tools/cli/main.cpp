@@ -79,6 +79,11 @@ constexpr Command kCommands[] = {
      "finish an enable whose answer was lost: verify acceptance or re-send the identical packet"},
     {"guard-time history", cmd_guard_time_history, "guard-time history",
      "local guard-time operations and their status"},
+    {"guard-time migrate", cmd_guard_time_migrate,
+     "guard-time migrate --audience A --service-key KEY --disclosure GUARD_WINDOW --expected-policy-hash H",
+     "owner: move the store to another notary (--notary or locks.notary), which admits this change itself"},
+    {"guard-time disable", cmd_guard_time_disable, "guard-time disable --expected-policy-hash H",
+     "owner: turn guard time off (no notary needed); transitions carry the writer's clock again"},
     {"member add", cmd_member_add, "member add KEY",
      "owner of a PRIVATE store: add a member (new epoch key sealed to every member; two commits)"},
     {"member remove", cmd_member_remove, "member remove KEY",
@@ -168,7 +173,7 @@ Environment:
   GIT_LOCKS_NOW_MS  fixed clock in ms since the epoch (tests)
   GIT_LOCKS_GIT     git executable to run (test seam; default "git")
   GIT_LOCKS_TIMINGS append where the command's time went to this file, one JSON line (benchmarks)
-  GIT_LOCKS_PROPOSAL_MS  proposal clock of a guard-time store (test seam; never T)
+  GIT_LOCKS_PROPOSAL_MS  proposal clock of a guard-time store (test seam; never an attested T)
   GIT_LOCKS_TEST_CRASH_AFTER  admit|publish: guard-time enable/resume exits abruptly there (test seam)
 
 )";

@@ -27,6 +27,11 @@ enum class Capability {
   // sealed expires_at, whose derived interval (the guard window) is the only
   // time disclosed to the notary (docs/PRIVATE.md).
   private_time_add_guard_windows,
+  // The owner changes notary or turns guard time off: the owner-signed
+  // admin transition {"admin":{"op":"guard-time-set",...}} (seed 002's
+  // explicit migration before any signer change), attested by the notary
+  // it installs, with its replay; older commits keep their pins.
+  owner_guard_time_migrate,
 };
 
 // The stable name of a capability, e.g. "owner_guard_time_enable".

@@ -117,6 +117,18 @@ inline json admin_guard_time_enable(const json& audience, const json& service_ke
             {"disclosure", disclosure},
             {"expected_policy_hash", expected_policy_hash}}}};
 }
+// Another notary (seed 002's explicit migration): its pins and the owner's
+// consent, or guard time off with `guard_time` null (guard_time_pins() or
+// nullptr). The transition is attested by the notary it installs; turned
+// off, it carries the owner's clock reading.
+inline json admin_guard_time_set(const json& guard_time, const json& expected_policy_hash) {
+  return {{"admin",
+           {{"op", "guard-time-set"}, {"expected_policy_hash", expected_policy_hash}, {"guard_time", guard_time}}}};
+}
+// The `guard_time` member of guard-time-set that names a notary.
+inline json guard_time_pins(const json& audience, const json& service_key, const json& disclosure) {
+  return {{"audience", audience}, {"service_key", service_key}, {"disclosure", disclosure}};
+}
 
 // The owner's policy change: `policy` is the whole new policy document, in
 // which only the settable fields (policy.hpp kSettablePolicyFields) differ.

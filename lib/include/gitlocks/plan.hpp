@@ -21,7 +21,8 @@
 //   {"op":"release","path":P|"sem":N,"lease":ID,"generation":G}
 //   {"op":"sweep","leases":[{"path":P|"sem":N,"lease":ID,"generation":G,"expires_at":MS}]}
 //   {"op":"sem-acquire","sem":N,"limit":L,"expires_at":MS,"note":S?,"reclaims":[...]?,"after":MS?}
-// Owner-signed admin bodies {"admin":{"op":...}}: guard-time-enable, and for
+// Owner-signed admin bodies {"admin":{"op":...}}: guard-time-enable,
+// guard-time-set (other notary pins, or guard time off), policy-set, and for
 // PRIVATE stores member-add, member-remove (both leave a pending keyring
 // transition) and rekey (re-seals every record under the pending epoch).
 #pragma once

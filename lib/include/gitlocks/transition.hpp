@@ -53,9 +53,11 @@ struct Candidate {
 };
 
 // A candidate before admission: planned, packet signed, no commit yet.
-// Under guard time (`pins`: the snapshot's, or those the transition itself
-// installs) its admission request is what the host sends to the notary, and
-// T is the notary's; without, T is `admitted_at_ms`.
+// Under guard time (`pins`: those of the transition's result, as replay
+// judges it — the snapshot's, or those the transition itself installs or
+// replaces; none for the transition that turns guard time off) its
+// admission request is what the host sends to the notary, and T is the
+// notary's; without, T is `admitted_at_ms`.
 struct Prepared {
   json packet;
   std::string packet_stored;
