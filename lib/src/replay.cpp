@@ -374,7 +374,10 @@ void check_replan(ObjectStore& store, const json& p, const json& plain_body, boo
   } else if (!replayed.ok() && replayed.error().code == Errc::not_member) {
     v.level = "structural";
   } else if (!replayed.ok()) {
-    fail(v, "replay-refused", std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
+    // A body this version cannot plan because it names a format it does not
+    // know (a newer store) is unknown-format, not a refused transition.
+    fail(v, replayed.error().code == Errc::unknown_format ? "unknown-format" : "replay-refused",
+         std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
   } else {
     if (replayed->result_state != p["result"])
       fail(v, "result-mismatch",

@@ -101,7 +101,8 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
                                   v.reason + (v.detail.empty() ? "" : ": " + v.detail) + "); nothing was done",
                               v.commit, v.reason, parent);
       // A format or profile this version does not know is refused as such
-      // (usage, exit 64), never ignored (seed 002): the fields still name it.
+      // (unknown-format, a store-read failure: exit 2), never ignored (seed
+      // 002): the fields still name the commit.
       if (v.reason == "unknown-format") e.code = Errc::unknown_format;
       return e;
     }

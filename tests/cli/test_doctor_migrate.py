@@ -12,6 +12,8 @@ import time
 import unittest
 
 from support import CliTest, T0, binary, skip
+from test_trust import PACKET_DOMAIN, seed_key
+from test_verify import Plumbing, canon
 
 
 def writer():
@@ -310,19 +312,29 @@ class Migrate(CliTest):
         self.assertIn("already in the current format", res.out)
 
     def test_unknown_version_is_refused(self):
+        # A store a newer version made: its owner's signed root creates it in a state format this
+        # version does not know ("state_format" in the init body, format.json to match), complete in
+        # every other respect. migrate (like every command) refuses it as unknown-format, never guesses.
         r = self.repo()
-        d = Damage(r)
-        d.put("state/format.json", '{"format":"gitlocks-state-v9"}')
-        damaged = d.commit()
-        # Written with plumbing on top of the verified tip, under the parent's
-        # packet: invalid history, which migrate (like every writer) refuses
-        # before reading the format (issue 15).
+        p = Plumbing(r)
+        tree = p.tree_of(r.tip())
+        state = p.put(p.get(tree, "state"), "format.json", p.blob(b'{"format":"gitlocks-state-v9"}'))
+        packet = json.loads(p.cat(p.get(tree, "txn/packet.json")))["packet"]
+        packet["body"]["state_format"] = "gitlocks-state-v9"
+        packet["result"] = state
+        key = seed_key(r.key("owner"))
+        signed = canon({"packet": packet, "sig": key.sign(PACKET_DOMAIN + canon(packet)).hex()})
+        root = p.git("commit-tree", p.put(p.put(tree, "state", state, "tree"), "txn/packet.json", p.blob(signed)),
+                     "-m", "init").decode().strip()
+        r.git("update-ref", "refs/locks/state", root)
+        os.remove(os.path.join(r.gitdir(), "git-locks", "trust", "local.json"))  # a clone that never saw it
         with self.unchanged(r):
             res = r.run("alice", "migrate", env=r.wrapped())
         self.assertEqual(res.code, 2, res)
         e = res.error
-        self.assertEqual((e["error"], e["code"], e["reason"], e["op"], e["commit"]),
-                         ("store-read", "invalid-history", "invalid-history", "migrate", damaged), res)
+        self.assertEqual((e["error"], e["code"], e["reason"], e["op"], e["commit"], e["verdict"]),
+                         ("store-read", "unknown-format", "unknown-format", "migrate", root, "unknown-format"), res)
+        self.assertIn("gitlocks-state-v9", e["detail"])
         self.assertEqual(r.update_ref_log(), [])
 
     def test_no_store(self):
