@@ -60,6 +60,11 @@ struct Walker {
   ObjectStore& store;
   int format;
   std::vector<Finding>& out;
+  // A PRIVATE store's records are sealed: opened with the member's codec;
+  // without one only their place in the layout is checked (and counted).
+  const RecordCodec* codec = nullptr;
+  bool sealed_without_key = false;
+  std::size_t sealed_unopened = 0;
   std::map<std::string, json> records;  // resource -> record (the well-formed ones)
 
   void error(const std::string& code, const std::string& loc, const std::string& detail) {
@@ -85,27 +90,45 @@ struct Walker {
         error("unexpected-entry", loc, "expected <sha256>.json");
         continue;
       }
-      GITLOCKS_TRY(bytes, store.read_blob(e.oid));
-      auto lenient = canon_parse(bytes, CanonMode::lenient);
-      if (!lenient.ok()) {
-        error("malformed-record", loc, lenient.error().message);
+      if (sealed_without_key) {
+        ++sealed_unopened;
         continue;
       }
-      if (!canon_parse(bytes, CanonMode::strict).ok()) error("non-canonical", loc, "record is not canonical JSON");
-      const json& rec = *lenient;
+      GITLOCKS_TRY(bytes, store.read_blob(e.oid));
+      json rec;
+      if (codec) {
+        std::vector<std::string> where{"records"};
+        where.insert(where.end(), shards.begin(), shards.end());
+        where.push_back(e.name);
+        auto opened = codec->decode(where, bytes);
+        if (!opened.ok()) {
+          error("malformed-record", loc, opened.error().message);
+          continue;
+        }
+        rec = std::move(opened).value();
+      } else {
+        auto lenient = canon_parse(bytes, CanonMode::lenient);
+        if (!lenient.ok()) {
+          error("malformed-record", loc, lenient.error().message);
+          continue;
+        }
+        if (!canon_parse(bytes, CanonMode::strict).ok()) error("non-canonical", loc, "record is not canonical JSON");
+        rec = std::move(lenient).value();
+      }
       if (!rec.is_object() || !rec.contains("kind") || !rec["kind"].is_string() || !rec.contains("name") ||
           !rec["name"].is_string()) {
         error("malformed-record", loc, "record has no kind/name");
         continue;
       }
       const std::string resource = rec["kind"].get<std::string>() + ":" + rec["name"].get<std::string>();
-      const std::string h = sha256_hex(resource);
-      if (e.name.substr(0, 64) != h) {
-        error("name-hash-mismatch", loc, "record of " + resource + " must be named " + h + ".json");
+      const std::vector<std::string> want =
+          codec ? codec->location(resource, format) : record_location(resource, format);
+      if (e.name != want.back()) {
+        error("name-hash-mismatch", loc, "record of " + resource + " must be named " + want.back());
         continue;
       }
-      bool shard_ok = true;
-      for (std::size_t i = 0; i < shards.size(); ++i) shard_ok = shard_ok && shards[i] == h.substr(2 * i, 2);
+      bool shard_ok = want.size() == shards.size() + 2;
+      for (std::size_t i = 0; shard_ok && i < shards.size(); ++i) shard_ok = shards[i] == want[i + 1];
       if (!shard_ok) error("wrong-shard", loc, "record of " + resource + " belongs under its hash's shard");
       auto valid = records::validate(rec, resource);
       if (!valid.ok()) {
@@ -118,16 +141,17 @@ struct Walker {
   }
 };
 
-std::string loc_of(const std::string& resource, int format) {
+std::string loc_of(const std::string& resource, int format, const RecordCodec* codec = nullptr) {
   std::string s;
-  for (const auto& p : record_location(resource, format)) s += (s.empty() ? "" : "/") + p;
+  for (const auto& p : codec ? codec->location(resource, format) : record_location(resource, format))
+    s += (s.empty() ? "" : "/") + p;
   return s;
 }
 
 }  // namespace
 
 Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std::int64_t now,
-                                      const std::optional<Oid>& parent_state) {
+                                      const std::optional<Oid>& parent_state, const RecordCodec* codec) {
   std::vector<Finding> out;
   StateReader reader(store, state);
   auto version = reader.format_version();
@@ -154,8 +178,18 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
                      p.error().message});
     else policy = *p;
   }
-  Walker w{store, *version, out, {}};
+  Walker w{store, *version, out, nullptr, false, 0, {}};
+  w.codec = policy.is_private ? codec : nullptr;
+  w.sealed_without_key = policy.is_private && !codec;
   if (records_tree) GITLOCKS_CHECK(w.walk(*records_tree, "records/", {}));
+  if (w.sealed_unopened > 0)
+    out.push_back({"info", "sealed-records", "records/",
+                   std::to_string(w.sealed_unopened) +
+                       " sealed record(s) of this PRIVATE store were not opened: only a member's key opens them, "
+                       "so doctor checked their place in the layout only"});
+  // A PRIVATE store's families are sealed in its policy: their holder
+  // records are compared only when the policy names them in the clear.
+  const bool families_known = !policy.is_private || !policy.families.empty();
 
   // Derived data must match the leases: markers on ancestors, family holders.
   std::map<std::string, std::map<std::string, std::array<std::int64_t, 2>>> markers;  // dir -> holder -> {x, s}
@@ -166,7 +200,7 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
     auto parsed = parse_repo_path(key);
     for (const auto& l : rec["leases"]) {
       if (!Lease::of(l).live_at(now))
-        out.push_back({"info", "expired-lease", loc_of(res, *version),
+        out.push_back({"info", "expired-lease", loc_of(res, *version, w.codec),
                        "lease " + l["id"].get<std::string>() + " on '" + key + "' expired at " +
                            l["expires_at"].dump() + " (local clock " + std::to_string(now) + "); `sweep` removes it"});
       const bool excl = l["mode"] == "exclusive";
@@ -192,28 +226,28 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
       for (const auto& [h, m] : rec["below"].items())
         have[h] = {m["x"].get<std::int64_t>(), m["s"].get<std::int64_t>()};
       if (have != markers[key])
-        out.push_back({"error", "marker-mismatch", loc_of(res, *version),
+        out.push_back({"error", "marker-mismatch", loc_of(res, *version, w.codec),
                        "intention markers of '" + key + "/' do not count the leases below it"});
-    } else if (rec["kind"] == "family") {
+    } else if (rec["kind"] == "family" && families_known) {
       std::map<std::string, std::int64_t> have;
       for (const auto& [h, e] : rec["holders"].items()) have[h] = e["n"].get<std::int64_t>();
       if (have != families[rec["name"].get<std::string>()])
-        out.push_back({"error", "family-mismatch", loc_of(res, *version),
+        out.push_back({"error", "family-mismatch", loc_of(res, *version, w.codec),
                        "holders of family '" + rec["name"].get<std::string>() + "' do not match the leases"});
       families.erase(rec["name"].get<std::string>());
     }
   }
   for (const auto& [dir, holders] : markers)
     if (!seen_dirs.count(dir) && !holders.empty())
-      out.push_back({"error", "marker-mismatch", loc_of(path_resource(dir), *version),
+      out.push_back({"error", "marker-mismatch", loc_of(path_resource(dir), *version, w.codec),
                      "no marker record for '" + dir + "/' although leases lie below it"});
   for (const auto& [fam, holders] : families)
-    if (!holders.empty())
+    if (!holders.empty() && families_known)
       out.push_back({"error", "family-mismatch", loc_of(family_resource(fam), *version),
                      "no holder record for family '" + fam + "' although members are leased"});
 
   if (parent_state) {
-    StateReader parent(store, *parent_state);
+    StateReader parent(store, *parent_state, w.codec);
     for (const auto& [res, rec] : w.records) {
       if (!rec.contains("generation")) continue;
       auto before = parent.record(res);

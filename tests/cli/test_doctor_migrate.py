@@ -158,6 +158,51 @@ class Doctor(CliTest):
         self.assertUsage(self.doctor(r))
 
 
+class PrivateDoctor(CliTest):
+    """doctor on a PRIVATE store: a member's key opens the sealed records (the same decryption layer as every
+    reader), any other key leaves them sealed and counted, never called malformed."""
+
+    def private_store(self):
+        r = self.repo(init=False)
+        self.assertOk(r.run("owner", "init", "--private"))
+        alice = self.assertOk(r.run("alice", "--json", "whoami")).json["actor"]
+        self.assertOk(r.run("owner", "member", "add", alice))
+        self.assertOk(r.run("alice", "claim", "--ttl", "1h", "secret/plan.md", "secret/notes/"))
+        return r
+
+    def findings(self, res):
+        return [(f["severity"], f["code"]) for f in res.json["findings"]]
+
+    def test_a_member_sees_the_records_a_non_member_sees_them_sealed(self):
+        r = self.private_store()
+        member = r.run("alice", "--json", "doctor")
+        self.assertEqual(member.code, 0, member)
+        self.assertEqual(self.findings(member), [])
+        self.assertTrue(member.json["healthy"])
+        outsider = r.run("mallory", "--json", "doctor")
+        self.assertEqual(outsider.code, 0, outsider)
+        self.assertEqual(self.findings(outsider), [("info", "sealed-records")])
+        n_records = len([l for l in r.git("ls-tree", "-r", "--name-only", "refs/locks/state", "--",
+                                           "state/records").split() if l])
+        self.assertIn(f"{n_records} sealed record(s)", outsider.json["findings"][0]["detail"])
+        self.assertNotIn("secret", outsider.out)
+        # A member reads the records: the time moves past alice's leases, and doctor says so.
+        later = r.run("alice", "--json", "doctor", env={"GIT_LOCKS_NOW_MS": str(T0 + 2 * 3_600_000)})
+        self.assertEqual(later.code, 0, later)
+        self.assertEqual(sorted(self.findings(later)), [("info", "expired-lease")] * 2)
+
+    def test_a_damaged_sealed_record_is_malformed_for_a_member(self):
+        r = self.private_store()
+        d = Damage(r)
+        name = [l for l in r.git("ls-tree", "-r", "--name-only", "refs/locks/state", "--",
+                                 "state/records").split() if l][0]
+        d.put(name, '{"sealed":"garbage"}')
+        d.commit()
+        res = r.run("alice", "--json", "doctor")
+        self.assertEqual(res.code, 1, res)
+        self.assertIn(("error", "malformed-record"), self.findings(res))
+
+
 class RefLock(CliTest):
     """A refs/locks/state.lock (seed 000: recovering an abandoned lock
     requires establishing that its writer has stopped): doctor reports its

@@ -8,10 +8,15 @@
 // Exit 0: no error or warning findings (info findings, such as leases
 // already expired by the local clock, are reported but healthy); 1: problems
 // found; 2: the store cannot be read.
+#include <memory>
+
 #include "checkpoint.h"
 #include "cli.h"
 #include "gitlocks/doctor.hpp"
 #include "gitlocks/packet.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/replay.hpp"
+#include "gitlocks/state.hpp"
 #include "publish.h"
 #include "ref_lock.h"
 #include "report.h"
@@ -48,7 +53,22 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
       parent_checked = true;
     }
   }
-  auto findings = diagnose(**store, commit->state, *now, parent_state);
+  // A PRIVATE store's records are opened with a member's keys (as `verify`
+  // does); any other key leaves them sealed: doctor then counts them only.
+  // The key is loaded only for a PRIVATE store (loading may create one).
+  MemberVault member = open_member_vault(**store, **tip, nullptr);
+  std::unique_ptr<RecordCodec> codec;
+  if (member.is_private) {
+    auto me = ctx.identity();
+    if (!me.ok()) return ctx.fail(me.error());
+    member = open_member_vault(**store, **tip, &(*me)->key);
+    if (member.vault) {
+      auto doc = StateReader(**store, commit->state).policy();
+      auto policy = doc.ok() ? parse_policy(*doc) : Result<Policy>(doc.error());
+      if (policy.ok()) codec = make_private_codec(*member.vault, policy->store, policy->epoch);
+    }
+  }
+  auto findings = diagnose(**store, commit->state, *now, parent_state, codec.get());
   if (!findings.ok()) return ctx.fail(findings.error());
   for (const auto& u : commit->unexpected)
     findings->push_back({"error", "unexpected-entry", u, "entry outside the transition commit layout"});

@@ -17,6 +17,8 @@
 
 namespace gitlocks {
 
+class RecordCodec;  // gitlocks/state.hpp
+
 struct Finding {
   std::string severity;  // "error" (the data is wrong), "warning" (something to act on that doctor
                          // cannot prove wrong) or "info" (worth knowing)
@@ -74,9 +76,12 @@ Finding ref_lock_finding(const RefLockObservation& seen);
 
 // Diagnoses `state`. `parent_state` (the previous commit's state), when
 // given, lets doctor see generations that went backwards. `now` is the local
-// clock, used only to report expired leases. Errors: store_read when the
-// tree itself cannot be read.
+// clock, used only to report expired leases. A PRIVATE store's sealed
+// records are opened with `codec` (a member's, make_private_codec for the
+// state's epoch); without one they are only counted (info sealed-records).
+// Errors: store_read when the tree itself cannot be read.
 Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std::int64_t now,
-                                      const std::optional<Oid>& parent_state = std::nullopt);
+                                      const std::optional<Oid>& parent_state = std::nullopt,
+                                      const RecordCodec* codec = nullptr);
 
 }  // namespace gitlocks
