@@ -110,6 +110,15 @@ def with_policy(p, edit):
     return apply
 
 
+def without_record(p, resource):
+    """An edit_state for forge_result: the record of `resource` (format 2 layout) removed."""
+    h = hashlib.sha256(resource.encode()).hexdigest()
+
+    def apply(state):
+        return p.put(state, f"records/{h[:2]}/{h[2:4]}/{h}.json", None)
+    return apply
+
+
 class Refusals:
     def assertInvalidHistory(self, res, op, commit, repo_tip, verdict=None):
         self.assertEqual(res.code, 2, res)
@@ -143,10 +152,12 @@ class LocalTrustTest(CliTest, Refusals):
 
     def test_deleted_lease_forgery_refused_then_recovered_by_the_owner(self):
         r, p = self.honest()
-        root, honest_tip = p.chain()[0], p.chain()[-1]
-        # alice's live lease gone: the state of the store before her claim, under her packet.
-        forged = forge_on_tip(p, {"state": p.get(p.tree_of(root), "state")})
-        self.refused_everywhere(r, forged)
+        honest_tip = p.chain()[-1]
+        # bob's own signed claim of src/b.c on the tip, whose result also drops alice's live lease:
+        # re-planning his body gives a state that still has it.
+        genuine = genuine_elsewhere(r, "bob", "claim", "--ttl", "60s", "src/b.c")
+        forged = forge_result(p, genuine, seed_key(r.key("bob")), without_record(p, "path:src/a.c"))
+        self.refused_everywhere(r, forged, "result-mismatch")
         marker = os.path.join(r.root, "ran")
         run = r.run("bob", "--json", "run", "--ttl", "60s", "--claim", "src/b.c", "--", "touch", marker)
         self.assertInvalidHistory(run, "run", forged, r.tip)
@@ -300,7 +311,7 @@ class LocalTrustTest(CliTest, Refusals):
         forged = forge_on_tip(p, {"state": p.get(p.tree_of(p.chain()[0]), "state")})
         with open(cp, "wb") as f:
             f.write(b"garbage")
-        self.assertInvalidHistory(self.claim(r, "bob", "src/a.c"), "claim", forged, r.tip)
+        self.assertInvalidHistory(self.claim(r, "bob", "src/a.c"), "claim", forged, r.tip, "source-mismatch")
 
     def test_linked_worktrees_share_the_checkpoint(self):
         r, p = self.honest()
@@ -466,7 +477,10 @@ class RemoteTrustTest(unittest.TestCase, Refusals):
 
         cases = [
             # alice's live leases gone: the root's state under her last packet.
-            ("deleted-lease", lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[0]), "state")}), None),
+            ("deleted-lease", lambda: forge_result(p, genuine_elsewhere(fake, "mallory", "claim", "--ttl", "60s",
+                                                                         "src/m.c"),
+                                                   seed_key(fake.key("mallory")), without_record(p, "path:src/a.c")),
+             "result-mismatch"),
             ("widened-ttl", policy_widened, "result-mismatch"),
             # her first claim's packet and state again, on top of her second claim.
             ("replayed-packet", lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[1]), "state")},
@@ -492,7 +506,7 @@ class RemoteTrustTest(unittest.TestCase, Refusals):
             with open(checkpoint_file(a.path, "origin"), "wb") as out:
                 out.write(b'{"format":"git-locks-trust-v1","trust":')
             commit = forged(lambda: forge_on_tip(p, {"state": p.get(p.tree_of(honest[0]), "state")}))
-            recover(a, refused(a, commit))
+            recover(a, refused(a, commit, "source-mismatch"))
             self.assertEqual(a.run("alice", "--json", "status").code, 0)  # and the checkpoint is whole again
             with open(checkpoint_file(a.path, "origin")) as cp:
                 self.assertEqual(json.load(cp)["trust"]["commit"], honest[-1])
