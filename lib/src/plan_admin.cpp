@@ -16,6 +16,18 @@
 namespace gitlocks::detail {
 namespace {
 
+// The state with policy.json replaced by `next` (checked as a policy first):
+// the outcome of a time-free admin transition `action`.
+Result<PlanOutcome> with_new_policy(ObjectStore& store, StateReader& reader, const json& body, const json& next,
+                                    const std::string& action) {
+  GITLOCKS_TRY(parsed, parse_policy(next));
+  (void)parsed;
+  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(blob, store.write_blob(bytes));
+  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
+  return time_free_outcome(body, action, *root, 0);
+}
+
 // PRIVATE membership: add/remove start a keyring transition to epoch E+1
 // (the new epoch key sealed to the new member list); rekey completes it by
 // re-sealing every record, and the families, under the new key.
@@ -180,12 +192,7 @@ Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader,
       return make_error(Errc::usage, "guard time already uses these pins: nothing to change");
     next["guard_time"] = guard_time_doc(pins);
   }
-  GITLOCKS_TRY(parsed, parse_policy(next));
-  (void)parsed;
-  GITLOCKS_TRY(bytes, canon_dump(next));
-  GITLOCKS_TRY(blob, store.write_blob(bytes));
-  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
-  return time_free_outcome(body, "guard-time-set", *root, 0);
+  return with_new_policy(store, reader, body, next, "guard-time-set");
 }
 
 }  // namespace
@@ -240,12 +247,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
                       "(an owner-signed guard-time-set)");
   json next = policy_doc;
   next["guard_time"] = guard_time_doc(pins);
-  GITLOCKS_TRY(parsed, parse_policy(next));
-  (void)parsed;
-  GITLOCKS_TRY(bytes, canon_dump(next));
-  GITLOCKS_TRY(blob, store.write_blob(bytes));
-  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
-  return time_free_outcome(body, "guard-time-enable", *root, 0);
+  return with_new_policy(store, reader, body, next, "guard-time-enable");
 }
 
 }  // namespace gitlocks::detail

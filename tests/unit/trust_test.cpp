@@ -33,6 +33,20 @@ Oid guarded_claim(Store& s, TestNotary& n) {
   return *s.tip();
 }
 
+// bob's claim of "b" on the verified tip, planned, signed and attested by
+// `n` but not published: the genuine transition the forgeries edit.
+gitlocks::Candidate bobs_claim(Store& s, TestNotary& n) {
+  auto snap = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
+  REQUIRE(snap.ok());
+  json body = {{"created_at", s.now},
+               {"name", "bob"},
+               {"ops", {{{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}}}}};
+  auto cand = gitlocks::build_candidate(s.objects(), snap->snapshot, gitlocks::test::actor_key("bob"), "claim",
+                                        std::string(64, '7'), body, s.now, n.fn(), nullptr, false);
+  REQUIRE(cand.ok());
+  return *cand;
+}
+
 // A commit on top of the tip with `state` and the packet (and attestation)
 // copied from commit `packet_from`: what anyone who can write the ref can make.
 Oid forge(Store& s, const Oid& state, const Oid& packet_from) {
@@ -151,18 +165,11 @@ TEST_CASE("trust: a policy without guard time on a guarded store is invalid hist
   policy.erase("guard_time");
   // bob's own claim of b on the honest tip, planned and signed by him, its result without guard time,
   // carrying his clock's reading instead of an attestation: right in every respect but its result.
-  auto snap = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
-  REQUIRE(snap.ok());
-  json body = {{"created_at", s.now},
-               {"name", "bob"},
-               {"ops", {{{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}}}}};
-  auto cand = gitlocks::build_candidate(s.objects(), snap->snapshot, gitlocks::test::actor_key("bob"), "claim",
-                                        std::string(64, '7'), body, s.now, n.fn(), nullptr, false);
-  REQUIRE(cand.ok());
+  auto cand = bobs_claim(s, n);
   auto forge_with = [&](const Oid& state) {
-    json packet = cand->packet;
+    json packet = cand.packet;
     packet["result"] = state;
-    packet["claimed_at_ms"] = cand->admitted_at_ms;
+    packet["claimed_at_ms"] = cand.admitted_at_ms;
     auto sealed = gitlocks::seal_packet(packet, gitlocks::test::actor_key("bob"));
     REQUIRE(sealed.ok());
     auto c = gitlocks::write_transition_commit(s.objects(), honest, state, *sealed, "claim\n", 0);
@@ -170,14 +177,14 @@ TEST_CASE("trust: a policy without guard time on a guarded store is invalid hist
     REQUIRE(gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, *c).ok());
     return *c;
   };
-  const Oid forged = forge_with(with_policy(s, cand->outcome.result_state, policy));
+  const Oid forged = forge_with(with_policy(s, cand.outcome.result_state, policy));
   // Read unverified, the tip says guard time is off: that is what a writer must never act on.
   CHECK_FALSE(gitlocks::detail::read_unverified_snapshot(s.objects(), s.tip()).value().guard_time);
   auto e = refused(s);
   check_invalid(e, forged, honest);
   CHECK(e.fields.at("verdict") == "result-mismatch");
   // The same forgery with the result its body gives is caught by the time source instead: the notary's T is missing.
-  forge_with(cand->outcome.result_state);
+  forge_with(cand.outcome.result_state);
   CHECK(refused(s).fields.at("verdict") == "time-source-mismatch");
 }
 
@@ -186,23 +193,16 @@ TEST_CASE("trust: an attestation with T = 2^53-1 by a key the history never pinn
   TestNotary n;
   const Oid honest = guarded_claim(s, n);
   // A correctly signed claim of bob's, attested by a notary nobody pinned at the end of time.
-  auto snap = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
-  REQUIRE(snap.ok());
-  json body = {{"created_at", s.now},
-               {"name", "bob"},
-               {"ops", {{{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}}}}};
-  auto cand = gitlocks::build_candidate(s.objects(), snap->snapshot, gitlocks::test::actor_key("bob"), "claim",
-                                        std::string(64, '7'), body, s.now, n.fn(), nullptr, false);
-  REQUIRE(cand.ok());
+  auto cand = bobs_claim(s, n);
   const std::int64_t end_of_time = gitlocks::kMaxSafeInteger;
   TestNotary rogue("rogue", "locks.rogue");
   rogue.clock = end_of_time;
   rogue.check_interval = false;  // it signs whatever it is asked
-  auto request = gitlocks::make_admission_request(cand->packet, cand->packet_stored, gitlocks::test::actor_key("bob"));
+  auto request = gitlocks::make_admission_request(cand.packet, cand.packet_stored, gitlocks::test::actor_key("bob"));
   REQUIRE(request.ok());
   auto att = rogue.fn()(*request);
   REQUIRE(att.ok());
-  auto forged = gitlocks::write_transition_commit(s.objects(), honest, cand->outcome.result_state, cand->packet_stored,
+  auto forged = gitlocks::write_transition_commit(s.objects(), honest, cand.outcome.result_state, cand.packet_stored,
                                                   "forged\n", 0, *att);
   REQUIRE(forged.ok());
   REQUIRE(gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, *forged).ok());
