@@ -178,10 +178,11 @@ class EndToEnd(RemoteTest):
         self.assertOk(alice.run("--remote", "origin", "init"))
         before = len(srv.history())
         marker = os.path.join(self.root, "ran")
-        # TTL 1.5 s, renewed every 0.5 s while the command runs for 3.2 s: at least two renewals even
-        # when each one (fetch, verify from the checkpoint, push) takes a second on a loaded machine.
-        r = alice.run("--remote", "origin", "run", "--ttl", "1500ms", "--claim", "build/", "--",
-                      "sh", "-c", f"sleep 3.2; touch {marker}")
+        # TTL 4 s, renewed every 1.33 s while the command runs for 6.5 s: at least two renewals, and each
+        # one (fetch, verify from the checkpoint, push) may take 2 s under ASan on a loaded machine before
+        # the lease runs out (a lost lease now stops the command: lease-lost, exit 1).
+        r = alice.run("--remote", "origin", "run", "--ttl", "4s", "--claim", "build/", "--",
+                      "sh", "-c", f"sleep 6.5; touch {marker}")
         self.assertOk(r)
         self.assertTrue(os.path.exists(marker))
         commands = []
