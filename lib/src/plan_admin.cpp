@@ -28,6 +28,20 @@ Result<PlanOutcome> with_new_policy(ObjectStore& store, StateReader& reader, con
   return time_free_outcome(body, action, *root, 0);
 }
 
+// The notary pins a guard-time request names, with the owner's consent to
+// disclose each transition's guard window to that notary.
+Result<Pins> requested_pins(const json& doc) {
+  GITLOCKS_TRY(disclosure, get_string(doc, "disclosure"));
+  if (disclosure != kDisclosureGuardWindow)
+    return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
+  GITLOCKS_TRY(audience, get_string(doc, "audience"));
+  GITLOCKS_TRY(key, get_string(doc, "service_key"));
+  if (audience.empty()) return make_error(Errc::usage, "the audience must not be empty");
+  GITLOCKS_TRY(pk, public_key_from_hex(key));
+  (void)pk;
+  return Pins{audience, key};
+}
+
 // PRIVATE membership: add/remove start a keyring transition to epoch E+1
 // (the new epoch key sealed to the new member list); rekey completes it by
 // re-sealing every record, and the families, under the new key.
@@ -78,12 +92,7 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
                                      policy.owner));
   if (!a.contains("keyring")) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
   next["pending"] = {{"epoch", policy.epoch + 1}, {"members", members}, {"keyring", a["keyring"]}};
-  GITLOCKS_TRY(checked, parse_policy(next));
-  (void)checked;
-  GITLOCKS_TRY(bytes, canon_dump(next));
-  GITLOCKS_TRY(blob, store.write_blob(bytes));
-  GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
-  return time_free_outcome(body, op, *root, 0);
+  return with_new_policy(store, reader, body, next, op);
 }
 
 // The owner's policy-set: a whole new policy document in which only the
@@ -179,15 +188,7 @@ Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader,
   } else {
     if (!it->is_object()) return make_error(Errc::bad_json, "guard-time-set: 'guard_time' must be an object or null");
     GITLOCKS_CHECK(check_keys(*it, {"audience", "service_key", "disclosure"}, "guard_time"));
-    GITLOCKS_TRY(disclosure, get_string(*it, "disclosure"));
-    if (disclosure != kDisclosureGuardWindow)
-      return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
-    GITLOCKS_TRY(audience, get_string(*it, "audience"));
-    GITLOCKS_TRY(key, get_string(*it, "service_key"));
-    if (audience.empty()) return make_error(Errc::usage, "the audience must not be empty");
-    GITLOCKS_TRY(pk, public_key_from_hex(key));
-    (void)pk;
-    Pins pins{audience, key};
+    GITLOCKS_TRY(pins, requested_pins(*it));
     if (*policy.guard_time == pins)
       return make_error(Errc::usage, "guard time already uses these pins: nothing to change");
     next["guard_time"] = guard_time_doc(pins);
@@ -226,15 +227,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
     return make_error(Errc::usage,
                       "a keyring transition is pending: guard time needs an active keyring without a "
                       "pending transition (run `git-locks member rekey` first)");
-  GITLOCKS_TRY(disclosure, get_string(a, "disclosure"));
-  if (disclosure != kDisclosureGuardWindow)
-    return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
-  GITLOCKS_TRY(audience, get_string(a, "audience"));
-  GITLOCKS_TRY(key, get_string(a, "service_key"));
-  if (audience.empty()) return make_error(Errc::usage, "the audience must not be empty");
-  GITLOCKS_TRY(pk, public_key_from_hex(key));
-  (void)pk;
-  Pins pins{audience, key};
+  GITLOCKS_TRY(pins, requested_pins(a));
   // The same pins again is no request at all: the field says so (a host
   // reports ALREADY_ENABLED and writes nothing); other pins are a change of
   // notary, which is its own transition (guard-time-set).

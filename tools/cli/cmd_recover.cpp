@@ -68,11 +68,6 @@ int cmd_recover(Context& ctx, const Argv& argv) {
                               std::string(*remote ? "push" : "update") + " failed): git " + args.front() + ": " +
                               r->err + r->out + "; run `git-locks recover` again",
                           {{"from", **tip}, {"to", last_valid}}));
-  if (*remote) {
-    // The clone's copy of the remote tip follows (the next command fetches it anyway).
-    auto synced = ctx.read_tip();
-    if (!synced.ok()) return ctx.fail(synced.error());
-  }
   out["recovered"] = true;
   return ctx.done(out, "restored " + what);
 }
