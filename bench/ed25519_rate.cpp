@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
     }
     cpu = double(std::clock() - start) / CLOCKS_PER_SEC;
   } while (cpu < seconds);
-  std::printf("{\"verifications_per_s\":%.0f,\"verifications\":%ld,\"cpu_s\":%.3f}\n", n / cpu, n, cpu);
+  std::printf("{\"verifications_per_s\":%.0f,\"verifications\":%ld,\"cpu_s\":%.3f}\n", static_cast<double>(n) / cpu, n,
+              cpu);
   return 0;
 }

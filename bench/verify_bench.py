@@ -7,6 +7,7 @@ replay keeps one commit id per 1,024 commits, and the mapped pack index,
 ~390 bytes per commit, is what grows — README, "What limits them").
 
 usage: verify_bench.py GIT_LOCKS GEN_HISTORY ED25519_RATE [--commits 5000,20000]
+                       [--rate-seconds 2] [--repeats 15]
 
 Each size is measured on a plain history and on an attested one (guard
 time on: two signatures per commit).
@@ -14,6 +15,7 @@ time on: two signatures per commit).
 Times are CPU times of the child (user + sys), so a loaded machine does not
 distort the ratio; wall time is printed too."""
 
+import argparse
 import json
 import os
 import shutil
@@ -38,13 +40,16 @@ def child(argv, **kw):
 
 
 def main():
-    args = sys.argv[1:]
-    if len(args) < 3:
-        sys.exit(__doc__)
-    cli, gen, rate = args[:3]
-    sizes = [5000, 20000]
-    if "--commits" in args:
-        sizes = [int(x) for x in args[args.index("--commits") + 1].split(",")]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cli", help="git-locks")
+    ap.add_argument("gen", help="gitlocks-gen-history")
+    ap.add_argument("rate", help="gitlocks-ed25519-rate")
+    ap.add_argument("--commits", default="5000,20000", help="history sizes, comma-separated")
+    ap.add_argument("--rate-seconds", default="2", help="CPU seconds of the bare Ed25519 loop")
+    ap.add_argument("--repeats", type=int, default=15, help="runs of the one-new-commit check per history")
+    args = ap.parse_args()
+    cli, gen, rate = args.cli, args.gen, args.rate
+    sizes = [int(x) for x in args.commits.split(",") if x]
     tmp = tempfile.mkdtemp(prefix="gitlocks-verify-bench-")
     try:
         rows = []
@@ -69,7 +74,7 @@ def main():
                                check=True)
             rows.append({"commits": n, "kind": kind, "sigs": 2 if attested else 1, "cpu_s": cpu, "wall_s": wall,
                          "rss_kib": rss, "gen_cpu_s": gcpu})
-        bare = json.loads(child([rate, "2"])[0])["verifications_per_s"]
+        bare = json.loads(child([rate, args.rate_seconds])[0])["verifications_per_s"]
         print(f"bare Ed25519 verifications/s (one core, libsodium): {bare:,.0f}")
         for r in rows:
             cps = r["commits"] / r["cpu_s"]
@@ -94,12 +99,12 @@ def main():
         parent = {r: subprocess.run(["git", "-C", r, "rev-parse", "refs/locks/state^"], capture_output=True,
                                     text=True, check=True).stdout.strip() for r in (short, longest)}
         cpu = {short: [], longest: []}
-        for _ in range(15):
+        for _ in range(args.repeats):
             for r in (short, longest):
                 cpu[r].append(child([cli, "--repo", r, "--json", "verify", "--from", parent[r]])[2])
         a, b = statistics.median(cpu[short]), statistics.median(cpu[longest])
         print(f"one new commit from a trusted commit: 10-commit history {a * 1000:.1f} ms, {sizes[-1]:,}-commit "
-              f"history {b * 1000:.1f} ms CPU (medians of 15): {b / a:.2f}x (goal <= 2x)")
+              f"history {b * 1000:.1f} ms CPU (medians of {args.repeats}): {b / a:.2f}x (goal <= 2x)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
