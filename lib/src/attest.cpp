@@ -2,14 +2,13 @@
 
 #include <algorithm>
 
+#include "gitlocks/hex.hpp"
+
 namespace gitlocks {
 namespace {
 
 bool is_hex(const json& v, std::size_t n) {
-  if (!v.is_string()) return false;
-  const auto& s = v.get_ref<const std::string&>();
-  return s.size() == n &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  return v.is_string() && gitlocks::is_hex(v.get_ref<const std::string&>(), n);
 }
 
 bool is_safe(const json& v) {

@@ -22,12 +22,9 @@ KeyPair keypair_from_seed(const std::array<std::uint8_t, kSeedBytes>& seed) {
 
 namespace {
 
-// Exactly 64 hex digits (either case, as sodium_hex2bin reads them) into a seed.
+// Exactly 64 hex digits (either case: a key file may be written by hand) into a seed.
 bool seed_from_hex(std::string_view hex, std::array<std::uint8_t, kSeedBytes>& seed) {
-  std::size_t len = 0;
-  return hex.size() == 2 * kSeedBytes &&
-         sodium_hex2bin(seed.data(), seed.size(), hex.data(), hex.size(), nullptr, &len, nullptr) == 0 &&
-         len == kSeedBytes;
+  return hex_decode(hex, seed.data(), seed.size(), HexCase::either);
 }
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -97,32 +94,15 @@ std::array<std::uint8_t, kSha256Bytes> sha256(std::string_view data) {
 
 std::string sha256_hex(std::string_view data) { return to_hex(sha256(data)); }
 
-std::string to_hex(const std::uint8_t* data, std::size_t n) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string s(n * 2, '0');
-  for (std::size_t i = 0; i < n; ++i) {
-    s[2 * i] = digits[data[i] >> 4];
-    s[2 * i + 1] = digits[data[i] & 15];
-  }
-  return s;
-}
-
 namespace {
 template <std::size_t N>
 Result<std::array<std::uint8_t, N>> from_hex(std::string_view hex, const char* what) {
   if (hex.size() != 2 * N)
     return make_error(Errc::bad_json,
                       std::string(what) + " must be " + std::to_string(2 * N) + " lowercase hex digits");
-  std::array<std::uint8_t, N> out{};
-  for (std::size_t i = 0; i < 2 * N; ++i) {
-    char c = hex[i];
-    int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else return make_error(Errc::bad_json, std::string(what) + " must be lowercase hex");
-    out[i / 2] = static_cast<std::uint8_t>(out[i / 2] << 4 | v);
-  }
-  return out;
+  auto out = hex_to_array<N>(hex);
+  if (!out) return make_error(Errc::bad_json, std::string(what) + " must be lowercase hex");
+  return *out;
 }
 }  // namespace
 

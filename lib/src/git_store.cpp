@@ -16,6 +16,7 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "gitlocks/hex.hpp"
 #include "gitlocks/store.hpp"
 #include "tree_edit.h"
 
@@ -38,37 +39,18 @@ std::string oid_hex(const git_oid& oid) {
   return buf;
 }
 
-// The value of a hex digit (either case, as git_oid_fromstrn takes), or -1.
-constexpr int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Every tree entry of every re-planned tree passes through here: a table
-// lookup per digit rather than git_oid_fromstrn's per-call checks.
+// Every tree entry of every re-planned tree passes through here: the hex
+// codec (either case, as git_oid_fromstrn takes) rather than
+// git_oid_fromstrn's per-call checks.
 Result<git_oid> parse_oid(const Oid& hex) {
-  static const auto table = [] {
-    std::array<signed char, 256> t{};
-    for (int c = 0; c < 256; ++c)
-      t[static_cast<std::size_t>(c)] = static_cast<signed char>(hex_value(static_cast<char>(c)));
-    return t;
-  }();
   git_oid oid;
-  bool ok = hex.size() == GIT_OID_HEXSZ;
-  for (std::size_t i = 0; ok && i < GIT_OID_RAWSZ; ++i) {
-    const int hi = table[static_cast<unsigned char>(hex[2 * i])];
-    const int lo = table[static_cast<unsigned char>(hex[2 * i + 1])];
-    ok = hi >= 0 && lo >= 0;
-    if (ok) oid.id[i] = static_cast<unsigned char>(hi << 4 | lo);
-  }
+  const bool ok = hex_decode(hex, oid.id, GIT_OID_RAWSZ, HexCase::either);
   if (!ok) return make_error(Errc::store_read, "invalid object id '" + hex + "'");
   return oid;
 }
 
-StoreHostOptions& host_options() {
-  static StoreHostOptions options;
+LibraryOptions& library_options() {
+  static LibraryOptions options;
   return options;
 }
 
@@ -89,10 +71,10 @@ struct LibGit2 {
     // 1 GiB by default, which kept the whole pack resident during a walk:
     // small windows under a low mapped limit bound that too.
     git_libgit2_opts(GIT_OPT_ENABLE_CACHING, 0);
-    git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, host_options().pack_window_bytes);
-    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, host_options().pack_mapped_limit_bytes);
-    if (!host_options().validate_owner) git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
-    if (!host_options().read_host_config)
+    git_libgit2_opts(GIT_OPT_SET_MWINDOW_SIZE, library_options().pack_window_bytes);
+    git_libgit2_opts(GIT_OPT_SET_MWINDOW_MAPPED_LIMIT, library_options().pack_mapped_limit_bytes);
+    if (!library_options().validate_owner) git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+    if (!library_options().read_host_config)
       for (int level :
            {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG, GIT_CONFIG_LEVEL_GLOBAL, GIT_CONFIG_LEVEL_PROGRAMDATA})
         git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, level, "");
@@ -129,11 +111,12 @@ class GitStore final : public ObjectStore {
   GitStore& operator=(const GitStore&) = delete;
 
   // A repository store loads its object database afresh (with the same
-  // extra object directories) every StoreHostOptions::reopen_after_reads
+  // extra object directories) every StoreOptions::reopen_after_reads
   // reads, so libgit2's pack index pages and delta-base cache do not
   // accumulate over a long walk.
-  void enable_reopen(std::vector<std::string> extra_object_dirs) {
+  void enable_reopen(std::vector<std::string> extra_object_dirs, std::size_t every) {
     reopen_ = true;
+    reopen_every_ = every;
     extra_dirs_ = std::move(extra_object_dirs);
   }
 
@@ -491,8 +474,7 @@ class GitStore final : public ObjectStore {
   // repository was removed under us) fails this read and every later one.
   Status before_read() {
     if (!odb_) return make_error(Errc::store_read, reopen_error_);
-    const std::size_t every = host_options().reopen_after_reads;
-    if (!reopen_ || every == 0 || ++reads_ < every) return Ok{};
+    if (!reopen_ || reopen_every_ == 0 || ++reads_ < reopen_every_) return Ok{};
     reads_ = 0;
     git_odb_free(odb_);
     odb_ = nullptr;
@@ -556,6 +538,7 @@ class GitStore final : public ObjectStore {
   std::map<std::string, Oid> refs_;
   std::size_t written_ = 0;
   bool reopen_ = false;
+  std::size_t reopen_every_ = 0;
   std::vector<std::string> extra_dirs_;
   std::size_t reads_ = 0;
   std::string reopen_error_;
@@ -564,7 +547,8 @@ class GitStore final : public ObjectStore {
 }  // namespace
 
 Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
-                                                    const std::vector<std::string>& extra_object_dirs) {
+                                                    const std::vector<std::string>& extra_object_dirs,
+                                                    const StoreOptions& options) {
   LibGit2 lib;  // keeps libgit2 initialised while we open
   git_repository* repo = nullptr;
   if (git_repository_open_ext(&repo, path.c_str(), 0, nullptr) != 0)
@@ -580,7 +564,7 @@ Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
     return added.error();
   }
   auto store = std::make_unique<GitStore>(repo, odb, nullptr);
-  store->enable_reopen(extra_object_dirs);
+  store->enable_reopen(extra_object_dirs, options.reopen_after_reads);
   return std::unique_ptr<ObjectStore>(std::move(store));
 }
 
@@ -626,10 +610,7 @@ struct BundleHeader {
   std::string_view pack;
 };
 
-bool is_hex40(std::string_view s) {
-  return s.size() == GIT_OID_HEXSZ &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
+bool is_hex40(std::string_view s) { return is_hex(s, GIT_OID_HEXSZ); }
 
 // Git's bundle formats (Documentation/technical/bundle-format.txt): a
 // signature line, v3 capabilities ("@key=value"), prerequisites ("-OID ..."),
@@ -681,6 +662,7 @@ Result<std::unique_ptr<ObjectStore>> open_memory_store() {
 // The indexer of a PackStoreBuilder, once the bundle header is known.
 struct PackStoreBuilder::Impl {
   LibGit2 lib;
+  StoreOptions options;
   std::string head;  // bytes before the pack starts (bundle header), while incomplete
   bool header_done = false;
   std::map<std::string, Oid> refs;
@@ -711,7 +693,7 @@ struct PackStoreBuilder::Impl {
 
   Status start_indexer() {
     std::error_code ec;
-    const std::string& base = host_options().temp_dir;
+    const std::string& base = options.temp_dir;
     const auto parent = base.empty() ? std::filesystem::temp_directory_path(ec) : std::filesystem::path(base);
     dir = (parent / "gitlocks-pack-XXXXXX").string();
     if (ec || mkdtemp(dir.data()) == nullptr) {
@@ -745,7 +727,9 @@ struct PackStoreBuilder::Impl {
   }
 };
 
-PackStoreBuilder::PackStoreBuilder() : impl_(std::make_unique<Impl>()) {}
+PackStoreBuilder::PackStoreBuilder(const StoreOptions& options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+}
 PackStoreBuilder::~PackStoreBuilder() = default;
 
 Status PackStoreBuilder::append(std::string_view bytes) {
@@ -821,8 +805,8 @@ Result<std::unique_ptr<ObjectStore>> PackStoreBuilder::finish() {
   return std::unique_ptr<ObjectStore>(std::move(store).value());
 }
 
-Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view bytes) {
-  PackStoreBuilder builder;
+Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view bytes, const StoreOptions& options) {
+  PackStoreBuilder builder(options);
   GITLOCKS_CHECK(builder.append(bytes));
   return builder.finish();
 }
@@ -839,6 +823,6 @@ Status memory_store_set_ref(ObjectStore& store, std::string_view name, const Oid
   return g->set_ref(name, target);
 }
 
-void set_store_host_options(const StoreHostOptions& options) { host_options() = options; }
+void set_library_options(const LibraryOptions& options) { library_options() = options; }
 
 }  // namespace gitlocks

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gitlocks/hex.hpp"
+
 namespace gitlocks {
 
 json make_packet(const PacketHeader& h, const PlanOutcome& outcome, std::optional<std::int64_t> claimed_at_ms) {
@@ -22,12 +24,7 @@ json make_packet(const PacketHeader& h, const PlanOutcome& outcome, std::optiona
 }
 
 namespace {
-bool hex_of(const json& v, std::size_t n) {
-  if (!v.is_string()) return false;
-  const auto& s = v.get_ref<const std::string&>();
-  return s.size() == n &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
+bool hex_of(const json& v, std::size_t n) { return v.is_string() && is_hex(v.get_ref<const std::string&>(), n); }
 bool safe_int(const json& v) {
   return v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= kMaxSafeInteger;
 }

@@ -3,17 +3,13 @@
 #include <algorithm>
 #include <set>
 
+#include "gitlocks/hex.hpp"
 #include "gitlocks/vault.hpp"
 
 namespace gitlocks {
 
 namespace {
-bool is_hex64(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
+bool is_hex64(const std::string& s) { return is_hex(s, 64); }
 Result<std::vector<Family>> parse_families(const json& fams, PathCase path_case) {
   if (!fams.is_array()) return make_error(Errc::bad_json, "policy 'families' must be an array");
   std::vector<Family> out;

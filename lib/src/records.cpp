@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gitlocks/hex.hpp"
 #include "gitlocks/limits.hpp"
 
 namespace gitlocks::records {
@@ -41,11 +42,6 @@ bool is_int(const json& obj, const char* key, std::int64_t min = 0) {
 bool is_str(const json& obj, const char* key) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_string();
-}
-
-bool is_hex(const std::string& s, std::size_t n) {
-  return s.size() == n &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 Status validate_lease(const json& l, const std::string& resource, bool path) {

@@ -1,6 +1,7 @@
 #include "gitlocks/trust.hpp"
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/hex.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
 #include "snapshot.h"
@@ -31,7 +32,7 @@ Error rewrite_error(const std::optional<Oid>& tip, const Oid& anchor) {
 bool hex_oid(const json& j) {
   if (!j.is_string()) return false;
   const auto& s = j.get_ref<const std::string&>();
-  return s.size() == 40 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return is_hex(s, 40);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gitlocks/hex.hpp"
+
 namespace gitlocks {
 namespace {
 
@@ -17,15 +19,10 @@ std::array<std::uint8_t, 32> subkey(const EpochKey& key, std::string_view purpos
 }
 
 Result<std::vector<std::uint8_t>> from_hex(std::string_view hex, const char* what) {
-  if (hex.size() % 2) return make_error(Errc::bad_json, std::string(what) + " is not hex");
-  std::vector<std::uint8_t> out(hex.size() / 2);
-  std::size_t bin_len = 0;
-  if (sodium_hex2bin(out.data(), out.size(), hex.data(), hex.size(), nullptr, &bin_len, nullptr) != 0 ||
-      bin_len != out.size())
-    return make_error(Errc::bad_json, std::string(what) + " is not hex");
-  for (char c : hex)
-    if (c >= 'A' && c <= 'F') return make_error(Errc::bad_json, std::string(what) + " must be lowercase hex");
-  return out;
+  if (auto out = hex_to_bytes(hex)) return std::move(*out);
+  if (hex_to_bytes(hex, HexCase::either))
+    return make_error(Errc::bad_json, std::string(what) + " must be lowercase hex");
+  return make_error(Errc::bad_json, std::string(what) + " is not hex");
 }
 
 Result<std::string> associated_data(std::int64_t epoch, const std::string& store, const std::string& location) {

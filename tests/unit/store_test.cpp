@@ -74,7 +74,7 @@ TEST_CASE("store: object ids are 40 hex digits of either case - one digit off or
   CHECK(s->write_tree({{"x", false, upper}}).value() == s->write_tree({{"x", false, *id}}).value());
 }
 
-#ifndef __EMSCRIPTEN__  // a repository on disk; the WASM binding never re-opens (StoreHostOptions)
+#ifndef __EMSCRIPTEN__  // a repository on disk; the WASM binding has no repository stores (StoreOptions)
 #include <git2.h>
 #include <stdlib.h>  // mkdtemp
 
@@ -100,11 +100,10 @@ TEST_CASE("store: a repository store re-opens its object database every N reads 
   const auto in_b = blob_in("b", "from b\n");
   const auto in_c = blob_in("c", "from c\n");
   auto reads_after_new_alternate = [&](const char* repo, std::size_t every) {
-    gitlocks::StoreHostOptions host;
-    host.reopen_after_reads = every;
-    gitlocks::set_store_host_options(host);
+    gitlocks::StoreOptions options;
+    options.reopen_after_reads = every;
     // c's objects come in as an extra directory (as a push's quarantine does).
-    auto s = gitlocks::open_git_store((root / repo).string(), {(root / "c" / "objects").string()}).value();
+    auto s = gitlocks::open_git_store((root / repo).string(), {(root / "c" / "objects").string()}, options).value();
     const auto own = s->write_blob("own\n").value();
     CHECK_FALSE(s->has_object(in_b));
     // An alternate added after the store opened is seen only by a new database.
@@ -117,7 +116,6 @@ TEST_CASE("store: a repository store re-opens its object database every N reads 
     auto late = s->write_blob("late\n");  // writes go on into the re-opened database
     REQUIRE(late.ok());
     CHECK(s->read_blob(*late).value() == "late\n");
-    gitlocks::set_store_host_options(gitlocks::StoreHostOptions{});
     return sees_b;
   };
   CHECK(reads_after_new_alternate("a", 3));
@@ -149,7 +147,7 @@ TEST_CASE("store: repository_common_dir finds the repository around a path as op
   fs::remove_all(root, ec);
 }
 
-TEST_CASE("store: a pack store indexes its pack inside the host's temp_dir and removes it when dropped") {
+TEST_CASE("store: a pack store indexes its pack inside its own temp_dir and removes it when dropped") {
   namespace fs = std::filesystem;
   char tmpl[] = "/tmp/gitlocks-tempdir-XXXXXX";
   REQUIRE(mkdtemp(tmpl) != nullptr);
@@ -160,11 +158,9 @@ TEST_CASE("store: a pack store indexes its pack inside the host's temp_dir and r
   const auto tree = source->write_tree({{"packed.txt", false, blob}}).value();
   REQUIRE(source->write_commit({tree, {}, "packed\n", 0}).ok());
   const auto pack = gitlocks::memory_store_pack(*source).value();
-  gitlocks::StoreHostOptions host;
-  host.temp_dir = root.string();
-  gitlocks::set_store_host_options(host);
-  auto opened = gitlocks::open_pack_store(pack);
-  gitlocks::set_store_host_options(gitlocks::StoreHostOptions{});
+  gitlocks::StoreOptions options;
+  options.temp_dir = root.string();
+  auto opened = gitlocks::open_pack_store(pack, options);
   REQUIRE_MESSAGE(opened.ok(), opened.error().message);
   auto store = std::move(opened).value();
   CHECK(store->read_blob(blob).value() == "packed\n");
@@ -172,6 +168,10 @@ TEST_CASE("store: a pack store indexes its pack inside the host's temp_dir and r
   for (const auto& e : fs::directory_iterator(root)) made.push_back(e.path().filename().string());
   REQUIRE(made.size() == 1);
   CHECK(made[0].rfind("gitlocks-pack-", 0) == 0);
+  // The option belongs to that store: one opened without it indexes elsewhere.
+  auto other = gitlocks::open_pack_store(pack);
+  REQUIRE(other.ok());
+  CHECK(std::distance(fs::directory_iterator(root), fs::directory_iterator{}) == 1);
   store.reset();
   CHECK(fs::is_empty(root));
   std::error_code ec;

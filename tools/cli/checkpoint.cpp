@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "fsio.h"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/store.hpp"
 #include "report.h"
@@ -52,19 +53,8 @@ std::optional<TrustState> load_checkpoint(const fs::path& file) {
   return parse_trust_state((*doc)["trust"]);
 }
 
-Status write_all(int fd, const std::string& text) {
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return make_error(Errc::store_write, "write failed");
-    done += static_cast<std::size_t>(n);
-  }
-  return Ok{};
-}
-
-// Temporary file beside it (one per process: writers of one clone race),
-// renamed over it. Not fsynced: the checkpoint only saves work. After a
+// Temporary file beside it (one per writer: writers of one clone race),
+// renamed over it (fsio.h, Sync::none). Not fsynced: the checkpoint only saves work. After a
 // crash it may be the previous one, empty or torn, and a checkpoint that is
 // missing, malformed or names a commit that is not here is ignored (the
 // history is replayed from the root), so durability would buy nothing but
@@ -75,15 +65,8 @@ Status save_checkpoint(const fs::path& file, const TrustState& t) {
   if (ec) return make_error(Errc::store_write, "cannot create " + file.parent_path().string() + ": " + ec.message());
   auto text = canon_dump(json{{"format", kCheckpointFormat}, {"trust", trust_state_json(t)}});
   if (!text.ok()) return text.error();
-  const std::string tmp = file.string() + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return make_error(Errc::store_write, "cannot write " + tmp);
-  auto wrote = write_all(fd, *text);
-  const bool closed = ::close(fd) == 0;
-  if (!wrote.ok() || !closed || ::rename(tmp.c_str(), file.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return make_error(Errc::store_write, "cannot persist " + file.string());
-  }
+  if (auto failed = fsio::write_file(file.string(), *text, {0644, fsio::Sync::none}))
+    return make_error(Errc::store_write, fsio::message(*failed, file.string()));
   return Ok{};
 }
 

@@ -35,6 +35,7 @@
 
 #include "checkpoint.h"
 #include "cli.h"
+#include "fsio.h"
 #include "gitlocks/attest.hpp"
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/ops.hpp"
@@ -83,37 +84,13 @@ Result<std::string> operations_dir(Context& ctx, bool create) {
   return dir;
 }
 
-Status fsync_path(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return make_error(Errc::store_write, "cannot open " + path);
-  const int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return make_error(Errc::store_write, "fsync failed on " + path);
-  return Ok{};
-}
-
-// Writes the record durably: temp file (0600), fsync, rename, fsync dir.
+// Writes the record durably (fsio.h): temp file (0600), fsync, rename, fsync dir.
 Status save_record(const std::string& dir, const json& rec) {
   const std::string id = rec["operation_id"].get<std::string>();
-  const std::string path = dir + "/" + id + ".json", tmp = path + ".tmp";
-  const std::string text = rec.dump() + "\n";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return make_error(Errc::store_write, "cannot write " + tmp);
-  ::fchmod(fd, 0600);
-  std::size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n <= 0) {
-      ::close(fd);
-      return make_error(Errc::store_write, "cannot write " + tmp);
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  const bool synced = ::fsync(fd) == 0;
-  ::close(fd);
-  if (!synced || ::rename(tmp.c_str(), path.c_str()) != 0)
-    return make_error(Errc::store_write, "cannot persist " + path);
-  return fsync_path(dir, O_RDONLY | O_DIRECTORY);
+  const std::string path = dir + "/" + id + ".json";
+  if (auto failed = fsio::write_file(path, rec.dump() + "\n", {0600}))
+    return make_error(Errc::store_write, fsio::message(*failed, path));
+  return Ok{};
 }
 
 Result<std::optional<json>> load_record(const std::string& dir, const std::string& id) {

@@ -34,6 +34,7 @@
 #include "checkpoint.h"
 #include "cli.h"
 #include "enforcement.h"
+#include "fsio.h"
 #include "gitlocks/path.hpp"
 #include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
@@ -97,7 +98,7 @@ Result<std::set<std::string>> pushed_paths(const Git& git) {
   return paths;
 }
 
-// Writes `script` to `file` by rename; refuses to replace a hook that is
+// Writes `script` to `file` durably, by rename (fsio.h); refuses to replace a hook that is
 // not ours unless `force`.
 Status install_hook(const std::string& file, const std::string& script, bool force) {
   std::ifstream existing(file);
@@ -107,16 +108,8 @@ Status install_hook(const std::string& file, const std::string& script, bool for
     if (ss.str().find(kHookMarker) == std::string::npos && !force)
       return make_error(Errc::usage, file + " exists and is not a git-locks hook (use --force to replace it)");
   }
-  const std::string tmp = file + ".git-locks-tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << script;
-    if (!out) return make_error(Errc::store_write, "cannot write " + tmp);
-  }
-  if (::chmod(tmp.c_str(), 0755) != 0 || ::rename(tmp.c_str(), file.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return make_error(Errc::store_write, "cannot install " + file);
-  }
+  if (auto failed = fsio::write_file(file, script, {0755}))
+    return make_error(Errc::store_write, "cannot install " + file + ": " + fsio::message(*failed, file));
   return Ok{};
 }
 

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "cli.h"
+#include "fsio.h"
 #include "gitlocks/sshsig.hpp"
 
 namespace gitlocks::cli {
@@ -92,21 +93,10 @@ Result<Identity> signing_identity(const SignRequest& r) {
   return id;
 }
 
+// FILE.sig, whole or not at all (fsio.h; git reads it at once, so no fsync).
 Status write_file(const std::string& path, const std::string& data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return make_error(Errc::usage, "cannot create " + path + ": " + std::strerror(errno));
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = errno;
-      ::close(fd);
-      return make_error(Errc::usage, "cannot write " + path + ": " + std::strerror(e));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::close(fd) != 0) return make_error(Errc::usage, "cannot write " + path + ": " + std::strerror(errno));
+  if (auto failed = fsio::write_file(path, data, {0644, fsio::Sync::none}))
+    return make_error(Errc::usage, fsio::message(*failed, path));
   return Ok{};
 }
 

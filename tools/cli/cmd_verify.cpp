@@ -14,6 +14,8 @@
 
 #include "checkpoint.h"
 #include "cli.h"
+#include "fsio.h"
+#include "gitlocks/hex.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/query.hpp"
@@ -51,27 +53,17 @@ std::optional<Oid> read_verified_tip(const fs::path& file) {
   std::ifstream in(file);
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
-  if (line.size() != 40 || line.find_first_not_of("0123456789abcdef") != std::string::npos) return std::nullopt;
+  if (!is_hex(line, 40)) return std::nullopt;
   return line;
 }
 
-// Written to a temporary file beside it, then renamed over it.
+// Written durably (fsio.h): a temporary file beside it, renamed over it.
 Status write_verified_tip(const fs::path& file, const Oid& tip) {
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   if (ec) return make_error(Errc::store_write, "cannot create " + file.parent_path().string() + ": " + ec.message());
-  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << tip << "\n";
-    out.flush();
-    if (!out) return make_error(Errc::store_write, "cannot write " + tmp.string());
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return make_error(Errc::store_write, "cannot rename onto " + file.string());
-  }
+  if (auto failed = fsio::write_file(file.string(), tip + "\n"))
+    return make_error(Errc::store_write, fsio::message(*failed, file.string()));
   return Ok{};
 }
 
@@ -155,8 +147,7 @@ Result<std::pair<std::optional<std::string>, std::optional<Pins>>> expected_pins
     const std::optional<std::string>& owner, const std::optional<std::string>& pins) {
   auto key = [](std::string k, const std::string& what) -> Result<std::string> {
     for (auto& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (k.size() != 64 || k.find_first_not_of("0123456789abcdef") != std::string::npos)
-      return make_error(Errc::usage, what + ": expected a key of 64 hex digits, got '" + k + "'");
+    if (!is_hex(k, 64)) return make_error(Errc::usage, what + ": expected a key of 64 hex digits, got '" + k + "'");
     return k;
   };
   std::pair<std::optional<std::string>, std::optional<Pins>> out;

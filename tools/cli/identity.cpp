@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "args.h"
+#include "fsio.h"
 #include "gitlocks/canon.hpp"
 
 namespace gitlocks::cli {
@@ -48,29 +49,18 @@ Result<Identity> parse_key(const std::string& path, const std::string& text) {
   return id;
 }
 
-// Writes a new key next to `path` and links it into place: link() never
-// replaces an existing file, so two first uses cannot clobber each other.
+// Writes a new key next to `path` and links it into place (fsio.h): link()
+// never replaces an existing file, so two first uses cannot clobber each
+// other, and a crash leaves no torn key.
 Status create_key(const std::string& path) {
   std::array<std::uint8_t, kSeedBytes> seed{};
   randombytes_buf(seed.data(), seed.size());
   std::string text = "{\"format\":\"" + std::string(kKeyFormat) + "\",\"seed\":\"" + to_hex(seed) + "\"}\n";
   sodium_memzero(seed.data(), seed.size());
-  std::string tmp = dir_of(path) + "/.git-locks-key-XXXXXX";
-  int fd = ::mkstemp(tmp.data());  // O_CREAT|O_EXCL, mode 0600
-  if (fd < 0) return make_error(Errc::usage, "cannot create key file in " + dir_of(path) + ": " + errno_text());
-  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-            ::fsync(fd) == 0;
-  ::close(fd);
+  const auto failed = fsio::write_file(path, text, {0600, fsio::Sync::durable, fsio::Replace::never});
   sodium_memzero(text.data(), text.size());
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    return make_error(Errc::usage, "cannot write key file " + path + ": " + errno_text());
-  }
-  int rc = ::link(tmp.c_str(), path.c_str());
-  int link_errno = errno;
-  ::unlink(tmp.c_str());
-  if (rc != 0 && link_errno != EEXIST)
-    return make_error(Errc::usage, "cannot create key file " + path + ": " + std::strerror(link_errno));
+  if (failed && !(failed->step == "link" && failed->err == EEXIST))
+    return make_error(Errc::usage, fsio::message(*failed, "key file " + path));
   return Ok{};  // created, or another process created it first: load that one
 }
 

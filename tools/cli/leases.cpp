@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/hex.hpp"
 #include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
@@ -11,10 +12,7 @@
 
 namespace gitlocks::cli {
 
-bool is_lease_id(const std::string& s) {
-  return s.size() == kLeaseIdHexDigits &&
-         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
+bool is_lease_id(const std::string& s) { return is_hex(s, kLeaseIdHexDigits); }
 
 Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
   StateReader reader(store_, snap_.state, opened_codec(snap_));

@@ -9,18 +9,14 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "durable.h"
+#include "fsio.h"
+#include "gitlocks/hex.hpp"
 
 namespace gitlocks::notary {
+using fsio::errno_message;
 namespace {
 
 constexpr std::size_t kKeyFileBytes = 2 * kSeedBytes + 1;  // hex + "\n"
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
 
 // Wipes the seed whichever way the caller leaves.
 struct Seed {
@@ -43,27 +39,12 @@ int notary_keygen(const std::string& out_path, std::string& error, std::string* 
   randombytes_buf(seed.bytes.data(), seed.bytes.size());
   std::string line = to_hex(seed.bytes) + "\n";
 
-  int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    error = errno == EEXIST ? "refusing to overwrite the existing file " + out_path
-                            : errno_message("cannot create", out_path);
-    sodium_memzero(line.data(), line.size());
-    return kExitFailure;
-  }
-  // The umask may only have removed bits; make the mode exactly 0600.
-  bool ok = ::fchmod(fd, 0600) == 0 && write_all(fd, line) && ::fsync(fd) == 0;
-  if (!ok) error = errno_message("cannot write", out_path);
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    error = errno_message("cannot close", out_path);
-  }
+  // Never replaces a key: linked into place, so a crash leaves no torn key file.
+  const auto failed = fsio::write_file(out_path, line, {0600, fsio::Sync::durable, fsio::Replace::never});
   sodium_memzero(line.data(), line.size());
-  if (ok && !fsync_dir(parent_dir(out_path))) {
-    ok = false;
-    error = errno_message("cannot fsync the directory of", out_path);
-  }
-  if (!ok) {
-    ::unlink(out_path.c_str());
+  if (failed) {
+    error = failed->err == EEXIST && failed->step == "link" ? "refusing to overwrite the existing file " + out_path
+                                                            : fsio::message(*failed, out_path);
     return kExitFailure;
   }
   if (service_key) *service_key = to_hex(keypair_from_seed(seed.bytes).public_key);
@@ -116,12 +97,7 @@ bool load_service_key(const std::string& path, KeyPair& out, StartFailure& failu
   ::close(fd);
   Seed seed;
   bool ok = len == kKeyFileBytes - 1 || (len == kKeyFileBytes && buf[kKeyFileBytes - 1] == '\n');
-  for (std::size_t i = 0; ok && i < kSeedBytes; ++i) {
-    int hi = hex_value(buf[2 * i]);
-    int lo = hex_value(buf[2 * i + 1]);
-    if (hi < 0 || lo < 0) ok = false;
-    else seed.bytes[i] = static_cast<std::uint8_t>(hi * 16 + lo);
-  }
+  ok = ok && hex_decode(std::string_view(buf.data(), 2 * kSeedBytes), seed.bytes.data(), kSeedBytes);
   sodium_memzero(buf.data(), buf.size());
   if (!ok)
     return fail("key-malformed", "key file " + path + " must hold exactly 64 lowercase hex digits and a newline");

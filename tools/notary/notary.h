@@ -30,11 +30,12 @@ inline constexpr std::size_t kMaxRequestBytesLimit = 16 * 1024 * 1024;
 // ---------------------------------------------------------------- key file
 
 // Writes a new service key file at `out_path`: exactly one line, the 32-byte
-// Ed25519 seed as 64 lowercase hex digits followed by "\n". Created with
-// O_CREAT|O_EXCL and mode 0600 (never overwrites), fsynced with its
-// directory. On success returns 0 and, when `service_key` is given, stores the
-// public key (64 hex) there. On failure returns 2 (or 64 for an empty path)
-// and sets `error` to a one-line message; a partly written file is removed.
+// Ed25519 seed as 64 lowercase hex digits followed by "\n", mode 0600:
+// written beside it, fsynced, and linked into place (never overwrites an
+// existing file), then the directory fsynced (fsio.h). On success returns 0
+// and, when `service_key` is given, stores the public key (64 hex) there. On
+// failure returns 2 (or 64 for an empty path) and sets `error` to a one-line
+// message; nothing is left behind.
 int notary_keygen(const std::string& out_path, std::string& error, std::string* service_key = nullptr);
 
 // ---------------------------------------------------------------- service

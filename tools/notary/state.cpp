@@ -7,10 +7,11 @@
 
 #include <cerrno>
 
-#include "durable.h"
+#include "fsio.h"
 #include "gitlocks/canon.hpp"
 
 namespace gitlocks::notary {
+using fsio::errno_message;
 namespace {
 
 constexpr std::size_t kMaxStateFileBytes = 4096;
@@ -105,33 +106,16 @@ StateDir::~StateDir() {
 }
 
 bool StateDir::write_high_water(std::int64_t t, std::string& error) {
-  static const std::string kTemp = std::string(kHighWaterFile) + ".tmp";
   auto text = canon_dump(json{{"format", kStateFormat}, {"high_water_ms", t}});
   if (!text.ok()) {
     error = "high-water mark out of range";
     return false;
   }
-  const std::string path = dir_ + "/" + kTemp;
-  int fd = ::openat(dir_fd_, kTemp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    error = errno_message("cannot create", path);
+  if (auto failed = fsio::write_file_at(dir_fd_, kHighWaterFile, *text + "\n", {0600})) {
+    error = fsio::message(*failed, dir_ + "/" + kHighWaterFile);
     return false;
   }
-  bool ok = write_all(fd, *text + "\n") && ::fsync(fd) == 0;
-  if (!ok) error = errno_message("cannot write", path);
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    error = errno_message("cannot close", path);
-  }
-  if (ok && ::renameat(dir_fd_, kTemp.c_str(), dir_fd_, kHighWaterFile) != 0) {
-    ok = false;
-    error = errno_message("cannot rename to", dir_ + "/" + kHighWaterFile);
-  }
-  if (ok && ::fsync(dir_fd_) != 0) {
-    ok = false;
-    error = errno_message("cannot fsync", dir_);
-  }
-  return ok;
+  return true;
 }
 
 bool StateDir::persist_high_water(std::int64_t t, std::string& error) {

@@ -114,19 +114,18 @@ json interval_json(const gitlocks::Interval& i) { return json::array({i.lo, i.hi
 
 // Once per module, before any entry point's work: libsodium, and how libgit2
 // treats this host — a browser or Node has no file owners to validate and no
-// user configuration to read (gitlocks/store.hpp, StoreHostOptions).
+// user configuration to read (gitlocks/store.hpp, LibraryOptions). Its
+// stores are memory and pack stores, which never re-open (StoreOptions).
 bool module_ready() {
   static const bool ready = [] {
-    gitlocks::StoreHostOptions host;
+    gitlocks::LibraryOptions host;
     host.validate_owner = false;
     host.read_host_config = false;
     // A mapped window is a copy here (MEMFS): 4 MiB copied per window miss
     // made reading a 146 MiB pack's commits 2.4x slower than a 16 MiB one's.
     host.pack_window_bytes = std::size_t(256) << 10;
     host.pack_mapped_limit_bytes = std::size_t(32) << 20;
-    // The pack index is a heap copy here: re-opening would copy it again.
-    host.reopen_after_reads = 0;
-    gitlocks::set_store_host_options(host);
+    gitlocks::set_library_options(host);
     return gitlocks::crypto_init();
   }();
   return ready;

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "gitlocks/hex.hpp"
 #include "gitlocks/result.hpp"
 
 namespace gitlocks {
@@ -57,12 +58,6 @@ Signature sign_detached(std::string_view domain, std::string_view message, const
 
 std::array<std::uint8_t, kSha256Bytes> sha256(std::string_view data);
 std::string sha256_hex(std::string_view data);
-
-std::string to_hex(const std::uint8_t* data, std::size_t n);
-template <std::size_t N>
-std::string to_hex(const std::array<std::uint8_t, N>& a) {
-  return to_hex(a.data(), N);
-}
 
 // Parses exactly 2*N lowercase hex digits. Errors: bad_json.
 Result<PublicKey> public_key_from_hex(std::string_view hex);

@@ -107,15 +107,26 @@ class HashOnlyScope {
   ObjectStore& s_;
 };
 
-// How libgit2 treats the host it runs on, set by a host once, before it opens
-// any store. Defaults suit a native process: repositories owned by another
-// user are refused (Git's safe.directory rule) and the system, XDG and
-// global configuration are read. The WASM binding turns both off: a browser
-// has no file owners and no user configuration. Packs are read through
-// windows of `pack_window_bytes`, at most `pack_mapped_limit_bytes` mapped at
-// once (memory independent of the pack's size). Natively a window is an
-// mmap, so large windows cost nothing; under Emscripten a mapped window is a
-// copy of the file's bytes, so the binding takes small windows and keeps more.
+// How libgit2 treats the host it runs on. Process-wide because libgit2's
+// own settings are: they apply to every store opened after the call (the
+// WASM binding sets them once, before its first store). Defaults suit a
+// native process: repositories owned by another user are refused (Git's
+// safe.directory rule) and the system, XDG and global configuration are
+// read. The WASM binding turns both off: a browser has no file owners and
+// no user configuration. Packs are read through windows of
+// `pack_window_bytes`, at most `pack_mapped_limit_bytes` mapped at once
+// (memory independent of the pack's size). Natively a window is an mmap, so
+// large windows cost nothing; under Emscripten a mapped window is a copy of
+// the file's bytes, so the binding takes small windows and keeps more.
+struct LibraryOptions {
+  bool validate_owner = true;
+  bool read_host_config = true;
+  std::size_t pack_window_bytes = std::size_t(4) << 20;
+  std::size_t pack_mapped_limit_bytes = std::size_t(8) << 20;
+};
+void set_library_options(const LibraryOptions& options);
+
+// What one store does, passed when it is opened.
 //
 // A repository store loads its object database afresh after every
 // `reopen_after_reads` object reads (0: never). libgit2 keeps a 16 MiB
@@ -125,27 +136,23 @@ class HashOnlyScope {
 // memory stays at ~8 MiB instead of growing to ~24 MiB, for ~5% more time
 // at 4,096. The index pages come back quickly (object ids are random and
 // the kernel maps 64 KiB around each fault): a shorter period trades much
-// more time for little (README, "Verification at scale"). Under Emscripten
-// the index is a heap copy, so the binding never re-opens.
+// more time for little (README, "Verification at scale"). Memory and pack
+// stores never re-open (under Emscripten the index is a heap copy).
 //
 // A pack store indexes its pack in a private directory made inside
 // `temp_dir`; empty: the system's temporary directory
 // (std::filesystem::temp_directory_path, i.e. $TMPDIR or /tmp).
-struct StoreHostOptions {
-  bool validate_owner = true;
-  bool read_host_config = true;
-  std::size_t pack_window_bytes = std::size_t(4) << 20;
-  std::size_t pack_mapped_limit_bytes = std::size_t(8) << 20;
+struct StoreOptions {
   std::size_t reopen_after_reads = 4096;
   std::string temp_dir;
 };
-void set_store_host_options(const StoreHostOptions& options);
 
 // Opens the repository at (or around) `path` with libgit2; objects are also
 // read from `extra_object_dirs` (e.g. the quarantine of a push that a
 // pre-receive hook inspects). Errors: store_read.
 Result<std::unique_ptr<ObjectStore>> open_git_store(const std::string& path,
-                                                    const std::vector<std::string>& extra_object_dirs = {});
+                                                    const std::vector<std::string>& extra_object_dirs = {},
+                                                    const StoreOptions& options = {});
 
 // The common Git directory of the repository at (or around) `path`, found
 // as open_git_store finds it: the main repository's git directory for a
@@ -166,7 +173,8 @@ Result<std::unique_ptr<ObjectStore>> open_memory_store();
 // bundle nor a packfile, another bundle version, SHA-256, a filter or any
 // other capability), store_read (malformed header, prerequisites, a corrupt
 // or truncated pack).
-Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view pack_or_bundle_bytes);
+Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view pack_or_bundle_bytes,
+                                                     const StoreOptions& options = {});
 
 // open_pack_store with the bytes given in pieces, split anywhere, so that a
 // host never holds the whole bundle (the browser reads a File in slices):
@@ -178,7 +186,7 @@ Result<std::unique_ptr<ObjectStore>> open_pack_store(std::string_view pack_or_bu
 // builder is dropped before finish().
 class PackStoreBuilder {
  public:
-  PackStoreBuilder();
+  explicit PackStoreBuilder(const StoreOptions& options = {});
   ~PackStoreBuilder();
   PackStoreBuilder(const PackStoreBuilder&) = delete;
   PackStoreBuilder& operator=(const PackStoreBuilder&) = delete;
