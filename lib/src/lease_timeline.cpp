@@ -237,7 +237,7 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
       } else if (added.count(l.resource) && v.command != "sweep") {
         lease.end_kind = "reclaim";
         tr.reclaims.push_back(l.resource);
-      } else if (tr.time && *tr.time > l.expires_at) {
+      } else if (tr.time && !live_until(l.expires_at, *tr.time)) {  // model.hpp: the one liveness rule
         lease.end_kind = "expired";
       } else {
         lease.end_kind = "release";

@@ -100,6 +100,7 @@ Status parse_private(const json& doc, Policy& p) {
       if (!pend["keyring"][std::to_string(pe)].contains(m))
         return make_error(Errc::bad_json, "the pending epoch key is not sealed to every member");
     p.pending = true;
+    p.pending_members = std::move(pm);
   }
   if (doc.contains("families")) {
     GITLOCKS_CHECK(sealed_epoch(doc["families"]));

@@ -20,20 +20,21 @@
 namespace gitlocks::cli {
 namespace {
 
-// The policy document of a PRIVATE store's snapshot. Errors: usage.
-Result<json> private_policy(Context& ctx, const Snapshot& snap) {
+// The policy of a PRIVATE store's snapshot, parsed once. Errors: usage.
+Result<Policy> private_policy(Context& ctx, const Snapshot& snap) {
   GITLOCKS_CHECK(require_store(ctx, snap));
   if (!snap.is_private)
     return make_error(Errc::usage, "this lock store is not PRIVATE (membership needs `git-locks init --private`)");
   GITLOCKS_TRY(store, ctx.store());
   StateReader reader(*store, snap.state);
-  return reader.policy();
+  GITLOCKS_TRY(doc, reader.policy());
+  return parse_policy(doc);
 }
 
 Result<Published> publish_rekey(Context& ctx) {
   return publish(ctx, "member", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
     GITLOCKS_TRY(policy, private_policy(ctx, snap));
-    if (!policy.contains("pending")) return make_error(Errc::usage, "no keyring transition is pending");
+    if (!policy.pending) return make_error(Errc::usage, "no keyring transition is pending");
     return std::optional<json>{ops::admin_rekey(snap.policy_hash)};
   });
 }
@@ -53,10 +54,9 @@ int change(Context& ctx, const Argv& argv, bool add) {
   std::int64_t next_epoch = 0;
   auto pending = publish(ctx, "member", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
     GITLOCKS_TRY(policy, private_policy(ctx, snap));
-    if (policy.contains("pending"))
+    if (policy.pending)
       return make_error(Errc::usage, "a keyring transition is already pending: run `git-locks member rekey` first");
-    GITLOCKS_TRY(members, gitlocks::next_members(policy["members"].get<std::vector<std::string>>(), member, add,
-                                                 policy["owner"].get<std::string>()));
+    GITLOCKS_TRY(members, gitlocks::next_members(policy.members, member, add, policy.owner));
     following = std::move(members);
     next_epoch = snap.epoch + 1;
     GITLOCKS_TRY(ring, seal_keyring(next_key, next_epoch, following));
@@ -112,20 +112,15 @@ int cmd_member_list(Context& ctx, const Argv& argv) {
   if (!policy.ok()) return ctx.fail(policy.error());
   std::string me;
   if (auto id = ctx.identity(); id.ok()) me = (*id)->actor;
-  const json& members = (*policy)["members"];
-  json out = {{"op", ctx.op},
-              {"store", snap->store_id},
-              {"owner", (*policy)["owner"]},
-              {"epoch", snap->epoch},
-              {"members", members},
-              {"pending", policy->contains("pending") ? (*policy)["pending"]["members"] : json(nullptr)}};
+  const std::vector<std::string>& members = policy->members;
+  json out = {{"op", ctx.op},           {"store", snap->store_id},
+              {"owner", policy->owner}, {"epoch", snap->epoch},
+              {"members", members},     {"pending", policy->pending ? json(policy->pending_members) : json(nullptr)}};
   std::string human = "epoch " + std::to_string(snap->epoch) + ", " + std::to_string(members.size()) + " member" +
                       (members.size() == 1 ? "" : "s") + ":\n";
-  for (const auto& m : members) {
-    const std::string k = m.get<std::string>();
-    human += "  " + k + (k == (*policy)["owner"] ? "  owner" : "") + (k == me ? "  (you)" : "") + "\n";
-  }
-  if (policy->contains("pending"))
+  for (const std::string& k : members)
+    human += "  " + k + (k == policy->owner ? "  owner" : "") + (k == me ? "  (you)" : "") + "\n";
+  if (policy->pending)
     human += "a transition to epoch " + std::to_string(snap->epoch + 1) +
              " is pending: run `git-locks member rekey` (owner)\n";
   return ctx.done(out, human);

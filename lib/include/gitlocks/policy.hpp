@@ -58,6 +58,7 @@ struct Policy {
   std::int64_t epoch = 0;
   std::vector<std::string> members;
   bool pending = false;
+  std::vector<std::string> pending_members;  // the members of the pending epoch
   // Families of a PRIVATE store are sealed; open them with unseal_families.
   bool families_sealed = false;
   // Pins of the notary when guard time is on: every commit from the
