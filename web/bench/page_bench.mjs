@@ -166,7 +166,7 @@ for (const { name, file } of inputs) {
   const pg = await page(file);
   rows.push({ name, bytes, nat, pg });
   const t = pg.timings;
-  const ratio = t ? nat.cpu / ((t.open_ms + t.replay_ms) / 1000) : null;
+  const ratio = t && nat.cpu > 0 ? nat.cpu / ((t.open_ms + t.replay_ms) / 1000) : null;
   console.log(JSON.stringify({
     history: name, commits: nat.commits, bundle_mib: +mib(bytes).toFixed(1), bytes_per_commit: Math.round(bytes / nat.commits),
     native_replay_s: +nat.cpu.toFixed(2), native_rss_mib: +nat.rssMiB.toFixed(1),
@@ -183,9 +183,9 @@ console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const { name, bytes, nat, pg } of rows) {
   const t = pg.timings;
   const refused = pg.verdict !== 'valid' && pg.verdict !== 'invalid';
-  const ratio = t ? nat.cpu / ((t.open_ms + t.replay_ms) / 1000) : null;
+  const ratio = t && nat.cpu > 0 ? nat.cpu / ((t.open_ms + t.replay_ms) / 1000) : null;
   console.log(`| ${name} | ${mib(bytes).toFixed(1)} MiB | ${Math.round(bytes / nat.commits)} | ` +
-    `${nat.cpu.toFixed(2)} s (${Math.round(nat.commits / nat.cpu)}/s) | ` +
+    `${nat.cpu.toFixed(2)} s (${nat.cpu > 0 ? `${Math.round(nat.commits / nat.cpu)}/s` : 'below the 10 ms resolution of time(1)'}) | ` +
     `${refused ? `refused: ${pg.summary.trim()}` : t ? `${((t.open_ms + t.replay_ms) / 1000).toFixed(2)} s (${Math.round(nat.commits / ((t.open_ms + t.replay_ms) / 1000))}/s)` : '?'} | ` +
     `${ratio == null || refused ? '—' : `${ratio.toFixed(2)}× (goal ≥ 0.5×: ${ratio >= 0.5 ? 'met' : 'MISSED'})`} | ` +
     `${pg.wall.toFixed(1)} s | ${pg.peak.toFixed(0)} MiB | ${pg.progress} | ` +
