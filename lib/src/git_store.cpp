@@ -115,7 +115,6 @@ class GitStore final : public ObjectStore {
   // reads, so libgit2's pack index pages and delta-base cache do not
   // accumulate over a long walk.
   void enable_reopen(std::vector<std::string> extra_object_dirs, std::size_t every) {
-    reopen_ = true;
     reopen_every_ = every;
     extra_dirs_ = std::move(extra_object_dirs);
   }
@@ -474,7 +473,7 @@ class GitStore final : public ObjectStore {
   // repository was removed under us) fails this read and every later one.
   Status before_read() {
     if (!odb_) return make_error(Errc::store_read, reopen_error_);
-    if (!reopen_ || reopen_every_ == 0 || ++reads_ < reopen_every_) return Ok{};
+    if (reopen_every_ == 0 || ++reads_ < reopen_every_) return Ok{};
     reads_ = 0;
     git_odb_free(odb_);
     odb_ = nullptr;
@@ -537,8 +536,7 @@ class GitStore final : public ObjectStore {
   std::string temp_dir_;
   std::map<std::string, Oid> refs_;
   std::size_t written_ = 0;
-  bool reopen_ = false;
-  std::size_t reopen_every_ = 0;
+  std::size_t reopen_every_ = 0;  // 0: never (memory and pack stores)
   std::vector<std::string> extra_dirs_;
   std::size_t reads_ = 0;
   std::string reopen_error_;

@@ -48,15 +48,6 @@ std::optional<WriteError> write_file_at(int dir_fd, const std::string& name, std
 // "cannot STEP PATH: strerror".
 std::string message(const WriteError& e, const std::string& path);
 
-// The directory part of a path ("." when there is none).
-std::string parent_dir(const std::string& path);
-
-// Writes all of `data` to `fd`, retrying short writes and EINTR.
-bool write_all(int fd, std::string_view data);
-
-// fsync of a directory, so that a rename or create in it is durable.
-bool fsync_dir(const std::string& dir);
-
 // strerror(errno) with the operation and path: "open x: Permission denied".
 std::string errno_message(std::string_view what, const std::string& path);
 
