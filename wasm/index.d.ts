@@ -33,13 +33,17 @@ export type ErrorCode =
 
 /** Thrown by every function: `code` names what went wrong. */
 export declare class GitLocksError extends Error {
-  constructor(code: ErrorCode, message: string, reason?: string, fields?: { [name: string]: string });
+  constructor(code: ErrorCode, message: string, reason?: string, fields?: { [name: string]: string | number });
   readonly name: 'GitLocksError';
   readonly code: ErrorCode;
   /** The stable sub-code: the code itself, or a finer cause such as "superseded", "policy-changed". */
   readonly reason: string;
-  /** Structured fields (as strings), e.g. current_generation, holder, op_index. */
-  readonly fields: { [name: string]: string };
+  /**
+   * Structured fields, typed as the core types them: instants, durations, counts, indexes and
+   * generations (names ending in _ms, polls, op_index, line, generation, current_generation, ...)
+   * are numbers; names, ids, paths and codes are strings. E.g. current_generation, holder, op_index.
+   */
+  readonly fields: { [name: string]: string | number };
 }
 
 /** JSON values in the core's data model (integers only, no floats). */
@@ -332,8 +336,8 @@ export interface CheckRefusal {
   code: 'held-path' | 'family-policy' | 'bad-path';
   reason: string;
   message: string;
-  /** commit, path, signer; for a claim in the way claimed_path, holder, holder_name, lease, expires_at_ms, family. */
-  fields: { [name: string]: string };
+  /** commit, path, signer; for a claim in the way claimed_path, holder, holder_name, lease, expires_at_ms (a number), family. */
+  fields: { [name: string]: string | number };
 }
 
 /** The verdict on one commit. */

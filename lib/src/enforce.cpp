@@ -30,7 +30,7 @@ std::string short_id(const Oid& id) { return id.substr(0, 12); }
 
 std::string field(const Error& e, const std::string& name) {
   auto it = e.fields.find(name);
-  return it == e.fields.end() ? "" : it->second;
+  return it == e.fields.end() ? "" : it->second.text();
 }
 
 bool stops_the_check(const Error& e) {
@@ -262,7 +262,7 @@ json commit_check_json(const CommitCheck& c) {
   json refused = json::array();
   for (const auto& r : c.refused) {
     json fields = json::object();
-    for (const auto& [k, v] : r.refusal.fields) fields[k] = v;
+    for (const auto& [k, v] : r.refusal.fields) fields[k] = v;  // text or a number, as the core typed it
     refused.push_back({{"path", r.path},
                        {"code", std::string(errc_name(r.refusal.code))},
                        {"reason", std::string(r.refusal.reason())},

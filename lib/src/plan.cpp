@@ -26,8 +26,8 @@ std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now) {
     Error e(Errc::guard_window, "ttl " + format_duration(ttl) +
                                     (over ? " exceeds this store's max_ttl " : " is below this store's min_ttl ") +
                                     format_duration(bound));
-    e.fields["ttl_ms"] = std::to_string(ttl);
-    e.fields[over ? "max_ttl_ms" : "min_ttl_ms"] = std::to_string(bound);
+    e.fields["ttl_ms"] = ttl;
+    e.fields[over ? "max_ttl_ms" : "min_ttl_ms"] = bound;
     return e;
   }
   return std::nullopt;
@@ -37,9 +37,9 @@ Error guard_window_error(const PlanOutcome& o, std::int64_t t) {
   if (auto e = ttl_bound_error(o, t)) return *e;
   Error e(Errc::guard_window, "admission time " + format_instant_ms(t) + " is outside the guard interval [" +
                                   format_instant_ms(o.interval.lo) + ", " + format_instant_ms(o.interval.hi) + "]");
-  e.fields["admitted_at_ms"] = std::to_string(t);
-  e.fields["interval_lo_ms"] = std::to_string(o.interval.lo);
-  e.fields["interval_hi_ms"] = std::to_string(o.interval.hi);
+  e.fields["admitted_at_ms"] = t;
+  e.fields["interval_lo_ms"] = o.interval.lo;
+  e.fields["interval_hi_ms"] = o.interval.hi;
   return e;
 }
 

@@ -33,8 +33,8 @@ Error Planner::conflict_error(const Conflict& c, const std::string& suffix) {
 Error Planner::refusal(Errc code, const std::string& text, std::int64_t at, const std::string& holder,
                        const std::string& name) const {
   Error e(code, text + " " + (now_ ? format_when(at, *now_) : format_instant(at)));
-  e.fields["expires_at_ms"] = std::to_string(at);
-  if (now_) e.fields["checked_at_ms"] = std::to_string(*now_);
+  e.fields["expires_at_ms"] = at;
+  if (now_) e.fields["checked_at_ms"] = *now_;
   if (!holder.empty()) {
     e.fields["holder"] = holder;
     e.fields["holder_name"] = name;

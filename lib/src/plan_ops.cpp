@@ -93,7 +93,7 @@ Status Planner::run(json& body, PlanOutcome& out) {
       // fields a host branches on (op_index, op_kind).
       if (ops->size() > 1) {
         e.message = "op " + std::to_string(i) + " (" + kind + "): " + e.message;
-        e.fields["op_index"] = std::to_string(i);
+        e.fields["op_index"] = i;
         e.fields["op_kind"] = kind;
       }
       return e;
@@ -297,15 +297,15 @@ Status Planner::extend(json& op, std::size_t i) {
   if (expires_at <= prev) {
     Error e(Errc::guard_window, "a renewal must move the expiry later: " + format_instant_ms(expires_at) +
                                     " is not after the current expiry " + format_instant_ms(prev));
-    e.fields["expires_at_ms"] = std::to_string(expires_at);
-    e.fields["prev_expires_at_ms"] = std::to_string(prev);
+    e.fields["expires_at_ms"] = expires_at;
+    e.fields["prev_expires_at_ms"] = prev;
     return e;
   }
   if (now_ && *now_ > prev) {
     Error e(Errc::guard_window,
             "lease " + held.id + " expired " + format_when(prev, *now_) + "; claim it again instead");
-    e.fields["prev_expires_at_ms"] = std::to_string(prev);
-    e.fields["checked_at_ms"] = std::to_string(*now_);
+    e.fields["prev_expires_at_ms"] = prev;
+    e.fields["checked_at_ms"] = *now_;
     return e;
   }
   GITLOCKS_TRY(rec, get_for_write(res, nullptr));

@@ -256,10 +256,7 @@ Error lease_lost_by_expiry(const std::string& lease, const std::string& resource
   Error e(Errc::lease_lost,
           "lost: the lease " + lease + " on " + resource + " expired " + format_when(expires_at, now) +
               ", before a renewal was published",
-          {{"lease", lease},
-           {"resource", resource},
-           {"expires_at_ms", std::to_string(expires_at)},
-           {"checked_at_ms", std::to_string(now)}});
+          {{"lease", lease}, {"resource", resource}, {"expires_at_ms", expires_at}, {"checked_at_ms", now}});
   return std::move(e).because(reason::expired);
 }
 
@@ -336,9 +333,7 @@ Result<json> fence_record(const std::optional<json>& rec, const std::string& res
   return Error(Errc::stale_generation,
                "generation " + std::to_string(generation) + " of " + resource + " is not live (current generation " +
                    std::to_string(current) + ")",
-               {{"resource", resource},
-                {"generation", std::to_string(generation)},
-                {"current_generation", std::to_string(current)}});
+               {{"resource", resource}, {"generation", generation}, {"current_generation", current}});
 }
 
 bool needs_structural_note(const ReplaySummary& s, const MemberVault& mv) {

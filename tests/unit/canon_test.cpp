@@ -809,3 +809,25 @@ TEST_CASE("canon: single-byte mutations never crash and strict success is byte-e
   CHECK(non_canonical > 0);
   CHECK(malformed > 0);
 }
+
+// An Error's fields keep the type they were set with (result.hpp, Field):
+// every host renders them through this to_json, never by the field's name.
+TEST_CASE("error fields: numbers render as JSON numbers and text as strings") {
+  gitlocks::Fields f;
+  f["expires_at_ms"] = std::int64_t{1764590193000};
+  f["op_index"] = std::size_t{2};
+  f["polls"] = 0;
+  f["holder"] = "alice";
+  f["current_generation"] = std::string("3");  // text stays text, even if it looks like a number
+  const gitlocks::json j = f;
+  CHECK(j.dump() ==
+        R"({"current_generation":"3","expires_at_ms":1764590193000,"holder":"alice","op_index":2,"polls":0})");
+  CHECK(f["op_index"].is_number());
+  CHECK(f["op_index"].number() == 2);
+  CHECK(f["op_index"].text().empty());
+  CHECK(f["holder"].text() == "alice");
+  CHECK(f["holder"].number() == 0);
+  CHECK(f["expires_at_ms"].str() == "1764590193000");
+  CHECK(f["current_generation"] != gitlocks::Field(3));
+  CHECK(gitlocks::Field(-1).str() == "-1");
+}

@@ -60,7 +60,7 @@ TEST_CASE("batch: the failing op of several is named in fields - not only in the
                        {{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}}}}});
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == Errc::held_path);
-  CHECK(r.error().fields.at("op_index") == "1");
+  CHECK(r.error().fields.at("op_index") == 1);
   CHECK(r.error().fields.at("op_kind") == "claim");
   auto one = s.claim("bob", "b", kTtl);  // one op: neither an index nor a prefix
   REQUIRE_FALSE(one.ok());

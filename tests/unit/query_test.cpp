@@ -278,13 +278,13 @@ TEST_CASE("query: fence is live through expires_at inclusive and stale one milli
   auto late = gitlocks::fence(reader, "path:src/a.c", 1, expires + 1);
   REQUIRE_FALSE(late.ok());
   CHECK(late.error().code == gitlocks::Errc::stale_generation);
-  CHECK(late.error().fields.at("current_generation") == "1");
+  CHECK(late.error().fields.at("current_generation") == 1);
   auto other = gitlocks::fence(reader, "path:src/a.c", 2, s.now);  // a generation never issued
   REQUIRE_FALSE(other.ok());
-  CHECK(other.error().fields.at("generation") == "2");
+  CHECK(other.error().fields.at("generation") == 2);
   auto none = gitlocks::fence(reader, "path:elsewhere", 0, s.now);  // no record: generation 0 is not live
   REQUIRE_FALSE(none.ok());
-  CHECK(none.error().fields.at("current_generation") == "0");
+  CHECK(none.error().fields.at("current_generation") == 0);
 }
 
 TEST_CASE("query: resource_of names records as the state files them and refuses bad paths") {
@@ -431,25 +431,25 @@ TEST_CASE("query: a lost lease says how it was lost - by an admin or expiry or a
   CHECK(by_admin.fields.at("release_reason") == "landed");
   CHECK(by_admin.fields.count("refusal_code") == 0);
 
-  gitlocks::Error superseded(Errc::stale_generation, "superseded", {{"current_generation", "3"}});
+  gitlocks::Error superseded(Errc::stale_generation, "superseded", {{"current_generation", 3}});
   superseded.sub = "superseded";
   const auto refused = gitlocks::lease_lost_by_refusal("L", "sem:ci", 9'000, 5'000, superseded);
   CHECK(refused.reason() == "renewal-refused");
   CHECK(refused.fields.at("refusal_code") == "stale-generation");
   CHECK(refused.fields.at("refusal_reason") == "superseded");
-  CHECK(refused.fields.at("current_generation") == "3");
+  CHECK(refused.fields.at("current_generation") == 3);
   CHECK(refused.fields.at("resource") == "sem:ci");
 
   gitlocks::Error late(Errc::guard_window, "lease L expired");
   const auto too_late = gitlocks::lease_lost_by_refusal("L", "path:f", 5'000, 5'001, late);
   CHECK(too_late.reason() == "expired");
-  CHECK(too_late.fields.at("expires_at_ms") == "5000");
+  CHECK(too_late.fields.at("expires_at_ms") == 5000);
   CHECK(gitlocks::lease_lost_by_refusal("L", "path:f", 5'000, 5'000, late).reason() == "renewal-refused");
 
   const auto expired = gitlocks::lease_lost_by_expiry("L", "path:f", 1'000, 3'000);
   CHECK(expired.code == Errc::lease_lost);
   CHECK(expired.reason() == "expired");
-  CHECK(expired.fields.at("expires_at_ms") == "1000");
-  CHECK(expired.fields.at("checked_at_ms") == "3000");
+  CHECK(expired.fields.at("expires_at_ms") == 1000);
+  CHECK(expired.fields.at("checked_at_ms") == 3000);
   CHECK(expired.message.find("2s ago") != std::string::npos);
 }

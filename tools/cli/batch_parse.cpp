@@ -8,7 +8,7 @@ namespace gitlocks::cli {
 
 Result<BatchLine> parse_batch_line(std::size_t number, const std::string& text, std::int64_t default_ttl) {
   auto bad = [&](Errc code, const std::string& why) {
-    return Error(code, "line " + std::to_string(number) + ": " + why, {{"line", std::to_string(number)}});
+    return Error(code, "line " + std::to_string(number) + ": " + why, {{"line", number}});
   };
   auto doc = canon_parse(text, CanonMode::lenient);
   if (!doc.ok()) return bad(doc.error().code, doc.error().message);

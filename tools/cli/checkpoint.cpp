@@ -112,7 +112,7 @@ Result<Trusted> verify_tip(Context& ctx, ObjectStore& store, const std::optional
 bool is_rewrite(const Result<Trusted>& r) {
   if (r.ok() || r.error().code != Errc::invalid_history) return false;
   auto it = r.error().fields.find("verdict");
-  return it != r.error().fields.end() && it->second == "rewrite";
+  return it != r.error().fields.end() && it->second.text() == "rewrite";
 }
 
 }  // namespace
@@ -140,13 +140,12 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   if (!trusted.ok()) {
     Error e = trusted.error();
     if (e.code == Errc::invalid_history && tip) {
-      const std::string last_valid = e.fields["last_valid"];
-      e.fields["recovery"] = recovery_command(ctx, last_valid, *tip);
-      e.message += e.fields["verdict"] == "rewrite"
-                       ? ". If the rewrite is not the store owner's, the owner restores the verified tip: " +
-                             e.fields["recovery"] +
+      const std::string recovery = recovery_command(ctx, e.fields["last_valid"].text(), *tip);
+      e.fields["recovery"] = recovery;
+      e.message += e.fields["verdict"].text() == "rewrite"
+                       ? ". If the rewrite is not the store owner's, the owner restores the verified tip: " + recovery +
                              " (after inspecting `git-locks verify`; `git-locks recover` does it)"
-                       : ". The store's owner recovers: inspect `git-locks verify`, then " + e.fields["recovery"] +
+                       : ". The store's owner recovers: inspect `git-locks verify`, then " + recovery +
                              " (`git-locks recover` does it)";
     }
     return e;

@@ -23,12 +23,12 @@ Error with_line(const Error& e, const std::vector<BatchLine>& lines) {
   if (lines.size() > 1) {
     auto f = e.fields.find("op_index");
     if (f == e.fields.end()) return e;
-    index = static_cast<std::size_t>(std::stoull(f->second));
+    if (!f->second.is_number() || f->second.number() < 0) return e;
+    index = static_cast<std::size_t>(f->second.number());
     if (index >= lines.size()) return e;
   }
-  const std::string number = std::to_string(lines[index].number);
-  Error out = e.prefixed("line " + number + ": ");
-  out.fields["line"] = number;
+  Error out = e.prefixed("line " + std::to_string(lines[index].number) + ": ");
+  out.fields["line"] = lines[index].number;
   return out;
 }
 
@@ -64,7 +64,7 @@ int cmd_batch(Context& ctx, const Argv& argv) {
         auto r = resolve.op_for(*l.ref, l.extend);
         if (!r.ok()) {
           Error e = r.error().prefixed("line " + std::to_string(l.number) + ": ");
-          e.fields["line"] = std::to_string(l.number);
+          e.fields["line"] = l.number;
           return e;
         }
         op = std::move(*r);

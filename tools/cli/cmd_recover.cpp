@@ -34,7 +34,7 @@ int cmd_recover(Context& ctx, const Argv& argv) {
   if (e.code != Errc::invalid_history) return ctx.fail(e);
   const auto field = [&](const char* k) {
     auto it = e.fields.find(k);
-    return it == e.fields.end() ? std::string() : it->second;
+    return it == e.fields.end() ? std::string() : it->second.text();
   };
   const std::string last_valid = field("last_valid");
   const std::string first_invalid = field("commit");

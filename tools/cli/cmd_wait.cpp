@@ -80,8 +80,8 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     Error e = outcome.last_refusal.value_or(Error(Errc::held_path, "no attempt made"));
     e.message = "timed out after " + format_duration(outcome.waited_ms) + " (" + std::to_string(outcome.attempts) +
                 " polls): " + e.message;
-    e.fields["waited_ms"] = std::to_string(outcome.waited_ms);
-    e.fields["polls"] = std::to_string(outcome.attempts);
+    e.fields["waited_ms"] = outcome.waited_ms;
+    e.fields["polls"] = outcome.attempts;
     return ctx.fail(e);
   }
   if (outcome.error) return ctx.fail(*outcome.error);

@@ -39,7 +39,7 @@ Status canonical_op_paths(json& body, const Snapshot& snap) {
       Error e = text.error();
       if (ops.size() > 1) {
         e.message = "op " + std::to_string(i) + " (" + op.value("op", "") + "): " + e.message;
-        e.fields["op_index"] = std::to_string(i);
+        e.fields["op_index"] = i;
         e.fields["op_kind"] = op.value("op", "");
       }
       return e;

@@ -69,16 +69,9 @@ json error_object(const std::string& op, const Error& e, std::optional<int> atte
             {"reason", e.reason()},
             {"op", op},
             {"detail", e.message}};
-  for (const auto& [k, v] : e.fields) {
-    // Instants and durations (*_ms) and counts (polls) are numbers; the
-    // core carries every field as text.
-    const bool numeric = (k.size() > 3 && k.compare(k.size() - 3, 3, "_ms") == 0) || k == "polls" || k == "op_index" ||
-                         k == "line" || k == "generation" || k == "current_generation";
-    if (numeric && !v.empty() && v.size() <= 16 && v.find_first_not_of("-0123456789") == std::string::npos &&
-        v.find('-', 1) == std::string::npos && v != "-")
-      o[k] = std::stoll(v);
-    else o[k] = v;
-  }
+  // Each field as the core typed it (result.hpp, Field): instants,
+  // durations, counts, indexes and generations are numbers.
+  for (const auto& [k, v] : e.fields) o[k] = v;
   if (attempts && *attempts > 0) o["attempts"] = *attempts;
   return o;
 }

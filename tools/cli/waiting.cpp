@@ -251,7 +251,7 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
 Error timeout_error(const WaitOptions& options, const WaitOutcome& outcome) {
   std::string detail = "timed out after " + format_duration(outcome.waited_ms) + " waiting for " + options.label +
                        " (" + std::to_string(outcome.attempts) + (outcome.attempts == 1 ? " attempt" : " attempts");
-  std::map<std::string, std::string> fields;
+  Fields fields;
   if (outcome.last_refusal) {
     detail += "): " + outcome.last_refusal->message;
     fields = outcome.last_refusal->fields;
@@ -259,8 +259,8 @@ Error timeout_error(const WaitOptions& options, const WaitOutcome& outcome) {
   } else {
     detail += ", behind earlier waiters of this clone)";
   }
-  fields["waited_ms"] = std::to_string(outcome.waited_ms);
-  fields["polls"] = std::to_string(outcome.attempts);
+  fields["waited_ms"] = outcome.waited_ms;
+  fields["polls"] = outcome.attempts;
   return Error(Errc::wait_timeout, detail, std::move(fields));
 }
 

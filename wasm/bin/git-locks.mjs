@@ -115,11 +115,8 @@ function sortedLine(value) {
 function printError(op, e) {
   const [kind, status] = classify(e.code);
   const o = { error: kind, code: e.code, reason: e.reason || e.code, op, detail: e.message };
-  for (const [k, v] of Object.entries(e.fields || {})) {
-    // Instants, durations and counts are numbers, as natively.
-    const numeric = (k.length > 3 && k.endsWith('_ms')) || ['polls', 'op_index', 'line', 'generation', 'current_generation'].includes(k);
-    o[k] = numeric && /^-?[0-9]{1,15}$/.test(v) && v.length <= 16 ? Number(v) : v;
-  }
+  // Each field as the core typed it (numbers are numbers), as natively.
+  for (const [k, v] of Object.entries(e.fields || {})) o[k] = v;
   process.stderr.write(sortedLine(o) + '\n');
   return status;
 }

@@ -10,7 +10,9 @@ function createGitLocksApi(factory, host) {
   // stable errc names (the CLI's codes), e.g. "held-path", "bad-json",
   // "store-read", "usage"; `reason` its stable sub-code (the code itself
   // unless the core names a finer cause, e.g. "superseded"); `fields` the
-  // core's structured fields as strings (e.g. current_generation, holder).
+  // core's structured fields, typed as the core types them: numbers for
+  // instants, durations, counts, indexes and generations (e.g.
+  // current_generation, expires_at_ms), strings for the rest (e.g. holder).
   class GitLocksError extends Error {
     constructor(code, message, reason, fields) {
       super(message);

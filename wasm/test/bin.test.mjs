@@ -182,7 +182,7 @@ test('check BASE..HEAD: the same bytes and status as the native CLI, and the ref
   assert.equal(f.claimed_path, 'src/x.c');
   assert.equal(f.holder_name, 'Alice');
   assert.notEqual(f.holder, bob);
-  assert.equal(f.expires_at_ms, String(NOW + 3600000));
+  assert.equal(f.expires_at_ms, NOW + 3600000); // a number, as the CLI prints it (strict assert)
   assert.equal(doc.now_ms, NOW + 1000);
   // Topological: every commit after its parents.
   assert.ok(order.indexOf(c.x) < order.indexOf(c.clean) && order.indexOf(c.clean) < order.indexOf(c.resolution));

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import { test } from 'node:test';
 
 import {
-  comparableError, findCli, loadPackage, makeStore, nativeTimeline, queryCorpus, wasmAnswer,
+  cliAnswer, comparableError, findCli, loadPackage, makeStore, nativeTimeline, queryCorpus, wasmAnswer,
 } from './support.mjs';
 
 const gl = loadPackage();
@@ -81,6 +81,32 @@ test('fence refuses bad input before reading the store', () => {
     assert.throws(() => s.fence('x', 1.5, { now: 1 }), (e) => e.code === 'usage');
     assert.throws(() => s.status(undefined, { now: 1, paths: ['/abs'] }), (e) => e.code === 'bad-path');
     assert.throws(() => s.status(undefined, { now: 1.5 }), (e) => e.code === 'usage');
+  } finally {
+    s.delete();
+  }
+});
+
+// Each error field has one type in every host (result.hpp, Field): a
+// resource never claimed is at generation 0 (docs/CLI.md, fence), so a fence
+// of its generation 1 is refused with the numbers 1 and 0 — numbers, not
+// text, in the module as in the CLI's error line.
+test('a refused fence carries its generations as numbers, as the CLI does', () => {
+  const store = makeStore('queries-fields', ['--commits', '10', '--seed', '5']);
+  const s = gl.openStore(fs.readFileSync(store.bundle));
+  try {
+    let caught;
+    try {
+      s.fence('never/claimed.txt', 1, { now: 1 });
+    } catch (e) {
+      caught = e;
+    }
+    assert.ok(caught instanceof gl.GitLocksError, 'fence of a generation that is not live throws');
+    assert.equal(caught.code, 'stale-generation');
+    assert.deepEqual(caught.fields, { resource: 'path:never/claimed.txt', generation: 1, current_generation: 0 });
+    const native = cliAnswer(cli, store.repo, 1, ['fence', 'never/claimed.txt', '1']);
+    assert.equal(native.status, 1);
+    assert.equal(native.error.generation, 1);
+    assert.equal(native.error.current_generation, 0);
   } finally {
     s.delete();
   }

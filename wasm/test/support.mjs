@@ -151,16 +151,15 @@ export function queryCorpus(cli, store, { allowTestClock = false } = {}) {
 export { wasmAnswer } from './browser/answers.mjs';
 
 // cliAnswer's error reduced to what wasmAnswer carries: the CLI adds its
-// kind ("error"), exit status and command ("op"); numeric fields are text
-// in the core.
+// kind ("error"), exit status and command ("op"). Every field keeps its
+// type: the CLI and the module type each one as the core does (numbers are
+// numbers in both), and the callers compare with deepEqual (strict).
 export function comparableError(a) {
   if (!a.error) return a;
   const { error, op, ...rest } = a.error;
   void error;
   void op;
-  const out = {};
-  for (const [k, v] of Object.entries(rest)) out[k] = typeof v === 'number' ? String(v) : v;
-  return { error: out };
+  return { error: rest };
 }
 
 // The shared vectors under tests/vectors/, by kind: {expr, plan, key,

@@ -20,6 +20,12 @@ using json = nlohmann::json;
 
 inline constexpr std::int64_t kMaxSafeInteger = 9007199254740991;  // 2^53 - 1
 
+// An Error's field as JSON: a number or a string, as the core typed it.
+inline void to_json(json& out, const Field& f) {
+  if (f.is_number()) out = f.number();
+  else out = f.text();
+}
+
 enum class CanonMode {
   // Any valid JSON in the restricted data model (no floats, no duplicate
   // keys, valid UTF-8, safe integers); whitespace and key order are free.

@@ -6,9 +6,11 @@
 // in exactly one place (tools/cli/exit_codes).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -84,9 +86,43 @@ inline constexpr std::string_view signature_namespace = "signature-namespace";  
 inline constexpr std::string_view signature_mismatch = "signature-mismatch";    // bad_signature: does not verify
 }  // namespace reason
 
+// One structured field of an Error: text or a whole number. Its type is
+// decided where the core sets it, once; every host renders it as that type
+// (a JSON string or number: the CLI's error line, the npm module's
+// GitLocksError.fields, the page). Instants, durations, counts, indexes and
+// generations are numbers; names, ids, paths and codes are text.
+class Field {
+ public:
+  Field() = default;
+  Field(std::string text) : v_(std::move(text)) {}         // NOLINT(google-explicit-constructor)
+  Field(const char* text) : v_(std::string(text)) {}       // NOLINT(google-explicit-constructor)
+  Field(std::string_view text) : v_(std::string(text)) {}  // NOLINT(google-explicit-constructor)
+  template <class N,
+            std::enable_if_t<std::is_integral_v<N> && !std::is_same_v<N, bool> && !std::is_same_v<N, char>, int> = 0>
+  Field(N n) : v_(static_cast<std::int64_t>(n)) {}  // NOLINT(google-explicit-constructor)
+
+  bool is_number() const { return v_.index() == 1; }
+  // The text of a text field ("" for a number: ask is_number first).
+  const std::string& text() const {
+    static const std::string none;
+    return is_number() ? none : std::get<0>(v_);
+  }
+  // The value of a number field (0 for text).
+  std::int64_t number() const { return is_number() ? std::get<1>(v_) : 0; }
+  // Either, as text (for messages).
+  std::string str() const { return is_number() ? std::to_string(std::get<1>(v_)) : std::get<0>(v_); }
+
+  friend bool operator==(const Field& a, const Field& b) { return a.v_ == b.v_; }
+  friend bool operator!=(const Field& a, const Field& b) { return !(a == b); }
+
+ private:
+  std::variant<std::string, std::int64_t> v_;
+};
+
+using Fields = std::map<std::string, Field>;
+
 struct Error {
-  Error(Errc c, std::string m, std::map<std::string, std::string> f = {})
-      : code(c), message(std::move(m)), fields(std::move(f)) {}
+  Error(Errc c, std::string m, Fields f = {}) : code(c), message(std::move(m)), fields(std::move(f)) {}
   Errc code;
   std::string message;
   // Structured fields a caller may branch on (never on the message), e.g.
@@ -94,7 +130,7 @@ struct Error {
   // reason), "last_valid" (its parent, "" for the root); for a refusal of
   // one op of several: "op_index" and "op_kind"; for a conflict: "holder",
   // "holder_name", "expires_at_ms".
-  std::map<std::string, std::string> fields;
+  Fields fields;
   // The stable sub-code (namespace reason); empty: the code's name.
   std::string sub;
 

@@ -88,7 +88,7 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
       const code: ErrorCode = e.code;
       const message: string = e.message;
       const reason: string = e.reason;
-      const current: string | undefined = e.fields.current_generation;
+      const current: string | number | undefined = e.fields.current_generation;
       void [code, message, reason, current];
     }
   }
