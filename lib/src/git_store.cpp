@@ -40,11 +40,11 @@ std::string oid_hex(const git_oid& oid) {
 }
 
 // Every tree entry of every re-planned tree passes through here: the hex
-// codec (either case, as git_oid_fromstrn takes) rather than
-// git_oid_fromstrn's per-call checks.
+// codec (either case, as git_oid_fromstrn takes; by table, an id is public)
+// rather than git_oid_fromstrn's per-call checks.
 Result<git_oid> parse_oid(const Oid& hex) {
   git_oid oid;
-  const bool ok = hex_decode(hex, oid.id, GIT_OID_RAWSZ, HexCase::either);
+  const bool ok = hex_decode_public(hex, oid.id, GIT_OID_RAWSZ, HexCase::either);
   if (!ok) return make_error(Errc::store_read, "invalid object id '" + hex + "'");
   return oid;
 }

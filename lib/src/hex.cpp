@@ -29,6 +29,37 @@ bool hex_decode(std::string_view s, std::uint8_t* out, std::size_t n, HexCase ac
   return true;
 }
 
+namespace {
+
+// value + 1 of each byte as a digit (0: not a digit), built from hex_digit
+// itself so the two decoders cannot disagree.
+struct DigitTable {
+  std::uint8_t lower[256];
+  std::uint8_t either[256];
+  DigitTable() {
+    for (int c = 0; c < 256; ++c) {
+      lower[c] = static_cast<std::uint8_t>(hex_digit(static_cast<char>(c), HexCase::lower) + 1);
+      either[c] = static_cast<std::uint8_t>(hex_digit(static_cast<char>(c), HexCase::either) + 1);
+    }
+  }
+};
+
+}  // namespace
+
+bool hex_decode_public(std::string_view s, std::uint8_t* out, std::size_t n, HexCase accept) {
+  static const DigitTable table;
+  if (s.size() != 2 * n) return false;
+  const std::uint8_t* t = accept == HexCase::either ? table.either : table.lower;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  unsigned bad = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const unsigned hi = t[p[2 * i]], lo = t[p[2 * i + 1]];
+    bad |= static_cast<unsigned>(hi == 0) | static_cast<unsigned>(lo == 0);
+    out[i] = static_cast<std::uint8_t>((hi - 1) << 4 | ((lo - 1) & 15));
+  }
+  return bad == 0;
+}
+
 std::optional<std::vector<std::uint8_t>> hex_to_bytes(std::string_view s, HexCase accept) {
   if (s.size() % 2) return std::nullopt;
   std::vector<std::uint8_t> out(s.size() / 2);

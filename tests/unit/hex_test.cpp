@@ -95,3 +95,33 @@ TEST_CASE("hex: keys and signatures are lowercase only - a seed may be either ca
   CHECK_FALSE(parse_actor_key(seed.substr(1)).ok());
   CHECK_FALSE(parse_actor_key(seed + "0").ok());
 }
+
+// The table decoder for public ids gives hex_decode's answer for every pair
+// of byte values in both modes (valid or not, and the same bytes when valid),
+// and lengths one off are refused.
+TEST_CASE("hex: the public table decoder agrees with the constant-time one on every digit pair") {
+  for (HexCase accept : {HexCase::lower, HexCase::either}) {
+    for (int a = 0; a < 256; ++a) {
+      for (int b = 0; b < 256; ++b) {
+        const std::string s{static_cast<char>(a), static_cast<char>(b)};
+        std::uint8_t x = 0, y = 0;
+        const bool want = oracle(s[0], accept) >= 0 && oracle(s[1], accept) >= 0;
+        const bool fast = hex_decode_public(s, &x, 1, accept);
+        REQUIRE(fast == want);
+        REQUIRE(hex_decode(s, &y, 1, accept) == want);
+        if (want) REQUIRE(x == oracle(s[0], accept) * 16 + oracle(s[1], accept));
+      }
+    }
+  }
+  std::uint8_t id[20];
+  const std::string oid = "0123456789abcdefABCDEF0123456789abcdef01";
+  CHECK_FALSE(hex_decode_public(oid, id, 20));  // uppercase needs either
+  CHECK(hex_decode_public(oid, id, 20, HexCase::either));
+  CHECK(id[0] == 0x01);
+  CHECK(id[7] == 0xef);
+  CHECK(id[8] == 0xab);
+  CHECK(id[19] == 0x01);
+  CHECK_FALSE(hex_decode_public(oid.substr(1), id, 20, HexCase::either));
+  CHECK_FALSE(hex_decode_public(oid + "0", id, 20, HexCase::either));
+  CHECK_FALSE(hex_decode_public(std::string(39, '0') + "g", id, 20, HexCase::either));
+}

@@ -41,7 +41,14 @@ std::string to_hex(const std::array<std::uint8_t, N>& a) {
 }
 
 // Decodes exactly 2*n digits into out[0..n); false (out unspecified) otherwise.
+// Its time does not depend on the digits' values (hex_digit): for secrets.
 [[nodiscard]] bool hex_decode(std::string_view s, std::uint8_t* out, std::size_t n, HexCase accept = HexCase::lower);
+
+// The same answer as hex_decode, by table lookup: its time depends on the
+// digits, so only for public values (object ids on the replay's hot path:
+// every entry of every re-planned tree). Never for a seed or other secret.
+[[nodiscard]] bool hex_decode_public(std::string_view s, std::uint8_t* out, std::size_t n,
+                                     HexCase accept = HexCase::lower);
 
 template <std::size_t N>
 std::optional<std::array<std::uint8_t, N>> hex_to_array(std::string_view s, HexCase accept = HexCase::lower) {
