@@ -207,14 +207,8 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
       for (std::size_t pos = key.find('/'); pos != std::string::npos; pos = key.find('/', pos + 1))
         markers[key.substr(0, pos)][l["holder"].get<std::string>()][excl ? 0 : 1]++;
       if (parsed.ok())
-        for (const auto& f : policy.families) {
-          if (!f.exclusive) continue;
-          for (const auto& m : f.members)
-            if (paths_overlap(m, *parsed)) {
-              families[f.name][l["holder"].get<std::string>()]++;
-              break;
-            }
-        }
+        for (const Family* f : families_of(policy, *parsed))
+          if (f->exclusive) families[f->name][l["holder"].get<std::string>()]++;
     }
   }
   std::set<std::string> seen_dirs;

@@ -145,16 +145,7 @@ Result<json*> Planner::get_for_write(const std::string& res, const json& fresh) 
   return rec;
 }
 
-std::vector<const Family*> Planner::families_of(const RepoPath& p) const {
-  std::vector<const Family*> out;
-  for (const auto& f : policy_.families)
-    for (const auto& m : f.members)
-      if (paths_overlap(m, p)) {
-        out.push_back(&f);
-        break;
-      }
-  return out;
-}
+std::vector<const Family*> Planner::families_of(const RepoPath& p) const { return gitlocks::families_of(policy_, p); }
 
 // The proper ancestors of a path: "a/b/c" -> "a", "a/b".
 std::vector<std::string> Planner::ancestors(const RepoPath& p) {

@@ -214,6 +214,17 @@ bool Policy::requires_claim(const RepoPath& path) const {
   return false;
 }
 
+std::vector<const Family*> families_of(const Policy& policy, const RepoPath& path) {
+  std::vector<const Family*> out;
+  for (const auto& f : policy.families)
+    for (const auto& m : f.members)
+      if (paths_overlap(m, path)) {
+        out.push_back(&f);
+        break;
+      }
+  return out;
+}
+
 Result<Policy> parse_policy(const json& doc) {
   if (!doc.is_object()) return make_error(Errc::bad_json, "policy must be an object");
   auto fmt = get_string(doc, "format");

@@ -233,6 +233,16 @@ bool clears_with_time(Errc c) {
 
 bool is_path_conflict(Errc c) { return c == Errc::held_path || c == Errc::family_policy; }
 
+bool wants_conflict(const Policy& policy, const Wanted& a, const Wanted& b) {
+  if (a.path.has_value() != b.path.has_value()) return false;
+  if (!a.path) return a.sem == b.sem;
+  if (!(a.shared && b.shared) && paths_overlap(*a.path, *b.path)) return true;
+  const auto of_b = families_of(policy, *b.path);
+  for (const Family* f : families_of(policy, *a.path))
+    if (f->exclusive && std::find(of_b.begin(), of_b.end(), f) != of_b.end()) return true;
+  return false;
+}
+
 Error lease_lost_by_refusal(const std::string& lease, const std::string& resource, std::int64_t expires_at,
                             std::int64_t now, const Error& refusal) {
   const bool by_admin = refusal.has_reason(reason::force_released);

@@ -131,6 +131,53 @@ class ClaimWait(CliTest):
             waiter.kill()
             waiter.communicate()
 
+    def behind_a_waiter(self, r, first_path, second_path):
+        """bob holds first_path; alice waits for it; carol then waits 1 s for
+        second_path. Returns carol's error: a waiter that conflicts with
+        alice's want by the planner's rules makes no attempt while she waits
+        (waiting.h), so it times out with 0 polls and says why."""
+        self.claimed(r, "bob", first_path)
+        first = r.popen("alice", "claim", "--wait=60s", first_path)
+        try:
+            self.queued(r, first)
+            with self.unchanged(r):
+                res = r.run("carol", "claim", "--wait=1s", second_path)
+            self.assertIsNone(first.poll(), "alice still waits")
+        finally:
+            first.kill()
+            first.communicate()
+        self.assertEqual(res.code, 1, res)
+        return res.error
+
+    def test_a_waiter_queues_behind_an_earlier_waiter_of_the_same_exclusive_family(self):
+        # Two members that never overlap as paths: only the family relates the two wants.
+        r = self.repo(policy={"families": [{"name": "db", "policy": "exclusive",
+                                            "members": ["db/schema.sql", "migrations/"]}]})
+        e = self.behind_a_waiter(r, "db/schema.sql", "migrations/001.sql")
+        self.assertEqual((e["code"], e["reason"], e["polls"]), ("wait-timeout", "wait-timeout", 0), e)
+        self.assertIn("behind earlier waiters of this clone", e["detail"])
+        self.assertNotIn("last_reason", e)
+
+    def test_a_path_outside_the_family_does_not_queue_behind_it(self):
+        # The control: the same store, a path outside the family is tried (and admitted) at once.
+        r = self.repo(policy={"families": [{"name": "db", "policy": "exclusive",
+                                            "members": ["db/schema.sql", "migrations/"]}]})
+        self.claimed(r, "bob", "db/schema.sql")
+        first = r.popen("alice", "claim", "--wait=60s", "db/schema.sql")
+        try:
+            self.queued(r, first)
+            res = self.assertOk(r.run("carol", "--json", "claim", "--wait=5s", "docs/a.md"))
+            self.assertLess(res.json["waited_ms"], 5000)
+        finally:
+            first.kill()
+            first.communicate()
+
+    def test_two_spellings_of_one_path_queue_in_a_case_insensitive_store(self):
+        r = self.repo(policy={"case_insensitive": True})
+        e = self.behind_a_waiter(r, "Src/A.c", "SRC/a.C")
+        self.assertEqual((e["code"], e["polls"]), ("wait-timeout", 0), e)
+        self.assertIn("behind earlier waiters of this clone", e["detail"])
+
     def test_a_duration_after_bare_wait_is_refused_as_ambiguous(self):
         r = self.repo()
         with self.unchanged(r):

@@ -453,3 +453,63 @@ TEST_CASE("query: a lost lease says how it was lost - by an admin or expiry or a
   CHECK(expired.fields.at("checked_at_ms") == 3000);
   CHECK(expired.message.find("2s ago") != std::string::npos);
 }
+
+// The waiting queue's rule (wants_conflict) is the planner's: for every pair
+// of claims that each admits alone, bob's claim is refused as held-path or
+// family-policy while alice holds hers exactly when wants_conflict says so.
+// The planner is the independent authority here; the grid crosses
+// directories, files below them, siblings, both modes, an exclusive family
+// (any mode conflicts) and a shared one (shared claims only).
+TEST_CASE("query: wants_conflict agrees with the planner on every pair of claims") {
+  const json fams = {
+      {"families", json::array({
+                       {{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql", "db/migrations/"}}},
+                       {{"name", "docs"}, {"policy", "shared"}, {"members", {"docs/"}}},
+                   })}};
+  const std::vector<std::string> paths = {
+      "db/schema.sql", "db/migrations/001.sql", "db/", "db/other.txt", "src/a.c", "src/", "docs/a.md", "x"};
+  constexpr std::int64_t kTtl = 60'000;
+  Store probe(fams);
+  const gitlocks::Policy policy =
+      gitlocks::parse_policy(gitlocks::StateReader(probe.objects(), probe.state()).policy().value()).value();
+  int conflicting = 0, free = 0;
+  for (const auto& pa : paths)
+    for (const char* ma : {"exclusive", "shared"})
+      for (const auto& pb : paths)
+        for (const char* mb : {"exclusive", "shared"}) {
+          CAPTURE(pa);
+          CAPTURE(ma);
+          CAPTURE(pb);
+          CAPTURE(mb);
+          Store alone(fams);
+          if (!alone.claim("bob", pb, kTtl, mb).ok()) continue;  // refused by itself (a shared family)
+          Store s(fams);
+          if (!s.claim("alice", pa, kTtl, ma).ok()) continue;
+          auto r = s.claim("bob", pb, kTtl, mb);
+          const bool refused = !r.ok() && (r.error().code == gitlocks::Errc::held_path ||
+                                           r.error().code == gitlocks::Errc::family_policy);
+          REQUIRE((r.ok() || refused));
+          gitlocks::Wanted a{gitlocks::parse_repo_path(pa).value(), std::string(ma) == "shared", ""};
+          gitlocks::Wanted b{gitlocks::parse_repo_path(pb).value(), std::string(mb) == "shared", ""};
+          CHECK(gitlocks::wants_conflict(policy, a, b) == refused);
+          CHECK(gitlocks::wants_conflict(policy, b, a) == refused);  // symmetric
+          (refused ? conflicting : free)++;
+        }
+  // The grid reaches both answers, through the family too.
+  CHECK(conflicting > 20);
+  CHECK(free > 20);
+  gitlocks::Wanted schema{gitlocks::parse_repo_path("db/schema.sql").value(), true, ""};
+  gitlocks::Wanted migration{gitlocks::parse_repo_path("db/migrations/001.sql").value(), true, ""};
+  CHECK(gitlocks::wants_conflict(policy, schema, migration));  // only the family relates them
+  CHECK_FALSE(gitlocks::wants_conflict(gitlocks::Policy{}, schema, migration));
+}
+
+TEST_CASE("query: wants_conflict on semaphores - the same name conflicts and a path never does") {
+  const gitlocks::Policy none;
+  const gitlocks::Wanted ci{std::nullopt, false, "ci"}, gpu{std::nullopt, false, "gpu"};
+  const gitlocks::Wanted path{gitlocks::parse_repo_path("ci").value(), false, ""};
+  CHECK(gitlocks::wants_conflict(none, ci, ci));
+  CHECK_FALSE(gitlocks::wants_conflict(none, ci, gpu));
+  CHECK_FALSE(gitlocks::wants_conflict(none, ci, path));
+  CHECK_FALSE(gitlocks::wants_conflict(none, path, ci));
+}

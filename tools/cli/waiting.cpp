@@ -24,13 +24,51 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool conflicts(const WantedResource& a, const WantedResource& b) {
-  if (a.path.empty() != b.path.empty()) return false;
-  if (a.path.empty()) return a.sem == b.sem;
-  if (a.shared && b.shared) return false;
-  auto pa = parse_repo_path(a.path);
-  auto pb = parse_repo_path(b.path);
-  return pa.ok() && pb.ok() && paths_overlap(*pa, *pb);
+// What the queue compares wants by (the core's wants_conflict): the
+// store's policy and path case at the clone's tip, verified. Without one
+// (no store yet, a history that does not verify) the defaults: paths
+// compared as written, no families. A PRIVATE store's families are sealed:
+// its waiters are ordered by their paths only.
+struct QueueRules {
+  Policy policy;
+  PathCase path_case = PathCase::sensitive;
+};
+
+QueueRules queue_rules(Context& ctx, const std::string& ref) {
+  QueueRules rules;
+  auto store = ctx.store();
+  if (!store.ok()) return rules;
+  auto tip = (*store)->read_ref(ref);
+  if (!tip.ok() || !*tip) return rules;
+  auto snap = verified_tip_snapshot(ctx, *tip);
+  if (!snap.ok() || snap->state.empty()) return rules;
+  rules.path_case = snap->path_case;
+  StateReader reader(**store, snap->state);
+  auto doc = reader.policy();
+  if (!doc.ok()) return rules;
+  auto policy = parse_policy(*doc);
+  if (policy.ok()) rules.policy = std::move(*policy);
+  return rules;
+}
+
+// A want as the core compares it; nullopt for a path no claim could name
+// (its attempt is refused as bad-path: it stands in nobody's way).
+std::optional<Wanted> as_wanted(const WantedResource& w, PathCase path_case) {
+  if (w.path.empty()) return Wanted{std::nullopt, false, w.sem};
+  auto p = parse_repo_path(w.path, path_case);
+  if (!p.ok()) return std::nullopt;
+  return Wanted{std::move(*p), w.shared, ""};
+}
+
+// The wants in the store's canonical form (NFC; case-folded in a
+// case-insensitive store), so that two waiters' spellings of one path meet.
+std::vector<WantedResource> canonical(std::vector<WantedResource> wanted, PathCase path_case) {
+  for (auto& w : wanted) {
+    if (w.path.empty()) continue;
+    auto text = normalize_path_input(w.path, path_case);
+    if (text.ok()) w.path = *text;
+  }
+  return wanted;
 }
 
 json resources_json(const std::vector<WantedResource>& wanted) {
@@ -78,7 +116,7 @@ std::string read_fd(int fd) {
 class QueueEntry {
  public:
   static std::unique_ptr<QueueEntry> join(const fs::path& dir, const std::string& ref,
-                                          const std::vector<WantedResource>& wanted) {
+                                          const std::vector<WantedResource>& wanted, QueueRules rules) {
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec) return nullptr;
@@ -105,7 +143,7 @@ class QueueEntry {
       ::unlink(tmp.c_str());
       return nullptr;
     }
-    return std::unique_ptr<QueueEntry>(new QueueEntry(dir, name, fd, ref, wanted));
+    return std::unique_ptr<QueueEntry>(new QueueEntry(dir, name, fd, ref, wanted, std::move(rules)));
   }
 
   ~QueueEntry() {
@@ -144,24 +182,36 @@ class QueueEntry {
       ::close(fd);
       auto doc = canon_parse(text, CanonMode::lenient);
       if (!doc.ok() || !doc->is_object() || doc->value("ref", "") != ref_) continue;
-      const auto theirs = resources_of(doc->value("resources", json::array()));
-      bool clash = std::any_of(theirs.begin(), theirs.end(), [&](const WantedResource& t) {
-        return std::any_of(wanted_.begin(), wanted_.end(), [&](const WantedResource& w) { return conflicts(w, t); });
-      });
+      bool clash = false;
+      for (const auto& t : resources_of(doc->value("resources", json::array()))) {
+        auto theirs = as_wanted(t, rules_.path_case);
+        if (!theirs) continue;
+        for (const auto& w : wanted_) {
+          auto mine = as_wanted(w, rules_.path_case);
+          if (mine && wants_conflict(rules_.policy, *mine, *theirs)) clash = true;
+        }
+      }
       if (clash) ++count;
     }
     return count;
   }
 
  private:
-  QueueEntry(fs::path dir, std::string name, int fd, std::string ref, std::vector<WantedResource> wanted)
-      : dir_(std::move(dir)), name_(std::move(name)), fd_(fd), ref_(std::move(ref)), wanted_(std::move(wanted)) {}
+  QueueEntry(fs::path dir, std::string name, int fd, std::string ref, std::vector<WantedResource> wanted,
+             QueueRules rules)
+      : dir_(std::move(dir)),
+        name_(std::move(name)),
+        fd_(fd),
+        ref_(std::move(ref)),
+        wanted_(std::move(wanted)),
+        rules_(std::move(rules)) {}
 
   fs::path dir_;
   std::string name_;
   int fd_;
   std::string ref_;
   std::vector<WantedResource> wanted_;
+  QueueRules rules_;
 };
 
 }  // namespace
@@ -190,8 +240,11 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   auto ref = ctx.state_ref();
   std::unique_ptr<QueueEntry> queue;
   if (ref.ok() && !options.wanted.empty()) {
-    if (auto dir = git_common_dir(ctx); dir.ok())
-      queue = QueueEntry::join(*dir / "git-locks" / "waiters", *ref, options.wanted);
+    if (auto dir = git_common_dir(ctx); dir.ok()) {
+      QueueRules rules = queue_rules(ctx, *ref);
+      const auto wanted = canonical(options.wanted, rules.path_case);
+      queue = QueueEntry::join(*dir / "git-locks" / "waiters", *ref, wanted, std::move(rules));
+    }
   }
   ObjectStore* store = nullptr;
   if (local) {

@@ -12,13 +12,15 @@
 // Fairness: every waiter of a clone registers in a queue on disk,
 //   <common git dir>/git-locks/waiters/<arrival>-<pid>-<random>.json
 //   {"ref":STATE_REF,"resources":[{"path":P,"mode":M}|{"sem":N}],"pid":PID}
-// held under an exclusive flock(2) for as long as it waits. A waiter makes no
-// attempt while an older live waiter of the same store wants a resource that
-// conflicts with one of its own (paths that overlap, unless both are shared;
-// the same semaphore), so waiters of one clone are admitted in arrival
-// order. An entry whose flock can be taken belongs to a waiter that died: it
-// is removed. Waiters in other clones (a remote store) are not in the queue:
-// between clones only backoff and jitter spread the attempts.
+// held under an exclusive flock(2) for as long as it waits, each path in the
+// store's canonical form (NFC, case-folded in a case-insensitive store). A
+// waiter makes no attempt while an older live waiter of the same store wants
+// a resource that conflicts with one of its own by the planner's rules (the
+// core's wants_conflict: paths that overlap, unless both are shared; paths of
+// one exclusive family of the policy at the clone's verified tip; the same
+// semaphore), so waiters of one clone are admitted in arrival order. An entry whose flock can be taken belongs to a
+// waiter that died: it is removed. Waiters in other clones (a remote store) are not in the queue: between clones only
+// backoff and jitter spread the attempts.
 #pragma once
 
 #include <cstdint>

@@ -92,6 +92,11 @@ struct Policy {
 // (0 < min_ttl <= max_ttl violated, duplicate family).
 Result<Policy> parse_policy(const json& doc);
 
+// The families `path` belongs to: those with a member that overlaps it (a
+// member directory covers everything below it; a path above a member holds
+// it too). The planner's rule, also the waiting queue's and doctor's.
+std::vector<const Family*> families_of(const Policy& policy, const RepoPath& path);
+
 class Vault;
 // Opens the sealed families of a PRIVATE policy (members only).
 Status unseal_families(Policy& policy, const json& doc, const Vault& vault);

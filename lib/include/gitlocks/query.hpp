@@ -22,6 +22,7 @@
 #include "gitlocks/canon.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
+#include "gitlocks/policy.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/result.hpp"
 #include "gitlocks/state.hpp"
@@ -104,6 +105,22 @@ bool clears_with_time(Errc c);
 // Refusals that mean "someone else holds an overlapping path" (a held path
 // or a family): what the pre-commit hook reports as a violation.
 bool is_path_conflict(Errc c);
+
+// What a waiter wants (the CLI's waiting queue): a path in the store's
+// canonical form (normalize_path_input, then parse_repo_path) with its
+// mode, or a semaphore by name.
+struct Wanted {
+  std::optional<RepoPath> path;
+  bool shared = false;
+  std::string sem;  // when there is no path
+};
+
+// Whether two wants can stand in each other's way under `policy`, by the
+// planner's rules (plan_acquire.cpp): paths that overlap unless both are
+// shared (held-path), paths of one exclusive family in any mode
+// (family-policy), the same semaphore (full-semaphore). A path never
+// conflicts with a semaphore.
+bool wants_conflict(const Policy& policy, const Wanted& a, const Wanted& b);
 
 // How a lease that a host holds and renews (`run`) was lost: the
 // lease_lost error it reports, with fields `lease` and `resource`
