@@ -106,6 +106,17 @@ Result<std::string> make_attestation(const json& request, const Pins& pins, std:
   return seal_signed("attestation", att, kAttestationDomain, service);
 }
 
+Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<std::string>& attestation_stored,
+                                                            const json& packet) {
+  if (attestation_stored) {
+    GITLOCKS_TRY(att, open_attestation(*attestation_stored));
+    return std::optional<RecordedTime>{RecordedTime{att["admitted_at_ms"].get<std::int64_t>(), true}};
+  }
+  if (packet.is_object() && packet.contains("claimed_at_ms") && packet["claimed_at_ms"].is_number_integer())
+    return std::optional<RecordedTime>{RecordedTime{packet["claimed_at_ms"].get<std::int64_t>(), false}};
+  return std::optional<RecordedTime>{};
+}
+
 Result<json> open_attestation(std::string_view stored) {
   GITLOCKS_TRY(att, open_signed(stored, "attestation", kAttestationDomain, "service_key"));
   if (att.value("format", "") != kAttestationFormat)

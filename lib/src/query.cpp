@@ -101,14 +101,9 @@ Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoP
 }  // namespace
 
 std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const json& packet) {
-  if (tc.attestation_stored) {
-    auto att = open_attestation(*tc.attestation_stored);
-    if (!att.ok()) return std::nullopt;
-    return (*att)["admitted_at_ms"].get<std::int64_t>();
-  }
-  if (packet.is_object() && packet.contains("claimed_at_ms") && packet["claimed_at_ms"].is_number_integer())
-    return packet["claimed_at_ms"].get<std::int64_t>();
-  return std::nullopt;
+  auto recorded = recorded_admission_time(tc.attestation_stored, packet);
+  if (!recorded.ok() || !*recorded) return std::nullopt;
+  return (*recorded)->ms;
 }
 
 bool lease_live(const json& lease, std::int64_t now) {

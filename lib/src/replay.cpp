@@ -577,12 +577,9 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     if (!opened.ok()) return make_error(Errc::invalid, "trusted commit: " + opened.error().message);
     cs.state = start.state;
     cs.store_id = opened->packet["store"].get<std::string>();
-    if (opened->packet.contains("claimed_at_ms")) cs.last_time = opened->packet["claimed_at_ms"].get<std::int64_t>();
-    if (start.attestation_stored) {
-      auto att = open_attestation(*start.attestation_stored);
-      if (!att.ok()) return make_error(Errc::invalid, "trusted commit attestation: " + att.error().message);
-      cs.last_attested_time = (*att)["admitted_at_ms"].get<std::int64_t>();
-    }
+    auto recorded = recorded_admission_time(start.attestation_stored, opened->packet);
+    if (!recorded.ok()) return make_error(Errc::invalid, "trusted commit attestation: " + recorded.error().message);
+    if (*recorded) ((*recorded)->attested ? cs.last_attested_time : cs.last_time) = (*recorded)->ms;
     GITLOCKS_CHECK(load_policy(store, cs));
     cs.owner = cs.policy.owner;
     if (options.expected_owner && cs.owner != *options.expected_owner)

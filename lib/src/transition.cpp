@@ -25,13 +25,9 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
     return make_error(Errc::store_read, "tip packet of " + *tip + " is unreadable");
   const json& p = (*doc)["packet"];
   if (p.contains("store") && p["store"].is_string()) s.store_id = p["store"].get<std::string>();
-  if (p.contains("claimed_at_ms") && p["claimed_at_ms"].is_number_integer())
-    s.last_time = p["claimed_at_ms"].get<std::int64_t>();
-  if (tc->attestation_stored) {
-    auto att = open_attestation(*tc->attestation_stored);
-    if (!att.ok()) return make_error(Errc::store_read, "tip attestation: " + att.error().message);
-    s.last_time = (*att)["admitted_at_ms"].get<std::int64_t>();
-  }
+  auto recorded = recorded_admission_time(tc->attestation_stored, p);
+  if (!recorded.ok()) return make_error(Errc::store_read, "tip attestation: " + recorded.error().message);
+  if (*recorded) s.last_time = (*recorded)->ms;
   auto policy_doc = reader.policy();
   if (!policy_doc.ok()) return policy_doc.error();
   auto policy = parse_policy(*policy_doc);
@@ -152,8 +148,8 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
   p.pins = pins_for(snap, outcome);
   p.packet = pk;
   p.packet_stored = packet_stored;
-  if (pk.contains("claimed_at_ms") && pk["claimed_at_ms"].is_number_integer())
-    p.admitted_at_ms = pk["claimed_at_ms"].get<std::int64_t>();
+  GITLOCKS_TRY(recorded, recorded_admission_time(std::nullopt, pk));  // no attestation yet: the packet's clock
+  if (recorded) p.admitted_at_ms = recorded->ms;
   if (p.pins) {
     GITLOCKS_TRY(request, make_admission_request(p.packet, packet_stored, key));
     p.request_stored = request;

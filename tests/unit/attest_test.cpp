@@ -449,3 +449,30 @@ TEST_CASE("guard time: the first attested T may not go below the last local-cloc
   CHECK(vs[2].detail ==
         "attested T = " + std::to_string(s.now - 1) + " is before the previous " + std::to_string(s.now));
 }
+
+// recorded_admission_time, the one reading of a commit's T outside replay's
+// checks: the notary's T when attested (its signature checked), the packet's
+// clock otherwise, nothing when neither says.
+TEST_CASE("guard time: recorded_admission_time reads the notary's T and refuses a forged attestation") {
+  AttestedHistory h;
+  auto t = gitlocks::recorded_admission_time(h.bob_tc.attestation_stored, h.bob.packet);
+  REQUIRE_MESSAGE(t.ok(), t.error().message);
+  REQUIRE(t->has_value());
+  CHECK((*t)->ms == h.s.now + 20);  // the notary's clock when bob was admitted (set above)
+  CHECK((*t)->attested);
+  // The same attestation signed by another key than the one it names: refused, never read.
+  const gitlocks::KeyPair other = gitlocks::test::actor_key("mallory");
+  auto forged =
+      gitlocks::recorded_admission_time(h.sign_attestation(h.attestation_at(h.s.now + 20), &other), h.bob.packet);
+  REQUIRE_FALSE(forged.ok());
+  CHECK(forged.error().code == Errc::bad_signature);
+  // Without an attestation: the packet's own clock, or nothing.
+  auto local = gitlocks::recorded_admission_time(std::nullopt, json{{"claimed_at_ms", 1234}});
+  REQUIRE(local.ok());
+  REQUIRE(local->has_value());
+  CHECK((*local)->ms == 1234);
+  CHECK_FALSE((*local)->attested);
+  auto none = gitlocks::recorded_admission_time(std::nullopt, json{{"body", json::object()}});
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+}

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "gitlocks/canon.hpp"
@@ -60,6 +61,21 @@ Result<std::string> make_attestation(const json& request, const Pins& pins, std:
 
 // Parses and verifies the service signature against the embedded key.
 Result<json> open_attestation(std::string_view stored);
+
+// The admission time T a transition commit records: the notary's
+// admitted_at_ms when it carries an attestation (opened here, so its
+// signature is checked; its bindings to the pins are replay's), else the
+// packet's own claimed_at_ms (nullopt when the packet has none). The one
+// reading of "when was this commit admitted" for the tip's snapshot, a
+// trusted start, the log and the timeline; replay derives T while it checks
+// it (check_time_source), and a writer from the notary's fresh answer.
+// Errors: those of open_attestation.
+struct RecordedTime {
+  std::int64_t ms = 0;
+  bool attested = false;  // the notary's T, not a client clock's
+};
+Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<std::string>& attestation_stored,
+                                                            const json& packet);
 
 // Verifier side: every binding of an opened attestation against the packet
 // and the pins. Errors (invalid) name the first mismatch:
