@@ -204,8 +204,8 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
                        "lease " + l["id"].get<std::string>() + " on '" + key + "' expired at " +
                            l["expires_at"].dump() + " (local clock " + std::to_string(now) + "); `sweep` removes it"});
       const bool excl = l["mode"] == "exclusive";
-      for (std::size_t pos = key.find('/'); pos != std::string::npos; pos = key.find('/', pos + 1))
-        markers[key.substr(0, pos)][l["holder"].get<std::string>()][excl ? 0 : 1]++;
+      if (parsed.ok())
+        for (const auto& a : proper_ancestors(*parsed)) markers[a][l["holder"].get<std::string>()][excl ? 0 : 1]++;
       if (parsed.ok())
         for (const Family* f : families_of(policy, *parsed))
           if (f->exclusive) families[f->name][l["holder"].get<std::string>()]++;

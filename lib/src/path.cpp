@@ -94,6 +94,17 @@ Result<std::string> normalize_path_input(std::string_view text, PathCase path_ca
   return p.display();
 }
 
+std::vector<std::string> proper_ancestors(const RepoPath& p) {
+  std::vector<std::string> out;
+  std::string acc;
+  for (std::size_t i = 0; i + 1 < p.components.size(); ++i) {
+    if (i) acc += '/';
+    acc += p.components[i];
+    out.push_back(acc);
+  }
+  return out;
+}
+
 bool paths_overlap(const RepoPath& a, const RepoPath& b) {
   std::size_t n = std::min(a.components.size(), b.components.size());
   return std::equal(a.components.begin(), a.components.begin() + static_cast<std::ptrdiff_t>(n), b.components.begin());

@@ -147,17 +147,7 @@ Result<json*> Planner::get_for_write(const std::string& res, const json& fresh) 
 
 std::vector<const Family*> Planner::families_of(const RepoPath& p) const { return gitlocks::families_of(policy_, p); }
 
-// The proper ancestors of a path: "a/b/c" -> "a", "a/b".
-std::vector<std::string> Planner::ancestors(const RepoPath& p) {
-  std::vector<std::string> out;
-  std::string acc;
-  for (std::size_t i = 0; i + 1 < p.components.size(); ++i) {
-    if (i) acc += '/';
-    acc += p.components[i];
-    out.push_back(acc);
-  }
-  return out;
-}
+std::vector<std::string> Planner::ancestors(const RepoPath& p) { return proper_ancestors(p); }
 
 template <class MarkerFn, class FamilyFn>
 Status Planner::update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family) {

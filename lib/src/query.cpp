@@ -117,10 +117,10 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
   // the filter's own and its ancestors' (by resource, each read once).
   std::map<std::string, std::optional<json>> records;
   for (const auto& f : filters) {
-    for (std::size_t n = 1; n <= f.components.size(); ++n) {
-      RepoPath prefix;
-      prefix.components.assign(f.components.begin(), f.components.begin() + static_cast<std::ptrdiff_t>(n));
-      const std::string resource = path_resource(prefix.key());
+    std::vector<std::string> keys = proper_ancestors(f);
+    keys.push_back(f.key());
+    for (std::size_t n = 1; n <= keys.size(); ++n) {
+      const std::string resource = path_resource(keys[n - 1]);
       auto at = records.find(resource);
       if (at == records.end()) {
         GITLOCKS_TRY(rec, reader.record(resource));
@@ -129,7 +129,7 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
       // Leases strictly below a filter are known only to its markers: when
       // any holder has some, the listing needs every record.
       const std::optional<json>& rec = at->second;
-      if (n == f.components.size() && rec && rec->contains("below") && !(*rec)["below"].empty())
+      if (n == keys.size() && rec && rec->contains("below") && !(*rec)["below"].empty())
         return scan(reader, now, filters, include_expired, me);
     }
   }

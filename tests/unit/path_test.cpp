@@ -329,3 +329,11 @@ TEST_CASE("path: overlap is symmetric - reflexive and matches a string oracle") 
   CHECK(overlaps > 0);
   CHECK(disjoint > overlaps);
 }
+
+TEST_CASE("path: proper ancestors are the leading components - nearest the root first - never the path itself") {
+  using V = std::vector<std::string>;
+  CHECK(gitlocks::proper_ancestors(gitlocks::parse_repo_path("a/b/c").value()) == V{"a", "a/b"});
+  CHECK(gitlocks::proper_ancestors(gitlocks::parse_repo_path("a/b/").value()) == V{"a"});  // a directory claim
+  CHECK(gitlocks::proper_ancestors(gitlocks::parse_repo_path("top").value()).empty());
+  CHECK(gitlocks::proper_ancestors(gitlocks::parse_repo_path("src/dir.d/x.c").value()) == V{"src", "src/dir.d"});
+}

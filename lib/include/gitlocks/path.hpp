@@ -57,4 +57,11 @@ Result<std::string> normalize_path_input(std::string_view text, PathCase path_ca
 // True when the two paths overlap (SPEC §3).
 bool paths_overlap(const RepoPath& a, const RepoPath& b);
 
+// The keys of the proper ancestors of a path, nearest the root first:
+// "a/b/c" -> "a", "a/b" (none for a top-level path). The records whose
+// intention markers count a lease on the path, and whose leases cover it:
+// the planner's, doctor's and status's one rule. (The exclusion checker,
+// timeline.cpp, keeps its own on purpose: it checks the planner.)
+std::vector<std::string> proper_ancestors(const RepoPath& p);
+
 }  // namespace gitlocks
