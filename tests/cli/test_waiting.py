@@ -119,17 +119,22 @@ class ClaimWait(CliTest):
         self.assertEqual(live.returncode, 0, err)
         self.assertEqual(waiter_entries(r), [])  # cleaned on the way
 
-    def test_other_paths_do_not_queue_behind_a_waiter(self):
-        r = self.repo()
-        self.claimed(r, "bob", "a")
-        waiter = r.popen("alice", "claim", "--wait=30s", "a")
+    def not_behind_a_waiter(self, r, first_path, second_path):
+        """bob holds first_path and alice waits for it: carol's claim of
+        second_path, which conflicts with neither, is tried and admitted at
+        once."""
+        self.claimed(r, "bob", first_path)
+        waiter = r.popen("alice", "claim", "--wait=30s", first_path)
         try:
             self.queued(r, waiter)
-            res = self.assertOk(r.run("carol", "--json", "claim", "--wait=5s", "b"))
+            res = self.assertOk(r.run("carol", "--json", "claim", "--wait=5s", second_path))
             self.assertLess(res.json["waited_ms"], 5000)
         finally:
             waiter.kill()
             waiter.communicate()
+
+    def test_other_paths_do_not_queue_behind_a_waiter(self):
+        self.not_behind_a_waiter(self.repo(), "a", "b")
 
     def behind_a_waiter(self, r, first_path, second_path):
         """bob holds first_path; alice waits for it; carol then waits 1 s for
@@ -162,15 +167,7 @@ class ClaimWait(CliTest):
         # The control: the same store, a path outside the family is tried (and admitted) at once.
         r = self.repo(policy={"families": [{"name": "db", "policy": "exclusive",
                                             "members": ["db/schema.sql", "migrations/"]}]})
-        self.claimed(r, "bob", "db/schema.sql")
-        first = r.popen("alice", "claim", "--wait=60s", "db/schema.sql")
-        try:
-            self.queued(r, first)
-            res = self.assertOk(r.run("carol", "--json", "claim", "--wait=5s", "docs/a.md"))
-            self.assertLess(res.json["waited_ms"], 5000)
-        finally:
-            first.kill()
-            first.communicate()
+        self.not_behind_a_waiter(r, "db/schema.sql", "docs/a.md")
 
     def test_two_spellings_of_one_path_queue_in_a_case_insensitive_store(self):
         r = self.repo(policy={"case_insensitive": True})
