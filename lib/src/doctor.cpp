@@ -204,11 +204,11 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
                        "lease " + l["id"].get<std::string>() + " on '" + key + "' expired at " +
                            l["expires_at"].dump() + " (local clock " + std::to_string(now) + "); `sweep` removes it"});
       const bool excl = l["mode"] == "exclusive";
-      if (parsed.ok())
-        for (const auto& a : proper_ancestors(*parsed)) markers[a][l["holder"].get<std::string>()][excl ? 0 : 1]++;
-      if (parsed.ok())
-        for (const Family* f : families_of(policy, *parsed))
-          if (f->exclusive) families[f->name][l["holder"].get<std::string>()]++;
+      if (!parsed.ok()) continue;
+      const std::string holder = l["holder"].get<std::string>();
+      for (const auto& a : proper_ancestors(*parsed)) markers[a][holder][excl ? 0 : 1]++;
+      for (const Family* f : families_of(policy, *parsed))
+        if (f->exclusive) families[f->name][holder]++;
     }
   }
   std::set<std::string> seen_dirs;

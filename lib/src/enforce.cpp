@@ -261,13 +261,12 @@ Result<CommitCheck> check_commit(ObjectStore& store, const EnforcementView& view
 json commit_check_json(const CommitCheck& c) {
   json refused = json::array();
   for (const auto& r : c.refused) {
-    json fields = json::object();
-    for (const auto& [k, v] : r.refusal.fields) fields[k] = v;  // text or a number, as the core typed it
+    const json fields = r.refusal.fields;  // text or a number, as the core typed each (an object when empty too)
     refused.push_back({{"path", r.path},
                        {"code", std::string(errc_name(r.refusal.code))},
                        {"reason", std::string(r.refusal.reason())},
                        {"message", r.refusal.message},
-                       {"fields", std::move(fields)}});
+                       {"fields", fields}});
   }
   return {{"commit", c.commit},
           {"signer", c.signer.actor ? json(*c.signer.actor) : json(nullptr)},

@@ -51,14 +51,14 @@ Status Planner::claim(json& op, std::size_t i) {
   GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
   const std::string key = p.key();
   const std::string res = path_resource(key);
-  auto fams = families_of(p);
+  auto fams = families_of(policy_, p);
   for (const Family* f : fams)
     if (!f->exclusive && excl)
       return make_error(Errc::family_policy,
                         "family '" + f->name + "' is shared: its members may only be claimed in shared mode");
 
   std::vector<Conflict> conflicts;
-  for (const auto& a : ancestors(p)) {
+  for (const auto& a : proper_ancestors(p)) {
     GITLOCKS_TRY(rec, get(path_resource(a)));
     if (rec->is_null()) continue;
     for (const Lease& l : leases_of(*rec))

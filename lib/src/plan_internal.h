@@ -102,8 +102,6 @@ class Planner {
   Result<json*> get_for_write(const std::string& res, const json& fresh);
 
   // --- derived data of path leases (plan_ops.cpp)
-  std::vector<const Family*> families_of(const RepoPath& p) const;
-  static std::vector<std::string> ancestors(const RepoPath& p);
   // The derived data of a lease on path `p`: `marker` edits the intention
   // markers of every ancestor, `family` the holder entry of every exclusive
   // family the path belongs to.

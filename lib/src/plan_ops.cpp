@@ -145,17 +145,13 @@ Result<json*> Planner::get_for_write(const std::string& res, const json& fresh) 
   return rec;
 }
 
-std::vector<const Family*> Planner::families_of(const RepoPath& p) const { return gitlocks::families_of(policy_, p); }
-
-std::vector<std::string> Planner::ancestors(const RepoPath& p) { return proper_ancestors(p); }
-
 template <class MarkerFn, class FamilyFn>
 Status Planner::update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family) {
-  for (const auto& a : ancestors(p)) {
+  for (const auto& a : proper_ancestors(p)) {
     GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
     marker(*rec);
   }
-  for (const Family* f : families_of(p)) {
+  for (const Family* f : families_of(policy_, p)) {
     if (!f->exclusive) continue;
     GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
     family(*rec);

@@ -119,8 +119,8 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
   for (const auto& f : filters) {
     std::vector<std::string> keys = proper_ancestors(f);
     keys.push_back(f.key());
-    for (std::size_t n = 1; n <= keys.size(); ++n) {
-      const std::string resource = path_resource(keys[n - 1]);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const std::string resource = path_resource(keys[i]);
       auto at = records.find(resource);
       if (at == records.end()) {
         GITLOCKS_TRY(rec, reader.record(resource));
@@ -129,7 +129,7 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
       // Leases strictly below a filter are known only to its markers: when
       // any holder has some, the listing needs every record.
       const std::optional<json>& rec = at->second;
-      if (n == keys.size() && rec && rec->contains("below") && !(*rec)["below"].empty())
+      if (i + 1 == keys.size() && rec && rec->contains("below") && !(*rec)["below"].empty())
         return scan(reader, now, filters, include_expired, me);
     }
   }

@@ -185,11 +185,9 @@ class QueueEntry {
       bool clash = false;
       for (const auto& t : resources_of(doc->value("resources", json::array()))) {
         auto theirs = as_wanted(t, rules_.path_case);
-        if (!theirs) continue;
-        for (const auto& w : wanted_) {
-          auto mine = as_wanted(w, rules_.path_case);
-          if (mine && wants_conflict(rules_.policy, *mine, *theirs)) clash = true;
-        }
+        clash = theirs && std::any_of(mine_.begin(), mine_.end(),
+                                      [&](const Wanted& w) { return wants_conflict(rules_.policy, w, *theirs); });
+        if (clash) break;
       }
       if (clash) ++count;
     }
@@ -197,21 +195,19 @@ class QueueEntry {
   }
 
  private:
-  QueueEntry(fs::path dir, std::string name, int fd, std::string ref, std::vector<WantedResource> wanted,
+  QueueEntry(fs::path dir, std::string name, int fd, std::string ref, const std::vector<WantedResource>& wanted,
              QueueRules rules)
-      : dir_(std::move(dir)),
-        name_(std::move(name)),
-        fd_(fd),
-        ref_(std::move(ref)),
-        wanted_(std::move(wanted)),
-        rules_(std::move(rules)) {}
+      : dir_(std::move(dir)), name_(std::move(name)), fd_(fd), ref_(std::move(ref)), rules_(std::move(rules)) {
+    for (const auto& w : wanted)
+      if (auto parsed = as_wanted(w, rules_.path_case)) mine_.push_back(std::move(*parsed));
+  }
 
   fs::path dir_;
   std::string name_;
   int fd_;
   std::string ref_;
-  std::vector<WantedResource> wanted_;
   QueueRules rules_;
+  std::vector<Wanted> mine_;  // this waiter's wants, parsed once
 };
 
 }  // namespace

@@ -18,9 +18,10 @@
 // a resource that conflicts with one of its own by the planner's rules (the
 // core's wants_conflict: paths that overlap, unless both are shared; paths of
 // one exclusive family of the policy at the clone's verified tip; the same
-// semaphore), so waiters of one clone are admitted in arrival order. An entry whose flock can be taken belongs to a
-// waiter that died: it is removed. Waiters in other clones (a remote store) are not in the queue: between clones only
-// backoff and jitter spread the attempts.
+// semaphore), so waiters of one clone are admitted in arrival order. An
+// entry whose flock can be taken belongs to a waiter that died: it is
+// removed. Waiters in other clones (a remote store) are not in the queue:
+// between clones only backoff and jitter spread the attempts.
 #pragma once
 
 #include <cstdint>
