@@ -123,6 +123,69 @@ class Help(CliTest):
         self.assertIn("claim", self.assertOk(r.run("a", "claim", "--help")).out)
         self.assertUsage(r.run("a"))
 
+    # Every command's flags are declared once (tools/cli/commands.cpp); the
+    # usage lines of --help, `CMD --help`, the parser and the completion
+    # script are made from that declaration. Read from the built binary:
+    # a flag the usage line shows must be one the command accepts, listed
+    # by its own help and completed by bash.
+    USAGE_LINE = re.compile(r"^  ([a-z][a-z-]*(?: [a-z][a-z-]*)?)((?: \S+)*)$")
+
+    def commands_from_help(self, r):
+        lines = self.assertOk(r.run("a", "--help")).out.split("Commands:\n", 1)[1].splitlines()
+        commands = {}
+        for line, summary in zip(lines, lines[1:]):
+            m = self.USAGE_LINE.match(line)
+            if m and summary.startswith(" " * 22):
+                rest = m.group(2).split()
+                name = m.group(1)
+                flags = [re.match(r"\[?(--[a-z-]+)", t).group(1) for t in rest if re.match(r"\[?--[a-z]", t)]
+                commands[name] = (line.strip(), flags, rest)
+        return commands
+
+    def test_every_flag_in_the_usage_is_the_commands(self):
+        r = Repo(self)
+        commands = self.commands_from_help(r)
+        # The commands the table has (an independent list: docs/CLI.md names them all).
+        for name in ("init", "claim", "extend", "release", "sweep", "sem acquire", "sem release", "batch", "run",
+                     "status", "fence", "wait", "log", "whoami", "verify", "export", "doctor", "migrate",
+                     "notary keygen", "notary serve", "guard-time enable", "guard-time resume", "guard-time history",
+                     "guard-time migrate", "guard-time disable", "member add", "member remove", "member rekey",
+                     "member list", "policy show", "policy set", "hook install", "hook check", "check", "mcp", "web",
+                     "recover", "capabilities", "completion bash"):
+            self.assertIn(name, commands)
+        self.assertEqual(len(commands), 39)
+        completion = self.assertOk(r.run("a", "completion", "bash")).out
+        globals_ = re.search(r'^__git_locks_globals="([^"]*)"$', completion, re.M).group(1).split()
+        self.assertIn("--repo", globals_)
+        checked = 0
+        for name, (usage, flags, rest) in commands.items():
+            words = name.split()
+            # `CMD --help` repeats the usage line and describes each flag on a line of its own.
+            own = self.assertOk(r.run("a", *words, "--help")).out
+            self.assertEqual(own.splitlines()[0], "usage: git-locks " + usage, name)
+            for flag in flags:
+                self.assertRegex(own, re.compile(r"^  " + re.escape(flag) + r"[ \[=]", re.M), f"{name} {flag}")
+            # bash completes exactly the usage line's flags for the command (the global ones everywhere).
+            arm = re.search(r'^    "' + re.escape(name) + r'"\) echo "([^"]*)" ;;$', completion, re.M)
+            self.assertEqual(sorted(arm.group(1).split()) if arm else [], sorted(set(flags) - set(globals_)), name)
+            # The parser takes each flag: after it, an unknown flag is the one refused. Nothing runs.
+            for i, token in enumerate(rest):
+                m = re.match(r"\[?(--[a-z-]+)(\[=)?", token)
+                if not m:
+                    continue
+                flag = m.group(1)
+                takes_value = not m.group(2) and i + 1 < len(rest) and not re.match(r"[\[(-]", rest[i + 1]) \
+                    and not token.endswith("]") and not token.endswith("]...")
+                args = [flag + "=1"] if m.group(2) else [flag, "1"] if takes_value else [flag]
+                res = r.run("a", *words, *args, "--zz-unknown")
+                self.assertEqual(res.code, 64, f"{name} {args}: {res.err}")
+                detail = json.loads(res.err.splitlines()[-1])["detail"]
+                self.assertIn("--zz-unknown", detail, f"{name} {args}")
+                checked += 1
+            res = r.run("a", *words, "--zz-unknown")
+            self.assertEqual(res.code, 64, name)
+        self.assertGreater(checked, 60)
+
 
 class Capabilities(CliTest):
     # seed 002: "The native SDK exposes owner_guard_time_enable and

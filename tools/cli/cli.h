@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "args.h"
+#include "commands.h"
 #include "git.h"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/store.hpp"
@@ -32,8 +33,11 @@ class Context {
   bool allow_test_clock = false;               // --allow-test-clock: accept a notary's test clock (tests)
   std::vector<std::string> extra_object_dirs;  // also read objects from these (a push's quarantine)
 
-  // Parses a command's flags; the global flags are accepted everywhere.
-  Result<Parsed> parse(const Argv& argv, std::vector<FlagSpec> flags, bool stop_at_positional = false);
+  const CommandDecl* command = nullptr;  // the command being run (commands.h)
+
+  // Parses the flags `command` declares (commands.cpp) and the global
+  // flags, which every command accepts. Errors: usage.
+  Result<Parsed> parse(const Argv& argv);
 
   Git git() const { return Git(repo_dir, network_timeout_ms_); }
   // The repository's object store (libgit2), opened once. Errors: store_read.
@@ -98,20 +102,6 @@ Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::s
 // `name` when it can name a remote in refs/locks/remotes/NAME/state
 // (letters, digits, - _ . /, no "..", "//", "/.", ".lock"). Errors: usage.
 Result<std::string> check_remote_name(const std::string& name);
-
-// The flags every command accepts (Context::parse), also before the command.
-const std::vector<FlagSpec>& global_flags();
-
-// A row of the command table (main.cpp) without its handler: what
-// `completion bash` builds its script from.
-struct CommandUsage {
-  std::string_view name;   // one word, or two for a sub-command ("sem acquire")
-  std::string_view usage;  // "claim [--mode exclusive|shared] [--ttl DUR] ... PATH..."
-};
-std::vector<CommandUsage> command_table();
-
-// A bash completion script for `git-locks` and `git locks` (cmd_completion.cpp).
-std::string bash_completion(const std::vector<CommandUsage>& commands, const std::vector<FlagSpec>& globals);
 
 // Command handlers (tools/cli/cmd_*.cpp); main.cpp holds the table.
 int cmd_init(Context& ctx, const Argv& argv);

@@ -35,7 +35,7 @@ Error with_line(const Error& e, const std::vector<BatchLine>& lines) {
 }  // namespace
 
 int cmd_batch(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"ttl", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() > 1) return ctx.fail(make_error(Errc::usage, "usage: batch [FILE|-]"));
   std::int64_t default_ttl = kDefaultTtlMs;

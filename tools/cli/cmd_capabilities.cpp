@@ -8,7 +8,7 @@
 namespace gitlocks::cli {
 
 int cmd_capabilities(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "capabilities takes no arguments"));
   std::string human;

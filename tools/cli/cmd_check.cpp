@@ -9,7 +9,7 @@
 namespace gitlocks::cli {
 
 int cmd_check(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.empty())
     return ctx.fail(make_error(Errc::usage, "usage: check [--json] RANGE... (e.g. origin/main..HEAD)"));

@@ -1,5 +1,5 @@
 // `git-locks completion bash`: a bash completion script built from the
-// command table (main.cpp) and the global flags (context.cpp), so it lists
+// command declarations and the global flags (commands.cpp), so it lists
 // exactly the commands and flags this binary has. The build installs its
 // output as share/bash-completion/completions/git-locks.
 #include <algorithm>
@@ -13,79 +13,21 @@
 namespace gitlocks::cli {
 namespace {
 
-// What a flag's value or a positional argument completes to, read from the
-// usage string's placeholder: FILE or PATH a file name, DIR a directory, a list of
-// lowercase words ("exclusive|shared") those words, anything else nothing.
-std::string kind_of(const std::string& placeholder) {
-  std::vector<std::string> alternatives;
-  for (std::size_t at = 0;;) {
-    const std::size_t bar = placeholder.find('|', at);
-    alternatives.push_back(placeholder.substr(at, bar == std::string::npos ? bar : bar - at));
-    if (bar == std::string::npos) break;
-    at = bar + 1;
-  }
-  std::string words;
-  bool lowercase = true;
-  for (const auto& a : alternatives) {
-    if (a == "FILE" || a == "PATH") return "file";
-    if (a == "DIR") return "dir";
-    lowercase = lowercase && !a.empty() && a[0] != '-' && a.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ") == a.npos;
-    words += (words.empty() ? "" : " ") + a;
-  }
-  return lowercase && alternatives.size() > 1 ? "words " + words : "none";
-}
-
-std::string strip(std::string token) {
-  while (!token.empty() && (token.front() == '[' || token.front() == '(')) token.erase(0, 1);
-  while (!token.empty() && (token.back() == ']' || token.back() == ')' || token.back() == '.')) token.pop_back();
-  return token;
-}
-
-struct UsageSpec {
-  std::vector<std::string> flags;             // "--mode", in usage order
-  std::map<std::string, std::string> values;  // flag -> kind of its value
-  std::string positional = "none";            // kind of the positional arguments
-};
-
-// Reads a usage string: a flag takes a value when the next token names one
-// inside the same bracket group ("[--ttl DUR]"; not "[--all] [PATH...]").
-UsageSpec parse_usage(std::string_view name, std::string_view usage) {
-  std::vector<std::string> raw;
-  std::size_t at = 0;
-  while (at < usage.size()) {
-    const std::size_t space = usage.find(' ', at);
-    const std::string_view t = usage.substr(at, space == std::string_view::npos ? space : space - at);
-    if (!t.empty()) raw.emplace_back(t);
-    if (space == std::string_view::npos) break;
-    at = space + 1;
-  }
-  std::set<std::string> name_words;
-  for (std::size_t i = 0, s = 0; i <= name.size(); ++i) {
-    if (i == name.size() || name[i] == ' ') {
-      name_words.emplace(name.substr(s, i - s));
-      s = i + 1;
+// What a value completes to: a file name, a directory, some words, nothing.
+std::string kind_of(Val val, std::string_view words) {
+  switch (val) {
+    case Val::file:
+      return "file";
+    case Val::dir:
+      return "dir";
+    case Val::choice: {
+      std::string out = "words";
+      for (const auto& w : choices_of(words)) out += " " + w;
+      return out;
     }
+    default:
+      return "none";
   }
-  UsageSpec p;
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    const std::string t = strip(raw[i]);
-    if (t.rfind("--", 0) == 0 && t.size() > 2) {
-      if (std::find(p.flags.begin(), p.flags.end(), t) == p.flags.end()) p.flags.push_back(t);
-      const bool closed = raw[i].back() == ']' || raw[i].back() == ')';
-      if (!closed && i + 1 < raw.size()) {
-        const std::string& next = raw[i + 1];
-        if (next[0] != '[' && next[0] != '(' && next[0] != '|' && next[0] != '-') {
-          p.values[t] = kind_of(strip(next));
-          ++i;
-        }
-      }
-      continue;
-    }
-    if (t.empty() || t == "|" || t == "--" || name_words.count(t)) continue;
-    const std::string kind = kind_of(t);
-    if (p.positional == "none" || kind == "file") p.positional = kind;
-  }
-  return p;
 }
 
 std::string case_arm(const std::string& pattern, const std::string& text) {
@@ -94,13 +36,14 @@ std::string case_arm(const std::string& pattern, const std::string& text) {
 
 }  // namespace
 
-std::string bash_completion(const std::vector<CommandUsage>& commands, const std::vector<FlagSpec>& globals) {
+std::string bash_completion() {
+  const std::vector<FlagSpec>& globals = global_flags();
   std::set<std::string> global_names;  // listed once, not again under a command that names one too
   for (const auto& g : globals) global_names.insert("--" + std::string(g.name));
   std::vector<std::string> top;
   std::map<std::string, std::string> subcommands;  // "sem" -> "acquire release"
   std::string flags_arms, value_arms, positional_arms;
-  for (const auto& c : commands) {
+  for (const auto& c : commands()) {
     const std::string name(c.name);
     const std::size_t space = name.find(' ');
     const std::string first = name.substr(0, space);
@@ -109,14 +52,17 @@ std::string bash_completion(const std::vector<CommandUsage>& commands, const std
       std::string& subs = subcommands[first];
       subs += (subs.empty() ? "" : " ") + name.substr(space + 1);
     }
-    const UsageSpec p = parse_usage(c.name, c.usage);
     std::string flags;
-    for (const auto& f : p.flags) {
-      if (!global_names.count(f)) flags += (flags.empty() ? "" : " ") + f;
+    for (const auto& f : c.flags) {
+      const std::string flag = "--" + std::string(f.name);
+      if (!global_names.count(flag)) flags += (flags.empty() ? "" : " ") + flag;
+      // A value after '=' only: the next word is not the flag's.
+      if (f.val != Val::none && !f.optional_value)
+        value_arms += case_arm("\"" + name + " " + flag + "\"", kind_of(f.val, f.placeholder));
     }
     if (!flags.empty()) flags_arms += case_arm("\"" + name + "\"", flags);
-    for (const auto& [flag, kind] : p.values) value_arms += case_arm("\"" + name + " " + flag + "\"", kind);
-    if (p.positional != "none") positional_arms += case_arm("\"" + name + "\"", p.positional);
+    const std::string positional = kind_of(c.operand_val, c.operands);
+    if (positional != "none") positional_arms += case_arm("\"" + name + "\"", positional);
   }
   std::string global_words = "--help --version";
   for (const auto& g : globals) {
@@ -213,10 +159,10 @@ _git_locks() { __git_locks_reply "$((${__git_cmd_idx:-1} + 1))" "$cword" "${word
 }
 
 int cmd_completion_bash(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "completion bash takes no arguments"));
-  const std::string script = bash_completion(command_table(), global_flags());
+  const std::string script = bash_completion();
   std::fwrite(script.data(), 1, script.size(), stdout);
   return kExitOk;
 }

@@ -31,7 +31,7 @@ constexpr const char* kScope =
 }
 
 int cmd_doctor(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "doctor takes no arguments"));
   auto now = now_ms();

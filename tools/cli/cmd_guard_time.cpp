@@ -282,11 +282,7 @@ int resume_operation(Context& ctx, const std::string& dir, json rec) {
 }  // namespace
 
 int cmd_guard_time_enable(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"audience", true},
-                            {"service-key", true},
-                            {"disclosure", true},
-                            {"expected-policy-hash", true},
-                            {"operation-id", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "guard-time enable takes no arguments"));
   json input = json::object();
@@ -407,8 +403,7 @@ int publish_guard_time_set(Context& ctx, const std::string& command, const json&
 }  // namespace
 
 int cmd_guard_time_migrate(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv,
-                     {{"audience", true}, {"service-key", true}, {"disclosure", true}, {"expected-policy-hash", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "guard-time migrate takes no arguments"));
   for (const char* f : {"audience", "service-key", "disclosure", "expected-policy-hash"})
@@ -424,7 +419,7 @@ int cmd_guard_time_migrate(Context& ctx, const Argv& argv) {
 }
 
 int cmd_guard_time_disable(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"expected-policy-hash", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "guard-time disable takes no arguments"));
   if (!a->value("expected-policy-hash"))
@@ -433,7 +428,7 @@ int cmd_guard_time_disable(Context& ctx, const Argv& argv) {
 }
 
 int cmd_guard_time_resume(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1) return ctx.fail(make_error(Errc::usage, "usage: guard-time resume ID"));
   const std::string id = a->positionals[0];
@@ -450,7 +445,7 @@ int cmd_guard_time_resume(Context& ctx, const Argv& argv) {
 }
 
 int cmd_guard_time_history(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "guard-time history takes no arguments"));
   auto dir = operations_dir(ctx, false);

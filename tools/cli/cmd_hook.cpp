@@ -309,7 +309,7 @@ Result<json> setup_signing(Context& ctx, const std::string& exe) {
 }  // namespace
 
 int cmd_hook_install(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"warn", false}, {"force", false}, {"server", false}, {"no-sign", false}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "hook install takes no arguments"));
   const bool server = a->has("server");
@@ -395,7 +395,7 @@ int cmd_hook_install(Context& ctx, const Argv& argv) {
 }
 
 int cmd_hook_check(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"warn", false}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty() && a->positionals[0] == "pre-receive") {
     if (a->has("warn")) return ctx.fail(make_error(Errc::usage, "the pre-receive check has no --warn"));

@@ -143,14 +143,7 @@ int release_landed(Context& ctx, const Parsed& a) {
 // release --force --reason TEXT: an admin's release of any holder's path
 // leases (the core checks the policy's admins); --landed: release_landed.
 int lease_command(Context& ctx, const Argv& argv, bool extend) {
-  std::vector<FlagSpec> flags = {{"generation", true}};
-  if (extend) flags.push_back({"ttl", true});
-  if (!extend) {
-    flags.push_back({"force", false});
-    flags.push_back({"reason", true});
-    flags.push_back({"landed", true});
-  }
-  auto a = ctx.parse(argv, flags);
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!extend && a->has("landed")) return release_landed(ctx, *a);
   const bool force = !extend && a->has("force");
@@ -190,7 +183,7 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
 }  // namespace
 
 int cmd_init(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"policy", true}, {"private", false}, {"case-insensitive", false}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "init takes no arguments"));
   auto me = ctx.identity();
@@ -242,7 +235,7 @@ int cmd_init(Context& ctx, const Argv& argv) {
 }
 
 int cmd_claim(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"mode", true}, {"ttl", true}, {"note", true}, {"wait", false, true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one PATH to claim"));
   auto ttl = ttl_of(*a);
@@ -273,7 +266,7 @@ int cmd_extend(Context& ctx, const Argv& argv) { return lease_command(ctx, argv,
 int cmd_release(Context& ctx, const Argv& argv) { return lease_command(ctx, argv, false); }
 
 int cmd_sweep(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "sweep takes no arguments"));
   auto store = ctx.store();
@@ -291,7 +284,7 @@ int cmd_sweep(Context& ctx, const Argv& argv) {
 }
 
 int cmd_sem_acquire(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"limit", true}, {"ttl", true}, {"note", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1)
     return ctx.fail(make_error(Errc::usage, "usage: sem acquire NAME --limit N [--ttl DUR]"));
@@ -311,7 +304,7 @@ int cmd_sem_acquire(Context& ctx, const Argv& argv) {
 }
 
 int cmd_sem_release(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"generation", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1) return ctx.fail(make_error(Errc::usage, "usage: sem release NAME"));
   auto gen = generation_of(*a);

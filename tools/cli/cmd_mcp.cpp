@@ -252,7 +252,7 @@ Result<std::string> self_executable() {
 }  // namespace
 
 int cmd_mcp(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "mcp takes no arguments"));
   auto exe = self_executable();

@@ -42,7 +42,7 @@ Result<Published> publish_rekey(Context& ctx) {
 json membership(const Candidate& c) { return json{{"commit", c.commit}, {"action", c.outcome.action}}; }
 
 int change(Context& ctx, const Argv& argv, bool add) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1)
     return ctx.fail(make_error(Errc::usage, std::string("usage: member ") + (add ? "add" : "remove") + " KEY"));
@@ -91,7 +91,7 @@ int cmd_member_add(Context& ctx, const Argv& argv) { return change(ctx, argv, tr
 int cmd_member_remove(Context& ctx, const Argv& argv) { return change(ctx, argv, false); }
 
 int cmd_member_rekey(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "member rekey takes no arguments"));
   auto p = publish_rekey(ctx);
@@ -103,7 +103,7 @@ int cmd_member_rekey(Context& ctx, const Argv& argv) {
 }
 
 int cmd_member_list(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "member list takes no arguments"));
   auto snap = current_snapshot(ctx);

@@ -10,7 +10,7 @@
 namespace gitlocks::cli {
 
 int cmd_migrate(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "migrate takes no arguments"));
   auto me = ctx.identity();

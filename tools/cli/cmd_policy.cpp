@@ -56,7 +56,7 @@ Result<json> apply_changes(const json& current, const json& changes, const std::
 }  // namespace
 
 int cmd_policy_show(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "policy show takes no arguments"));
   auto snap = current_snapshot(ctx);
@@ -79,7 +79,7 @@ int cmd_policy_show(Context& ctx, const Argv& argv) {
 }
 
 int cmd_policy_set(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"expected-policy-hash", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1)
     return ctx.fail(make_error(Errc::usage, "usage: policy set FILE --expected-policy-hash H"));

@@ -58,7 +58,7 @@ std::string status_table(const json& leases) {
 }  // namespace
 
 int cmd_status(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"all", false}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   // Each PATH as typed: checked before the store is read, then in the
   // store's form (NFC, folded in a case-insensitive store).
@@ -136,7 +136,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
 }
 
 int cmd_fence(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 2) return ctx.fail(make_error(Errc::usage, "usage: fence RESOURCE GENERATION"));
   const std::string& name = a->positionals[0];
@@ -169,7 +169,7 @@ int cmd_fence(Context& ctx, const Argv& argv) {
 }
 
 int cmd_log(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"limit", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "log takes no arguments"));
   std::int64_t limit = kMaxSafeInteger;
@@ -215,7 +215,7 @@ int cmd_log(Context& ctx, const Argv& argv) {
 }
 
 int cmd_whoami(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "whoami takes no arguments"));
   auto me = ctx.identity();

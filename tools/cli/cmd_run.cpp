@@ -296,16 +296,7 @@ int cmd_run(Context& ctx, const Argv& argv) {
     ~Restore() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
   } restore{previous};
 
-  auto a = ctx.parse(argv,
-                     {{"claim", true},
-                      {"shared", true},
-                      {"sem", true},
-                      {"ttl", true},
-                      {"note", true},
-                      {"wait", false, true},
-                      {"on-lost", true},
-                      {"grace", true}},
-                     true);
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "usage: run [--claim PATH]... -- CMD [ARG...]"));
   std::int64_t ttl = kDefaultRunTtlMs;

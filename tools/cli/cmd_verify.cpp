@@ -168,12 +168,7 @@ Result<std::pair<std::optional<std::string>, std::optional<Pins>>> expected_pins
 }  // namespace
 
 int cmd_verify(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"from", true},
-                            {"full", false},
-                            {"accept-rewrite", false},
-                            {"quiet", false},
-                            {"expect-owner", true},
-                            {"expect-pins", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
   if (a->has("full") && a->value("from"))
@@ -370,7 +365,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
 }
 
 int cmd_export(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"bundle", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   auto file = a->value("bundle");
   if (!file || file->empty()) return ctx.fail(make_error(Errc::usage, "export needs --bundle FILE"));

@@ -12,7 +12,7 @@
 namespace gitlocks::cli {
 
 int cmd_wait(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"timeout", true}, {"claim", false}, {"mode", true}, {"ttl", true}, {"note", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one PATH to wait for"));
   std::optional<std::int64_t> timeout;

@@ -163,7 +163,7 @@ class LiveBundle {
 }  // namespace
 
 int cmd_web(Context& ctx, const Argv& argv) {
-  auto a = ctx.parse(argv, {{"port", true}, {"site", true}});
+  auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "web takes no arguments"));
   int port = 0;

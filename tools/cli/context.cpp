@@ -12,15 +12,11 @@
 
 namespace gitlocks::cli {
 
-const std::vector<FlagSpec>& global_flags() {
-  static const std::vector<FlagSpec> flags = {{"repo", true},   {"key", true},    {"json", false},
-                                              {"notary", true}, {"remote", true}, {"allow-test-clock", false}};
-  return flags;
-}
-
-Result<Parsed> Context::parse(const Argv& argv, std::vector<FlagSpec> flags, bool stop_at_positional) {
+Result<Parsed> Context::parse(const Argv& argv) {
+  std::vector<FlagSpec> flags;
+  if (command) flags = flag_specs(*command);
   flags.insert(flags.end(), global_flags().begin(), global_flags().end());
-  GITLOCKS_TRY(p, parse_flags(argv, flags, stop_at_positional));
+  GITLOCKS_TRY(p, parse_flags(argv, flags, command && command->operands_end_flags));
   if (auto r = p.value("repo")) repo_dir = *r;
   if (auto k = p.value("key")) key_flag = *k;
   if (p.has("json")) json_output = true;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
+#include "commands.h"
 #include "gitlocks/limits.hpp"
 #include "report.h"
 
@@ -65,94 +67,148 @@ struct Spec {
   bool read_only;  // writes nothing (annotations.readOnlyHint)
   const char* title;
   const char* description;
-  const char* input;   // properties and required of the input schema (an object schema)
+  // The command's flags the tool takes, by their names in commands.cpp: each
+  // becomes a property ('-' spelled '_') whose schema follows the flag's
+  // declaration, and a "--flag=VALUE" (a switch: "--flag" when true) of the
+  // command line, in the declaration's order.
+  std::vector<std::string_view> flags;
+  // The properties that are the command's operands, in order, after "--"
+  // (an array property gives one operand per item).
+  std::vector<std::string_view> operands;
+  const char* input;   // the operands' properties (an object schema); the flags' are added
   const char* output;  // the success structuredContent; "" for kTransitionSchema
 };
 
 // Input schemas never use $ref or formats: check_schema below checks
 // exactly the keywords they use.
 const Spec kSpecs[] = {
-    {"claim", "claim", false, "Claim paths",
+    {"claim",
+     "claim",
+     false,
+     "Claim paths",
      "Claim repository paths, all or none (git-locks claim). Refused with held-path while another holder's live lease "
      "is in the way (the error names holder, holder_name, path and expires_at_ms). With wait: block up to that long "
      "until admitted (waiters queue in arrival order), then refused with wait-timeout.",
+     {"mode", "ttl", "note", "wait"},
+     {"paths"},
      R"json({"type": "object", "additionalProperties": false, "required": ["paths"], "properties": {
        "paths": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
-                 "description": "repository paths; a trailing / claims a directory"},
-       "mode": {"enum": ["exclusive", "shared"], "description": "default exclusive"},
-       "ttl": DURATION,
-       "note": {"type": "string", "description": "at most 1024 bytes of UTF-8"},
-       "wait": DURATION}})json",
+                 "description": "repository paths; a trailing / claims a directory"}}})json",
      ""},
-    {"extend", "extend", false, "Extend leases", "Renew your leases to expire ttl from now (git-locks extend).",
+    {"extend",
+     "extend",
+     false,
+     "Extend leases",
+     "Renew your leases to expire ttl from now (git-locks extend).",
+     {"ttl", "generation"},
+     {"leases"},
      R"json({"type": "object", "additionalProperties": false, "required": ["leases"], "properties": {
        "leases": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
-                  "description": "each a lease id (24 hex digits) or the path of your lease"},
-       "ttl": DURATION,
-       "generation": {"type": "integer", "minimum": 0, "description": "refused with stale-generation unless current"}}})json",
+                  "description": "each a lease id (24 hex digits) or the path of your lease"}}})json",
      ""},
-    {"release", "release", false, "Release leases", "Release your leases (git-locks release).",
+    {"release",
+     "release",
+     false,
+     "Release leases",
+     "Release your leases (git-locks release).",
+     {"generation"},
+     {"leases"},
      R"json({"type": "object", "additionalProperties": false, "required": ["leases"], "properties": {
        "leases": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
-                  "description": "each a lease id (24 hex digits) or the path of your lease"},
-       "generation": {"type": "integer", "minimum": 0}}})json",
+                  "description": "each a lease id (24 hex digits) or the path of your lease"}}})json",
      ""},
-    {"status", "status", true, "Lease status",
+    {"status",
+     "status",
+     true,
+     "Lease status",
      "Live leases, optionally only those overlapping paths; all: expired ones too (git-locks status).",
+     {"all"},
+     {"paths"},
      R"json({"type": "object", "additionalProperties": false, "properties": {
-       "paths": {"type": "array", "items": {"type": "string", "minLength": 1}},
-       "all": {"type": "boolean"}}})json",
+       "paths": {"type": "array", "items": {"type": "string", "minLength": 1}}}})json",
      R"json({"type": "object", "required": ["store", "commit", "now_ms", "policy", "leases"], "properties": {
        "store": {"type": ["string", "null"]}, "commit": {"type": ["string", "null"]}, "now_ms": {"type": "integer"},
        "policy": {"type": ["object", "null"]}, "policy_hash": {"type": "string"}, "guard_time": {"type": "object"},
        "leases": {"type": "array", "items": {"type": "object",
          "required": ["kind", "resource", "lease", "holder", "generation", "expires_at", "live", "mine"]}}}})json"},
-    {"wait", "wait", true, "Wait until claimable",
+    {"wait",
+     "wait",
+     true,
+     "Wait until claimable",
      "Block until a claim of the paths would be admitted, writing nothing (git-locks wait); on timeout refused with "
      "the last refusal's code.",
+     {"timeout"},
+     {"paths"},
      R"json({"type": "object", "additionalProperties": false, "required": ["paths"], "properties": {
-       "paths": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
-       "timeout": DURATION}})json",
+       "paths": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}}}})json",
      R"json({"type": "object", "required": ["op", "paths", "claimable", "polls"], "properties": {
        "op": {"const": "wait"}, "paths": {"type": "array", "items": {"type": "string"}},
        "claimable": {"const": true}, "polls": {"type": "integer"}}})json"},
-    {"fence", "fence", true, "Check a fencing token",
+    {"fence",
+     "fence",
+     true,
+     "Check a fencing token",
      "Succeeds when generation is a live generation of resource (PATH, path:PATH or sem:NAME), else refused with "
      "stale-generation (git-locks fence).",
+     {},
+     {"resource", "generation"},
      R"json({"type": "object", "additionalProperties": false, "required": ["resource", "generation"], "properties": {
        "resource": {"type": "string", "minLength": 1}, "generation": {"type": "integer", "minimum": 0}}})json",
      R"json({"type": "object", "required": ["op", "resource", "generation", "live", "lease", "holder", "expires_at"],
        "properties": {"op": {"const": "fence"}, "resource": {"type": "string"}, "generation": {"type": "integer"},
        "live": {"const": true}, "lease": {"type": "string"}, "holder": {"type": "string"}, "name": {"type": "string"},
        "expires_at": {"type": "integer"}, "commit": {"type": "string"}}})json"},
-    {"sem_acquire", "sem acquire", false, "Acquire a semaphore slot",
+    {"sem_acquire",
+     "sem acquire",
+     false,
+     "Acquire a semaphore slot",
      "Take a slot of counted semaphore name (git-locks sem acquire); every holder must agree on limit.",
-     R"json({"type": "object", "additionalProperties": false, "required": ["name", "limit"], "properties": {
-       "name": {"type": "string", "minLength": 1}, "limit": {"type": "integer", "minimum": 1},
-       "ttl": DURATION, "note": {"type": "string"}}})json",
-     ""},
-    {"sem_release", "sem release", false, "Release a semaphore slot", "Give your slot back (git-locks sem release).",
+     {"limit", "ttl", "note"},
+     {"name"},
      R"json({"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
-       "name": {"type": "string", "minLength": 1}, "generation": {"type": "integer", "minimum": 0}}})json",
+       "name": {"type": "string", "minLength": 1}}})json",
      ""},
-    {"whoami", "whoami", true, "Who am I",
+    {"sem_release",
+     "sem release",
+     false,
+     "Release a semaphore slot",
+     "Give your slot back (git-locks sem release).",
+     {"generation"},
+     {"name"},
+     R"json({"type": "object", "additionalProperties": false, "required": ["name"], "properties": {
+       "name": {"type": "string", "minLength": 1}}})json",
+     ""},
+    {"whoami",
+     "whoami",
+     true,
+     "Who am I",
      "The actor key this server acts with, its display name, key file, and the key in OpenSSH form (ssh_key: what "
      "Git's SSH commit signatures carry).",
+     {},
+     {},
      R"json({"type": "object", "additionalProperties": false})json",
      R"json({"type": "object", "required": ["actor", "name", "key_file", "ssh_key"], "properties": {
        "actor": {"type": "string"}, "name": {"type": "string"}, "key_file": {"type": "string"},
        "ssh_key": {"type": "string"}}})json"},
-    {"log", "log", true, "History", "The history of refs/locks/state, newest first (git-locks log).",
-     R"json({"type": "object", "additionalProperties": false, "properties": {
-       "limit": {"type": "integer", "minimum": 1}}})json",
+    {"log",
+     "log",
+     true,
+     "History",
+     "The history of refs/locks/state, newest first (git-locks log).",
+     {"limit"},
+     {},
+     R"json({"type": "object", "additionalProperties": false})json",
      R"json({"type": "object", "required": ["commits"], "properties": {"commits": {"type": "array", "items": {
        "type": "object", "required": ["commit", "parent", "admitted_at_ms", "actor", "command", "action", "summary"]}}}})json"},
-    {"verify", "verify", false, "Verify the history",
+    {"verify",
+     "verify",
+     false,
+     "Verify the history",
      "Replay refs/locks/state and check every commit since the trust checkpoint (full: from the root). isError "
      "when any commit is invalid (git-locks verify).",
-     R"json({"type": "object", "additionalProperties": false, "properties": {
-       "full": {"type": "boolean"}, "from": {"type": "string", "minLength": 1},
-       "accept_rewrite": {"type": "boolean"}}})json",
+     {"full", "from", "accept-rewrite"},
+     {},
+     R"json({"type": "object", "additionalProperties": false})json",
      R"json({"type": "object", "required": ["tip", "commits", "invalid", "ok", "verdicts"], "properties": {
        "tip": {"type": "string"}, "commits": {"type": "integer"}, "invalid": {"type": "integer"},
        "structural": {"type": "integer"}, "ok": {"type": "boolean"},
@@ -166,18 +222,67 @@ json parse_schema(std::string text) {
   return json::parse(text);  // our own constant text: a typo fails every test at once
 }
 
+// The schema of a flag's value, from its declaration (commands.cpp).
+json flag_schema(const FlagDecl& f) {
+  json out;
+  switch (f.val) {
+    case Val::none:
+      out = {{"type", "boolean"}};
+      break;
+    case Val::duration:
+      out = parse_schema("DURATION");
+      break;
+    case Val::count:
+      out = {{"type", "integer"}, {"minimum", f.min}};
+      break;
+    case Val::choice:
+      out = {{"enum", choices_of(f.placeholder)}};
+      break;
+    case Val::text:
+    case Val::file:
+    case Val::dir:
+      out = {{"type", "string"}};
+      if (f.min > 0) out["minLength"] = f.min;
+      break;
+  }
+  if (!f.help.empty() && !out.contains("description")) out["description"] = std::string(f.help);
+  return out;
+}
+
+std::string property_of(std::string_view flag) {
+  std::string out(flag);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
 std::vector<Tool> build_tools() {
   const json error_schema = parse_schema(kErrorSchema);
   std::vector<Tool> out;
   for (const Spec& s : kSpecs) {
     json success = parse_schema(*s.output ? s.output : kTransitionSchema);
-    json def = {{"name", s.name},
-                {"title", s.title},
-                {"description", s.description},
-                {"inputSchema", parse_schema(s.input)},
-                {"outputSchema", {{"type", "object"}, {"anyOf", json::array({success, error_schema})}}},
-                {"annotations", {{"readOnlyHint", s.read_only}, {"openWorldHint", false}}}};
-    out.push_back({s.name, s.op, std::move(def)});
+    json input = parse_schema(s.input);
+    const CommandDecl* command = find_command(s.op);
+    Tool tool{s.name, s.op, {}, {}, {}};
+    // Our own constant tables: a tool of no command, or naming a flag its
+    // command does not declare, fails every test at once.
+    if (!command) throw std::logic_error("mcp tool " + std::string(s.name) + ": no command '" + s.op + "'");
+    for (const auto& name : s.flags)
+      if (std::none_of(command->flags.begin(), command->flags.end(), [&](const FlagDecl& f) { return f.name == name; }))
+        throw std::logic_error("mcp tool " + std::string(s.name) + ": no flag --" + std::string(name));
+    for (const FlagDecl& f : command->flags) {
+      if (std::find(s.flags.begin(), s.flags.end(), f.name) == s.flags.end()) continue;
+      input["properties"][property_of(f.name)] = flag_schema(f);
+      if (f.required) input["required"].push_back(property_of(f.name));
+      tool.flags.push_back({property_of(f.name), "--" + std::string(f.name), f.val == Val::none});
+    }
+    tool.operands.assign(s.operands.begin(), s.operands.end());
+    tool.definition = {{"name", s.name},
+                       {"title", s.title},
+                       {"description", s.description},
+                       {"inputSchema", std::move(input)},
+                       {"outputSchema", {{"type", "object"}, {"anyOf", json::array({success, error_schema})}}},
+                       {"annotations", {{"readOnlyHint", s.read_only}, {"openWorldHint", false}}}};
+    out.push_back(std::move(tool));
   }
   return out;
 }
@@ -194,19 +299,6 @@ bool has_type(const json& v, const std::string& type) {
 }
 
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-// --name=VALUE: a value starting with '-' is never read as a flag.
-void flag(std::vector<std::string>& argv, const json& args, const char* key, const std::string& name) {
-  auto it = args.find(key);
-  if (it != args.end()) argv.push_back("--" + name + "=" + text_of(*it));
-}
-
-void positionals(std::vector<std::string>& argv, const json& args, const char* key) {
-  argv.push_back("--");
-  auto it = args.find(key);
-  if (it == args.end()) return;
-  for (const auto& p : *it) argv.push_back(p.get<std::string>());
-}
 
 // JSON Lines as an array; a line that is not JSON is an error (nullopt).
 std::optional<json> json_lines(const std::string& text) {
@@ -295,49 +387,25 @@ std::optional<std::string> check_schema(const json& schema, const json& value, c
 
 std::vector<std::string> command_line(const Tool& tool, const json& a) {
   std::vector<std::string> argv;
-  const std::string& n = tool.name;
-  if (n == "claim") {
-    argv = {"claim"};
-    flag(argv, a, "mode", "mode");
-    flag(argv, a, "ttl", "ttl");
-    flag(argv, a, "note", "note");
-    flag(argv, a, "wait", "wait");
-    positionals(argv, a, "paths");
-  } else if (n == "extend" || n == "release") {
-    argv = {n};
-    if (n == "extend") flag(argv, a, "ttl", "ttl");
-    flag(argv, a, "generation", "generation");
-    positionals(argv, a, "leases");
-  } else if (n == "status") {
-    argv = {"status"};
-    if (a.value("all", false)) argv.push_back("--all");
-    positionals(argv, a, "paths");
-  } else if (n == "wait") {
-    argv = {"wait"};
-    flag(argv, a, "timeout", "timeout");
-    positionals(argv, a, "paths");
-  } else if (n == "fence") {
-    argv = {"fence", "--", a["resource"].get<std::string>(), text_of(a["generation"])};
-  } else if (n == "sem_acquire") {
-    argv = {"sem", "acquire"};
-    flag(argv, a, "limit", "limit");
-    flag(argv, a, "ttl", "ttl");
-    flag(argv, a, "note", "note");
-    argv.insert(argv.end(), {"--", a["name"].get<std::string>()});
-  } else if (n == "sem_release") {
-    argv = {"sem", "release"};
-    flag(argv, a, "generation", "generation");
-    argv.insert(argv.end(), {"--", a["name"].get<std::string>()});
-  } else if (n == "whoami") {
-    argv = {"whoami"};
-  } else if (n == "log") {
-    argv = {"log"};
-    flag(argv, a, "limit", "limit");
-  } else if (n == "verify") {
-    argv = {"verify"};
-    if (a.value("full", false)) argv.push_back("--full");
-    flag(argv, a, "from", "from");
-    if (a.value("accept_rewrite", false)) argv.push_back("--accept-rewrite");
+  const std::string_view op = tool.op;
+  for (std::size_t at = 0, space; at <= op.size(); at = space + 1) {
+    space = op.find(' ', at);
+    if (space == std::string_view::npos) space = op.size();
+    argv.emplace_back(op.substr(at, space - at));
+  }
+  for (const auto& f : tool.flags) {
+    auto it = a.find(f.property);
+    if (it == a.end()) continue;
+    if (!f.is_switch) argv.push_back(f.flag + "=" + text_of(*it));
+    else if (it->get<bool>()) argv.push_back(f.flag);
+  }
+  if (tool.operands.empty()) return argv;
+  argv.push_back("--");  // an operand starting with '-' is never read as a flag
+  for (const auto& name : tool.operands) {
+    auto it = a.find(name);
+    if (it == a.end()) continue;
+    if (!it->is_array()) argv.push_back(text_of(*it));
+    for (const auto& one : it->is_array() ? *it : json::array()) argv.push_back(text_of(one));
   }
   return argv;
 }

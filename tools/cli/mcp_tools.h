@@ -19,7 +19,16 @@ namespace gitlocks::cli::mcp {
 struct Tool {
   std::string name;  // snake_case, e.g. "sem_acquire"
   std::string op;    // the CLI command it runs, e.g. "sem acquire"
-  json definition;   // the tools/list entry: name, title, description, inputSchema, outputSchema
+  // The command's flags the tool takes: property "accept_rewrite" is flag
+  // "--accept-rewrite" (a switch when it takes no value).
+  struct Flag {
+    std::string property;
+    std::string flag;
+    bool is_switch = false;
+  };
+  std::vector<Flag> flags;            // in the order of the command's declaration
+  std::vector<std::string> operands;  // the properties given after "--", in order
+  json definition;                    // the tools/list entry: name, title, description, inputSchema, outputSchema
 };
 
 // Every tool, in the order tools/list shows them.

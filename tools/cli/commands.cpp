@@ -1,0 +1,330 @@
+// Every command of git-locks and its flags, declared once (commands.h).
+#include "commands.h"
+
+namespace gitlocks::cli {
+namespace {
+
+using V = Val;
+
+// Flags several commands share, spelled once.
+constexpr FlagDecl kTtl{"ttl", V::duration, "DUR", "the lease's time to live (default 10m)"};
+constexpr FlagDecl kNote{"note", V::text, "TEXT", "a note everyone sees on the lease (at most 1024 bytes of UTF-8)"};
+constexpr FlagDecl kMode{"mode", V::choice, "exclusive|shared", "exclusive (the default) or shared"};
+constexpr FlagDecl kWait{"wait", V::duration, "DUR",
+                         "block until admitted (waiters queue in arrival order); after DUR refused with wait-timeout",
+                         true};
+constexpr FlagDecl kGeneration{"generation", V::count, "G",
+                               "the generation you hold: refused with stale-generation unless it is current"};
+constexpr FlagDecl kPolicyHash{"expected-policy-hash",
+                               V::text,
+                               "H",
+                               "the policy hash the change is made against (git-locks policy show)",
+                               false,
+                               true};
+constexpr FlagDecl kAudience{"audience", V::text, "A", "the notary's audience (a pin)", false, true};
+constexpr FlagDecl kServiceKey{"service-key", V::text, "KEY", "the notary's service key, 64 hex (a pin)", false, true};
+constexpr FlagDecl kDisclosure{"disclosure",   V::choice,
+                               "GUARD_WINDOW", "what the notary learns of each transition (only GUARD_WINDOW)",
+                               false,          true};
+constexpr FlagDecl kForce{"force", V::none, "", "replace a hook that git-locks did not write"};
+
+}  // namespace
+
+const std::vector<CommandDecl>& commands() {
+  static const std::vector<CommandDecl> all = {
+      {"init",
+       {{"private", V::none, "", "end-to-end encrypted: records sealed to members (docs/PRIVATE.md)"},
+        {"policy", V::file, "FILE", "the initial policy (JSON)"},
+        {"case-insensitive", V::none, "", "paths that differ only in case are one path"}},
+       "",
+       V::none,
+       "create the lock store (an existing store is left alone); --private: end-to-end encrypted (docs/PRIVATE.md)"},
+      {"claim",
+       {kMode, kTtl, kNote, kWait},
+       "PATH...",
+       V::file,
+       "claim paths, all or none; an expired lease of another holder is reclaimed; --wait: block until admitted "
+       "(waiters queue in arrival order; after DUR exit 1 wait-timeout)"},
+      {"extend",
+       {kTtl, kGeneration},
+       "(LEASE-ID|PATH)...",
+       V::file,
+       "renew your leases to expire TTL from now (before they expire)"},
+      {"release",
+       {kGeneration,
+        {"force", V::none, "", "an admin releases others' path leases (needs --reason)"},
+        {"reason", V::text, "TEXT", "why, for the holder and the log (with --force)"},
+        {"landed", V::text, "BRANCH", "instead of leases: release every lease whose work is all on BRANCH"}},
+       "(LEASE-ID|PATH)...",
+       V::file,
+       "release your leases; --force --reason TEXT: an admin releases others' path leases, with a reason everyone "
+       "sees; --landed BRANCH (no leases named): an admin releases every lease whose holder's signed work on its "
+       "path is all on BRANCH"},
+      {"sweep", {}, "", V::none, "remove every expired lease"},
+      {"sem acquire",
+       {{"limit", V::count, "N", "the semaphore's slots; every holder must agree", false, true, false, 1}, kTtl, kNote},
+       "NAME",
+       V::none,
+       "take a slot of a counted semaphore (every holder must agree on N)"},
+      {"sem release", {kGeneration}, "NAME", V::none, "give your slot back"},
+      {"batch",
+       {kTtl},
+       "[FILE|-]",
+       V::file,
+       "publish JSON Lines of claim/extend/release/sem-acquire/sem-release ops as one transition"},
+      {"run",
+       {{"claim", V::file, "PATH", "claim PATH exclusively", false, false, true},
+        {"shared", V::file, "PATH", "claim PATH shared", false, false, true},
+        {"sem", V::text, "NAME:LIMIT", "take a slot of semaphore NAME of LIMIT slots", false, false, true},
+        {"ttl", V::duration, "DUR", "the leases' time to live, renewed every TTL/3 (default 60s)"},
+        kNote,
+        kWait,
+        {"on-lost", V::choice, "terminate|keep", "what happens to CMD when a lease is lost (default terminate)"},
+        {"grace", V::duration, "DUR", "SIGKILL this long after SIGTERM (default 10s)"}},
+       "-- CMD [ARG...]",
+       V::none,
+       "hold leases while CMD runs (renewed every TTL/3), then release; exits with CMD's status; --wait: wait for "
+       "admission first; a lost lease (renewal refused, force-released, expired) stops CMD's process group "
+       "(SIGTERM, SIGKILL after --grace, default 10s; --on-lost keep: it runs on) and exits 1, lease-lost",
+       true},
+      {"status",
+       {{"all", V::none, "", "expired leases too"}},
+       "[PATH...]",
+       V::file,
+       "live leases (with --all also expired ones)"},
+      {"fence",
+       {},
+       "RESOURCE GENERATION",
+       V::none,
+       "exit 0 when GENERATION is a live generation of RESOURCE (PATH, path:PATH or sem:NAME), else 1"},
+      {"wait",
+       {{"timeout", V::duration, "DUR", "give up after DUR, refused with the last refusal's code"},
+        {"claim", V::none, "", "claim the paths once they are claimable"},
+        kMode,
+        kTtl,
+        kNote},
+       "PATH...",
+       V::file,
+       "block until the paths are claimable (and with --claim, claim them; --mode, --ttl and --note go with "
+       "--claim)"},
+      {"log",
+       {{"limit", V::count, "N", "at most N commits", false, false, false, 1}},
+       "",
+       V::none,
+       "the history of refs/locks/state, newest first"},
+      {"whoami",
+       {},
+       "",
+       V::none,
+       "your actor key, display name and key file, and the key in OpenSSH form (for gpg.ssh.allowedSignersFile)"},
+      {"verify",
+       {{"full", V::none, "", "from the root, not from the trust checkpoint"},
+        {"from", V::text, "COMMIT", "trust COMMIT's state and check the commits after it"},
+        {"expect-owner", V::text, "KEY", "from the root; the root is invalid (owner-mismatch) unless KEY owns it"},
+        {"expect-pins", V::text, "AUDIENCE:KEY",
+         "from the root; the tip is invalid (pins-mismatch) unless these notary pins are in force"},
+        {"accept-rewrite", V::none, "", "accept a tip that does not descend from the checkpoint"},
+        {"quiet", V::none, "", "print only the summary"}},
+       "",
+       V::none,
+       "replay refs/locks/state and check every commit since the clone's trust checkpoint (--full: from the root; "
+       "--expect-owner/--expect-pins: from the root, the root invalid as owner-mismatch unless the store's owner is "
+       "KEY, the tip as pins-mismatch unless those notary pins are in force; "
+       "exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
+      {"export",
+       {{"bundle", V::file, "FILE", "where to write the bundle (- for stdout)", false, true}},
+       "",
+       V::none,
+       "write a Git bundle of refs/locks/state for other hosts to verify"},
+      {"doctor",
+       {},
+       "",
+       V::none,
+       "diagnose the reservation data and a leftover refs/locks/state.lock (exit 0 healthy, 1 problems, 2 "
+       "unreadable); repairs nothing"},
+      {"migrate", {}, "", V::none, "rewrite a format-1 store as the current format (one ordinary transition)"},
+      {"notary keygen",
+       {{"out", V::file, "FILE", "the key file to write", false, true}},
+       "",
+       V::none,
+       "write a new notary service key (mode 0600)",
+       false,
+       true},
+      {"notary serve",
+       {{"key", V::file, "FILE", "the service key (notary keygen)", false, true},
+        {"state", V::dir, "DIR", "where the notary keeps its clock and replay state", false, true},
+        {"listen", V::text, "HOST:PORT", "the address to serve on", false, true},
+        {"audience", V::text, "NAME", "the audience its attestations name", false, true},
+        {"test-clock", V::none, "", "a settable clock for tests (its attestations say so)"},
+        {"allow-remote", V::none, "", "listen on an address other than loopback"},
+        {"max-request-bytes", V::count, "N", "the largest request body accepted (default 65536)", false, false, false,
+         1024}},
+       "",
+       V::none,
+       "run a trusted-time notary (docs/NOTARY.md)",
+       false,
+       true},
+      {"guard-time enable",
+       {kAudience,
+        kServiceKey,
+        kDisclosure,
+        kPolicyHash,
+        {"operation-id", V::text, "ID", "names this operation, for guard-time resume", false, true}},
+       "",
+       V::none,
+       "owner: require a notary's attestation on every transition from now on"},
+      {"guard-time resume",
+       {},
+       "ID",
+       V::none,
+       "finish an enable whose answer was lost: verify acceptance or re-send the identical packet"},
+      {"guard-time history", {}, "", V::none, "local guard-time operations and their status"},
+      {"guard-time migrate",
+       {kAudience, kServiceKey, kDisclosure, kPolicyHash},
+       "",
+       V::none,
+       "owner: move the store to another notary (--notary or locks.notary), which admits this change itself"},
+      {"guard-time disable",
+       {kPolicyHash},
+       "",
+       V::none,
+       "owner: turn guard time off (no notary needed); transitions carry the writer's clock again"},
+      {"member add",
+       {},
+       "KEY",
+       V::none,
+       "owner of a PRIVATE store: add a member (new epoch key sealed to every member; two commits)"},
+      {"member remove",
+       {},
+       "KEY",
+       V::none,
+       "owner of a PRIVATE store: remove a member; nothing published afterwards is readable to it"},
+      {"member rekey", {}, "", V::none, "owner: finish an interrupted member add/remove"},
+      {"member list", {}, "", V::none, "the members and key epoch of a PRIVATE store"},
+      {"policy show",
+       {},
+       "",
+       V::none,
+       "the store's policy (TTL bounds, families, require_claim, enforced refs, admins, bots) and its policy hash"},
+      {"policy set",
+       {kPolicyHash},
+       "FILE",
+       V::file,
+       "owner: change the policy by a signed transition; FILE (JSON, - for stdin) gives the fields to change "
+       "(min_ttl_ms, max_ttl_ms, families, require_claim, enforce, admins, bots; null removes one)"},
+      {"hook install",
+       {{"warn", V::none, "", "the hooks warn instead of refusing"},
+        kForce,
+        {"no-sign", V::none, "", "leave commit signing alone"},
+        {"server", V::none, "", "install the pre-receive hook of the repository serving the store"}},
+       "",
+       V::none,
+       "set up this clone: sign commits with your actor key (Git's SSH signing; --no-sign leaves signing alone), "
+       "a reference-transaction hook that refuses to move an enforced branch (the policy's enforce, else git config "
+       "locks.enforce, default "
+       "refs/heads/*) to commits changing others' exclusively claimed paths (--no-verify does not skip it), and "
+       "pre-commit and pre-push hooks for early feedback (--warn: they warn only); --server (not with --warn or "
+       "--no-sign): a pre-receive hook (for the repository serving a "
+       "shared store) rejecting every push to refs/locks/state that does not replay as valid transitions and every "
+       "push to an enforced ref that changes a path under another holder's claim"},
+      {"hook check",
+       {{"warn", V::none, "", "report, but exit 0"}},
+       "pre-commit|pre-push|pre-receive|reference-transaction",
+       V::choice,
+       "what the installed hooks run"},
+      {"check",
+       {},
+       "RANGE...",
+       V::none,
+       "the claims rule over the commits of RANGE (e.g. origin/main..HEAD), as the server hook applies it: exit 0 all "
+       "clear, 1 a commit changes a path under another holder's claim, 2 the store cannot be read"},
+      {"mcp",
+       {},
+       "",
+       V::none,
+       "serve the Model Context Protocol on stdin/stdout (one server per agent, acting with --key); every tool call "
+       "runs the matching command (docs/CLI.md \"MCP server\")"},
+      {"web",
+       {{"port", V::count, "P", "the port (default: any free one)"},
+        {"site", V::dir, "DIR", "serve the page from DIR (default: the installed one)"}},
+       "",
+       V::none,
+       "serve the verification page and a live bundle of refs/locks/state on 127.0.0.1 (prints the URL as JSON)"},
+      {"recover",
+       {{"dry-run", V::none, "", "say what would be restored, change nothing"}},
+       "",
+       V::none,
+       "when refs/locks/state does not verify, restore it to its last valid commit (locally, or on the remote with a "
+       "lease on the invalid tip): exit 0 restored or nothing to do, 2 no valid state or the ref moved"},
+      {"capabilities",
+       {},
+       "",
+       V::none,
+       "the capabilities of this build, one name per line (--json: the report the npm module's capabilities() "
+       "returns)"},
+      {"completion bash",
+       {},
+       "",
+       V::none,
+       "print the bash completion script for git-locks and `git locks`, generated from this command table"},
+  };
+  return all;
+}
+
+const CommandDecl* find_command(std::string_view name) {
+  for (const auto& c : commands())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string usage_of(const CommandDecl& c) {
+  std::string out(c.name);
+  for (const auto& f : c.flags) {
+    std::string one = "--" + std::string(f.name);
+    if (f.val != Val::none)
+      one += f.optional_value ? "[=" + std::string(f.placeholder) + "]" : " " + std::string(f.placeholder);
+    out += " " + (f.required ? one : "[" + one + "]") + (f.repeatable ? "..." : "");
+  }
+  if (!c.operands.empty()) out += " " + std::string(c.operands);
+  return out;
+}
+
+std::string help_of(const CommandDecl& c) {
+  std::string out = "usage: git-locks " + usage_of(c) + "\n  " + std::string(c.summary) + "\n";
+  if (!c.flags.empty()) out += "\n";
+  for (const auto& f : c.flags) {
+    std::string left = "  --" + std::string(f.name);
+    if (f.val != Val::none)
+      left += (f.optional_value ? "[=" : " ") + std::string(f.placeholder) + (f.optional_value ? "]" : "");
+    if (left.size() < 24) left.resize(24, ' ');
+    else left += "\n" + std::string(24, ' ');
+    out += left + std::string(f.help) + (f.required ? " (required)" : "") + "\n";
+  }
+  if (!c.own_parser)
+    out += "\nGlobal flags (git-locks --help): --repo, --remote, --json, --key, --notary, --allow-test-clock\n";
+  return out;
+}
+
+std::vector<FlagSpec> flag_specs(const CommandDecl& c) {
+  std::vector<FlagSpec> out;
+  for (const auto& f : c.flags) out.push_back({f.name, f.val != Val::none && !f.optional_value, f.optional_value});
+  return out;
+}
+
+std::vector<std::string> choices_of(std::string_view placeholder) {
+  std::vector<std::string> out;
+  for (std::size_t at = 0;;) {
+    const std::size_t bar = placeholder.find('|', at);
+    out.emplace_back(placeholder.substr(at, bar == std::string_view::npos ? bar : bar - at));
+    if (bar == std::string_view::npos) return out;
+    at = bar + 1;
+  }
+}
+
+const std::vector<FlagSpec>& global_flags() {
+  static const std::vector<FlagSpec> flags = {{"repo", true},   {"key", true},    {"json", false},
+                                              {"notary", true}, {"remote", true}, {"allow-test-clock", false}};
+  return flags;
+}
+
+}  // namespace gitlocks::cli
