@@ -217,14 +217,13 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
       const std::string key = rec["name"].get<std::string>();
       seen_dirs.insert(key);
       std::map<std::string, std::array<std::int64_t, 2>> have;
-      for (const auto& [h, m] : rec["below"].items())
-        have[h] = {m["x"].get<std::int64_t>(), m["s"].get<std::int64_t>()};
+      for (const auto& [h, m] : markers_of(rec)) have[h] = {m.exclusive, m.shared};
       if (have != markers[key])
         out.push_back({"error", "marker-mismatch", loc_of(res, *version, w.codec),
                        "intention markers of '" + key + "/' do not count the leases below it"});
     } else if (rec["kind"] == "family" && families_known) {
       std::map<std::string, std::int64_t> have;
-      for (const auto& [h, e] : rec["holders"].items()) have[h] = e["n"].get<std::int64_t>();
+      for (const auto& [h, e] : family_holders_of(rec)) have[h] = e.leases;
       if (have != families[rec["name"].get<std::string>()])
         out.push_back({"error", "family-mismatch", loc_of(res, *version, w.codec),
                        "holders of family '" + rec["name"].get<std::string>() + "' do not match the leases"});

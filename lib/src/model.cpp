@@ -76,4 +76,45 @@ std::vector<Lease> leases_of(const json& record) {
   return out;
 }
 
+Marker Marker::of(const json& m) {
+  return {m.value("x", std::int64_t{0}), m.value("xu", std::int64_t{0}), m.value("s", std::int64_t{0}),
+          m.value("su", std::int64_t{0})};
+}
+
+json Marker::to_json() const {
+  return json{{"x", exclusive}, {"xu", exclusive_until}, {"s", shared}, {"su", shared_until}};
+}
+
+std::map<std::string, Marker> markers_of(const json& record) {
+  std::map<std::string, Marker> out;
+  if (!record.is_object()) return out;
+  auto it = record.find("below");
+  if (it == record.end() || !it->is_object()) return out;
+  for (const auto& [holder, m] : it->items()) out.emplace(holder, Marker::of(m));
+  return out;
+}
+
+Marker marker_of(const json& record, const std::string& holder) {
+  if (!record.is_object()) return {};
+  auto below = record.find("below");
+  if (below == record.end() || !below->is_object()) return {};
+  auto it = below->find(holder);
+  return it == below->end() ? Marker{} : Marker::of(*it);
+}
+
+FamilyHolder FamilyHolder::of(const json& e) {
+  return {e.value("n", std::int64_t{0}), e.value("until", std::int64_t{0})};
+}
+
+json FamilyHolder::to_json() const { return json{{"n", leases}, {"until", until}}; }
+
+std::map<std::string, FamilyHolder> family_holders_of(const json& record) {
+  std::map<std::string, FamilyHolder> out;
+  if (!record.is_object()) return out;
+  auto it = record.find("holders");
+  if (it == record.end() || !it->is_object()) return out;
+  for (const auto& [holder, e] : it->items()) out.emplace(holder, FamilyHolder::of(e));
+  return out;
+}
+
 }  // namespace gitlocks

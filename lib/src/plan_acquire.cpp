@@ -78,14 +78,14 @@ Status Planner::claim(json& op, std::size_t i) {
                            l.holder, l.name, l.path});
       must_reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
     }
-    for (const auto& [h, m] : (*target)["below"].items()) {
+    for (const auto& [h, m] : markers_of(*target)) {
       if (h == ctx_.actor) continue;
-      if (m["x"].get<std::int64_t>() > 0)
-        conflicts.push_back({m["xu"].get<std::int64_t>(), Errc::held_path,
+      if (m.exclusive > 0)
+        conflicts.push_back({m.exclusive_until, Errc::held_path,
                              "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12), h, "", "", key,
                              "exclusive"});
-      if (excl && m["s"].get<std::int64_t>() > 0)
-        conflicts.push_back({m["su"].get<std::int64_t>(), Errc::held_path,
+      if (excl && m.shared > 0)
+        conflicts.push_back({m.shared_until, Errc::held_path,
                              "a path below '" + key + "/' is held shared by " + h.substr(0, 12), h, "", "", key,
                              "shared"});
     }
@@ -94,10 +94,10 @@ Status Planner::claim(json& op, std::size_t i) {
     if (!f->exclusive) continue;
     GITLOCKS_TRY(rec, get(family_resource(f->name)));
     if (rec->is_null()) continue;
-    for (const auto& [h, e] : (*rec)["holders"].items())
+    for (const auto& [h, e] : family_holders_of(*rec))
       if (h != ctx_.actor)
-        conflicts.push_back({e["until"].get<std::int64_t>(), Errc::family_policy,
-                             "family '" + f->name + "' is held by " + h.substr(0, 12), h, "", "", "", "", f});
+        conflicts.push_back({e.until, Errc::family_policy, "family '" + f->name + "' is held by " + h.substr(0, 12), h,
+                             "", "", "", "", f});
   }
   GITLOCKS_CHECK(resolve(op, conflicts, must_reclaim));
   if (ctx_.check_only) return Ok{};

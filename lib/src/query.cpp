@@ -129,7 +129,7 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
       // Leases strictly below a filter are known only to its markers: when
       // any holder has some, the listing needs every record.
       const std::optional<json>& rec = at->second;
-      if (i + 1 == keys.size() && rec && rec->contains("below") && !(*rec)["below"].empty())
+      if (i + 1 == keys.size() && rec && !markers_of(*rec).empty())
         return scan(reader, now, filters, include_expired, me);
     }
   }

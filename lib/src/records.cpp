@@ -4,6 +4,7 @@
 
 #include "gitlocks/hex.hpp"
 #include "gitlocks/limits.hpp"
+#include "gitlocks/model.hpp"
 
 namespace gitlocks::records {
 
@@ -129,51 +130,57 @@ Status validate(const json& rec, const std::string& resource) {
 }
 
 void bump_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until) {
-  json& m = rec["below"][holder];
-  if (m.is_null()) m = json{{"x", 0}, {"xu", 0}, {"s", 0}, {"su", 0}};
-  const char* n = exclusive ? "x" : "s";
-  const char* u = exclusive ? "xu" : "su";
-  m[n] = m[n].get<std::int64_t>() + 1;
-  m[u] = std::max(m[u].get<std::int64_t>(), until);
+  json& at = rec["below"][holder];
+  Marker m = at.is_null() ? Marker{} : Marker::of(at);
+  (exclusive ? m.exclusive : m.shared) += 1;
+  std::int64_t& u = exclusive ? m.exclusive_until : m.shared_until;
+  u = std::max(u, until);
+  at = m.to_json();
 }
 
 void renew_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until) {
   auto it = rec["below"].find(holder);
   if (it == rec["below"].end()) return;
-  const char* u = exclusive ? "xu" : "su";
-  (*it)[u] = std::max((*it)[u].get<std::int64_t>(), until);
+  Marker m = Marker::of(*it);
+  std::int64_t& u = exclusive ? m.exclusive_until : m.shared_until;
+  u = std::max(u, until);
+  *it = m.to_json();
 }
 
 void drop_marker(json& rec, const std::string& holder, bool exclusive) {
   auto it = rec["below"].find(holder);
   if (it == rec["below"].end()) return;
-  const char* n = exclusive ? "x" : "s";
-  const char* u = exclusive ? "xu" : "su";
-  std::int64_t left = std::max<std::int64_t>((*it)[n].get<std::int64_t>() - 1, 0);
-  (*it)[n] = left;
-  if (left == 0) (*it)[u] = 0;
-  if ((*it)["x"] == 0 && (*it)["s"] == 0) rec["below"].erase(it);
+  Marker m = Marker::of(*it);
+  std::int64_t& n = exclusive ? m.exclusive : m.shared;
+  n = std::max<std::int64_t>(n - 1, 0);
+  if (n == 0) (exclusive ? m.exclusive_until : m.shared_until) = 0;
+  if (m.empty()) rec["below"].erase(it);
+  else *it = m.to_json();
 }
 
 void bump_family_holder(json& rec, const std::string& holder, std::int64_t until) {
-  json& e = rec["holders"][holder];
-  if (e.is_null()) e = json{{"n", 0}, {"until", 0}};
-  e["n"] = e["n"].get<std::int64_t>() + 1;
-  e["until"] = std::max(e["until"].get<std::int64_t>(), until);
+  json& at = rec["holders"][holder];
+  FamilyHolder e = at.is_null() ? FamilyHolder{} : FamilyHolder::of(at);
+  e.leases += 1;
+  e.until = std::max(e.until, until);
+  at = e.to_json();
 }
 
 void renew_family_holder(json& rec, const std::string& holder, std::int64_t until) {
   auto it = rec["holders"].find(holder);
   if (it == rec["holders"].end()) return;
-  (*it)["until"] = std::max((*it)["until"].get<std::int64_t>(), until);
+  FamilyHolder e = FamilyHolder::of(*it);
+  e.until = std::max(e.until, until);
+  *it = e.to_json();
 }
 
 void drop_family_holder(json& rec, const std::string& holder) {
   auto it = rec["holders"].find(holder);
   if (it == rec["holders"].end()) return;
-  std::int64_t left = (*it)["n"].get<std::int64_t>() - 1;
-  if (left <= 0) rec["holders"].erase(it);
-  else (*it)["n"] = left;
+  FamilyHolder e = FamilyHolder::of(*it);
+  e.leases -= 1;
+  if (e.leases <= 0) rec["holders"].erase(it);
+  else *it = e.to_json();
 }
 
 }  // namespace gitlocks::records

@@ -148,19 +148,6 @@ std::vector<std::string> ancestors_of(const std::string& key) {
   return out;
 }
 
-// A holder's intention marker in a path record: the count and expiry bound
-// of its exclusive ("x", "xu") or shared ("s", "su") leases below.
-struct Marker {
-  std::int64_t count = 0;
-  std::int64_t until = 0;
-};
-Marker marker_of(const json& rec, const std::string& holder, bool exclusive) {
-  if (rec.is_null() || !rec.contains("below")) return {};
-  auto it = rec["below"].find(holder);
-  if (it == rec["below"].end()) return {};
-  return {(*it)[exclusive ? "x" : "s"].get<std::int64_t>(), (*it)[exclusive ? "xu" : "su"].get<std::int64_t>()};
-}
-
 // What the lease changes of one commit must do to one holder's marker on
 // one ancestor: the net count change and the latest expiry added or renewed.
 struct MarkerDelta {
@@ -264,14 +251,13 @@ Status Timeline::conflicts_in_state(StateReader& reader, const std::string& key,
   // Below the key: the markers, checked by apply() at every commit.
   GITLOCKS_TRY(rec, reader.record(path_resource(key)));
   if (!rec) return Ok{};
-  for (const auto& [h, m] : (*rec)["below"].items()) {
+  for (const auto& [h, m] : markers_of(*rec)) {
     if (h == holder) continue;
     for (const bool x : {true, false}) {
       if (!x && !exclusive) continue;
-      const Marker mk = marker_of(*rec, h, x);
-      if (mk.count > 0 && mk.until >= t)
-        out.push_back(std::to_string(mk.count) + (x ? " exclusive" : " shared") + " lease(s) of " + h + " below '" +
-                      key + "' (live until " + std::to_string(mk.until) + ")");
+      if (m.count(x) > 0 && m.until(x) >= t)
+        out.push_back(std::to_string(m.count(x)) + (x ? " exclusive" : " shared") + " lease(s) of " + h + " below '" +
+                      key + "' (live until " + std::to_string(m.until(x)) + ")");
     }
   }
   return Ok{};
@@ -448,8 +434,7 @@ Status Timeline::check_markers(StateReader& after_reader, const Effects& fx, std
     const json& after = doc_or_null(after_doc);
     std::set<std::string> holders;
     for (const json* r : {&before, &after})
-      if (!r->is_null())
-        for (const auto& [h, _] : (*r)["below"].items()) holders.insert(h);
+      for (const auto& [h, _] : markers_of(*r)) holders.insert(h);
     auto d = deltas.find(k);
     if (d != deltas.end())
       for (const auto& [h, _] : d->second) holders.insert(h);
@@ -458,15 +443,16 @@ Status Timeline::check_markers(StateReader& after_reader, const Effects& fx, std
       if (d != deltas.end())
         if (auto it = d->second.find(h); it != d->second.end()) delta = it->second;
       for (const bool x : {true, false}) {
-        const Marker b = marker_of(before, h, x);
-        const Marker a = marker_of(after, h, x);
-        const std::int64_t want = b.count + delta.count[x ? 0 : 1];
+        const Marker b = marker_of(before, h);
+        const Marker a = marker_of(after, h);
+        const std::int64_t want = b.count(x) + delta.count[x ? 0 : 1];
         const std::string what = std::string(x ? "exclusive" : "shared") + " marker of " + h + " on '" + k + "'";
-        if (a.count != want)
-          violations.push_back({"marker-mismatch", what + " counts " + std::to_string(a.count) + " lease(s) below, " +
-                                                       "the lease changes make " + std::to_string(want)});
-        else if (a.count > 0 && (a.until < delta.until[x ? 0 : 1] || (b.count > 0 && a.until < b.until)))
-          violations.push_back({"marker-mismatch", what + " bounds its leases at " + std::to_string(a.until) +
+        if (a.count(x) != want)
+          violations.push_back({"marker-mismatch", what + " counts " + std::to_string(a.count(x)) +
+                                                       " lease(s) below, the lease changes make " +
+                                                       std::to_string(want)});
+        else if (a.count(x) > 0 && (a.until(x) < delta.until[x ? 0 : 1] || (b.count(x) > 0 && a.until(x) < b.until(x))))
+          violations.push_back({"marker-mismatch", what + " bounds its leases at " + std::to_string(a.until(x)) +
                                                        ", below an expiry it must cover"});
       }
     }

@@ -59,6 +59,59 @@ TEST_CASE("model: leases of a record written by the planner read back typed") {
   CHECK(Resource::of(*sem).key() == "sem:ci");
 }
 
+// docs/FORMAT.md "Records": a path record's "below" maps a holder to
+// {"x": exclusive leases below, "xu": their latest expiry, "s", "su": the
+// same for shared}; a family record's "holders" to {"n": leases on
+// members, "until": their latest expiry}. The records here are written by
+// the planner; the expected values follow from the claims made.
+TEST_CASE("model: intention markers and family holders of records written by the planner read back typed") {
+  gitlocks::test::Store s;
+  const auto t = s.now;
+  REQUIRE(s.op("alice", gitlocks::ops::claim("src/a/x.c", gitlocks::ops::Mode::exclusive, t + 60'000)).ok());
+  REQUIRE(s.op("alice", gitlocks::ops::claim("src/b.c", gitlocks::ops::Mode::exclusive, t + 90'000)).ok());
+  REQUIRE(s.op("alice", gitlocks::ops::claim("src/c.c", gitlocks::ops::Mode::shared, t + 30'000)).ok());
+  REQUIRE(s.op("bob", gitlocks::ops::claim("src/c.c", gitlocks::ops::Mode::shared, t + 45'000)).ok());
+  const std::string alice = gitlocks::test::actor_hex("alice");
+  const std::string bob = gitlocks::test::actor_hex("bob");
+  auto src = s.record("path:src");
+  REQUIRE(src);
+  auto markers = gitlocks::markers_of(*src);
+  REQUIRE(markers.size() == 2);
+  CHECK(markers[alice] == gitlocks::Marker{2, t + 90'000, 1, t + 30'000});
+  CHECK(markers[bob] == gitlocks::Marker{0, 0, 1, t + 45'000});
+  CHECK(markers[alice].count(true) == 2);
+  CHECK(markers[alice].until(false) == t + 30'000);
+  CHECK(gitlocks::marker_of(*src, bob).shared == 1);
+  CHECK(gitlocks::marker_of(*src, "f00d").empty());
+  // The marker of src/a covers x.c only; x.c itself has leases, no markers.
+  CHECK(gitlocks::markers_of(*s.record("path:src/a"))[alice] == gitlocks::Marker{1, t + 60'000, 0, 0});
+  CHECK(gitlocks::markers_of(*s.record("path:src/a/x.c")).empty());
+  // Written back, a marker is the stored object.
+  CHECK(markers[bob].to_json() == json{{"x", 0}, {"xu", 0}, {"s", 1}, {"su", t + 45'000}});
+  // Releasing alice's shared lease drops that half of her marker (its bound with it).
+  const std::string lease = s.lease_of("alice", "path:src/c.c")["id"];
+  REQUIRE(s.op("alice", gitlocks::ops::release(gitlocks::ops::Target::path("src/c.c"), lease)).ok());
+  CHECK(gitlocks::marker_of(*s.record("path:src"), alice) == gitlocks::Marker{2, t + 90'000, 0, 0});
+}
+
+TEST_CASE("model: family holders of a family record written by the planner read back typed") {
+  gitlocks::test::Store s(
+      json{{"families", json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/"}}}})}});
+  const auto t = s.now;
+  REQUIRE(s.op("alice", gitlocks::ops::claim("db/a.sql", gitlocks::ops::Mode::exclusive, t + 60'000)).ok());
+  REQUIRE(s.op("alice", gitlocks::ops::claim("db/b.sql", gitlocks::ops::Mode::exclusive, t + 20'000)).ok());
+  auto fam = s.record("family:db");
+  REQUIRE(fam);
+  auto holders = gitlocks::family_holders_of(*fam);
+  REQUIRE(holders.size() == 1);
+  const auto& e = holders[gitlocks::test::actor_hex("alice")];
+  CHECK(e.leases == 2);
+  CHECK(e.until == t + 60'000);
+  CHECK(e.to_json() == json{{"n", 2}, {"until", t + 60'000}});
+  CHECK(gitlocks::family_holders_of(*s.record("path:db")).empty());
+  CHECK(gitlocks::markers_of(*fam).empty());
+}
+
 TEST_CASE("ops: builders write the fields the planner reads") {
   namespace ops = gitlocks::ops;
   CHECK(ops::claim("a", ops::Mode::exclusive, 5) ==

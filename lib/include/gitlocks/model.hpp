@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,5 +76,47 @@ struct Lease {
 // The leases of a validated path or semaphore record, in stored order
 // (none for a family record).
 std::vector<Lease> leases_of(const json& record);
+
+// A holder's intention marker on a directory (its path record's "below",
+// docs/FORMAT.md): how many of the holder's live exclusive and shared
+// leases lie strictly below it, and the latest expiry of each. Expiries
+// only grow while the holder has leases there (a safe over-approximation);
+// the marker goes with its last lease.
+struct Marker {
+  std::int64_t exclusive = 0;
+  std::int64_t exclusive_until = 0;
+  std::int64_t shared = 0;
+  std::int64_t shared_until = 0;
+
+  std::int64_t count(bool excl) const { return excl ? exclusive : shared; }
+  std::int64_t until(bool excl) const { return excl ? exclusive_until : shared_until; }
+  bool empty() const { return exclusive == 0 && shared == 0; }
+  bool operator==(const Marker& o) const {
+    return exclusive == o.exclusive && exclusive_until == o.exclusive_until && shared == o.shared &&
+           shared_until == o.shared_until;
+  }
+
+  static Marker of(const json& marker);
+  json to_json() const;  // {"s", "su", "x", "xu"}
+};
+
+// holder -> marker, of a validated record (none unless it is a path record
+// with markers).
+std::map<std::string, Marker> markers_of(const json& record);
+// One holder's marker on the record (all zero when it has none).
+Marker marker_of(const json& record, const std::string& holder);
+
+// A holder's entry in an exclusive family's record ("holders"): how many of
+// its leases are on members of the family, and the latest expiry.
+struct FamilyHolder {
+  std::int64_t leases = 0;
+  std::int64_t until = 0;
+
+  static FamilyHolder of(const json& entry);
+  json to_json() const;  // {"n", "until"}
+};
+
+// holder -> entry, of a validated family record (none for other kinds).
+std::map<std::string, FamilyHolder> family_holders_of(const json& record);
 
 }  // namespace gitlocks
