@@ -110,7 +110,7 @@ Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<
                                                             const json& packet) {
   if (attestation_stored) {
     GITLOCKS_TRY(att, open_attestation(*attestation_stored));
-    return std::optional<RecordedTime>{RecordedTime{att["admitted_at_ms"].get<std::int64_t>(), true}};
+    return std::optional<RecordedTime>{RecordedTime{attested_time(att), true}};
   }
   if (packet.is_object() && packet.contains("claimed_at_ms") && packet["claimed_at_ms"].is_number_integer())
     return std::optional<RecordedTime>{RecordedTime{packet["claimed_at_ms"].get<std::int64_t>(), false}};
@@ -134,6 +134,8 @@ Result<json> open_attestation(std::string_view stored) {
   return att;
 }
 
+std::int64_t attested_time(const json& att) { return att["admitted_at_ms"].get<std::int64_t>(); }
+
 Status check_attestation(const json& att, const json& packet, std::string_view packet_stored, const Pins& pins,
                          bool allow_test_clock) {
   auto bad = [](const std::string& what, const std::string& detail) {
@@ -153,7 +155,7 @@ Status check_attestation(const json& att, const json& packet, std::string_view p
   if (att["packet_digest"] != packet_digest(packet_stored))
     return bad("packet-digest", "attestation is for another packet");
   if (att["interval"] != packet["interval"]) return bad("interval", "signed interval differs from the packet's");
-  const std::int64_t t = att["admitted_at_ms"].get<std::int64_t>();
+  const std::int64_t t = attested_time(att);
   if (t < att["interval"][0].get<std::int64_t>() || t > att["interval"][1].get<std::int64_t>())
     return bad("time-outside-interval", "T = " + std::to_string(t) + " outside the signed interval");
   if (att["clock"] != "system" && !(allow_test_clock && att["clock"] == "test"))

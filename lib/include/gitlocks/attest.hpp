@@ -62,6 +62,10 @@ Result<std::string> make_attestation(const json& request, const Pins& pins, std:
 // Parses and verifies the service signature against the embedded key.
 Result<json> open_attestation(std::string_view stored);
 
+// The admission time T an opened attestation names (its admitted_at_ms,
+// checked an integer by open_attestation).
+std::int64_t attested_time(const json& opened_attestation);
+
 // The admission time T a transition commit records: the notary's
 // admitted_at_ms when it carries an attestation (opened here, so its
 // signature is checked; its bindings to the pins are replay's), else the
