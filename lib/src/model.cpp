@@ -85,14 +85,22 @@ json Marker::to_json() const {
   return json{{"x", exclusive}, {"xu", exclusive_until}, {"s", shared}, {"su", shared_until}};
 }
 
-std::map<std::string, Marker> markers_of(const json& record) {
-  std::map<std::string, Marker> out;
+namespace {
+
+// holder -> T of the object `field` of a record (none when it has none).
+template <typename T>
+std::map<std::string, T> per_holder(const json& record, const char* field) {
+  std::map<std::string, T> out;
   if (!record.is_object()) return out;
-  auto it = record.find("below");
+  auto it = record.find(field);
   if (it == record.end() || !it->is_object()) return out;
-  for (const auto& [holder, m] : it->items()) out.emplace(holder, Marker::of(m));
+  for (const auto& [holder, v] : it->items()) out.emplace(holder, T::of(v));
   return out;
 }
+
+}  // namespace
+
+std::map<std::string, Marker> markers_of(const json& record) { return per_holder<Marker>(record, "below"); }
 
 Marker marker_of(const json& record, const std::string& holder) {
   if (!record.is_object()) return {};
@@ -109,12 +117,7 @@ FamilyHolder FamilyHolder::of(const json& e) {
 json FamilyHolder::to_json() const { return json{{"n", leases}, {"until", until}}; }
 
 std::map<std::string, FamilyHolder> family_holders_of(const json& record) {
-  std::map<std::string, FamilyHolder> out;
-  if (!record.is_object()) return out;
-  auto it = record.find("holders");
-  if (it == record.end() || !it->is_object()) return out;
-  for (const auto& [holder, e] : it->items()) out.emplace(holder, FamilyHolder::of(e));
-  return out;
+  return per_holder<FamilyHolder>(record, "holders");
 }
 
 }  // namespace gitlocks

@@ -142,6 +142,19 @@ class Help(CliTest):
                 commands[name] = (line.strip(), flags, rest)
         return commands
 
+    def test_declared_operands_and_required_flags_are_checked_before_anything_runs(self):
+        r = Repo(self)
+        self.assertOk(r.run("a", "init"))
+        with self.unchanged(r):
+            e = self.assertUsage(r.run("a", "doctor", "extra"))
+            self.assertEqual(e["detail"], "doctor takes no arguments")
+            e = self.assertUsage(r.run("a", "sem", "acquire", "ci"))
+            self.assertEqual(e["detail"], "sem acquire needs --limit N: the semaphore's slots; every holder must agree")
+            e = self.assertUsage(r.run("a", "policy", "set", "-"))
+            self.assertTrue(e["detail"].startswith("policy set needs --expected-policy-hash H: "), e)
+            e = self.assertUsage(r.run("a", "fence", "x"))
+            self.assertEqual(e["detail"], "usage: git-locks fence RESOURCE GENERATION")
+
     def test_every_flag_in_the_usage_is_the_commands(self):
         r = Repo(self)
         commands = self.commands_from_help(r)

@@ -112,6 +112,32 @@ TEST_CASE("commands: the parser accepts exactly the declared flags") {
   }
 }
 
+TEST_CASE("commands: the declaration refuses operands of a command that takes none and a missing required flag") {
+  using V = std::vector<std::string>;
+  auto parsed = [](const cli::CommandDecl& c, const V& argv) {
+    auto p = cli::parse_flags(argv, parser_flags(c), c.operands_end_flags);
+    REQUIRE(p.ok());
+    return cli::check_parsed(c, *p);
+  };
+  auto doctor = parsed(command("doctor"), V{"x"});
+  REQUIRE_FALSE(doctor.ok());
+  CHECK(doctor.error().code == gitlocks::Errc::usage);
+  CHECK(doctor.error().message == "doctor takes no arguments");
+  CHECK(parsed(command("doctor"), V{}).ok());
+  auto sem = parsed(command("sem acquire"), V{"ci"});
+  REQUIRE_FALSE(sem.ok());
+  CHECK(sem.error().code == gitlocks::Errc::usage);
+  CHECK(sem.error().message == "sem acquire needs --limit N: the semaphore's slots; every holder must agree");
+  CHECK(parsed(command("sem acquire"), V{"--limit", "2", "ci"}).ok());
+  // Every required flag of guard-time enable, the last one missing.
+  auto enable = parsed(command("guard-time enable"), V{"--audience", "a", "--service-key", "k", "--disclosure",
+                                                       "GUARD_WINDOW", "--expected-policy-hash", "h"});
+  REQUIRE_FALSE(enable.ok());
+  CHECK(enable.error().message.rfind("guard-time enable needs --operation-id ID: ", 0) == 0);
+  // Operands are the handler's to count where the command takes some.
+  CHECK(parsed(command("status"), V{"a", "b"}).ok());
+}
+
 TEST_CASE("commands: every MCP tool runs a declared command with its declared flags") {
   for (const auto& t : gitlocks::cli::mcp::tools()) {
     const cli::CommandDecl* c = cli::find_command(t.op);

@@ -37,7 +37,7 @@ Error with_line(const Error& e, const std::vector<BatchLine>& lines) {
 int cmd_batch(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (a->positionals.size() > 1) return ctx.fail(make_error(Errc::usage, "usage: batch [FILE|-]"));
+  if (a->positionals.size() > 1) return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
   std::int64_t default_ttl = kDefaultTtlMs;
   if (auto t = a->value("ttl")) {
     auto v = parse_duration(*t);

@@ -10,7 +10,6 @@ namespace gitlocks::cli {
 int cmd_capabilities(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "capabilities takes no arguments"));
   std::string human;
   for (Capability c : capabilities()) human += std::string(capability_name(c)) + "\n";
   return ctx.done(capabilities_json(), human);

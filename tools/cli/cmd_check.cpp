@@ -12,7 +12,8 @@ int cmd_check(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.empty())
-    return ctx.fail(make_error(Errc::usage, "usage: check [--json] RANGE... (e.g. origin/main..HEAD)"));
+    return ctx.fail(
+        make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command) + " (e.g. origin/main..HEAD)"));
   for (const auto& r : a->positionals)
     if (r.empty() || r[0] == '-')
       return ctx.fail(make_error(Errc::usage, "check takes revisions and ranges, not git options: " + r));

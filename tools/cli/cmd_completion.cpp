@@ -161,7 +161,6 @@ _git_locks() { __git_locks_reply "$((${__git_cmd_idx:-1} + 1))" "$cword" "${word
 int cmd_completion_bash(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "completion bash takes no arguments"));
   const std::string script = bash_completion();
   std::fwrite(script.data(), 1, script.size(), stdout);
   return kExitOk;

@@ -33,7 +33,6 @@ constexpr const char* kScope =
 int cmd_doctor(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "doctor takes no arguments"));
   auto now = now_ms();
   if (!now.ok()) return ctx.fail(now.error());
   auto store = ctx.store();

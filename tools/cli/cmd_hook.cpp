@@ -311,7 +311,6 @@ Result<json> setup_signing(Context& ctx, const std::string& exe) {
 int cmd_hook_install(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "hook install takes no arguments"));
   const bool server = a->has("server");
   if (server && a->has("warn"))
     return ctx.fail(make_error(Errc::usage, "--warn is for the client hooks; the server hook always rejects"));
@@ -408,8 +407,7 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   }
   // Git passes pre-push its remote name and URL after the hook name.
   if (a->positionals.empty() || (a->positionals[0] != "pre-commit" && a->positionals[0] != "pre-push"))
-    return ctx.fail(
-        make_error(Errc::usage, "usage: hook check pre-commit|pre-push|pre-receive|reference-transaction [--warn]"));
+    return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
   const bool push = a->positionals[0] == "pre-push";
   const Git git = ctx.git();
   std::set<std::string> paths;

@@ -185,7 +185,6 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
 int cmd_init(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "init takes no arguments"));
   auto me = ctx.identity();
   if (!me.ok()) return ctx.fail(me.error());
   json policy = default_policy(random_hex(32), (*me)->actor);
@@ -268,7 +267,6 @@ int cmd_release(Context& ctx, const Argv& argv) { return lease_command(ctx, argv
 int cmd_sweep(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "sweep takes no arguments"));
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto p = publish(ctx, "sweep", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
@@ -287,10 +285,8 @@ int cmd_sem_acquire(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1)
-    return ctx.fail(make_error(Errc::usage, "usage: sem acquire NAME --limit N [--ttl DUR]"));
-  auto limit_text = a->value("limit");
-  if (!limit_text) return ctx.fail(make_error(Errc::usage, "sem acquire needs --limit N"));
-  auto limit = parse_count(*limit_text, "--limit");
+    return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
+  auto limit = parse_count(*a->value("limit"), "--limit");  // required (commands.cpp)
   if (!limit.ok()) return ctx.fail(limit.error());
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
@@ -306,7 +302,8 @@ int cmd_sem_acquire(Context& ctx, const Argv& argv) {
 int cmd_sem_release(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (a->positionals.size() != 1) return ctx.fail(make_error(Errc::usage, "usage: sem release NAME"));
+  if (a->positionals.size() != 1)
+    return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
   auto gen = generation_of(*a);
   if (!gen.ok()) return ctx.fail(gen.error());
   auto me = ctx.identity();

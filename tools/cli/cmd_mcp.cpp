@@ -254,7 +254,6 @@ Result<std::string> self_executable() {
 int cmd_mcp(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "mcp takes no arguments"));
   auto exe = self_executable();
   if (!exe.ok()) return ctx.fail(exe.error());
   std::vector<std::string> base = {*exe};

@@ -45,7 +45,7 @@ int change(Context& ctx, const Argv& argv, bool add) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1)
-    return ctx.fail(make_error(Errc::usage, std::string("usage: member ") + (add ? "add" : "remove") + " KEY"));
+    return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
   const std::string member = a->positionals[0];
   if (!public_key_from_hex(member).ok())
     return ctx.fail(make_error(Errc::usage, "KEY must be an actor key: 64 lowercase hex digits (`git-locks whoami`)"));
@@ -93,7 +93,6 @@ int cmd_member_remove(Context& ctx, const Argv& argv) { return change(ctx, argv,
 int cmd_member_rekey(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "member rekey takes no arguments"));
   auto p = publish_rekey(ctx);
   if (!p.ok()) return ctx.fail(p.error());
   const Snapshot& s = p->source;
@@ -105,7 +104,6 @@ int cmd_member_rekey(Context& ctx, const Argv& argv) {
 int cmd_member_list(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "member list takes no arguments"));
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
   auto policy = private_policy(ctx, *snap);

@@ -12,7 +12,6 @@ namespace gitlocks::cli {
 int cmd_migrate(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "migrate takes no arguments"));
   auto me = ctx.identity();
   if (!me.ok()) return ctx.fail(me.error());
   auto p = publish(ctx, "migrate", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {

@@ -58,7 +58,6 @@ Result<json> apply_changes(const json& current, const json& changes, const std::
 int cmd_policy_show(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "policy show takes no arguments"));
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
   if (auto s = require_store(ctx, *snap); !s.ok()) return ctx.fail(s.error());
@@ -82,12 +81,8 @@ int cmd_policy_set(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   if (a->positionals.size() != 1)
-    return ctx.fail(make_error(Errc::usage, "usage: policy set FILE --expected-policy-hash H"));
-  auto expected = a->value("expected-policy-hash");
-  if (!expected)
-    return ctx.fail(make_error(Errc::usage,
-                               "policy set needs --expected-policy-hash H (the policy_hash `git-locks policy show` "
-                               "prints): the change applies only to the policy you looked at"));
+    return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
+  auto expected = a->value("expected-policy-hash");  // required (commands.cpp)
   const std::string file = a->positionals[0];
   auto text = read_input(file);
   if (!text.ok()) return ctx.fail(text.error());

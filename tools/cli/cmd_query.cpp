@@ -138,7 +138,8 @@ int cmd_status(Context& ctx, const Argv& argv) {
 int cmd_fence(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (a->positionals.size() != 2) return ctx.fail(make_error(Errc::usage, "usage: fence RESOURCE GENERATION"));
+  if (a->positionals.size() != 2)
+    return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
   const std::string& name = a->positionals[0];
   auto generation = parse_count(a->positionals[1], "GENERATION");
   if (!generation.ok()) return ctx.fail(generation.error());
@@ -171,7 +172,6 @@ int cmd_fence(Context& ctx, const Argv& argv) {
 int cmd_log(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "log takes no arguments"));
   std::int64_t limit = kMaxSafeInteger;
   if (auto l = a->value("limit")) {
     auto v = parse_count(*l, "--limit");
@@ -217,7 +217,6 @@ int cmd_log(Context& ctx, const Argv& argv) {
 int cmd_whoami(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "whoami takes no arguments"));
   auto me = ctx.identity();
   if (!me.ok()) return ctx.fail(me.error());
   std::string name = ctx.display_name();

@@ -20,7 +20,6 @@ namespace gitlocks::cli {
 int cmd_recover(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "recover takes no arguments"));
   auto remote = ctx.remote();
   if (!remote.ok()) return ctx.fail(remote.error());
   auto tip = ctx.read_tip();

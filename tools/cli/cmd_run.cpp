@@ -298,7 +298,7 @@ int cmd_run(Context& ctx, const Argv& argv) {
 
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "usage: run [--claim PATH]... -- CMD [ARG...]"));
+  if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "usage: git-locks " + usage_of(*ctx.command)));
   std::int64_t ttl = kDefaultRunTtlMs;
   if (auto t = a->value("ttl")) {
     auto v = parse_duration(*t);

@@ -170,7 +170,6 @@ Result<std::pair<std::optional<std::string>, std::optional<Pins>>> expected_pins
 int cmd_verify(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "verify takes no arguments"));
   if (a->has("full") && a->value("from"))
     return ctx.fail(make_error(Errc::usage, "verify --full replays from the root: it takes no --from"));
   auto expected = expected_pins_of(a->value("expect-owner"), a->value("expect-pins"));
@@ -369,7 +368,6 @@ int cmd_export(Context& ctx, const Argv& argv) {
   if (!a.ok()) return ctx.fail(a.error());
   auto file = a->value("bundle");
   if (!file || file->empty()) return ctx.fail(make_error(Errc::usage, "export needs --bundle FILE"));
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "export takes no arguments"));
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   auto ref = ctx.read_tip();

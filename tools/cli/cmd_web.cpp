@@ -165,7 +165,6 @@ class LiveBundle {
 int cmd_web(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
-  if (!a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "web takes no arguments"));
   int port = 0;
   if (auto p = a->value("port")) {
     char* end = nullptr;

@@ -15,12 +15,13 @@ constexpr FlagDecl kWait{"wait", V::duration, "DUR",
                          true};
 constexpr FlagDecl kGeneration{"generation", V::count, "G",
                                "the generation you hold: refused with stale-generation unless it is current"};
-constexpr FlagDecl kPolicyHash{"expected-policy-hash",
-                               V::text,
-                               "H",
-                               "the policy hash the change is made against (git-locks policy show)",
-                               false,
-                               true};
+constexpr FlagDecl kPolicyHash{
+    "expected-policy-hash",
+    V::text,
+    "H",
+    "the policy_hash `git-locks policy show` prints: the change applies only to the policy you looked at",
+    false,
+    true};
 constexpr FlagDecl kAudience{"audience", V::text, "A", "the notary's audience (a pin)", false, true};
 constexpr FlagDecl kServiceKey{"service-key", V::text, "KEY", "the notary's service key, 64 hex (a pin)", false, true};
 constexpr FlagDecl kDisclosure{"disclosure",   V::choice,
@@ -54,7 +55,8 @@ const std::vector<CommandDecl>& commands() {
        {kGeneration,
         {"force", V::none, "", "an admin releases others' path leases (needs --reason)"},
         {"reason", V::text, "TEXT", "why, for the holder and the log (with --force)"},
-        {"landed", V::text, "BRANCH", "instead of leases: release every lease whose work is all on BRANCH"}},
+        {"landed", V::text, "BRANCH",
+         "instead of leases (no other flag): an admin releases every lease whose work is all on BRANCH"}},
        "(LEASE-ID|PATH)...",
        V::file,
        "release your leases; --force --reason TEXT: an admin releases others' path leases, with a reason everyone "
@@ -119,7 +121,8 @@ const std::vector<CommandDecl>& commands() {
        "your actor key, display name and key file, and the key in OpenSSH form (for gpg.ssh.allowedSignersFile)"},
       {"verify",
        {{"full", V::none, "", "from the root, not from the trust checkpoint"},
-        {"from", V::text, "COMMIT", "trust COMMIT's state and check the commits after it"},
+        {"from", V::text, "COMMIT",
+         "trust COMMIT's state and check the commits after it (not with --full, --expect-owner or --expect-pins)"},
         {"expect-owner", V::text, "KEY", "from the root; the root is invalid (owner-mismatch) unless KEY owns it"},
         {"expect-pins", V::text, "AUDIENCE:KEY",
          "from the root; the tip is invalid (pins-mismatch) unless these notary pins are in force"},
@@ -309,6 +312,16 @@ std::vector<FlagSpec> flag_specs(const CommandDecl& c) {
   std::vector<FlagSpec> out;
   for (const auto& f : c.flags) out.push_back({f.name, f.val != Val::none && !f.optional_value, f.optional_value});
   return out;
+}
+
+Status check_parsed(const CommandDecl& c, const Parsed& parsed) {
+  if (c.operands.empty() && !parsed.positionals.empty())
+    return make_error(Errc::usage, std::string(c.name) + " takes no arguments");
+  for (const auto& f : c.flags)
+    if (f.required && !parsed.has(std::string(f.name)))
+      return make_error(Errc::usage, std::string(c.name) + " needs --" + std::string(f.name) + " " +
+                                         std::string(f.placeholder) + ": " + std::string(f.help));
+  return Ok{};
 }
 
 std::vector<std::string> choices_of(std::string_view placeholder) {

@@ -63,6 +63,11 @@ std::string usage_of(const CommandDecl& c);
 std::string help_of(const CommandDecl& c);
 // What the parser accepts for the command (without the global flags).
 std::vector<FlagSpec> flag_specs(const CommandDecl& c);
+// What the declaration asks of a parsed command line: no operands for a
+// command that takes none ("doctor takes no arguments"), every required
+// flag given ("sem acquire needs --limit N: the semaphore's slots; ...").
+// Errors: usage.
+Status check_parsed(const CommandDecl& c, const Parsed& parsed);
 // The words of a Val::choice placeholder or operand list.
 std::vector<std::string> choices_of(std::string_view placeholder);
 

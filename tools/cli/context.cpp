@@ -17,6 +17,7 @@ Result<Parsed> Context::parse(const Argv& argv) {
   if (command) flags = flag_specs(*command);
   flags.insert(flags.end(), global_flags().begin(), global_flags().end());
   GITLOCKS_TRY(p, parse_flags(argv, flags, command && command->operands_end_flags));
+  if (command) GITLOCKS_CHECK(check_parsed(*command, p));
   if (auto r = p.value("repo")) repo_dir = *r;
   if (auto k = p.value("key")) key_flag = *k;
   if (p.has("json")) json_output = true;
