@@ -54,6 +54,8 @@ TEST_CASE("mcp tools: the input schema check names the first violation") {
   CHECK(check("claim", R"({"paths": ["a"], "ttl": 1.5})"));
   CHECK(check("sem_acquire", R"({"name": "ci", "limit": 0})") == "arguments.limit: must be at least 1");
   CHECK(check("whoami", R"({"x": 1})") == "arguments: unknown property 'x'");
+  CHECK(check("verify", R"({"from": ""})") == "arguments.from: must not be empty");
+  CHECK(check("log", R"({"limit": 0})") == "arguments.limit: must be at least 1");
   CHECK_FALSE(check("whoami", R"({})"));
 }
 

@@ -34,7 +34,7 @@ struct FlagDecl {
   bool optional_value = false;   // "--name" alone or "--name=VALUE" (never the next argument)
   bool required = false;         // the command refuses to run without it
   bool repeatable = false;       // every occurrence counts ("--claim A --claim B")
-  std::int64_t min = 0;          // Val::count: the least value
+  std::int64_t min = 0;          // Val::count: the least value; a text value: its least length
 };
 
 struct CommandDecl {
