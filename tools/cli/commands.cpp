@@ -281,12 +281,23 @@ const CommandDecl* find_command(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+
+// "--ttl DUR", "--wait[=DUR]", "--all": a flag as the usage line and the
+// command's help spell it.
+std::string synopsis_of(const FlagDecl& f) {
+  std::string out = "--" + std::string(f.name);
+  if (f.val != Val::none)
+    out += f.optional_value ? "[=" + std::string(f.placeholder) + "]" : " " + std::string(f.placeholder);
+  return out;
+}
+
+}  // namespace
+
 std::string usage_of(const CommandDecl& c) {
   std::string out(c.name);
   for (const auto& f : c.flags) {
-    std::string one = "--" + std::string(f.name);
-    if (f.val != Val::none)
-      one += f.optional_value ? "[=" + std::string(f.placeholder) + "]" : " " + std::string(f.placeholder);
+    const std::string one = synopsis_of(f);
     out += " " + (f.required ? one : "[" + one + "]") + (f.repeatable ? "..." : "");
   }
   if (!c.operands.empty()) out += " " + std::string(c.operands);
@@ -297,15 +308,17 @@ std::string help_of(const CommandDecl& c) {
   std::string out = "usage: git-locks " + usage_of(c) + "\n  " + std::string(c.summary) + "\n";
   if (!c.flags.empty()) out += "\n";
   for (const auto& f : c.flags) {
-    std::string left = "  --" + std::string(f.name);
-    if (f.val != Val::none)
-      left += (f.optional_value ? "[=" : " ") + std::string(f.placeholder) + (f.optional_value ? "]" : "");
+    std::string left = "  " + synopsis_of(f);
     if (left.size() < 24) left.resize(24, ' ');
     else left += "\n" + std::string(24, ' ');
     out += left + std::string(f.help) + (f.required ? " (required)" : "") + "\n";
   }
-  if (!c.own_parser)
-    out += "\nGlobal flags (git-locks --help): --repo, --remote, --json, --key, --notary, --allow-test-clock\n";
+  if (!c.own_parser) {
+    out += "\nGlobal flags (git-locks --help):";
+    for (const auto& g : global_flags())
+      out += std::string(&g == &global_flags().front() ? " --" : ", --") + std::string(g.name);
+    out += "\n";
+  }
   return out;
 }
 
