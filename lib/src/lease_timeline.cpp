@@ -27,16 +27,15 @@ Result<CommitView> view_with(ObjectStore& store, const Oid& commit, const KeyPai
   if (!is_private || !member) return out;
   GITLOCKS_TRY(pol, parse_policy(out.policy));
   std::optional<Vault> vault;
-  if (auto own = Vault::open(out.policy, *member); own.ok()) vault = std::move(own).value();
+  if (auto own = Vault::open(pol, *member); own.ok()) vault = std::move(own).value();
   if (at_tip && at_tip->vault) {
     if (vault) vault->merge(*at_tip->vault);
     else vault = *at_tip->vault;
   }
-  if (vault) out.codec = make_private_codec(*vault, pol.store, pol.epoch);
   out.epoch = pol.epoch;
-  if (!out.codec)
-    return make_error(Errc::not_member, "this key is not a member of the PRIVATE store at epoch " +
-                                            std::to_string(pol.epoch) + " (the epoch of commit " + commit + ")");
+  auto codec = state_codec(pol, vault ? &*vault : nullptr);
+  if (!codec.ok()) return codec.error().prefixed("commit " + commit + ": ");
+  out.codec = std::move(codec).value();
   return out;
 }
 

@@ -118,14 +118,11 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   GITLOCKS_TRY(policy, parse_policy(policy_doc));
   if (body.contains("migrate")) return detail::plan_migrate(store, reader, version, policy_doc, body);
   if (body.contains("admin")) return detail::plan_admin(store, reader, policy_doc, policy, ctx, body);
-  std::unique_ptr<RecordCodec> sealed;
+  GITLOCKS_TRY(sealed, state_codec(policy, ctx.vault));
   if (policy.is_private) {
-    if (!ctx.vault) return make_error(Errc::not_member, "the store is PRIVATE: planning needs a member's key");
     if (policy.pending)
       return make_error(Errc::usage, "a keyring transition to epoch " + std::to_string(policy.epoch + 1) +
                                          " is pending: run `git-locks member rekey` first");
-    sealed = make_private_codec(*ctx.vault, policy.store, policy.epoch);
-    if (!sealed) return make_error(Errc::not_member, "this key cannot open epoch " + std::to_string(policy.epoch));
     reader.set_codec(sealed.get());
     GITLOCKS_CHECK(unseal_families(policy, policy_doc, *ctx.vault));
   }
@@ -148,15 +145,10 @@ Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_
                                           const Vault* vault) {
   StateReader reader(store, source_state);
   GITLOCKS_CHECK(reader.format_version());
-  std::unique_ptr<RecordCodec> sealed;
-  GITLOCKS_TRY(priv, reader.is_private());
-  if (priv) {
-    GITLOCKS_TRY(doc, reader.policy());
-    GITLOCKS_TRY(pol, parse_policy(doc));
-    if (vault) sealed = make_private_codec(*vault, pol.store, pol.epoch);
-    if (!sealed) return make_error(Errc::not_member, "the store is PRIVATE: sweeping needs a member's key");
-    reader.set_codec(sealed.get());
-  }
+  GITLOCKS_TRY(doc, reader.policy());
+  GITLOCKS_TRY(pol, parse_policy(doc));
+  GITLOCKS_TRY(sealed, state_codec(pol, vault));
+  if (sealed) reader.set_codec(sealed.get());
   // Every lease no longer live at `now` (a sweep needs T > expires_at).
   std::vector<ops::Swept> swept;
   GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {

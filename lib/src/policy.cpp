@@ -39,20 +39,24 @@ Result<std::vector<Family>> parse_families(const json& fams, PathCase path_case)
 }
 
 // keyring: {"<epoch>": {"<member hex>": "<sealed hex>"}}
-Status check_keyring(const json& ring, const char* what) {
+Result<Policy::Keyring> parse_keyring(const json& ring, const char* what) {
   if (!ring.is_object() || ring.empty())
     return make_error(Errc::bad_json, std::string(what) + " must be a non-empty object");
+  Policy::Keyring out;
   for (const auto& [epoch, keys] : ring.items()) {
     if (epoch.empty() || epoch.size() > 15 || epoch.find_first_not_of("0123456789") != std::string::npos ||
         (epoch.size() > 1 && epoch[0] == '0'))
       return make_error(Errc::bad_json, std::string(what) + " epoch '" + epoch + "' is not a number");
     if (!keys.is_object() || keys.empty())
       return make_error(Errc::bad_json, std::string(what) + " epoch " + epoch + " has no keys");
-    for (const auto& [member, sealed] : keys.items())
+    auto& sealed_to = out[std::stoll(epoch)];  // at most 15 digits: fits
+    for (const auto& [member, sealed] : keys.items()) {
       if (!is_hex64(member) || !sealed.is_string())
         return make_error(Errc::bad_json, std::string(what) + " has a malformed entry");
+      sealed_to.emplace(member, sealed.get<std::string>());
+    }
   }
-  return Ok{};
+  return out;
 }
 
 Result<std::vector<std::string>> parse_members(const json& m, const std::string& owner) {
@@ -78,13 +82,15 @@ Status parse_private(const json& doc, Policy& p) {
   GITLOCKS_TRY(members, parse_members(doc.contains("members") ? doc["members"] : json(), p.owner));
   p.members = members;
   if (!doc.contains("keyring")) return make_error(Errc::bad_json, "PRIVATE policy needs a keyring");
-  GITLOCKS_CHECK(check_keyring(doc["keyring"], "keyring"));
-  const json& current = doc["keyring"].contains(std::to_string(epoch)) ? doc["keyring"][std::to_string(epoch)] : json();
-  if (!current.is_object()) return make_error(Errc::bad_json, "keyring has no entry for the current epoch");
+  GITLOCKS_TRY(keyring, parse_keyring(doc["keyring"], "keyring"));
+  const auto current = keyring.find(epoch);
+  if (current == keyring.end()) return make_error(Errc::bad_json, "keyring has no entry for the current epoch");
   for (const auto& m : members)
-    if (!current.contains(m)) return make_error(Errc::bad_json, "the current epoch key is not sealed to every member");
-  if (current.size() != members.size())
+    if (!current->second.count(m))
+      return make_error(Errc::bad_json, "the current epoch key is not sealed to every member");
+  if (current->second.size() != members.size())
     return make_error(Errc::bad_json, "the current epoch key is sealed to a non-member");
+  p.keyring = std::move(keyring);
   if (doc.contains("pending")) {
     const json& pend = doc["pending"];
     GITLOCKS_CHECK(check_keys(pend, {"epoch", "members", "keyring"}, "pending keyring transition"));
@@ -92,15 +98,16 @@ Status parse_private(const json& doc, Policy& p) {
     if (pe != epoch + 1) return make_error(Errc::bad_json, "a pending transition must be to the next epoch");
     GITLOCKS_TRY(pm, parse_members(pend.contains("members") ? pend["members"] : json(), p.owner));
     if (!pend.contains("keyring")) return make_error(Errc::bad_json, "pending transition has no keyring");
-    GITLOCKS_CHECK(check_keyring(pend["keyring"], "pending keyring"));
-    if (pend["keyring"].size() != 1 || !pend["keyring"].contains(std::to_string(pe)) ||
-        pend["keyring"][std::to_string(pe)].size() != pm.size())
+    GITLOCKS_TRY(pending, parse_keyring(pend["keyring"], "pending keyring"));
+    const auto next = pending.find(pe);
+    if (pending.size() != 1 || next == pending.end() || next->second.size() != pm.size())
       return make_error(Errc::bad_json, "the pending epoch key must be sealed to exactly its members");
     for (const auto& m : pm)
-      if (!pend["keyring"][std::to_string(pe)].contains(m))
+      if (!next->second.count(m))
         return make_error(Errc::bad_json, "the pending epoch key is not sealed to every member");
     p.pending = true;
     p.pending_members = std::move(pm);
+    p.pending_keyring = std::move(pending);
   }
   if (doc.contains("families")) {
     GITLOCKS_CHECK(sealed_epoch(doc["families"]));

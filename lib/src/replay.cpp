@@ -171,10 +171,9 @@ std::optional<std::int64_t> last_admission(const ChainState& cs) {
 std::optional<const RecordCodec*> codec_for(ChainState& cs, const Policy& policy, const ReplayOptions& options) {
   if (!policy.is_private) return nullptr;
   if (cs.codec && cs.codec_epoch == policy.epoch) return cs.codec.get();
-  if (!options.vault) return std::nullopt;
-  auto c = make_private_codec(*options.vault, policy.store, policy.epoch);
-  if (!c) return std::nullopt;
-  cs.codec = std::move(c);
+  auto c = state_codec(policy, options.vault);
+  if (!c.ok()) return std::nullopt;
+  cs.codec = std::move(c).value();
   cs.codec_epoch = policy.epoch;
   return cs.codec.get();
 }
@@ -534,7 +533,7 @@ MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair*
   if (!pol.ok() || !pol->is_private) return out;
   out.is_private = true;
   if (!member) return out;
-  if (auto vault = Vault::open(*doc, *member); vault.ok()) out.vault = std::move(vault).value();
+  if (auto vault = Vault::open(*pol, *member); vault.ok()) out.vault = std::move(vault).value();
   return out;
 }
 

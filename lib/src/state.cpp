@@ -84,6 +84,16 @@ std::unique_ptr<RecordCodec> make_private_codec(const Vault& vault, const std::s
   return std::make_unique<PrivateCodec>(*key, store, epoch);
 }
 
+Result<std::unique_ptr<RecordCodec>> state_codec(const Policy& policy, const Vault* keys) {
+  if (!policy.is_private) return std::unique_ptr<RecordCodec>();
+  if (!keys) return make_error(Errc::not_member, "the store is PRIVATE: its records need a member's key");
+  auto codec = make_private_codec(*keys, policy.store, policy.epoch);
+  if (!codec)
+    return make_error(Errc::not_member, "this key cannot open epoch " + std::to_string(policy.epoch) +
+                                            " of the PRIVATE store: only the keys of its members at that epoch do");
+  return codec;
+}
+
 Result<bool> StateReader::is_private() {
   if (private_ >= 0) return private_ == 1;
   GITLOCKS_TRY(doc, policy());

@@ -36,6 +36,7 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
   s.is_private = policy->is_private;
   s.epoch = policy->epoch;
   s.path_case = policy->path_case();
+  s.policy = std::move(policy).value();
   return s;
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "gitlocks/hex.hpp"
+#include "gitlocks/policy.hpp"
 
 namespace gitlocks {
 namespace {
@@ -72,33 +73,27 @@ Result<EpochKey> open_epoch_key(std::string_view sealed_hex, const KeyPair& memb
   return key;
 }
 
-Result<Vault> Vault::open(const json& policy, const KeyPair& member) {
+Result<Vault> Vault::open(const Policy& policy, const KeyPair& member) {
+  if (!policy.is_private) return make_error(Errc::usage, "not a PRIVATE store");
   Vault v;
-  if (!policy.is_object() || policy.value("format", "") != kPrivatePolicyFormat)
-    return make_error(Errc::usage, "not a PRIVATE store");
-  v.store_ = policy.value("store", "");
+  v.store_ = policy.store;
   const std::string me = to_hex(member.public_key);
-  auto take = [&](const json& ring) -> Status {
-    if (!ring.is_object()) return make_error(Errc::bad_json, "keyring must be an object");
-    for (const auto& [epoch, sealed] : ring.items()) {
-      if (!sealed.is_object() || !sealed.contains(me)) continue;
-      if (!sealed[me].is_string()) return make_error(Errc::bad_json, "sealed epoch key must be a string");
-      GITLOCKS_TRY(key, open_epoch_key(sealed[me].get<std::string>(), member));
-      std::int64_t e = 0;
-      for (char c : epoch) {
-        if (c < '0' || c > '9' || e > kMaxSafeInteger / 10) return make_error(Errc::bad_json, "bad epoch number");
-        e = e * 10 + (c - '0');
+  for (const Policy::Keyring* ring : {&policy.keyring, &policy.pending_keyring})
+    for (const auto& [epoch, sealed_to] : *ring)
+      if (auto sealed = sealed_to.find(me); sealed != sealed_to.end()) {
+        GITLOCKS_TRY(key, open_epoch_key(sealed->second, member));
+        v.keys_[epoch] = key;
       }
-      v.keys_[e] = key;
-    }
-    return Ok{};
-  };
-  if (policy.contains("keyring")) GITLOCKS_CHECK(take(policy["keyring"]));
-  if (policy.contains("pending") && policy["pending"].is_object() && policy["pending"].contains("keyring"))
-    GITLOCKS_CHECK(take(policy["pending"]["keyring"]));
   if (v.keys_.empty())
     return make_error(Errc::not_member, "this key (" + me.substr(0, 12) + ") is not a member of the store");
   return v;
+}
+
+Result<Vault> Vault::open(const json& policy_doc, const KeyPair& member) {
+  if (!policy_doc.is_object() || policy_doc.value("format", "") != kPrivatePolicyFormat)
+    return make_error(Errc::usage, "not a PRIVATE store");
+  GITLOCKS_TRY(policy, parse_policy(policy_doc));
+  return open(policy, member);
 }
 
 Vault::~Vault() {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "fixture.h"
+#include "gitlocks/model.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -212,6 +213,60 @@ TEST_CASE("private: removal starts a new epoch the removed member cannot open") 
   auto vs = verify(s, &*alice_after);
   CHECK(vs.back().level == "structural");
   CHECK(vs.back().ok);
+}
+
+TEST_CASE("private: state_codec is the one rule for which keys open a state") {
+  World w;
+  auto& s = w.s;
+  REQUIRE(s.claim("owner", "epoch2/notes.md", 60'000).ok());  // alice is a member at epoch 2
+  const Oid at2 = s.state();
+  w.remove_alice();
+  REQUIRE(s.claim("owner", "epoch3/notes.md", 60'000).ok());
+  const Oid at3 = s.state();
+  auto policy_at = [&](const Oid& state) {
+    return gitlocks::parse_policy(gitlocks::StateReader(s.objects(), state).policy().value()).value();
+  };
+  const gitlocks::Policy p2 = policy_at(at2), p3 = policy_at(at3);
+  // The typed keyrings, as the history made them: epoch 1 sealed to the
+  // owner, epoch 2 to the owner and alice (added), epoch 3 to the owner.
+  REQUIRE(p3.keyring.size() == 3);
+  CHECK(p3.keyring.at(1).size() == 1);
+  CHECK(p3.keyring.at(2).size() == 2);
+  CHECK(p3.keyring.at(2).count(actor_hex("alice")) == 1);
+  CHECK(p3.keyring.at(3).size() == 1);
+  CHECK(p3.keyring.at(3).count(actor_hex("owner")) == 1);
+  CHECK(p3.pending_keyring.empty());
+
+  auto alice = gitlocks::Vault::open(p3, actor_key("alice"));  // the tip's keyring: epochs 2, not 3
+  REQUIRE(alice.ok());
+  auto refused = gitlocks::state_codec(p3, &*alice);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == Errc::not_member);
+  CHECK(refused.error().message ==
+        "this key cannot open epoch 3 of the PRIVATE store: only the keys of its members at that epoch do");
+  auto keyless = gitlocks::state_codec(p2, nullptr);
+  REQUIRE_FALSE(keyless.ok());
+  CHECK(keyless.error().code == Errc::not_member);
+  CHECK(keyless.error().message == "the store is PRIVATE: its records need a member's key");
+
+  // Her key of epoch 2 opens the state of epoch 2: the owner's claim there.
+  auto opened = gitlocks::state_codec(p2, &*alice);
+  REQUIRE(opened.ok());
+  REQUIRE(*opened != nullptr);
+  gitlocks::StateReader r2(s.objects(), at2, opened->get());
+  auto rec = r2.record(gitlocks::path_resource("epoch2/notes.md"));
+  REQUIRE(rec.ok());
+  REQUIRE(rec->has_value());
+  CHECK(gitlocks::leases_of(**rec).front().holder == actor_hex("owner"));
+  // The owner's opens epoch 3; a public policy needs no key (nullptr: in the clear).
+  auto owner3 = gitlocks::state_codec(p3, &w.owner_vault);
+  REQUIRE(owner3.ok());
+  gitlocks::StateReader r3(s.objects(), at3, owner3->get());
+  REQUIRE(r3.record(gitlocks::path_resource("epoch3/notes.md")).ok());
+  auto pub = gitlocks::parse_policy(gitlocks::default_policy(std::string(64, 'c'), actor_hex("owner"))).value();
+  auto plain = gitlocks::state_codec(pub, nullptr);
+  REQUIRE(plain.ok());
+  CHECK(*plain == nullptr);
 }
 
 TEST_CASE("private: full and structural verification agree on everything structural") {

@@ -64,7 +64,9 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
     if (member.vault) {
       auto doc = StateReader(**store, commit->state).policy();
       auto policy = doc.ok() ? parse_policy(*doc) : Result<Policy>(doc.error());
-      if (policy.ok()) codec = make_private_codec(*member.vault, policy->store, policy->epoch);
+      auto opened =
+          policy.ok() ? state_codec(*policy, &*member.vault) : Result<std::unique_ptr<RecordCodec>>(policy.error());
+      if (opened.ok()) codec = std::move(opened).value();
     }
   }
   auto findings = diagnose(**store, commit->state, *now, parent_state, codec.get());

@@ -429,7 +429,7 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   auto now = check_time(*snap);
   if (!now.ok()) return ctx.fail(now.error());
-  auto vault = open_vault(ctx, **store, *snap);
+  auto vault = open_vault(ctx, *snap);
   if (!vault.ok()) return ctx.fail(vault.error());
   // The core's rule, asked as this writer: the commit or push will carry
   // its signature.

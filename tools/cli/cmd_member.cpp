@@ -25,10 +25,7 @@ Result<Policy> private_policy(Context& ctx, const Snapshot& snap) {
   GITLOCKS_CHECK(require_store(ctx, snap));
   if (!snap.is_private)
     return make_error(Errc::usage, "this lock store is not PRIVATE (membership needs `git-locks init --private`)");
-  GITLOCKS_TRY(store, ctx.store());
-  StateReader reader(*store, snap.state);
-  GITLOCKS_TRY(doc, reader.policy());
-  return parse_policy(doc);
+  return snap.policy;
 }
 
 Result<Published> publish_rekey(Context& ctx) {

@@ -63,7 +63,7 @@ int cmd_policy_show(Context& ctx, const Argv& argv) {
   if (auto s = require_store(ctx, *snap); !s.ok()) return ctx.fail(s.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto vault = open_vault(ctx, **store, *snap);
+  auto vault = open_vault(ctx, *snap);
   if (!vault.ok()) return ctx.fail(vault.error());
   StateReader reader(**store, snap->state, (*vault)->codec.get());
   auto policy = readable_policy(reader, (*vault)->get(), snap->epoch, snap->store_id);

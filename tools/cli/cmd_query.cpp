@@ -80,7 +80,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   if (auto id = ctx.identity(); id.ok()) q.me = (*id)->actor;  // only marks "mine"
-  auto vault = open_vault(ctx, **store, *snap);
+  auto vault = open_vault(ctx, *snap);
   if (!vault.ok()) return ctx.fail(vault.error());
   StateReader reader(**store, snap->state, (*vault)->codec.get());
   auto header = [&](std::size_t n) {
@@ -156,7 +156,7 @@ int cmd_fence(Context& ctx, const Argv& argv) {
     return ctx.fail(fence_record(std::nullopt, *resource, *generation, *now).error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto vault = open_vault(ctx, **store, *snap);
+  auto vault = open_vault(ctx, *snap);
   if (!vault.ok()) return ctx.fail(vault.error());
   StateReader reader(**store, snap->state, (*vault)->codec.get());
   auto answer = fence(reader, *resource, *generation, *now);

@@ -63,7 +63,7 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     if (auto st = require_store(ctx, *snap); !st.ok()) return st.error();
     auto now = now_ms();
     if (!now.ok()) return now.error();
-    auto vault = open_vault(ctx, **store, *snap);
+    auto vault = open_vault(ctx, *snap);
     if (!vault.ok()) return vault.error();
     json body = body_at(*now);
     if (auto st = canonical_op_paths(body, *snap); !st.ok()) return st.error();

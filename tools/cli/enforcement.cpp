@@ -14,13 +14,8 @@ bool enforceable_ref(const std::string& ref) {
 }
 
 Result<std::vector<std::string>> enforced_ref_patterns(Context& ctx, const Snapshot& snap) {
-  if (snap.commit) {  // the store's own choice first: policy `enforce`
-    GITLOCKS_TRY(store, ctx.store());
-    StateReader reader(*store, snap.state);
-    GITLOCKS_TRY(doc, reader.policy());
-    GITLOCKS_TRY(policy, parse_policy(doc));
-    if (policy.enforce) return *policy.enforce;
-  }
+  // the store's own choice first: policy `enforce`
+  if (snap.commit && snap.policy.enforce) return *snap.policy.enforce;
   auto r = ctx.git().run({"config", "--get-all", "locks.enforce"});
   std::vector<std::string> out;
   if (r.ok() && r->status == 0)
@@ -84,7 +79,7 @@ Result<std::vector<CommitCheck>> check_commits(Context& ctx, const Snapshot& sna
   view.snap = &snap;
   view.now = now;
   if (snap.commit && snap.is_private) {
-    GITLOCKS_TRY(vault, open_vault(ctx, *store, snap));
+    GITLOCKS_TRY(vault, open_vault(ctx, snap));
     view.vault = vault->get();
     view.codec = vault->codec.get();
   }

@@ -119,7 +119,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     if (hooks.source_commit && snap.commit != hooks.source_commit)
       return stale_resume("refs/locks/state is at " + snap.commit.value_or("(missing)") + ", not at " +
                           *hooks.source_commit);
-    GITLOCKS_TRY(vault, open_vault(ctx, *store, snap));  // PRIVATE stores: the member's epoch keys
+    GITLOCKS_TRY(vault, open_vault(ctx, snap));  // PRIVATE stores: the member's epoch keys
     std::optional<Prepared> prepared;
     if (hooks.packet) {
       GITLOCKS_TRY(p, reopen_prepared(*store, snap, me->key, *hooks.packet, vault->get()));

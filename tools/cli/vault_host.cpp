@@ -43,13 +43,12 @@ const RecordCodec* opened_codec(const Snapshot& snap) {
   return snap.is_private && it != opened.end() ? it->second->codec.get() : nullptr;
 }
 
-Result<const VaultView*> open_vault(Context& ctx, ObjectStore& store, const Snapshot& snap) {
+Result<const VaultView*> open_vault(Context& ctx, const Snapshot& snap) {
   static const VaultView kPublic;
   if (!snap.commit || !snap.is_private) return &kPublic;
   if (auto it = opened.find(snap.policy_hash); it != opened.end()) return it->second.get();
   GITLOCKS_TRY(me, ctx.identity());
-  StateReader reader(store, snap.state);
-  GITLOCKS_TRY(policy, reader.policy());
+  const Policy& policy = snap.policy;
   auto vault = Vault::open(policy, me->key);
   if (!vault.ok()) {
     if (vault.error().code == Errc::not_member)
@@ -59,14 +58,14 @@ Result<const VaultView*> open_vault(Context& ctx, ObjectStore& store, const Snap
                             "`");
     return vault.error();
   }
-  if (!vault->key(snap.epoch))
-    return make_error(Errc::not_member, "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
-                                            ") cannot open its current epoch " + std::to_string(snap.epoch) +
-                                            " (removed from the members?)");
   auto view = std::make_unique<VaultView>();
   view->vault = std::move(*vault);
-  view->codec = make_private_codec(*view->vault, snap.store_id, snap.epoch);
-  if (!view->codec) return make_error(Errc::not_member, "cannot open epoch " + std::to_string(snap.epoch));
+  auto codec = state_codec(policy, &*view->vault);
+  if (!codec.ok())
+    return make_error(Errc::not_member, "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
+                                            ") cannot open its current epoch " + std::to_string(policy.epoch) +
+                                            " (removed from the members?)");
+  view->codec = std::move(codec).value();
   return opened.emplace(snap.policy_hash, std::move(view)).first->second.get();
 }
 

@@ -30,7 +30,7 @@ struct VaultView {
 // once per policy and kept for the life of the process. Public stores and
 // "no store yet" give an empty view. Errors: not_member (the key is not a
 // member, or cannot open the current epoch), usage (no identity), store_read.
-Result<const VaultView*> open_vault(Context& ctx, ObjectStore& store, const Snapshot& snap);
+Result<const VaultView*> open_vault(Context& ctx, const Snapshot& snap);
 
 // What open_vault opened for `snap` (publish() opens it before building a
 // body), or nullptr: for a public store, or when nothing was opened.

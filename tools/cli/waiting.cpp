@@ -43,11 +43,7 @@ QueueRules queue_rules(Context& ctx, const std::string& ref) {
   auto snap = verified_tip_snapshot(ctx, *tip);
   if (!snap.ok() || snap->state.empty()) return rules;
   rules.path_case = snap->path_case;
-  StateReader reader(**store, snap->state);
-  auto doc = reader.policy();
-  if (!doc.ok()) return rules;
-  auto policy = parse_policy(*doc);
-  if (policy.ok()) rules.policy = std::move(*policy);
+  rules.policy = snap->policy;
   return rules;
 }
 

@@ -31,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,6 +60,13 @@ struct Policy {
   std::vector<std::string> members;
   bool pending = false;
   std::vector<std::string> pending_members;  // the members of the pending epoch
+  // The keyrings: epoch -> member key (64 hex) -> that epoch's key sealed
+  // to the member (hex, vault.hpp). `keyring` holds every epoch the store
+  // has had (the current one sealed to exactly `members`); `pending_keyring`
+  // the pending epoch's, sealed to exactly `pending_members`.
+  using Keyring = std::map<std::int64_t, std::map<std::string, std::string>>;
+  Keyring keyring;
+  Keyring pending_keyring;
   // Families of a PRIVATE store are sealed; open them with unseal_families.
   bool families_sealed = false;
   // Pins of the notary when guard time is on: every commit from the

@@ -49,8 +49,19 @@ class RecordCodec {
 
 const RecordCodec& plain_codec();
 // Seals records under the vault's key of `epoch`; decodes only records
-// sealed under that epoch at their own location in `store`.
+// sealed under that epoch at their own location in `store`. (For a state's
+// records use state_codec; this is for the rekey, which opens two epochs.)
 std::unique_ptr<RecordCodec> make_private_codec(const Vault& vault, const std::string& store, std::int64_t epoch);
+
+struct Policy;
+// Which keys open a state's records — the one rule of the core and of every
+// host (replay, the planner, sweeps, doctor, the timeline, the CLI's
+// writers): a public state's records are read in the clear (nullptr); a
+// PRIVATE state's only with the key of its policy's current epoch, from a
+// member's vault `keys` (open_member_vault: the keyring of the history's
+// tip, which carries every epoch key the member was given). Errors:
+// not_member — no vault, or one holding no key of that epoch.
+Result<std::unique_ptr<RecordCodec>> state_codec(const Policy& policy, const Vault* keys);
 
 // Read access to one state tree. Trees are cached for the reader's lifetime.
 class StateReader {

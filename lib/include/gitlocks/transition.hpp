@@ -12,6 +12,7 @@
 #include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/policy.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -33,6 +34,9 @@ struct Snapshot {
   // How the store compares paths (Policy::case_insensitive): hosts turn a
   // user's path into an op with normalize_path_input(text, path_case).
   PathCase path_case = PathCase::sensitive;
+  // The policy in force at the tip (policy.json of `state`, parsed once):
+  // hosts read the store's rules here, never from the tree again.
+  Policy policy;
 };
 
 // A Snapshot is obtained only from verified_snapshot() (gitlocks/trust.hpp):

@@ -65,10 +65,16 @@ Result<std::vector<std::string>> next_members(std::vector<std::string> members, 
 // (not sealed to this member, or tampered), bad_json.
 Result<EpochKey> open_epoch_key(std::string_view sealed_hex, const KeyPair& member);
 
-// The epoch keys a member can open, from a PRIVATE policy's keyring (active
-// and pending epochs).
+struct Policy;
+
+// The epoch keys a member can open, from a PRIVATE policy's keyrings (every
+// epoch's and the pending one's). Errors: usage (not a PRIVATE policy),
+// not_member (no key sealed to `member`), bad_signature (a key sealed to
+// `member` that does not open: tampered).
 class Vault {
  public:
+  static Result<Vault> open(const Policy& policy, const KeyPair& member);
+  // The same from a policy document (parse_policy's errors first).
   static Result<Vault> open(const json& policy_doc, const KeyPair& member);
   Vault() = default;
   Vault(const Vault&) = default;
