@@ -194,19 +194,15 @@ Status load_policy(ObjectStore& store, ChainState& cs) {
   return Ok{};
 }
 
-// Guard-time pins of the policy in a state (the result of a commit).
-// The policy in force at the source (cs) is usually unchanged: reuse it.
+// result_pins of a commit's state; the policy in force at the source (cs)
+// is usually unchanged: then its parsed pins are reused.
 Result<std::optional<Pins>> pins_at(ObjectStore& store, const Oid& state, const ChainState& cs) {
   StateReader reader(store, state);
   if (!cs.policy_blob.empty()) {
     auto id = reader.lookup({"policy.json"});
     if (id.ok() && *id && **id == cs.policy_blob) return cs.policy.guard_time;
   }
-  auto doc = reader.policy();
-  if (!doc.ok()) return doc.error();
-  auto pol = parse_policy(*doc);
-  if (!pol.ok()) return pol.error();
-  return pol->guard_time;
+  return result_pins(store, state);
 }
 
 // The steps of verify_commit. Every step runs (unless an earlier one leaves
@@ -275,19 +271,19 @@ void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pi
          "attested T = " + std::to_string(*t) + " is before the previous " + std::to_string(*previous));
 }
 
-// Which rules was this commit made under? Guard time applies from the
-// activation on (the commit that installs the pins included): then T is the
-// notary's, otherwise the packet's own clock reading. Sets `t`; returns
+// Which rules was this commit made under? Those of its result (state.hpp
+// result_pins, as every writer): guard time applies from the activation on
+// (the commit that installs the pins included): then T is the notary's,
+// otherwise the packet's own clock reading. Sets `t`; returns
 // whether guard time applies.
 bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const json& p, const ChainState& cs,
                        const ReplayOptions& options, std::optional<std::int64_t>& t, Verdict& v) {
-  auto result_pins = pins_at(store, tc.state, cs);
-  if (!result_pins.ok())
-    fail(v, result_pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy",
-         result_pins.error().message);
-  const bool attested = result_pins.ok() && result_pins->has_value();
+  auto pins = pins_at(store, tc.state, cs);
+  if (!pins.ok())
+    fail(v, pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy", pins.error().message);
+  const bool attested = pins.ok() && pins->has_value();
   if (attested) {
-    check_notary_time(tc, p, **result_pins, cs, options, t, v);
+    check_notary_time(tc, p, **pins, cs, options, t, v);
   } else {
     if (tc.attestation_stored) fail(v, "unexpected-entry", "an attestation on a commit made without guard time");
     if (p.contains("claimed_at_ms")) t = p["claimed_at_ms"].get<std::int64_t>();

@@ -84,6 +84,13 @@ std::unique_ptr<RecordCodec> make_private_codec(const Vault& vault, const std::s
   return std::make_unique<PrivateCodec>(*key, store, epoch);
 }
 
+Result<std::optional<Pins>> result_pins(ObjectStore& store, const Oid& result_state) {
+  StateReader reader(store, result_state);
+  GITLOCKS_TRY(doc, reader.policy());
+  GITLOCKS_TRY(policy, parse_policy(doc));
+  return policy.guard_time;
+}
+
 Result<std::unique_ptr<RecordCodec>> state_codec(const Policy& policy, const Vault* keys) {
   if (!policy.is_private) return std::unique_ptr<RecordCodec>();
   if (!keys) return make_error(Errc::not_member, "the store is PRIVATE: its records need a member's key");

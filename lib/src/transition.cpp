@@ -40,28 +40,6 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
   return s;
 }
 
-namespace {
-
-// The time source of a transition is its result's (as replay's pins_at):
-// guard time applies from the activation on, to the transition that installs
-// the pins as well; a guard-time-set is attested by the notary it installs,
-// and one that turns guard time off by none.
-std::optional<Pins> pins_for(const Snapshot& snap, const PlanOutcome& outcome) {
-  if (outcome.action == "guard-time-set") {
-    const json& g = outcome.body["admin"]["guard_time"];
-    if (g.is_null()) return std::nullopt;
-    return Pins{g["audience"].get<std::string>(), g["service_key"].get<std::string>()};
-  }
-  if (snap.guard_time) return snap.guard_time;
-  if (outcome.action == "guard-time-enable") {
-    const json& a = outcome.body["admin"];
-    return Pins{a["audience"].get<std::string>(), a["service_key"].get<std::string>()};
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                    const std::string& command, const std::string& instance, const json& body,
                                    std::int64_t now_ms, const Vault* vault) {
@@ -74,7 +52,8 @@ Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, con
     return make_error(Errc::usage, "new stores are always created in the current format");
   GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body, now_ms));
   Prepared p;
-  p.pins = pins_for(snap, outcome);
+  GITLOCKS_TRY(pins, result_pins(store, outcome.result_state));
+  p.pins = pins;
   const std::int64_t t = std::max(now_ms, snap.last_time.value_or(0));
   if (!p.pins && !outcome.interval.contains(t)) return guard_window_error(outcome, t);
   // Under guard time the notary gives T; a TTL out of the policy's bounds at
@@ -146,7 +125,8 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
                                             pk["action"].get<std::string>() + " -> " + pk["result"].get<std::string>() +
                                             ", re-planning gives " + outcome.action + " -> " + outcome.result_state);
   Prepared p;
-  p.pins = pins_for(snap, outcome);
+  GITLOCKS_TRY(pins, result_pins(store, outcome.result_state));
+  p.pins = pins;
   p.packet = pk;
   p.packet_stored = packet_stored;
   GITLOCKS_TRY(recorded, recorded_admission_time(std::nullopt, pk));  // no attestation yet: the packet's clock

@@ -114,6 +114,35 @@ struct Migrating {
 
 }  // namespace
 
+// Which pins a writer's transition is prepared under (the notary it asks, or
+// the local clock): those of the policy in its result, as replay judges it.
+std::optional<Pins> prepared_pins(Store& s, const json& body) {
+  auto p = gitlocks::prepare_candidate(s.objects(), s.snapshot(), actor_key("owner"), "test", std::string(64, 'e'),
+                                       body, s.now, s.vault);
+  REQUIRE_MESSAGE(p.ok(), p.error().message);
+  return p->pins;
+}
+
+TEST_CASE("guard time: a writer's time source is its result's - as replay judges it") {
+  Store s;
+  const json claim =
+      json{{"created_at", s.now},
+           {"name", "owner"},
+           {"ops", json::array({gitlocks::ops::claim("x", gitlocks::ops::Mode::exclusive, s.now + 60'000)})}};
+  CHECK_FALSE(prepared_pins(s, claim).has_value());  // no guard time: the local clock
+  Notary a{"notary-a", "a.example"};
+  Notary b{"notary-b", "b.example"};
+  const json enable = gitlocks::ops::admin_guard_time_enable(a.pins.audience, a.pins.service_key, "GUARD_WINDOW",
+                                                             s.snapshot().policy_hash);
+  CHECK(prepared_pins(s, enable) == std::optional<Pins>(a.pins));  // the activation is attested by its notary
+  s.admit = a.fn();
+  a.clock = s.now + 5;
+  REQUIRE(gitlocks::test::enable_guard_time(s, "owner", a.pins).ok());
+  CHECK(prepared_pins(s, claim) == std::optional<Pins>(a.pins));                // in force
+  CHECK(prepared_pins(s, set_body(s, b.pins)) == std::optional<Pins>(b.pins));  // the notary it installs
+  CHECK_FALSE(prepared_pins(s, set_body(s, std::nullopt)).has_value());         // turned off: the owner's clock
+}
+
 TEST_CASE("guard time migrate: the owner moves to another notary - old commits verify under the old pins") {
   Migrating m;
   auto& s = m.s;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/store.hpp"
 
@@ -54,6 +55,14 @@ const RecordCodec& plain_codec();
 std::unique_ptr<RecordCodec> make_private_codec(const Vault& vault, const std::string& store, std::int64_t epoch);
 
 struct Policy;
+// The notary pins a transition is judged under: those of the policy in its
+// result state. So guard time applies from its activation on, to the commit
+// that installs the pins as well, and not to the commit that turns it off.
+// The one rule of replay (check_time_source) and of every writer
+// (prepare_candidate, reopen_prepared). Errors: those of reading and
+// parsing the result's policy.json.
+Result<std::optional<Pins>> result_pins(ObjectStore& store, const Oid& result_state);
+
 // Which keys open a state's records — the one rule of the core and of every
 // host (replay, the planner, sweeps, doctor, the timeline, the CLI's
 // writers): a public state's records are read in the clear (nullptr); a
