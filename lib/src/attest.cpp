@@ -1,6 +1,8 @@
 #include "gitlocks/attest.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "gitlocks/hex.hpp"
 
@@ -110,14 +112,14 @@ Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<
                                                             const json& packet) {
   if (attestation_stored) {
     GITLOCKS_TRY(att, open_attestation(*attestation_stored));
-    return std::optional<RecordedTime>{RecordedTime{attested_time(att), true}};
+    return std::optional<RecordedTime>{RecordedTime{att.admitted_at_ms, true}};
   }
   if (packet.is_object() && packet.contains("claimed_at_ms") && packet["claimed_at_ms"].is_number_integer())
     return std::optional<RecordedTime>{RecordedTime{packet["claimed_at_ms"].get<std::int64_t>(), false}};
   return std::optional<RecordedTime>{};
 }
 
-Result<json> open_attestation(std::string_view stored) {
+Result<Attestation> open_attestation(std::string_view stored) {
   GITLOCKS_TRY(att, open_signed(stored, "attestation", kAttestationDomain, "service_key"));
   if (att.value("format", "") != kAttestationFormat)
     return make_error(Errc::unknown_format, "unknown attestation format");
@@ -131,35 +133,61 @@ Result<json> open_attestation(std::string_view stored) {
       !is_safe(att["admitted_at_ms"]) || !att.contains("clock") || !att["clock"].is_string() ||
       !att.contains("profile") || !att["profile"].is_string())
     return make_error(Errc::bad_json, "attestation is missing audience, admitted_at_ms, clock or profile");
-  return att;
+  // Every field is checked: read each once.
+  auto text = [&](const char* k) { return att[k].get<std::string>(); };
+  Attestation out;
+  out.profile = text("profile");
+  out.audience = text("audience");
+  out.service_key = text("service_key");
+  out.store = text("store");
+  out.actor = text("actor");
+  out.command = text("command");
+  out.action = text("action");
+  out.instance = text("instance");
+  out.epoch = att["epoch"].get<std::int64_t>();
+  out.policy_hash = text("policy_hash");
+  out.source = text("source");
+  out.result = text("result");
+  out.packet_digest = text("packet_digest");
+  out.interval_lo = att["interval"][0].get<std::int64_t>();
+  out.interval_hi = att["interval"][1].get<std::int64_t>();
+  out.admitted_at_ms = att["admitted_at_ms"].get<std::int64_t>();
+  out.clock = text("clock");
+  out.document = std::move(att);
+  return out;
 }
 
-std::int64_t attested_time(const json& att) { return att["admitted_at_ms"].get<std::int64_t>(); }
-
-Status check_attestation(const json& att, const json& packet, std::string_view packet_stored, const Pins& pins,
+Status check_attestation(const Attestation& att, const json& packet, std::string_view packet_stored, const Pins& pins,
                          bool allow_test_clock) {
   auto bad = [](const std::string& what, const std::string& detail) {
     return make_error(Errc::invalid, what + ": " + detail);
   };
-  if (att["profile"] != kProfileGuardTime)
-    return bad("profile", "unknown attestation profile " + att["profile"].dump());
-  if (att["audience"] != pins.audience)
-    return bad("audience", "attested by audience " + att["audience"].dump() + ", pinned " + json(pins.audience).dump());
-  if (att["service_key"] != pins.service_key)
-    return bad("service-key",
-               "attested by key " + att["service_key"].get<std::string>() + ", pinned " + pins.service_key);
-  for (const char* k : kBindingFields)
-    if (!packet.contains(k) || att[k] != packet[k])
-      return bad(std::string("binding:") + k, "attestation binds " + att[k].dump() + ", packet has " +
+  if (att.profile != kProfileGuardTime)
+    return bad("profile", "unknown attestation profile " + json(att.profile).dump());
+  if (att.audience != pins.audience)
+    return bad("audience",
+               "attested by audience " + json(att.audience).dump() + ", pinned " + json(pins.audience).dump());
+  if (att.service_key != pins.service_key)
+    return bad("service-key", "attested by key " + att.service_key + ", pinned " + pins.service_key);
+  // The bindings in kBindingFields' order: the first mismatch is reported.
+  const std::pair<const char*, json> bindings[] = {
+      {"store", att.store},       {"actor", att.actor}, {"command", att.command},         {"action", att.action},
+      {"instance", att.instance}, {"epoch", att.epoch}, {"policy_hash", att.policy_hash}, {"source", att.source},
+      {"result", att.result}};
+  static_assert(std::size(bindings) == std::size(kBindingFields));
+  for (const auto& [k, bound] : bindings)
+    if (!packet.contains(k) || bound != packet[k])
+      return bad(std::string("binding:") + k, "attestation binds " + bound.dump() + ", packet has " +
                                                   (packet.contains(k) ? packet[k].dump() : std::string("nothing")));
-  if (att["packet_digest"] != packet_digest(packet_stored))
+  if (att.packet_digest != packet_digest(packet_stored))
     return bad("packet-digest", "attestation is for another packet");
-  if (att["interval"] != packet["interval"]) return bad("interval", "signed interval differs from the packet's");
-  const std::int64_t t = attested_time(att);
-  if (t < att["interval"][0].get<std::int64_t>() || t > att["interval"][1].get<std::int64_t>())
+  if (json::array({att.interval_lo, att.interval_hi}) != packet["interval"])
+    return bad("interval", "signed interval differs from the packet's");
+  const std::int64_t t = att.admitted_at_ms;
+  if (t < att.interval_lo || t > att.interval_hi)
     return bad("time-outside-interval", "T = " + std::to_string(t) + " outside the signed interval");
-  if (att["clock"] != "system" && !(allow_test_clock && att["clock"] == "test"))
-    return bad("test-clock", "admitted by a notary running a " + att["clock"].dump() + " clock");
+  if (att.clock != "system" && !(allow_test_clock && att.clock == "test"))
+    return bad("test-clock", "admitted by a notary running a " + json(att.clock).dump() + " clock");
   return Ok{};
 }
 

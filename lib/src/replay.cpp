@@ -262,7 +262,7 @@ void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pi
   }
   auto checked = check_attestation(*att, p, tc.packet_stored, pins, options.allow_test_clock);
   if (!checked.ok()) fail(v, "attestation-mismatch", checked.error().message);
-  t = attested_time(*att);
+  t = att->admitted_at_ms;
   // T never decreases along the chain: across the activation too,
   // where the previous T is a local-clock one.
   const std::optional<std::int64_t> previous = last_admission(cs);

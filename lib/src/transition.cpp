@@ -155,7 +155,7 @@ Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, P
       return make_error(Errc::store_write, "notary returned an unusable attestation: " + att.error().message);
     auto checked = check_attestation(*att, c.packet, c.packet_stored, *prepared.pins, allow_test_clock);
     if (!checked.ok()) return make_error(Errc::store_write, "notary attestation rejected: " + checked.error().message);
-    c.admitted_at_ms = attested_time(*att);
+    c.admitted_at_ms = att->admitted_at_ms;
     if (snap.last_time && c.admitted_at_ms < *snap.last_time)
       return make_error(Errc::store_write, "notary admitted at " + std::to_string(c.admitted_at_ms) +
                                                ", before the store's last admission " +

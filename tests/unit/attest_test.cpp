@@ -243,7 +243,7 @@ struct AttestedHistory {
     auto stored =
         gitlocks::make_attestation(request_for(bob.packet, bob.packet_stored, "bob"), n.pins, t, false, n.key);
     REQUIRE(stored.ok());
-    return gitlocks::open_attestation(*stored).value();
+    return gitlocks::open_attestation(*stored).value().document;
   }
 
   // Bob's state on alice's commit, with the given packet and attestation.
@@ -413,6 +413,38 @@ TEST_CASE("guard time: replay checks every field of a pinned notary's signed att
     const std::string detail = only_tip_invalid(h.s, tip, f.reason);
     CHECK_MESSAGE(detail.rfind(f.detail_prefix, 0) == 0, detail);
   }
+}
+
+TEST_CASE("guard time: open_attestation types every field it checked") {
+  AttestedHistory h;
+  const std::int64_t t = h.bob.admitted_at_ms + 1;
+  auto stored =
+      gitlocks::make_attestation(h.request_for(h.bob.packet, h.bob.packet_stored, "bob"), h.n.pins, t, true, h.n.key);
+  REQUIRE(stored.ok());
+  auto att = gitlocks::open_attestation(*stored);
+  REQUIRE(att.ok());
+  // What the notary was given: its pins, T, a test clock, and bob's packet.
+  CHECK(att->profile == std::string(gitlocks::kProfileGuardTime));
+  CHECK(att->audience == h.n.pins.audience);
+  CHECK(att->service_key == h.n.pins.service_key);
+  CHECK(att->admitted_at_ms == t);
+  CHECK(att->clock == "test");
+  CHECK(att->packet_digest == gitlocks::sha256_hex(h.bob.packet_stored));
+  const json& p = h.bob.packet;
+  CHECK(att->store == p["store"].get<std::string>());
+  CHECK(att->actor == gitlocks::test::actor_hex("bob"));
+  CHECK(att->command == p["command"].get<std::string>());
+  CHECK(att->action == "claim");
+  CHECK(att->instance == p["instance"].get<std::string>());
+  CHECK(att->epoch == p["epoch"].get<std::int64_t>());
+  CHECK(att->policy_hash == p["policy_hash"].get<std::string>());
+  CHECK(att->source == p["source"].get<std::string>());
+  CHECK(att->result == p["result"].get<std::string>());
+  CHECK(att->interval_lo == p["interval"][0].get<std::int64_t>());
+  CHECK(att->interval_hi == p["interval"][1].get<std::int64_t>());
+  CHECK(att->interval_lo <= att->interval_hi);
+  CHECK(gitlocks::canon_dump(json{{"attestation", att->document}, {"sig", json::parse(*stored)["sig"]}}).value() ==
+        *stored);
 }
 
 TEST_CASE("guard time: the first attested T may not go below the last local-clock T") {

@@ -153,7 +153,7 @@ TEST_CASE("guard time migrate: the owner moves to another notary - old commits v
   REQUIRE_MESSAGE(mig.ok(), mig.error().message);
   CHECK(mig->outcome.action == "guard-time-set");
   CHECK(mig->attestation_stored);
-  CHECK(gitlocks::open_attestation(*mig->attestation_stored).value()["service_key"] == m.b.pins.service_key);
+  CHECK(gitlocks::open_attestation(*mig->attestation_stored).value().service_key == m.b.pins.service_key);
   CHECK(mig->admitted_at_ms == s.now + 20);
   CHECK(m.a.seen.size() == asked_a);
   CHECK(s.snapshot().guard_time == m.b.pins);

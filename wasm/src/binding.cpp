@@ -441,7 +441,7 @@ char* gitlocks_verify_attestation(const char* att, std::size_t att_len, const ch
   auto s = gitlocks::check_attestation(*opened, opened_packet->packet, packet_stored, gitlocks::Pins{*audience, *key},
                                        allow_test_clock);
   if (!s.ok()) return fail(s.error());
-  return ok({{"attestation", *opened}, {"admitted_at_ms", (*opened)["admitted_at_ms"]}});
+  return ok({{"attestation", opened->document}, {"admitted_at_ms", opened->admitted_at_ms}});
 }
 
 void gitlocks_store_free(int handle) { delete store_of(handle); }

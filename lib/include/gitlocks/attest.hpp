@@ -59,12 +59,28 @@ Result<json> open_admission_request(std::string_view stored);
 Result<std::string> make_attestation(const json& request, const Pins& pins, std::int64_t t, bool test_clock,
                                      const KeyPair& service);
 
-// Parses and verifies the service signature against the embedded key.
-Result<json> open_attestation(std::string_view stored);
+// An attestation as open_attestation read it (docs/FORMAT.md,
+// "Attestations"): its service signature verified, every field checked and
+// typed. The core reads these fields, never the document by name.
+struct Attestation {
+  std::string profile;
+  std::string audience;
+  std::string service_key;  // 64 hex: the key that signed it
+  // The bindings it shares with the packet and the admission request
+  // (kBindingFields).
+  std::string store, actor, command, action, instance;
+  std::int64_t epoch = 0;
+  std::string policy_hash, source, result;
+  std::string packet_digest;                      // 64 hex: packet_digest() of the packet it admits
+  std::int64_t interval_lo = 0, interval_hi = 0;  // the signed interval, lo <= hi
+  std::int64_t admitted_at_ms = 0;                // T
+  std::string clock;                              // "system" or "test"
+  json document;                                  // the signed document, for hosts to show
+};
 
-// The admission time T an opened attestation names (its admitted_at_ms,
-// checked an integer by open_attestation).
-std::int64_t attested_time(const json& opened_attestation);
+// Parses and verifies the service signature against the embedded key.
+// Errors: bad_json (malformed), bad_signature, unknown_format.
+Result<Attestation> open_attestation(std::string_view stored);
 
 // The admission time T a transition commit records: the notary's
 // admitted_at_ms when it carries an attestation (opened here, so its
@@ -94,7 +110,7 @@ Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<
 Status check_discovery_document(const json& discovery, const Pins& pins, bool allow_test_clock,
                                 const std::string& who = "notary");
 
-Status check_attestation(const json& attestation, const json& packet, std::string_view packet_stored, const Pins& pins,
-                         bool allow_test_clock);
+Status check_attestation(const Attestation& attestation, const json& packet, std::string_view packet_stored,
+                         const Pins& pins, bool allow_test_clock);
 
 }  // namespace gitlocks
