@@ -220,8 +220,7 @@ Result<std::vector<std::optional<Error>>> path_refusals(ObjectStore& store, cons
   std::vector<std::optional<Error>> out(paths.size());
   if (!view.snap || !view.snap->commit) return out;
   StateReader reader(store, view.snap->state, view.codec);
-  GITLOCKS_TRY(doc, reader.policy());
-  GITLOCKS_TRY(policy, parse_policy(doc));
+  const Policy& policy = view.snap->policy;
   std::map<std::string, std::vector<std::size_t>> uses;  // canonical form -> indexes in `paths`
   for (std::size_t i = 0; i < paths.size(); ++i) {
     auto canon = normalize_path_input(paths[i], view.snap->path_case);
