@@ -28,6 +28,7 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
@@ -94,12 +95,8 @@ class Generator {
         return gitlocks::make_attestation(*req, pins_, t, false, notary_);
       };
       auto snap = must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snapshot");
-      json enable = {{"admin",
-                      {{"op", "guard-time-enable"},
-                       {"audience", pins_.audience},
-                       {"service_key", pins_.service_key},
-                       {"disclosure", "GUARD_WINDOW"},
-                       {"expected_policy_hash", snap.policy_hash}}}};
+      json enable = gitlocks::ops::admin_guard_time_enable(pins_.audience, pins_.service_key,
+                                                           gitlocks::kDisclosureGuardWindow, snap.policy_hash);
       auto r = submit("owner", "guard-time", enable);
       if (!r.ok()) die("guard-time enable: " + r.error().message);
     }
