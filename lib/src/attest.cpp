@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <iterator>
+#include <tuple>
 #include <utility>
 
 #include "gitlocks/hex.hpp"
+#include "gitlocks/packet.hpp"
 
 namespace gitlocks {
 namespace {
@@ -157,8 +159,8 @@ Result<Attestation> open_attestation(std::string_view stored) {
   return out;
 }
 
-Status check_attestation(const Attestation& att, const json& packet, std::string_view packet_stored, const Pins& pins,
-                         bool allow_test_clock) {
+Status check_attestation(const Attestation& att, const PacketFields& packet, std::string_view packet_stored,
+                         const Pins& pins, bool allow_test_clock) {
   auto bad = [](const std::string& what, const std::string& detail) {
     return make_error(Errc::invalid, what + ": " + detail);
   };
@@ -170,18 +172,23 @@ Status check_attestation(const Attestation& att, const json& packet, std::string
   if (att.service_key != pins.service_key)
     return bad("service-key", "attested by key " + att.service_key + ", pinned " + pins.service_key);
   // The bindings in kBindingFields' order: the first mismatch is reported.
-  const std::pair<const char*, json> bindings[] = {
-      {"store", att.store},       {"actor", att.actor}, {"command", att.command},         {"action", att.action},
-      {"instance", att.instance}, {"epoch", att.epoch}, {"policy_hash", att.policy_hash}, {"source", att.source},
-      {"result", att.result}};
+  const PacketHeader& h = packet.header;
+  const std::tuple<const char*, json, json> bindings[] = {{"store", att.store, h.store},
+                                                          {"actor", att.actor, h.actor},
+                                                          {"command", att.command, h.command},
+                                                          {"action", att.action, packet.action},
+                                                          {"instance", att.instance, h.instance},
+                                                          {"epoch", att.epoch, h.epoch},
+                                                          {"policy_hash", att.policy_hash, h.policy_hash},
+                                                          {"source", att.source, h.source},
+                                                          {"result", att.result, packet.result}};
   static_assert(std::size(bindings) == std::size(kBindingFields));
-  for (const auto& [k, bound] : bindings)
-    if (!packet.contains(k) || bound != packet[k])
-      return bad(std::string("binding:") + k, "attestation binds " + bound.dump() + ", packet has " +
-                                                  (packet.contains(k) ? packet[k].dump() : std::string("nothing")));
+  for (const auto& [k, bound, has] : bindings)
+    if (bound != has)
+      return bad(std::string("binding:") + k, "attestation binds " + bound.dump() + ", packet has " + has.dump());
   if (att.packet_digest != packet_digest(packet_stored))
     return bad("packet-digest", "attestation is for another packet");
-  if (json::array({att.interval_lo, att.interval_hi}) != packet["interval"])
+  if (att.interval_lo != packet.interval_lo || att.interval_hi != packet.interval_hi)
     return bad("interval", "signed interval differs from the packet's");
   const std::int64_t t = att.admitted_at_ms;
   if (t < att.interval_lo || t > att.interval_hi)

@@ -64,6 +64,25 @@ Status check_packet(const json& p) {
   return Ok{};
 }
 
+Result<PacketFields> packet_fields(const json& p) {
+  GITLOCKS_CHECK(check_packet(p));
+  auto text = [&](const char* k) { return p[k].get<std::string>(); };
+  PacketFields f;
+  f.header.store = text("store");
+  f.header.actor = text("actor");
+  f.header.command = text("command");
+  f.header.instance = text("instance");
+  f.header.epoch = p["epoch"].get<std::int64_t>();
+  f.header.policy_hash = text("policy_hash");
+  f.header.source = text("source");
+  f.action = text("action");
+  f.result = text("result");
+  f.interval_lo = p["interval"][0].get<std::int64_t>();
+  f.interval_hi = p["interval"][1].get<std::int64_t>();
+  if (p.contains("claimed_at_ms")) f.claimed_at_ms = p["claimed_at_ms"].get<std::int64_t>();
+  return f;
+}
+
 Result<std::string> seal_packet(const json& packet, const KeyPair& key) {
   GITLOCKS_CHECK(check_packet(packet));
   if (packet["actor"] != to_hex(key.public_key)) return make_error(Errc::usage, "packet actor is not the signing key");
@@ -77,7 +96,7 @@ Result<OpenedPacket> open_packet(std::string_view stored) {
   GITLOCKS_CHECK(check_keys(doc, {"packet", "sig"}, "signed packet"));
   if (!doc.contains("packet") || !doc.contains("sig") || !doc["sig"].is_string())
     return make_error(Errc::bad_json, "signed packet needs 'packet' and 'sig'");
-  GITLOCKS_CHECK(check_packet(doc["packet"]));
+  GITLOCKS_TRY(fields, packet_fields(doc["packet"]));
   GITLOCKS_TRY(sig, signature_from_hex(doc["sig"].get<std::string>()));
   GITLOCKS_TRY(pk, public_key_from_hex(doc["packet"]["actor"].get<std::string>()));
   // `stored` is canonical ({"packet":P,"sig":S}, keys in order), so P's
@@ -97,6 +116,7 @@ Result<OpenedPacket> open_packet(std::string_view stored) {
                       "packet signature does not verify for actor " + doc["packet"]["actor"].get<std::string>());
   OpenedPacket out;
   out.packet = std::move(doc["packet"]);
+  out.fields = std::move(fields);
   out.packet_bytes = std::move(bytes);
   out.digest = sha256_hex(stored);
   return out;

@@ -247,9 +247,9 @@ void check_private_signer(ObjectStore& store, const TransitionCommit& tc, bool r
 // packet under the chain's pins, whose T (set in `t`) never decreases. (The
 // pins a verifier expects are checked once, in force at the tip:
 // check_pins_in_force.)
-void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pins, const ChainState& cs,
+void check_notary_time(const TransitionCommit& tc, const PacketFields& fields, const Pins& pins, const ChainState& cs,
                        const ReplayOptions& options, std::optional<std::int64_t>& t, Verdict& v) {
-  if (p.contains("claimed_at_ms")) fail(v, "time-source-mismatch", "a client clock reading under guard time");
+  if (fields.claimed_at_ms) fail(v, "time-source-mismatch", "a client clock reading under guard time");
   if (!tc.attestation_stored) {
     fail(v, "missing-attestation", "guard time is on but the commit carries no attestation");
     return;
@@ -260,7 +260,7 @@ void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pi
          att.error().message);
     return;
   }
-  auto checked = check_attestation(*att, p, tc.packet_stored, pins, options.allow_test_clock);
+  auto checked = check_attestation(*att, fields, tc.packet_stored, pins, options.allow_test_clock);
   if (!checked.ok()) fail(v, "attestation-mismatch", checked.error().message);
   t = att->admitted_at_ms;
   // T never decreases along the chain: across the activation too,
@@ -276,17 +276,17 @@ void check_notary_time(const TransitionCommit& tc, const json& p, const Pins& pi
 // (the commit that installs the pins included): then T is the notary's,
 // otherwise the packet's own clock reading. Sets `t`; returns
 // whether guard time applies.
-bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const json& p, const ChainState& cs,
+bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const PacketFields& fields, const ChainState& cs,
                        const ReplayOptions& options, std::optional<std::int64_t>& t, Verdict& v) {
   auto pins = pins_at(store, tc.state, cs);
   if (!pins.ok())
     fail(v, pins.error().code == Errc::unknown_format ? "unknown-format" : "bad-policy", pins.error().message);
   const bool attested = pins.ok() && pins->has_value();
   if (attested) {
-    check_notary_time(tc, p, **pins, cs, options, t, v);
+    check_notary_time(tc, fields, **pins, cs, options, t, v);
   } else {
     if (tc.attestation_stored) fail(v, "unexpected-entry", "an attestation on a commit made without guard time");
-    if (p.contains("claimed_at_ms")) t = p["claimed_at_ms"].get<std::int64_t>();
+    if (fields.claimed_at_ms) t = *fields.claimed_at_ms;
   }
   return attested;
 }
@@ -467,7 +467,7 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     const json& p = opened->packet;
     const Interval interval = read_packet_header(p, v);
     check_private_signer(store, tc, root, cs, p, v);
-    const bool attested = check_time_source(store, tc, p, cs, options, t, v);
+    const bool attested = check_time_source(store, tc, opened->fields, cs, options, t, v);
     v.time = t;
     check_chain_link(p, root, cs, options, v);
     if (!t) fail(v, "missing-time", "packet carries no admission time");

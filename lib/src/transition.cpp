@@ -153,7 +153,8 @@ Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, P
     auto att = open_attestation(*attestation_stored);
     if (!att.ok())
       return make_error(Errc::store_write, "notary returned an unusable attestation: " + att.error().message);
-    auto checked = check_attestation(*att, c.packet, c.packet_stored, *prepared.pins, allow_test_clock);
+    GITLOCKS_TRY(fields, packet_fields(c.packet));
+    auto checked = check_attestation(*att, fields, c.packet_stored, *prepared.pins, allow_test_clock);
     if (!checked.ok()) return make_error(Errc::store_write, "notary attestation rejected: " + checked.error().message);
     c.admitted_at_ms = att->admitted_at_ms;
     if (snap.last_time && c.admitted_at_ms < *snap.last_time)

@@ -68,12 +68,11 @@ RULES = [
         },
     },
     {
-        "rule": "a packet's own clock reading: read by the packet check, the time-source check and "
+        "rule": "a packet's own clock reading: PacketFields::claimed_at_ms (packet_fields reads it once) and "
         "recorded_admission_time",
         "pattern": r"\[\"claimed_at_ms\"\]",
         "homes": {
-            "lib/src/packet.cpp": "open_packet validates it",
-            "lib/src/replay.cpp": "check_time_source",
+            "lib/src/packet.cpp": "check_packet validates it, packet_fields types it",
             "lib/src/attest.cpp": "recorded_admission_time",
         },
     },

@@ -122,7 +122,7 @@ int check(const std::vector<std::string>& args) {
   auto att = gitlocks::open_attestation(att_stored);
   if (!att.ok()) return report(att.error());
   gitlocks::Pins pins{f["audience"], f["service-key"]};
-  auto st = gitlocks::check_attestation(*att, packet->packet, packet_stored, pins, allow_test_clock);
+  auto st = gitlocks::check_attestation(*att, packet->fields, packet_stored, pins, allow_test_clock);
   if (!st.ok()) return report(st.error());
   std::cout << json{{"ok", true}, {"admitted_at_ms", att->admitted_at_ms}, {"clock", att->clock}}.dump() << "\n";
   return 0;

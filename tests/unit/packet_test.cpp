@@ -18,6 +18,39 @@ TEST_CASE("a published packet opens and verifies") {
   CHECK(opened->packet == c->packet);
 }
 
+TEST_CASE("an opened packet's fields are typed as they were made") {
+  Store s;
+  const auto before = s.snapshot();
+  auto c = s.claim("alice", "a/b", 60'000);
+  REQUIRE(c.ok());
+  auto opened = gitlocks::open_packet(c->packet_stored);
+  REQUIRE(opened.ok());
+  const gitlocks::PacketFields& f = opened->fields;
+  // What the writer built it from: alice's key, the store and state it
+  // was built on, the claim's outcome, the fixture's clock.
+  CHECK(f.header.actor == gitlocks::test::actor_hex("alice"));
+  CHECK(f.header.store == before.store_id);
+  CHECK(f.header.policy_hash == before.policy_hash);
+  CHECK(f.header.source == before.state);
+  CHECK(f.header.epoch == 0);
+  CHECK(f.header.command == "claim");
+  CHECK(f.action == c->outcome.action);
+  CHECK(f.result == c->outcome.result_state);
+  CHECK(f.interval_lo == c->outcome.interval.lo);
+  CHECK(f.interval_hi == c->outcome.interval.hi);
+  REQUIRE(f.claimed_at_ms.has_value());
+  CHECK(*f.claimed_at_ms == s.now);
+  CHECK(f.header.instance.size() == 64);
+  // A packet without a clock reading has none.
+  json bare = c->packet;
+  bare.erase("claimed_at_ms");
+  auto typed = gitlocks::packet_fields(bare);
+  REQUIRE(typed.ok());
+  CHECK_FALSE(typed->claimed_at_ms.has_value());
+  bare.erase("result");
+  CHECK(gitlocks::packet_fields(bare).error().code == Errc::bad_json);
+}
+
 TEST_CASE("tampering with any packet field is detected") {
   Store s;
   auto c = s.claim("alice", "a/b", 60'000);

@@ -438,7 +438,7 @@ char* gitlocks_verify_attestation(const char* att, std::size_t att_len, const ch
   if (!opened_packet.ok()) return fail(opened_packet.error());
   auto opened = gitlocks::open_attestation(std::string_view(att ? att : "", att ? att_len : 0));
   if (!opened.ok()) return fail(opened.error());
-  auto s = gitlocks::check_attestation(*opened, opened_packet->packet, packet_stored, gitlocks::Pins{*audience, *key},
+  auto s = gitlocks::check_attestation(*opened, opened_packet->fields, packet_stored, gitlocks::Pins{*audience, *key},
                                        allow_test_clock);
   if (!s.ok()) return fail(s.error());
   return ok({{"attestation", opened->document}, {"admitted_at_ms", opened->admitted_at_ms}});

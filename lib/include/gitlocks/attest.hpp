@@ -110,7 +110,8 @@ Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<
 Status check_discovery_document(const json& discovery, const Pins& pins, bool allow_test_clock,
                                 const std::string& who = "notary");
 
-Status check_attestation(const Attestation& attestation, const json& packet, std::string_view packet_stored,
+struct PacketFields;
+Status check_attestation(const Attestation& attestation, const PacketFields& packet, std::string_view packet_stored,
                          const Pins& pins, bool allow_test_clock);
 
 }  // namespace gitlocks

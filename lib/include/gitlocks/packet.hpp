@@ -56,8 +56,21 @@ Status check_packet(const json& packet);
 // Canonical signed form.
 Result<std::string> seal_packet(const json& packet, const KeyPair& key);
 
+// A checked packet's fields other than its body, typed: read once, by
+// packet_fields, from a packet check_packet accepts.
+struct PacketFields {
+  PacketHeader header;  // store, actor, command, instance, epoch, policy_hash, source
+  std::string action;
+  Oid result;
+  std::int64_t interval_lo = 0, interval_hi = 0;
+  std::optional<std::int64_t> claimed_at_ms;
+};
+// Errors: those of check_packet.
+Result<PacketFields> packet_fields(const json& packet);
+
 struct OpenedPacket {
   json packet;
+  PacketFields fields;       // packet_fields(packet)
   std::string packet_bytes;  // canonical packet, as signed
   std::string digest;        // sha256 hex of the stored signed form
 };
