@@ -148,8 +148,10 @@ Result<Attestation> open_attestation(std::string_view stored) {
   out.instance = text("instance");
   out.epoch = att["epoch"].get<std::int64_t>();
   out.policy_hash = text("policy_hash");
-  out.source = text("source");
-  out.result = text("result");
+  // Checked above: the source is "" (the null id) or 40 lowercase hex
+  // digits, the result 40.
+  out.source = Oid::from_hex(text("source")).value_or(Oid{});
+  out.result = *Oid::from_hex(text("result"));
   out.packet_digest = text("packet_digest");
   out.interval_lo = att["interval"][0].get<std::int64_t>();
   out.interval_hi = att["interval"][1].get<std::int64_t>();

@@ -26,7 +26,7 @@ const std::string kNoHolder(2 * kPublicKeyBytes, '0');
 // The probe's operation id: nothing it plans is ever published.
 const std::string kProbeInstance(64, '0');
 
-std::string short_id(const Oid& id) { return id.substr(0, 12); }
+std::string short_id(const Oid& id) { return id.hex().substr(0, 12); }
 
 std::string field(const Error& e, const std::string& name) {
   auto it = e.fields.find(name);
@@ -120,7 +120,7 @@ class ConflictFinder {
 Error commit_refusal(const Oid& commit, const std::string& path, const std::optional<std::string>& signer,
                      const Error& why) {
   Error e = why;
-  e.fields["commit"] = commit;
+  e.fields["commit"] = commit.hex();
   e.fields["path"] = path;
   e.fields["signer"] = signer ? *signer : "";
   if (why.code == Errc::bad_path) {

@@ -33,19 +33,13 @@ std::string last_git_error(const char* what) {
   return m;
 }
 
-std::string oid_hex(const git_oid& oid) {
-  char buf[GIT_OID_HEXSZ + 1];
-  git_oid_tostr(buf, sizeof buf, &oid);
-  return buf;
-}
+Oid to_oid(const git_oid& oid) { return Oid::from_bytes(oid.id); }
 
-// Every tree entry of every re-planned tree passes through here: the hex
-// codec (either case, as git_oid_fromstrn takes; by table, an id is public)
-// rather than git_oid_fromstrn's per-call checks.
-Result<git_oid> parse_oid(const Oid& hex) {
+// libgit2's id of `id`; the null id names no object.
+Result<git_oid> parse_oid(const Oid& id) {
+  if (id.empty()) return make_error(Errc::store_read, "no object id");
   git_oid oid;
-  const bool ok = hex_decode_public(hex, oid.id, GIT_OID_RAWSZ, HexCase::either);
-  if (!ok) return make_error(Errc::store_read, "invalid object id '" + hex + "'");
+  std::memcpy(oid.id, id.data(), GIT_OID_RAWSZ);
   return oid;
 }
 
@@ -137,7 +131,7 @@ class GitStore final : public ObjectStore {
         git_tree_free(tree);
         return make_error(Errc::store_read, "tree " + id + " has an entry of unexpected mode");
       }
-      out.push_back({git_tree_entry_name(e), mode == GIT_FILEMODE_TREE, oid_hex(*git_tree_entry_id(e))});
+      out.push_back({git_tree_entry_name(e), mode == GIT_FILEMODE_TREE, to_oid(*git_tree_entry_id(e))});
     }
     git_tree_free(tree);
     return out;
@@ -150,9 +144,8 @@ class GitStore final : public ObjectStore {
     if (git_commit_lookup(&c, repo_, &oid) != 0)
       return make_error(Errc::store_read, last_git_error(("cannot read commit " + id).c_str()));
     Commit out;
-    out.tree = oid_hex(*git_commit_tree_id(c));
-    for (unsigned i = 0; i < git_commit_parentcount(c); ++i)
-      out.parents.push_back(oid_hex(*git_commit_parent_id(c, i)));
+    out.tree = to_oid(*git_commit_tree_id(c));
+    for (unsigned i = 0; i < git_commit_parentcount(c); ++i) out.parents.push_back(to_oid(*git_commit_parent_id(c, i)));
     const char* msg = git_commit_message_raw(c);
     out.message = msg ? msg : "";
     out.time_seconds = git_commit_time(c);
@@ -167,13 +160,13 @@ class GitStore final : public ObjectStore {
     if (hash_only_) {
       if (git_odb_hash(&oid, data.data(), data.size(), GIT_OBJECT_BLOB) != 0)
         return make_error(Errc::store_write, last_git_error("cannot hash blob"));
-      return oid_hex(oid);
+      return to_oid(oid);
     }
     if (!odb_) return make_error(Errc::store_write, reopen_error_);
     if (git_odb_write(&oid, odb_, data.data(), data.size(), GIT_OBJECT_BLOB) != 0)
       return make_error(Errc::store_write, last_git_error("cannot write blob"));
     ++written_;
-    return oid_hex(oid);
+    return to_oid(oid);
   }
 
   Result<Oid> write_tree(const Tree& tree) override {
@@ -195,7 +188,7 @@ class GitStore final : public ObjectStore {
     git_treebuilder_free(b);
     if (rc != 0) return make_error(Errc::store_write, last_git_error("cannot write tree"));
     ++written_;
-    return oid_hex(oid);
+    return to_oid(oid);
   }
 
   Result<Oid> write_commit(const Commit& commit) override {
@@ -217,7 +210,7 @@ class GitStore final : public ObjectStore {
     git_signature_free(sig);
     if (rc != 0) return make_error(Errc::store_write, last_git_error("cannot write commit"));
     ++written_;
-    return oid_hex(oid);
+    return to_oid(oid);
   }
 
   Result<std::optional<Oid>> read_ref(std::string_view name) override {
@@ -231,7 +224,7 @@ class GitStore final : public ObjectStore {
     int rc = git_reference_name_to_id(&oid, repo_, std::string(name).c_str());
     if (rc == GIT_ENOTFOUND) return std::optional<Oid>{};
     if (rc != 0) return make_error(Errc::store_read, last_git_error(("cannot read ref " + std::string(name)).c_str()));
-    return std::optional<Oid>{oid_hex(oid)};
+    return std::optional<Oid>{to_oid(oid)};
   }
 
   bool has_object(const Oid& id) override {
@@ -520,7 +513,7 @@ class GitStore final : public ObjectStore {
     git_oid out;
     if (git_odb_hash(&out, buf.data(), buf.size(), GIT_OBJECT_TREE) != 0)
       return make_error(Errc::store_write, last_git_error("cannot hash tree"));
-    return oid_hex(out);
+    return to_oid(out);
   }
 
   LibGit2 lib_;
@@ -642,7 +635,7 @@ Result<BundleHeader> parse_bundle(std::string_view bytes) {
     std::size_t sp = line.find(' ');
     if (sp == std::string_view::npos || !is_hex40(line.substr(0, sp)) || sp + 1 == line.size())
       return make_error(Errc::store_read, "malformed bundle reference line '" + std::string(line) + "'");
-    h.refs[std::string(line.substr(sp + 1))] = std::string(line.substr(0, sp));
+    h.refs[std::string(line.substr(sp + 1))] = *Oid::from_hex(line.substr(0, sp));
   }
   h.pack = bytes.substr(pos);
   if (h.pack.substr(0, 4) != "PACK") return make_error(Errc::store_read, "the bundle carries no packfile");

@@ -67,6 +67,8 @@ Status check_packet(const json& p) {
 Result<PacketFields> packet_fields(const json& p) {
   GITLOCKS_CHECK(check_packet(p));
   auto text = [&](const char* k) { return p[k].get<std::string>(); };
+  // check_packet took each id as 40 lowercase hex digits (the source: or "").
+  auto id = [&](const char* k) { return Oid::from_hex(text(k)).value_or(Oid{}); };
   PacketFields f;
   f.header.store = text("store");
   f.header.actor = text("actor");
@@ -74,9 +76,9 @@ Result<PacketFields> packet_fields(const json& p) {
   f.header.instance = text("instance");
   f.header.epoch = p["epoch"].get<std::int64_t>();
   f.header.policy_hash = text("policy_hash");
-  f.header.source = text("source");
+  f.header.source = id("source");
   f.action = text("action");
-  f.result = text("result");
+  f.result = id("result");
   f.interval_lo = p["interval"][0].get<std::int64_t>();
   f.interval_hi = p["interval"][1].get<std::int64_t>();
   if (p.contains("claimed_at_ms")) f.claimed_at_ms = p["claimed_at_ms"].get<std::int64_t>();

@@ -511,7 +511,7 @@ std::optional<PrivateBreach> check_private_commit(const Policy& source, const Oi
                          "a transition that is not an admin one changed the public policy "
                          "(policy.json " +
                              source_policy_blob + " -> " +
-                             (result_policy_blob ? *result_policy_blob : std::string("none")) + ")"};
+                             (result_policy_blob ? result_policy_blob->hex() : std::string("none")) + ")"};
   if ((changed || admin) && actor != source.owner)
     return PrivateBreach{"not-owner", std::string(changed ? "the public policy was changed" : "an admin transition") +
                                           " signed by " + actor + ", not by the owner " + source.owner};
@@ -557,7 +557,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   }
   if (options.from && !reached_from) {
     Error e = make_error(Errc::invalid, "trusted commit " + *options.from + " is not an ancestor of " + tip);
-    e.fields["rewrite"] = *options.from;
+    e.fields["rewrite"] = options.from->hex();
     return e;
   }
 

@@ -108,7 +108,7 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
       pk["policy_hash"] != snap.policy_hash || pk["epoch"] != snap.epoch)
     return make_error(Errc::stale_generation, "the source changed: the saved packet was built on state " +
                                                   pk["source"].get<std::string>() + ", refs/locks/state is at state " +
-                                                  (snap.commit ? snap.state : std::string("(none)")))
+                                                  (snap.commit ? snap.state.hex() : std::string("(none)")))
         .because(reason::source_changed);
   json body = pk["body"];
   if (body.contains("sealed")) {

@@ -17,7 +17,7 @@ bool agrees(const Snapshot& at, const TrustState& t) {
 Error history_error(const std::string& message, const Oid& commit, const std::string& verdict,
                     const std::string& last_valid) {
   Error e = make_error(Errc::invalid_history, message);
-  e.fields = {{"commit", commit}, {"verdict", verdict}, {"last_valid", last_valid}};
+  e.fields = {{"commit", commit.hex()}, {"verdict", verdict}, {"last_valid", last_valid}};
   return e;
 }
 
@@ -26,7 +26,7 @@ Error rewrite_error(const std::optional<Oid>& tip, const Oid& anchor) {
       "the history was rewritten: refs/locks/state is " +
           (tip ? "at " + *tip + ", which does not descend from " : std::string("gone, but this clone verified ")) +
           anchor + (tip ? ", the tip this clone last verified" : std::string()),
-      tip.value_or(""), "rewrite", anchor);
+      tip.value_or(Oid{}), "rewrite", anchor.hex());
 }
 
 bool hex_oid(const json& j) {
@@ -97,7 +97,7 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     if (summary->first_invalid_verdict) {
       const Verdict& v = *summary->first_invalid_verdict;
       std::string parent;
-      if (auto c = store.read_commit(v.commit); c.ok() && !c->parents.empty()) parent = c->parents.front();
+      if (auto c = store.read_commit(v.commit); c.ok() && !c->parents.empty()) parent = c->parents.front().hex();
       Error e = history_error("the history of refs/locks/state does not verify: commit " + v.commit + " is invalid (" +
                                   v.reason + (v.detail.empty() ? "" : ": " + v.detail) + "); nothing was done",
                               v.commit, v.reason, parent);
@@ -179,7 +179,7 @@ std::optional<TrustState> parse_trust_state(const json& j) {
       !j["epoch"].is_number_integer() || !j["full"].is_boolean() || !j["verifier"].is_string())
     return std::nullopt;
   TrustState t;
-  t.commit = j["commit"].get<std::string>();
+  t.commit = *Oid::from_hex(j["commit"].get<std::string>());
   t.store_id = j["store"].get<std::string>();
   t.policy_hash = j["policy_hash"].get<std::string>();
   t.epoch = j["epoch"].get<std::int64_t>();

@@ -77,11 +77,11 @@ int make_request(const std::vector<std::string>& args) {
   h.command = "claim";
   h.instance = f.count("instance") ? f["instance"] : gitlocks::sha256_hex("instance");
   h.policy_hash = gitlocks::sha256_hex("policy");
-  h.source = std::string(40, 'b');
+  h.source = *gitlocks::Oid::from_hex(std::string(40, 'b'));
   gitlocks::PlanOutcome outcome;
   outcome.action = "claim";
   outcome.body = {{"ops", json::array({{{"op", "claim"}, {"path", "src/secret.txt"}, {"note", kBodyMarker}}})}};
-  outcome.result_state = std::string(40, 'c');
+  outcome.result_state = *gitlocks::Oid::from_hex(std::string(40, 'c'));
   outcome.interval = {lo, hi};
   json packet = gitlocks::make_packet(h, outcome, std::nullopt);
   auto stored = gitlocks::seal_packet(packet, actor);

@@ -438,8 +438,8 @@ TEST_CASE("guard time: open_attestation types every field it checked") {
   CHECK(att->instance == p["instance"].get<std::string>());
   CHECK(att->epoch == p["epoch"].get<std::int64_t>());
   CHECK(att->policy_hash == p["policy_hash"].get<std::string>());
-  CHECK(att->source == p["source"].get<std::string>());
-  CHECK(att->result == p["result"].get<std::string>());
+  CHECK(att->source.hex() == p["source"].get<std::string>());
+  CHECK(att->result.hex() == p["result"].get<std::string>());
   CHECK(att->interval_lo == p["interval"][0].get<std::int64_t>());
   CHECK(att->interval_hi == p["interval"][1].get<std::int64_t>());
   CHECK(att->interval_lo <= att->interval_hi);

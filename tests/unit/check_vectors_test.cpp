@@ -69,7 +69,7 @@ TEST_CASE("check vectors: every named commit gets the verdict written in cases.j
       CHECK(got.refused[j].path == want["path"].get<std::string>());
       CHECK(gitlocks::errc_name(got.refused[j].refusal.code) == want["code"].get<std::string>());
       CHECK(got.refused[j].refusal.reason() == want["reason"].get<std::string>());
-      CHECK(got.refused[j].refusal.fields.at("commit") == ids[i]);
+      CHECK(got.refused[j].refusal.fields.at("commit") == ids[i].hex());
     }
     refused += got.refused.empty() ? 0 : 1;
   }

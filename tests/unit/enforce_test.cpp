@@ -221,7 +221,7 @@ TEST_CASE("the rule over commits: the signer is the SSH signature's key - never 
   CHECK(checks[0].paths == 1);
   REQUIRE(checks[0].refused.size() == 1);
   CHECK(checks[0].refused[0].path == "src/x.c");
-  CHECK(checks[0].refused[0].refusal.fields.at("commit") == touch_x);
+  CHECK(checks[0].refused[0].refusal.fields.at("commit") == touch_x.hex());
   CHECK(checks[0].refused[0].refusal.fields.at("signer").text().empty());
   CHECK(checks[1].ok());
   const json doc = gitlocks::check_report_json(snap, view.now, checks);

@@ -178,10 +178,10 @@ TEST_CASE("store: a delta that would expand past 2 GiB is refused before it is a
   {
     auto store = gitlocks::open_git_store(repository_with_delta(root, 0x20005, kSmall).string());
     REQUIRE(store.ok());
-    auto base = (*store)->read_blob(kBase);
+    auto base = (*store)->read_blob(*gitlocks::Oid::from_hex(kBase));
     REQUIRE(base.ok());
     CHECK(*base == std::string(65536, 'a'));
-    auto small = (*store)->read_blob(kSmall);
+    auto small = (*store)->read_blob(*gitlocks::Oid::from_hex(kSmall));
     REQUIRE(small.ok());
     CHECK(*small == std::string(0x20005, 'a'));
   }
@@ -194,7 +194,7 @@ TEST_CASE("store: a delta that would expand past 2 GiB is refused before it is a
     rusage before{};
     getrusage(RUSAGE_SELF, &before);
 #endif
-    auto bomb = (*store)->read_blob(kBomb);
+    auto bomb = (*store)->read_blob(*gitlocks::Oid::from_hex(kBomb));
     REQUIRE_FALSE(bomb.ok());
     CHECK(bomb.error().code == gitlocks::Errc::store_read);
     // Ours says "exceeds the maximum object size"; Debian's deb12u2 (the
@@ -208,7 +208,7 @@ TEST_CASE("store: a delta that would expand past 2 GiB is refused before it is a
     getrusage(RUSAGE_SELF, &after);
     CHECK(after.ru_maxrss - before.ru_maxrss < 256 * 1024);  // KiB: nothing near 2 GiB was touched
 #endif
-    CHECK((*store)->read_blob(kBase).ok());  // the store is still usable
+    CHECK((*store)->read_blob(*gitlocks::Oid::from_hex(kBase)).ok());  // the store is still usable
   }
   std::error_code ec;
   fs::remove_all(root, ec);

@@ -344,7 +344,7 @@ TEST_CASE("private: tampered - swapped - wrong-epoch and replayed sealed data ar
   good_body["sealed"]["ct"] = ct;
   packet["body"] = good_body;
   auto stored2 = gitlocks::seal_packet(packet, actor_key("owner")).value();
-  Oid forged2 = gitlocks::write_transition_commit(s.objects(), tc.parents[0] == "" ? *s.tip() : tc.commit, tc.state,
+  Oid forged2 = gitlocks::write_transition_commit(s.objects(), tc.parents[0].empty() ? *s.tip() : tc.commit, tc.state,
                                                   stored2, "x\n", 0)
                     .value();
   (void)gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, forged2);
@@ -383,8 +383,9 @@ Oid forge_tip(gitlocks::test::Store& s, const std::string& signer, const std::fu
   if (!state.empty()) packet["result"] = state;
   edit(packet);
   auto stored = gitlocks::seal_packet(packet, actor_key(signer)).value();
-  Oid forged = gitlocks::write_transition_commit(s.objects(), tc.parents.at(0), packet["result"].get<std::string>(),
-                                                 stored, "git-locks: forged\n", 0)
+  Oid forged = gitlocks::write_transition_commit(s.objects(), tc.parents.at(0),
+                                                 *Oid::from_hex(packet["result"].get<std::string>()), stored,
+                                                 "git-locks: forged\n", 0)
                    .value();
   REQUIRE(gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, forged).ok());
   return forged;
@@ -511,7 +512,7 @@ TEST_CASE("private rule: the keyless rule itself") {
   p.owner = actor_hex("owner");
   p.members = {actor_hex("owner"), actor_hex("alice")};
   p.epoch = 2;
-  const Oid a(40, 'a'), b(40, 'b');
+  const Oid a = *Oid::from_hex(std::string(40, 'a')), b = *Oid::from_hex(std::string(40, 'b'));
   using gitlocks::check_private_commit;
   CHECK_FALSE(check_private_commit(p, a, a, actor_hex("alice"), false));
   CHECK_FALSE(check_private_commit(p, a, b, actor_hex("owner"), true));

@@ -327,7 +327,8 @@ TEST_CASE("sshsig vectors: a pack store hands out the signed commit's exact byte
   auto tree = (*store)->read_commit_raw(commit->tree);
   REQUIRE(!tree.ok());
   CHECK(tree.error().code == gitlocks::Errc::store_read);
-  CHECK((*store)->read_commit_raw(std::string(40, '1')).error().code == gitlocks::Errc::store_read);
+  CHECK((*store)->read_commit_raw(*gitlocks::Oid::from_hex(std::string(40, '1'))).error().code ==
+        gitlocks::Errc::store_read);
 }
 
 TEST_CASE("sshsig: a memory store's commits read back raw as Git writes them") {

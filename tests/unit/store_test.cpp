@@ -5,6 +5,7 @@
 
 #include "fixture.h"
 
+using gitlocks::Oid;
 using gitlocks::Tree;
 
 TEST_CASE("store: hash-only ids equal written ids for blobs and trees (Git's tree order)") {
@@ -14,7 +15,7 @@ TEST_CASE("store: hash-only ids equal written ids for blobs and trees (Git's tre
   auto blob_a = a->write_blob("hello\n");
   auto blob_b = b->write_blob("hello\n");
   REQUIRE(blob_a.ok());
-  CHECK(*blob_a == "ce013625030ba8dba906f756967f9e9ca394464a");  // git hash-object
+  CHECK(blob_a->hex() == "ce013625030ba8dba906f756967f9e9ca394464a");  // git hash-object
   CHECK(*blob_b == *blob_a);
   auto sub = a->write_tree({{"x", false, *blob_a}});
   REQUIRE(sub.ok());
@@ -43,35 +44,73 @@ TEST_CASE("store: a whole planned transition has the same result in hash-only mo
   CHECK(again->result_state == c->outcome.result_state);
 }
 
-TEST_CASE("store: object ids are 40 hex digits of either case - one digit off or one too few or many is refused") {
+TEST_CASE("store: object ids are 40 lowercase hex digits - one digit off or one too few or many is refused") {
   auto s = gitlocks::open_memory_store().value();
   auto id = s->write_blob("hello\n");
   REQUIRE(id.ok());
-  std::string upper = *id;
+  const std::string hex = "ce013625030ba8dba906f756967f9e9ca394464a";  // git hash-object
+  REQUIRE(Oid::from_hex(hex));
+  CHECK(*Oid::from_hex(hex) == *id);
+  CHECK(id->hex() == hex);
+  CHECK(gitlocks::json(*id) == hex);
+  CHECK(s->read_blob(*Oid::from_hex(hex)).value() == "hello\n");
+  // The 20 bytes, in order: the first and last are 0xce and 0x4a.
+  CHECK(id->data()[0] == 0xce);
+  CHECK(id->data()[19] == 0x4a);
+  // Upper case is not an id: the formats and Git write ids in lower case.
+  std::string upper = hex;
   for (auto& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  auto read = s->read_blob(upper);  // git_oid_fromstrn takes upper case too
-  REQUIRE(read.ok());
-  CHECK(*read == "hello\n");
+  CHECK_FALSE(Oid::from_hex(upper));
   // The neighbours of each digit range, in every position class.
-  for (const char bad : {'/', ':', '@', 'G', '`', 'g', ' ', '\0', '\xff'}) {
+  for (const char bad : {'/', ':', '@', 'G', '`', 'g', 'A', 'F', ' ', '\0', '\xff'}) {
     for (const std::size_t at : {std::size_t(0), std::size_t(1), std::size_t(39)}) {
-      std::string forged = *id;
+      std::string forged = hex;
       forged[at] = bad;
-      auto r = s->read_blob(forged);
-      REQUIRE_FALSE(r.ok());
-      CHECK(r.error().code == gitlocks::Errc::store_read);
-      CHECK(r.error().message.rfind("invalid object id", 0) == 0);
+      CHECK_FALSE(Oid::from_hex(forged));
     }
   }
-  for (const std::string& wrong : {id->substr(0, 39), *id + "0", std::string()}) {
-    auto r = s->read_blob(wrong);
-    REQUIRE_FALSE(r.ok());
-    CHECK(r.error().message.rfind("invalid object id", 0) == 0);
-  }
-  // A tree naming a malformed id is refused when hashed, too.
+  for (const std::string& wrong : {hex.substr(0, 39), hex + "0", hex.substr(0, 38), std::string()})
+    CHECK_FALSE(Oid::from_hex(wrong));
+  // The null id names no object: reading it is refused before the store is asked.
+  const Oid none;
+  CHECK(none.empty());
+  CHECK(none.hex().empty());
+  CHECK_FALSE(id->empty());
+  // The all-zero id is an id (of no object), not the null id: "" and
+  // "0000..." are different texts in every document.
+  const Oid zero = *Oid::from_hex(std::string(40, '0'));
+  CHECK_FALSE(zero.empty());
+  CHECK(zero != none);
+  CHECK(none < zero);
+  CHECK(zero.hex() == std::string(40, '0'));
+  CHECK(gitlocks::json(zero) != gitlocks::json(none));
+  CHECK(s->read_blob(zero).error().message.rfind("cannot read blob 0000000000000000000000000000000000000000", 0) == 0);
+  auto r = s->read_blob(none);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == gitlocks::Errc::store_read);
+  CHECK(r.error().message == "no object id");
+  // A tree naming the null id is refused when hashed, too.
   s->set_hash_only(true);
-  CHECK_FALSE(s->write_tree({{"x", false, id->substr(0, 39) + "g"}}).ok());
-  CHECK(s->write_tree({{"x", false, upper}}).value() == s->write_tree({{"x", false, *id}}).value());
+  CHECK_FALSE(s->write_tree({{"x", false, none}}).ok());
+}
+
+TEST_CASE("store: object ids order as their hex does") {
+  // Byte order is hex order: every map and set keyed by ids keeps the order
+  // it had when ids were hex strings.
+  const std::vector<std::string> hexes = {std::string(40, '0').replace(39, 1, "1"),
+                                          "09" + std::string(38, 'f'),
+                                          "0a" + std::string(38, '0'),
+                                          "9f" + std::string(38, '0'),
+                                          "a0" + std::string(38, '0'),
+                                          std::string(39, 'f') + "e",
+                                          std::string(40, 'f')};
+  for (std::size_t i = 0; i < hexes.size(); ++i)
+    for (std::size_t j = 0; j < hexes.size(); ++j) {
+      const Oid a = *Oid::from_hex(hexes[i]), b = *Oid::from_hex(hexes[j]);
+      CHECK((a < b) == (hexes[i] < hexes[j]));
+      CHECK((a == b) == (i == j));
+      CHECK(a.hex() == hexes[i]);
+    }
 }
 
 #ifndef __EMSCRIPTEN__  // a repository on disk; the WASM binding has no repository stores (StoreOptions)

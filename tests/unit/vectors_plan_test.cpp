@@ -55,7 +55,7 @@ std::string run_case(const json& c, bool print) {
   if (!init.ok()) return "init failed: " + init.error().message;
   (void)memory_store_set_ref(*store, kStateRef, init->commit);
   if (print) std::cout << json{{"case", name}, {"step", -1}, {"init", init->outcome.result_state}}.dump() << "\n";
-  if (!print && c.value("init_state", "") != init->outcome.result_state)
+  if (!print && c.value("init_state", "") != init->outcome.result_state.hex())
     return "init state " + init->outcome.result_state + " != recorded " + c.value("init_state", "(none)");
 
   std::vector<json> step_leases;
@@ -108,7 +108,7 @@ std::string run_case(const json& c, bool print) {
     if (records != expect["records"]) return where + "records " + records.dump() + " != " + expect["records"].dump();
     if (print) {
       std::cout << json{{"case", name}, {"step", i}, {"state", r->outcome.result_state}}.dump() << "\n";
-    } else if (expect.value("state", "") != r->outcome.result_state) {
+    } else if (expect.value("state", "") != r->outcome.result_state.hex()) {
       return where + "state " + r->outcome.result_state + " != recorded " + expect.value("state", "(none)");
     }
   }

@@ -97,7 +97,7 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
   const std::size_t problems = errors + warnings;
   human += healthy ? "healthy: no problems in the reservation data"
                    : std::to_string(problems) + " problem" + (problems == 1 ? "" : "s") + " found";
-  human += " (refs/locks/state -> " + (**tip).substr(0, 12) + ")\n";
+  human += " (refs/locks/state -> " + (**tip).hex().substr(0, 12) + ")\n";
   human += std::string("note: ") + kScope + "\n";
   ctx.done(out, human);
   return healthy ? kExitOk : kExitRefused;

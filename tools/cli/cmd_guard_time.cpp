@@ -99,7 +99,9 @@ Result<std::optional<json>> load_record(const std::string& dir, const std::strin
   GITLOCKS_TRY(text, read_input(path));
   json rec = json::parse(text, nullptr, false);
   if (rec.is_discarded() || !rec.is_object() || rec.value("format", "") != kOperationFormat || !rec.contains("input") ||
-      !rec.contains("packet") || !rec["packet"].is_string() || !rec.contains("request") || !rec["request"].is_string())
+      !rec.contains("packet") || !rec["packet"].is_string() || !rec.contains("request") ||
+      !rec["request"].is_string() || !rec.contains("source_commit") || !rec["source_commit"].is_string() ||
+      !Oid::from_hex(rec["source_commit"].get<std::string>()))
     return make_error(Errc::store_read, path + " is not a guard-time operation record");
   // The record's own id names the file it is saved to again: it must be the
   // id it was found under (and so a valid one), never a path of its own.
@@ -116,9 +118,9 @@ Pins pins_of(const json& rec) {
 // The commit of the verified history (from `tip` back to the operation's
 // source) that carries exactly the saved packet, if any.
 Result<std::optional<Oid>> find_accepted(ObjectStore& store, const std::optional<Oid>& tip, const json& rec) {
-  const std::string source = rec["source_commit"].get<std::string>();
+  const auto source = Oid::from_hex(rec["source_commit"].get<std::string>());
   std::optional<Oid> at = tip;
-  while (at && *at != source) {
+  while (at && at != source) {
     GITLOCKS_TRY(tc, read_transition_commit(store, *at));
     if (tc.packet_stored == rec["packet"].get<std::string>()) return std::optional<Oid>{*at};
     if (tc.parents.empty()) break;
@@ -158,8 +160,8 @@ Status verify_source(Context& ctx, ObjectStore& store, const Oid& tip, const Key
                  if (v.ok && v.level != "full" && !partial) partial = v;
                }));
   if (summary.invalid > 0 || bad)
-    return make_error(Errc::invalid, "the source is not fully verified: commit " + (bad ? bad->commit : "?") + ": " +
-                                         (bad ? bad->reason + " " + bad->detail : std::string()));
+    return make_error(Errc::invalid, "the source is not fully verified: commit " + (bad ? bad->commit.hex() : "?") +
+                                         ": " + (bad ? bad->reason + " " + bad->detail : std::string()));
   if (partial)
     return make_error(Errc::invalid, "the source is not fully verified: commit " + partial->commit +
                                          " could only be checked structurally (the owner's key opens no epoch key "
@@ -268,13 +270,13 @@ int resume_operation(Context& ctx, const std::string& dir, json rec) {
     if (auto st = save_record(dir, rec); !st.ok()) return ctx.fail(st.error());
     return report(ctx, rec,
                   "ACCEPTED: guard time is enabled (operation " + id + ", refs/locks/state has " +
-                      found->value().substr(0, 12) + ")");
+                      found->value().hex().substr(0, 12) + ")");
   }
   // Not in the verified history (PENDING, or an ACCEPTED whose commit the
   // ref no longer carries): the identical packet again, at its source only.
   PublishHooks hooks;
   hooks.packet = rec["packet"].get<std::string>();
-  hooks.source_commit = rec["source_commit"].get<std::string>();
+  hooks.source_commit = Oid::from_hex(rec["source_commit"].get<std::string>());
   if (auto e = run_operation(ctx, dir, rec, nullptr, hooks)) return ctx.fail(pending_hint(*e, rec));
   return report_accepted(ctx, rec);
 }
@@ -382,7 +384,7 @@ int publish_guard_time_set(Context& ctx, const std::string& command, const json&
   auto bytes = StateReader(**store, c.outcome.result_state).policy_bytes();
   if (!bytes.ok()) return ctx.fail(bytes.error());
   const std::string hash = sha256_hex(*bytes);
-  const std::string where = " (refs/locks/state -> " + c.commit.substr(0, 12) + ", admitted at " +
+  const std::string where = " (refs/locks/state -> " + c.commit.hex().substr(0, 12) + ", admitted at " +
                             std::to_string(c.admitted_at_ms) + ", policy hash " + hash + ")";
   return ctx.done(
       {{"op", ctx.op},

@@ -178,13 +178,18 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
   ctx.extra_object_dirs = quarantine_object_dirs();
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
+  std::optional<Oid> last_new;
   for (const auto& u : updates) {
     if (u.new_oid == kZeroOid) return refuse("deleting the lock store is refused by the server's git-locks hook");
+    const auto new_id = Oid::from_hex(u.new_oid);
+    const auto old_id = Oid::from_hex(u.old_oid);
+    if (!new_id || !old_id) return refuse("'" + u.old_oid + " " + u.new_oid + "' are not SHA-1 object ids");
+    last_new = new_id;
     ReplayOptions options;
     options.allow_test_clock = allow_test_clock;
-    if (u.old_oid != kZeroOid) options.from = u.old_oid;
+    if (u.old_oid != kZeroOid) options.from = old_id;
     std::optional<Verdict> bad;
-    auto summary = replay_chain(**store, u.new_oid, options, [&](const Verdict& v) {
+    auto summary = replay_chain(**store, *new_id, options, [&](const Verdict& v) {
       if (!v.ok && !bad) bad = v;
     });
     if (!summary.ok()) {
@@ -199,7 +204,7 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
   if (work.empty()) return 0;
   // The work is judged on the verified store: this push's refs/locks/state
   // when it moves it (verified just above), else the current one.
-  auto snap = updates.empty() ? current_snapshot(ctx) : verified_snapshot_unrecorded(ctx, updates.back().new_oid);
+  auto snap = last_new ? verified_snapshot_unrecorded(ctx, *last_new) : current_snapshot(ctx);
   const std::string context = "push rejected by the server's git-locks hook: ";
   if (!snap.ok()) return print_error(ctx.op, snap.error().prefixed(context), std::nullopt);
   if (!snap->commit) return 0;  // no store: nothing is claimed

@@ -85,9 +85,9 @@ int release_landed(Context& ctx, const Parsed& a) {
   const std::string branch = *a.value("landed");
   auto tip = ctx.git().run({"rev-parse", "--verify", "--quiet", "--end-of-options", branch + "^{commit}"});
   if (!tip.ok()) return ctx.fail(tip.error());
-  if (tip->status != 0 || tip->out.size() < 40)
-    return ctx.fail(make_error(Errc::usage, "--landed " + branch + ": no such branch or commit"));
-  const Oid landed = tip->out.substr(0, 40);
+  const auto landed_id = tip->status == 0 ? Oid::from_hex(tip->out.substr(0, Oid::kHexDigits)) : std::nullopt;
+  if (!landed_id) return ctx.fail(make_error(Errc::usage, "--landed " + branch + ": no such branch or commit"));
+  const std::string landed = landed_id->hex();
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   // Commits on BRANCH, and commits on any ref (remote-tracking refs
@@ -219,7 +219,7 @@ int cmd_init(Context& ctx, const Argv& argv) {
     const Snapshot& s = p->source;
     return ctx.done({{"op", "init"}, {"created", false}, {"store", s.store_id}, {"commit", *s.commit}},
                     "a lock store already exists here (store " + s.store_id.substr(0, 12) + ", refs/locks/state -> " +
-                        s.commit->substr(0, 12) + "); nothing written");
+                        s.commit->hex().substr(0, 12) + "); nothing written");
   }
   const Candidate& c = *p->candidate;
   return ctx.done({{"op", "init"},
@@ -230,7 +230,7 @@ int cmd_init(Context& ctx, const Argv& argv) {
                    {"policy", policy},
                    {"attempts", ctx.attempts.value_or(0)}},
                   "initialised a lock store (store " + policy["store"].get<std::string>().substr(0, 12) + ", owner " +
-                      (*me)->actor.substr(0, 12) + ", refs/locks/state -> " + c.commit.substr(0, 12) + ")");
+                      (*me)->actor.substr(0, 12) + ", refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
 
 int cmd_claim(Context& ctx, const Argv& argv) {

@@ -78,7 +78,7 @@ int change(Context& ctx, const Argv& argv, bool add) {
   out["commits"].push_back(membership(*rekeyed->candidate));
   return ctx.done(out, what + ": epoch " + std::to_string(next_epoch) + " is active, sealed to " +
                            std::to_string(following.size()) + " member" + (following.size() == 1 ? "" : "s") +
-                           " (refs/locks/state -> " + rekeyed->candidate->commit.substr(0, 12) + ")");
+                           " (refs/locks/state -> " + rekeyed->candidate->commit.hex().substr(0, 12) + ")");
 }
 
 }  // namespace
@@ -95,7 +95,7 @@ int cmd_member_rekey(Context& ctx, const Argv& argv) {
   const Snapshot& s = p->source;
   return ctx.done({{"op", ctx.op}, {"epoch", s.epoch + 1}, {"commits", json::array({membership(*p->candidate)})}},
                   "epoch " + std::to_string(s.epoch + 1) + " is active (refs/locks/state -> " +
-                      p->candidate->commit.substr(0, 12) + ")");
+                      p->candidate->commit.hex().substr(0, 12) + ")");
 }
 
 int cmd_member_list(Context& ctx, const Argv& argv) {

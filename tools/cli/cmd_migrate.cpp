@@ -37,7 +37,7 @@ int cmd_migrate(Context& ctx, const Argv& argv) {
                    {"commit", c.commit},
                    {"attempts", ctx.attempts.value_or(0)}},
                   "migrated the store from " + std::string(kStateFormatV1) + " to " + std::string(kStateFormat) +
-                      " (refs/locks/state -> " + c.commit.substr(0, 12) + ")");
+                      " (refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
 
 }  // namespace gitlocks::cli

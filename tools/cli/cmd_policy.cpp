@@ -105,12 +105,13 @@ int cmd_policy_set(Context& ctx, const Argv& argv) {
   auto bytes = canon_dump(next);
   if (!bytes.ok()) return ctx.fail(bytes.error());
   const std::string hash = sha256_hex(*bytes);
-  return ctx.done({{"op", ctx.op},
-                   {"commit", c.commit},
-                   {"previous_policy_hash", previous},
-                   {"policy_hash", hash},
-                   {"policy", next}},
-                  "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.substr(0, 12) + ")");
+  return ctx.done(
+      {{"op", ctx.op},
+       {"commit", c.commit},
+       {"previous_policy_hash", previous},
+       {"policy_hash", hash},
+       {"policy", next}},
+      "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
 
 }  // namespace gitlocks::cli

@@ -84,7 +84,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
   if (!vault.ok()) return ctx.fail(vault.error());
   StateReader reader(**store, snap->state, (*vault)->codec.get());
   auto header = [&](std::size_t n) {
-    return "refs/locks/state -> " + snap->commit->substr(0, 12) + " (store " + snap->store_id.substr(0, 12) +
+    return "refs/locks/state -> " + snap->commit->hex().substr(0, 12) + " (store " + snap->store_id.substr(0, 12) +
            "): " + std::to_string(n) + (a->has("all") ? " leases\n" : " live leases\n");
   };
   if (!q.paths.empty()) {  // the core's answer, by index
@@ -207,7 +207,7 @@ int cmd_log(Context& ctx, const Argv& argv) {
                  {"summary", summary},
                  {"body", body}};
     if (ctx.json_output) text += json_line(line) + "\n";
-    else text += at->substr(0, 12) + "  " + (t ? format_time(*t) : std::string(24, ' ')) + "  " + summary + "\n";
+    else text += at->hex().substr(0, 12) + "  " + (t ? format_time(*t) : std::string(24, ' ')) + "  " + summary + "\n";
     at = tc->parents.empty() ? std::nullopt : std::optional<Oid>(tc->parents[0]);
   }
   std::fwrite(text.data(), 1, text.size(), stdout);

@@ -58,7 +58,7 @@ int cmd_recover(Context& ctx, const Argv& argv) {
   if (*remote)
     args = {"push", "--porcelain", "--force-with-lease=refs/locks/state:" + **tip, **remote,
             last_valid + ":refs/locks/state"};
-  else args = {"update-ref", "refs/locks/state", last_valid, **tip};
+  else args = {"update-ref", "refs/locks/state", last_valid, (**tip).hex()};
   auto r = ctx.git().run(args);
   if (!r.ok()) return ctx.fail(r.error());
   if (r->status != 0)
@@ -66,7 +66,7 @@ int cmd_recover(Context& ctx, const Argv& argv) {
                           "refs/locks/state was not restored (it moved since it was verified, or the " +
                               std::string(*remote ? "push" : "update") + " failed): git " + args.front() + ": " +
                               r->err + r->out + "; run `git-locks recover` again",
-                          {{"from", **tip}, {"to", last_valid}}));
+                          {{"from", (**tip).hex()}, {"to", last_valid}}));
   out["recovered"] = true;
   return ctx.done(out, "restored " + what);
 }

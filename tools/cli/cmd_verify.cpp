@@ -53,8 +53,7 @@ std::optional<Oid> read_verified_tip(const fs::path& file) {
   std::ifstream in(file);
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
-  if (!is_hex(line, 40)) return std::nullopt;
-  return line;
+  return Oid::from_hex(line);
 }
 
 // Written durably (fsio.h): a temporary file beside it, renamed over it.
@@ -79,7 +78,7 @@ Status forget_verified_tip(const fs::path& file) {
 Result<bool> descends_from(Context& ctx, ObjectStore& store, const Oid& remembered, const Oid& tip) {
   if (remembered == tip) return true;
   if (!store.read_commit(remembered).ok()) return false;
-  GITLOCKS_TRY(r, ctx.git().run({"merge-base", "--is-ancestor", remembered, tip}));
+  GITLOCKS_TRY(r, ctx.git().run({"merge-base", "--is-ancestor", remembered.hex(), tip.hex()}));
   if (r.status == 0) return true;
   if (r.status == 1) return false;
   return make_error(Errc::store_read, "git merge-base --is-ancestor: " + r.err);
@@ -110,7 +109,7 @@ Result<ProcessResult> bundle_of_remote_tip(Context& ctx, const Oid& tip, const s
     alt << (dir / "objects").string() << "\n";
     if (!alt) return make_error(Errc::store_write, "cannot write the alternates of " + tmp.string());
   }
-  GITLOCKS_TRY(set, bare.run({"update-ref", std::string(kStateRef), tip}));
+  GITLOCKS_TRY(set, bare.run({"update-ref", std::string(kStateRef), tip.hex()}));
   if (set.status != 0) return set;
   return bare.run({"bundle", "create", "-q", path, std::string(kStateRef)});
 }
@@ -194,9 +193,9 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     if (!r.ok()) return ctx.fail(r.error());
     std::string id = r->out;
     while (!id.empty() && id.back() == '\n') id.pop_back();
-    if (r->status != 0 || id.size() != 40)
-      return ctx.fail(make_error(Errc::usage, "--from: no such commit '" + *from + "'"));
-    options.from = id;
+    const auto from_id = r->status == 0 ? Oid::from_hex(id) : std::nullopt;
+    if (!from_id) return ctx.fail(make_error(Errc::usage, "--from: no such commit '" + *from + "'"));
+    options.from = from_id;
   }
   // A PRIVATE store is verified in full with a member's keys; any other key
   // verifies it structurally. A broken key file is an error, not "no key".
@@ -304,7 +303,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   if (summary->first_invalid && !unexpected_store) {
     std::string last_valid;
     if (auto c = (*store)->read_commit(*summary->first_invalid); c.ok() && !c->parents.empty())
-      last_valid = c->parents.front();
+      last_valid = c->parents.front().hex();
     recovery = recovery_command(ctx, last_valid, tip);
   }
   json s = {{"tip", tip},
@@ -335,7 +334,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   // Says which it did: from the checkpoint (new commits only) or from the root.
   const std::string what =
       anchor ? std::to_string(summary->commits) + " new commit(s) since the trust checkpoint at " +
-                   short_id(anchor->commit) + " (`--full` replays from the root)"
+                   short_id(anchor->commit.hex()) + " (`--full` replays from the root)"
              : std::to_string(summary->commits) + " commit(s)" + (user_from ? std::string() : " from the root");
   text += valid ? "verified " + what + " up to " + tip + ": all valid\n"
                 : "verified " + what + " up to " + tip + ": " + std::to_string(summary->invalid) + " invalid" +

@@ -141,7 +141,7 @@ class LiveBundle {
     if (t.empty()) return make_error(Errc::store_read, std::string("no ") + kRef + " in this store");
     if (t != tip_) {
       // `git bundle create -` writes the bundle on stdout.
-      GITLOCKS_TRY(r, bundle_of_store(ctx_, t, "-"));
+      GITLOCKS_TRY(r, bundle_of_store(ctx_, Oid::from_hex(t).value_or(Oid{}), "-"));
       if (r.status != 0) return make_error(Errc::store_read, "git bundle create failed: " + r.err);
       tip_ = t;
       bytes_ = std::move(r.out);
@@ -152,7 +152,7 @@ class LiveBundle {
  private:
   Result<std::string> tip_locked() {
     GITLOCKS_TRY(t, ctx_.read_tip());
-    return t.value_or(std::string());
+    return t ? t->hex() : std::string();
   }
 
   Context& ctx_;  // not thread-safe: used under mutex_ only

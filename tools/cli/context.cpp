@@ -110,7 +110,7 @@ Result<std::optional<Oid>> Context::read_tip() {
 void Context::remember_pushed(const Oid& pushed, const std::optional<Oid>& from) {
   auto ref = state_ref();
   if (!ref.ok()) return;
-  (void)git().run({"update-ref", "-m", "git-locks: pushed", *ref, pushed, from.value_or(kZeroOid)});
+  (void)git().run({"update-ref", "-m", "git-locks: pushed", *ref, pushed.hex(), from ? from->hex() : kZeroOid});
 }
 
 Result<PendingCas> Context::begin_cas() {

@@ -50,8 +50,12 @@ Result<std::vector<Oid>> rev_list(Context& ctx, const std::vector<std::string>& 
     return make_error(Errc::usage, "git rev-list cannot list the commits: " + why);
   }
   std::vector<Oid> out;
-  for (std::string_view line : split_fields(r.out, '\n'))
-    if (!line.empty()) out.emplace_back(line);
+  for (std::string_view line : split_fields(r.out, '\n')) {
+    if (line.empty()) continue;
+    auto id = Oid::from_hex(line);
+    if (!id) return make_error(Errc::store_read, "git rev-list gave '" + std::string(line) + "', not a commit id");
+    out.push_back(*id);
+  }
   return out;
 }
 

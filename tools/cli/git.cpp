@@ -131,7 +131,7 @@ CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std
   if (!process_) {
     std::vector<std::string> argv = git_argv_;
     for (const char* a : {"push", "--atomic", "--porcelain", "--no-verify"}) argv.emplace_back(a);
-    argv.push_back("--force-with-lease=" + std::string(ref) + ":" + old_oid.value_or(""));
+    argv.push_back("--force-with-lease=" + std::string(ref) + ":" + (old_oid ? old_oid->hex() : std::string()));
     argv.push_back(remote_);
     argv.push_back(new_oid + ":" + std::string(ref));
     auto p = Process::start(argv, {"LC_ALL=C"});
@@ -144,8 +144,8 @@ CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std
     return classify_push(ref, r);
   }
   if (!process_->ok()) return {CasStatus::failed, process_->error().message};
-  std::string input =
-      "start\nupdate " + std::string(ref) + " " + new_oid + " " + old_oid.value_or(kZeroOid) + "\nprepare\ncommit\n";
+  std::string input = "start\nupdate " + std::string(ref) + " " + new_oid + " " +
+                      (old_oid ? old_oid->hex() : kZeroOid) + "\nprepare\ncommit\n";
   return classify_update_ref(ref, (*process_)->finish(input));
 }
 

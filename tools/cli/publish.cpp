@@ -117,8 +117,8 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     snapshot_time.reset();
     if (cached && snap.guard_time) return make_error(Errc::store_read, "guard time: plan on a fresh snapshot");
     if (hooks.source_commit && snap.commit != hooks.source_commit)
-      return stale_resume("refs/locks/state is at " + snap.commit.value_or("(missing)") + ", not at " +
-                          *hooks.source_commit);
+      return stale_resume("refs/locks/state is at " + (snap.commit ? snap.commit->hex() : std::string("(missing)")) +
+                          ", not at " + *hooks.source_commit);
     GITLOCKS_TRY(vault, open_vault(ctx, snap));  // PRIVATE stores: the member's epoch keys
     std::optional<Prepared> prepared;
     if (hooks.packet) {
@@ -304,7 +304,7 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
     human += line + "\n";
   }
   if (c.outcome.action == "init") human += "initialised the lock store\n";
-  human += "(refs/locks/state -> " + c.commit.substr(0, 12) +
+  human += "(refs/locks/state -> " + c.commit.hex().substr(0, 12) +
            (extra.contains("waited_ms") ? ", after waiting " + format_duration(extra["waited_ms"].get<std::int64_t>())
                                         : std::string()) +
            ")\n";

@@ -246,7 +246,7 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   auto tip = [&]() -> std::string {
     if (!store) return "";
     auto t = store->read_ref(kStateRef);
-    return t.ok() && *t ? **t : "";
+    return t.ok() && *t ? (*t)->hex() : "";
   };
 
   std::int64_t delay = kFirstPauseMs;

@@ -75,11 +75,15 @@ int main(int argc, char** argv) {
     store = gitlocks::open_pack_store(ss.str());
   }
   if (!store.ok()) return fail(store.error().message);
-  std::string tip = tip_arg;
-  if (tip.empty()) {
+  gitlocks::Oid tip;
+  if (tip_arg.empty()) {
     auto ref = (*store)->read_ref(gitlocks::kStateRef);
     if (!ref.ok() || !*ref) return fail("no refs/locks/state");
     tip = **ref;
+  } else if (auto id = gitlocks::Oid::from_hex(tip_arg)) {
+    tip = *id;
+  } else {
+    return fail("not a commit id: " + tip_arg);
   }
   std::optional<gitlocks::KeyPair> key;
   if (!key_file.empty()) {

@@ -195,6 +195,13 @@ class StoreCall {
   json options_;
 };
 
+// An object id a caller passed: 40 lowercase hex digits (store-read, as a
+// store refuses an id it cannot read).
+gitlocks::Result<gitlocks::Oid> id_arg(const std::string& text) {
+  if (auto id = gitlocks::Oid::from_hex(text)) return *id;
+  return gitlocks::make_error(Errc::store_read, "invalid object id '" + text + "'");
+}
+
 // The policy a commit's state records (a state of a known format only).
 struct CommitPolicy {
   gitlocks::TransitionCommit commit;
@@ -202,7 +209,8 @@ struct CommitPolicy {
 };
 
 gitlocks::Result<CommitPolicy> commit_policy(gitlocks::ObjectStore& store, const char* commit) {
-  GITLOCKS_TRY(tc, gitlocks::read_transition_commit(store, commit ? commit : ""));
+  GITLOCKS_TRY(id, id_arg(commit ? commit : ""));
+  GITLOCKS_TRY(tc, gitlocks::read_transition_commit(store, id));
   gitlocks::StateReader reader(store, tc.state);
   GITLOCKS_CHECK(reader.check_format());
   GITLOCKS_TRY(policy, reader.policy());
@@ -231,7 +239,7 @@ gitlocks::Status read_replay_options(const json& options, gitlocks::ReplayOption
 // options: the tip (options.tip, else refs/locks/state) and the replay
 // options.
 struct ReplayRequest {
-  std::string tip;
+  gitlocks::Oid tip;
   gitlocks::ReplayOptions options;
 };
 
@@ -243,7 +251,8 @@ gitlocks::Result<ReplayRequest> replay_request(gitlocks::ObjectStore& store, con
   ReplayRequest r;
   if (options.contains("tip")) {
     GITLOCKS_TRY(t, gitlocks::get_string(options, "tip"));
-    r.tip = t;
+    GITLOCKS_TRY(id, id_arg(t));
+    r.tip = id;
   } else {
     GITLOCKS_TRY(ref, store.read_ref(gitlocks::kStateRef));
     if (!ref) return gitlocks::make_error(Errc::store_read, "no refs/locks/state in the bundle: pass options.tip");
@@ -251,15 +260,16 @@ gitlocks::Result<ReplayRequest> replay_request(gitlocks::ObjectStore& store, con
   }
   if (options.contains("from")) {
     GITLOCKS_TRY(f, gitlocks::get_string(options, "from"));
-    r.options.from = f;
+    GITLOCKS_TRY(id, id_arg(f));
+    r.options.from = id;
   }
   GITLOCKS_CHECK(read_replay_options(options, r.options));
   return r;
 }
 
 // The commit `options.tip` or `commit` names, else refs/locks/state.
-gitlocks::Result<std::string> tip_of(gitlocks::ObjectStore& store, const char* commit) {
-  if (commit && *commit) return std::string(commit);
+gitlocks::Result<gitlocks::Oid> tip_of(gitlocks::ObjectStore& store, const char* commit) {
+  if (commit && *commit) return id_arg(commit);
   GITLOCKS_TRY(ref, store.read_ref(gitlocks::kStateRef));
   if (!ref) return gitlocks::make_error(Errc::store_read, "no refs/locks/state in the bundle: pass a commit");
   return *ref;
@@ -270,7 +280,7 @@ gitlocks::Result<std::string> tip_of(gitlocks::ObjectStore& store, const char* c
 // (a PRIVATE store replays in full with it). On the heap: the options point
 // into the vault.
 struct PreparedReplay {
-  std::string tip;
+  gitlocks::Oid tip;
   gitlocks::ReplayOptions options;
   gitlocks::MemberVault vault;
 };
@@ -515,7 +525,7 @@ char* gitlocks_store_timeline(int handle, const char* options_json, const char* 
   if (!prepared.ok()) return fail(prepared.error());
   PreparedReplay& p = **prepared;
   gitlocks::ObjectStore* store = &call.store();
-  const std::string& tip = p.tip;
+  const gitlocks::Oid& tip = p.tip;
   const gitlocks::ReplayOptions& ro = p.options;
   const gitlocks::MemberVault& vault = p.vault;
   gitlocks::LeaseTimelineBuilder builder(*store, vault.vault ? call.member().get() : nullptr);
@@ -608,8 +618,13 @@ char* gitlocks_store_check(int handle, const char* tip, const char* commits_json
   auto commits = parse(commits_json, "commits");
   if (!commits.ok()) return fail(commits.error());
   if (!commits->is_array()) return fail(Errc::bad_json, "'commits' must be an array of commit ids");
-  for (const auto& c : *commits)
-    if (!c.is_string()) return fail(Errc::bad_json, "'commits' must be an array of commit ids");
+  std::vector<gitlocks::Oid> ids;
+  ids.reserve(commits->size());
+  for (const auto& c : *commits) {
+    auto id = c.is_string() ? gitlocks::Oid::from_hex(c.get<std::string>()) : std::nullopt;
+    if (!id) return fail(Errc::bad_json, "'commits' must be an array of commit ids");
+    ids.push_back(*id);
+  }
   auto at = verified_at(call.store(), tip, call.member().get(), options.value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
   gitlocks::EnforcementView view;
@@ -617,9 +632,6 @@ char* gitlocks_store_check(int handle, const char* tip, const char* commits_json
   view.vault = at->vault.vault ? &*at->vault.vault : nullptr;
   view.codec = at->view.codec.get();
   view.now = gitlocks::check_instant(at->snap, *clock);
-  std::vector<gitlocks::Oid> ids;
-  ids.reserve(commits->size());
-  for (const auto& c : *commits) ids.push_back(c.get<std::string>());
   auto checks = gitlocks::check_commits(call.store(), view, ids);
   if (!checks.ok()) return fail(checks.error());
   const json doc = gitlocks::check_report_json(at->snap, view.now, *checks);
@@ -670,7 +682,9 @@ char* gitlocks_store_read_state(int handle, const char* commit, const char* key,
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto c = gitlocks::commit_view(*store, commit ? commit : "", member.get());
+  auto id = id_arg(commit ? commit : "");
+  if (!id.ok()) return fail(id.error());
+  auto c = gitlocks::commit_view(*store, *id, member.get());
   if (!c.ok()) return fail(c.error());
   gitlocks::StateReader reader(*store, c->commit.state, c->codec.get());  // format checked by commit_view
   auto records = records_of(reader);
@@ -689,7 +703,9 @@ char* gitlocks_store_read_changes(int handle, const char* commit, const char* ke
   gitlocks::ObjectStore* store = store_of(handle);
   MemberKey member;
   if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto c = gitlocks::commit_view(*store, commit ? commit : "", member.get());
+  auto id = id_arg(commit ? commit : "");
+  if (!id.ok()) return fail(id.error());
+  auto c = gitlocks::commit_view(*store, *id, member.get());
   if (!c.ok()) return fail(c.error());
   auto changes = gitlocks::commit_changes(*store, *c, member.get());
   if (!changes.ok()) return fail(changes.error());

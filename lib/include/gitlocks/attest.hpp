@@ -23,6 +23,7 @@
 
 #include "gitlocks/canon.hpp"
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/store.hpp"
 
 namespace gitlocks {
 
@@ -70,7 +71,9 @@ struct Attestation {
   // (kBindingFields).
   std::string store, actor, command, action, instance;
   std::int64_t epoch = 0;
-  std::string policy_hash, source, result;
+  std::string policy_hash;
+  Oid source;  // the null id for a store's creation
+  Oid result;
   std::string packet_digest;                      // 64 hex: packet_digest() of the packet it admits
   std::int64_t interval_lo = 0, interval_hi = 0;  // the signed interval, lo <= hi
   std::int64_t admitted_at_ms = 0;                // T

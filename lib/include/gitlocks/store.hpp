@@ -3,8 +3,12 @@
 // implementation (git_store.cpp) is shared by native and WASM builds.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,8 +20,52 @@
 
 namespace gitlocks {
 
-// A Git object id as 40 lowercase hex digits.
-using Oid = std::string;
+// A Git object id: the 20 bytes of a SHA-1 object name. Ids are parsed
+// once, where they enter (an object read from the store, a ref, a host's
+// argument: Oid::from_hex), and are shown as 40 lowercase hex digits (hex(),
+// and as a JSON string). The default value is the null id: "no object"
+// (empty(), shown as ""), e.g. the source state of a store's creation. It
+// is not the all-zero id: "0000…" read from a document stays that id, as
+// distinct from "" as the two texts are. Ordered as their hex is (the null
+// id first, then byte by byte).
+class Oid {
+ public:
+  static constexpr std::size_t kBytes = 20;
+  static constexpr std::size_t kHexDigits = 2 * kBytes;
+
+  Oid() = default;
+  // From 40 lowercase hex digits; nullopt for anything else.
+  static std::optional<Oid> from_hex(std::string_view hex);
+  static Oid from_bytes(const std::uint8_t* bytes) {
+    Oid o;
+    std::memcpy(o.bytes_.data(), bytes, kBytes);
+    o.null_ = false;
+    return o;
+  }
+
+  // 40 lowercase hex digits ("" for the null id).
+  std::string hex() const;
+  const std::uint8_t* data() const { return bytes_.data(); }
+  // The null id.
+  bool empty() const { return null_; }
+
+  bool operator==(const Oid& o) const { return null_ == o.null_ && bytes_ == o.bytes_; }
+  bool operator!=(const Oid& o) const { return !(*this == o); }
+  bool operator<(const Oid& o) const { return null_ != o.null_ ? null_ : bytes_ < o.bytes_; }
+
+ private:
+  std::array<std::uint8_t, kBytes> bytes_{};
+  bool null_ = true;
+};
+
+// An id as a JSON value: its hex string ("" for the null id).
+void to_json(json& j, const Oid& id);
+std::ostream& operator<<(std::ostream& os, const Oid& id);
+// "oid" + "…": error texts name ids by their hex.
+inline std::string operator+(const std::string& s, const Oid& id) { return s + id.hex(); }
+inline std::string operator+(const char* s, const Oid& id) { return s + id.hex(); }
+inline std::string operator+(const Oid& id, const std::string& s) { return id.hex() + s; }
+inline std::string operator+(const Oid& id, const char* s) { return id.hex() + s; }
 
 struct TreeEntry {
   std::string name;
@@ -209,3 +257,15 @@ Result<std::string> memory_store_pack(ObjectStore& store);
 Status memory_store_set_ref(ObjectStore& store, std::string_view name, const Oid& target);
 
 }  // namespace gitlocks
+
+namespace std {
+template <>
+struct hash<gitlocks::Oid> {
+  size_t operator()(const gitlocks::Oid& id) const noexcept {
+    // An object name is a uniform hash already: its first bytes are one.
+    size_t h;
+    memcpy(&h, id.data(), sizeof h);
+    return h;
+  }
+};
+}  // namespace std
