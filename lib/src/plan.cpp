@@ -43,6 +43,10 @@ Error guard_window_error(const PlanOutcome& o, std::int64_t t) {
   return e;
 }
 
+void to_json(json& j, const IssuedLease& l) {
+  j = {{"resource", l.resource}, {"lease", l.lease}, {"generation", l.generation}, {"expires_at", l.expires_at}};
+}
+
 std::string lease_id(const std::string& instance, std::size_t op_index, const std::string& resource) {
   return sha256_hex(instance + "\n" + std::to_string(op_index) + "\n" + resource).substr(0, kLeaseIdHexDigits);
 }
@@ -58,7 +62,6 @@ PlanOutcome time_free_outcome(const json& body, const std::string& action, const
   out.result_state = root;
   out.guards = json::array();
   out.interval = kUniversalInterval;
-  out.leases = json::array();
   out.records_written = records;
   return out;
 }

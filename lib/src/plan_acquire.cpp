@@ -34,8 +34,7 @@ Lease Planner::new_lease(std::size_t i, const std::string& res, std::int64_t gen
 // Stores `lease` in `rec` and lists it in the outcome.
 void Planner::issue(json& rec, const std::string& res, const Lease& lease) {
   rec["leases"].push_back(lease.to_json());
-  leases_.push_back(
-      {{"resource", res}, {"lease", lease.id}, {"generation", lease.generation}, {"expires_at", lease.expires_at}});
+  leases_.push_back({res, lease.id, lease.generation, lease.expires_at});
 }
 
 Status Planner::claim(json& op, std::size_t i) {

@@ -148,7 +148,7 @@ class Planner {
   std::map<std::string, json> cache_;
   std::set<std::string> dirty_;
   json guards_;
-  json leases_;
+  std::vector<IssuedLease> leases_;
 };
 
 }  // namespace gitlocks::detail

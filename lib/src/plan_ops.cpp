@@ -62,7 +62,7 @@ Status Planner::run(json& body, PlanOutcome& out) {
   if (ops->size() > kMaxOps)
     return make_error(Errc::usage, "more than " + std::to_string(kMaxOps) + " operations in one transition");
   guards_ = json::array();
-  leases_ = json::array();
+  leases_.clear();
   std::string action;
   for (std::size_t i = 0; i < ops->size(); ++i) {
     json& op = (*ops)[i];
@@ -289,8 +289,7 @@ Status Planner::extend(json& op, std::size_t i) {
   (void)rec;
   (*lease)["expires_at"] = expires_at;
   if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, held.exclusive(), expires_at));
-  leases_.push_back(
-      {{"resource", res}, {"lease", held.id}, {"generation", held.generation}, {"expires_at", expires_at}});
+  leases_.push_back({res, held.id, held.generation, expires_at});
   guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"})));
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   return Ok{};

@@ -355,7 +355,7 @@ TEST_CASE("stale generations say which one - superseded and expiry-changed and s
   Store s;
   auto first = s.claim("alice", "a", 1'000);
   REQUIRE(first.ok());
-  const std::string old_id = first->outcome.leases[0]["lease"];
+  const std::string old_id = first->outcome.leases[0].lease;
   s.now += 2'000;
   REQUIRE(s.claim("bob", "a", 60'000).ok());  // reclaims alice's expired lease: generation 2
   auto late = s.op("alice", {{"op", "release"}, {"path", "a"}, {"lease", old_id}, {"generation", 1}});

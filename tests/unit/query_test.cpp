@@ -332,7 +332,7 @@ TEST_CASE("query: the timeline says how each lease ended - release or expiry or 
   Store s;
   auto a = s.claim("alice", "a", 10'000);  // released at +1s
   REQUIRE(a.ok());
-  const std::string a_id = a->outcome.leases[0]["lease"];
+  const std::string a_id = a->outcome.leases[0].lease;
   REQUIRE(s.claim("bob", "b", 10'000).ok());   // reclaimed by carol after expiry
   REQUIRE(s.claim("dave", "d", 10'000).ok());  // swept after expiry
   s.now += 1'000;

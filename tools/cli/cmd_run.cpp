@@ -221,9 +221,8 @@ class Renewer {
   }
 
   static void adopt(const std::vector<Held*>& which, const Published& p) {
-    const json& leases = p.candidate->outcome.leases;
-    for (std::size_t i = 0; i < which.size() && i < leases.size(); ++i)
-      which[i]->expires_at = leases[i]["expires_at"].get<std::int64_t>();
+    const auto& leases = p.candidate->outcome.leases;
+    for (std::size_t i = 0; i < which.size() && i < leases.size(); ++i) which[i]->expires_at = leases[i].expires_at;
   }
 
   // After a failed renewal: the leases of `which` that have expired are lost.
@@ -364,17 +363,17 @@ int cmd_run(Context& ctx, const Argv& argv) {
   const Candidate& c = *admitted->candidate;
   const json& ops = c.outcome.body["ops"];
   for (std::size_t i = 0; i < ops.size() && i < c.outcome.leases.size(); ++i) {
-    const json& l = c.outcome.leases[i];
+    const IssuedLease& l = c.outcome.leases[i];
     Held h;
     h.target = ops[i].contains("path") ? json{{"path", ops[i]["path"]}} : json{{"sem", ops[i]["sem"]}};
-    h.resource = l["resource"].get<std::string>();
-    h.lease = l["lease"].get<std::string>();
-    h.generation = l["generation"].get<std::int64_t>();
-    h.expires_at = l["expires_at"].get<std::int64_t>();
+    h.resource = l.resource;
+    h.lease = l.lease;
+    h.generation = l.generation;
+    h.expires_at = l.expires_at;
     held.push_back(std::move(h));
   }
 
-  auto job = Job::start(a->positionals, {"GIT_LOCKS_LEASES=" + json_line(c.outcome.leases)});
+  auto job = Job::start(a->positionals, {"GIT_LOCKS_LEASES=" + json_line(json(c.outcome.leases))});
   if (!job.ok()) {
     release_all(ctx, held);
     return ctx.fail(job.error());

@@ -275,24 +275,22 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
   auto expiry = [&](std::int64_t at) { return "expires in " + format_duration(at - c.admitted_at_ms); };
   for (const auto& op : ops) {
     const std::string kind = op.value("op", "");
-    const json* lease = nullptr;
+    const IssuedLease* lease = nullptr;
     if ((kind == "claim" || kind == "sem-acquire" || kind == "extend") && next_lease < c.outcome.leases.size())
       lease = &c.outcome.leases[next_lease++];
     std::string line;
     if (kind == "claim" && lease) {
       line = std::string(op.contains("reclaims") ? "reclaimed " : "claimed ") + op["path"].get<std::string>() + " (" +
-             op["mode"].get<std::string>() + "): lease " + (*lease)["lease"].get<std::string>() + ", generation " +
-             std::to_string((*lease)["generation"].get<std::int64_t>()) + ", " +
-             expiry((*lease)["expires_at"].get<std::int64_t>());
+             op["mode"].get<std::string>() + "): lease " + lease->lease + ", generation " +
+             std::to_string(lease->generation) + ", " + expiry(lease->expires_at);
     } else if (kind == "sem-acquire" && lease) {
       line = "acquired a slot of semaphore " + op["sem"].get<std::string>() + " (limit " +
-             std::to_string(op["limit"].get<std::int64_t>()) + "): lease " + (*lease)["lease"].get<std::string>() +
-             ", generation " + std::to_string((*lease)["generation"].get<std::int64_t>()) + ", " +
-             expiry((*lease)["expires_at"].get<std::int64_t>());
+             std::to_string(op["limit"].get<std::int64_t>()) + "): lease " + lease->lease + ", generation " +
+             std::to_string(lease->generation) + ", " + expiry(lease->expires_at);
     } else if (kind == "extend" && lease) {
       line = "extended lease " + op["lease"].get<std::string>() + " on " +
              (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>()) +
-             ": " + expiry((*lease)["expires_at"].get<std::int64_t>());
+             ": " + expiry(lease->expires_at);
     } else if (kind == "release" || kind == "sem-release") {
       line = "released lease " + op["lease"].get<std::string>() + " on " +
              (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>());

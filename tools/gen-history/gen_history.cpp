@@ -143,8 +143,8 @@ class Generator {
 
   void remember(const std::string& actor, const gitlocks::Candidate& c) {
     for (const auto& l : c.outcome.leases) {
-      const std::string res = l["resource"].get<std::string>();
-      Held h{actor, "", "", l["lease"].get<std::string>()};
+      const std::string& res = l.resource;
+      Held h{actor, "", "", l.lease};
       if (res.rfind("path:", 0) == 0) h.path = res.substr(5);
       if (res.rfind("sem:", 0) == 0) h.sem = res.substr(4);
       bool dup = false;

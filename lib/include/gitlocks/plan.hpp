@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gitlocks/canon.hpp"
 #include "gitlocks/expr.hpp"
@@ -53,6 +54,19 @@ struct PlanContext {
   bool check_only = false;
 };
 
+// A lease a transition creates or renews, as hosts report it.
+struct IssuedLease {
+  std::string resource;  // its record key: "path:src/a.c", "sem:ci"
+  std::string lease;     // its id
+  std::int64_t generation = 0;
+  std::int64_t expires_at = 0;
+  bool operator==(const IssuedLease& o) const {
+    return resource == o.resource && lease == o.lease && generation == o.generation && expires_at == o.expires_at;
+  }
+};
+// {"expires_at", "generation", "lease", "resource"}: how hosts print it.
+void to_json(json& j, const IssuedLease& l);
+
 struct PlanOutcome {
   json body;                        // the complete body (as proposed or as given)
   std::string action;               // packet action: init, claim, reclaim, extend, ...
@@ -60,7 +74,7 @@ struct PlanOutcome {
   json guards;                      // every guard expression of the transition
   Interval interval;                // exact admission interval of T
   std::size_t records_written = 0;  // record blobs in the successor
-  json leases;                      // leases created or renewed: [{resource, lease, generation, expires_at}]
+  std::vector<IssuedLease> leases;  // leases created or renewed, in the order of their ops
   // The store policy's TTL bounds (for explaining a T outside `interval`).
   std::int64_t min_ttl_ms = 0;
   std::int64_t max_ttl_ms = 0;
