@@ -185,6 +185,23 @@ class BadInput(CliTest):
             with self.subTest(args=" ".join(args)[:80]):
                 self.assertRejected(self.r.run("alice", *args), args)
 
+    def test_pre_receive_refuses_ids_that_are_not_sha1_object_ids(self):
+        # A SHA-256 repository's ids (64 digits) and upper-case digits are not
+        # object ids the store can name: the update is refused before any
+        # replay, naming both ids, and nothing moves.
+        tip = self.r.tip()
+        for old, new in (("0" * 64, "a" * 64), (tip, tip.upper()), (tip.upper(), tip)):
+            with self.subTest(old=old, new=new):
+                res = self.r.run("alice", "hook", "check", "pre-receive", stdin=f"{old} {new} refs/locks/state\n")
+                # As every refusal of this hook (a deletion, a rewrite): code
+                # invalid, reported as store-read, exit 2.
+                self.assertEqual(res.code, 2, res)
+                self.assertEqual((res.error["error"], res.error["code"], res.error["reason"]),
+                                 ("store-read", "invalid", "invalid"), res)
+                self.assertEqual(res.error["detail"],
+                                 "push rejected by the server's git-locks hook: refs/locks/state: "
+                                 f"'{old} {new}' are not SHA-1 object ids", res)
+
     def test_unreadable_store_exits_2(self):
         blob = subprocess.run(["git", "-C", self.r.path, "hash-object", "-w", "--stdin"], input="garbage",
                               capture_output=True, text=True, check=True).stdout.strip()
