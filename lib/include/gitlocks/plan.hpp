@@ -91,7 +91,7 @@ Error guard_window_error(const PlanOutcome& o, std::int64_t t);
 // the error for the first lease whose expires_at - now is out of bounds.
 std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now);
 
-// source_state: the parent's state tree id, or "" to create a store (body
+// source_state: the parent's state tree id, or the null id to create a store (body
 // {"init":POLICY}). Objects of the successor are written to `store`.
 Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,
                          std::optional<std::int64_t> now = std::nullopt);

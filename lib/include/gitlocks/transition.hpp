@@ -21,7 +21,7 @@ namespace gitlocks {
 // What a writer builds on: the tip and the facts of the verified history.
 struct Snapshot {
   std::optional<Oid> commit;  // current tip of refs/locks/state
-  Oid state;                  // its state tree ("" when no store)
+  Oid state;                  // its state tree (the null id when no store)
   std::string policy_hash;    // sha256 of policy.json ("" when no store)
   std::string store_id;
   std::optional<std::int64_t> last_time;  // T of the tip (packet or attestation)
