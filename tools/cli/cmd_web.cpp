@@ -128,20 +128,20 @@ class LiveBundle {
  public:
   explicit LiveBundle(Context& ctx) : ctx_(ctx) {}
 
-  // The current tip ("" when there is no store).
-  Result<std::string> tip() {
+  // The current tip (the null id when there is no store).
+  Result<Oid> tip() {
     std::lock_guard<std::mutex> hold(mutex_);
     return tip_locked();
   }
 
   // The current tip and its bundle.
-  Result<std::pair<std::string, std::string>> bundle() {
+  Result<std::pair<Oid, std::string>> bundle() {
     std::lock_guard<std::mutex> hold(mutex_);
     GITLOCKS_TRY(t, tip_locked());
     if (t.empty()) return make_error(Errc::store_read, std::string("no ") + kRef + " in this store");
     if (t != tip_) {
       // `git bundle create -` writes the bundle on stdout.
-      GITLOCKS_TRY(r, bundle_of_store(ctx_, Oid::from_hex(t).value_or(Oid{}), "-"));
+      GITLOCKS_TRY(r, bundle_of_store(ctx_, t, "-"));
       if (r.status != 0) return make_error(Errc::store_read, "git bundle create failed: " + r.err);
       tip_ = t;
       bytes_ = std::move(r.out);
@@ -150,14 +150,15 @@ class LiveBundle {
   }
 
  private:
-  Result<std::string> tip_locked() {
+  Result<Oid> tip_locked() {
     GITLOCKS_TRY(t, ctx_.read_tip());
-    return t ? t->hex() : std::string();
+    return t.value_or(Oid{});
   }
 
   Context& ctx_;  // not thread-safe: used under mutex_ only
   std::mutex mutex_;
-  std::string tip_, bytes_;
+  Oid tip_;
+  std::string bytes_;
 };
 
 }  // namespace
@@ -221,7 +222,7 @@ int cmd_web(Context& ctx, const Argv& argv) {
       res.set_content(json_line(error_object("web", b.error(), std::nullopt)), "application/json");
       return;
     }
-    res.set_header("X-Git-Locks-Tip", b->first);
+    res.set_header("X-Git-Locks-Tip", b->first.hex());
     res.set_content(b->second, "application/octet-stream");
   });
   // Every other GET is a file of the site, or 404 (registered last: the

@@ -60,9 +60,6 @@ struct IssuedLease {
   std::string lease;     // its id
   std::int64_t generation = 0;
   std::int64_t expires_at = 0;
-  bool operator==(const IssuedLease& o) const {
-    return resource == o.resource && lease == o.lease && generation == o.generation && expires_at == o.expires_at;
-  }
 };
 // {"expires_at", "generation", "lease", "resource"}: how hosts print it.
 void to_json(json& j, const IssuedLease& l);
