@@ -120,4 +120,103 @@ std::map<std::string, FamilyHolder> family_holders_of(const json& record) {
   return per_holder<FamilyHolder>(record, "holders");
 }
 
+Record Record::path(std::string key) {
+  Record r;
+  r.resource = {RecordKind::path, std::move(key)};
+  return r;
+}
+
+Record Record::sem(std::string name, std::int64_t limit) {
+  Record r;
+  r.resource = {RecordKind::sem, std::move(name)};
+  r.limit = limit;
+  return r;
+}
+
+Record Record::family(std::string name) {
+  Record r;
+  r.resource = {RecordKind::family, std::move(name)};
+  return r;
+}
+
+Record Record::of(const json& record) {
+  Record r;
+  r.resource = Resource::of(record);
+  switch (r.resource.kind) {
+    case RecordKind::family:
+      r.holders = family_holders_of(record);
+      break;
+    case RecordKind::sem:
+      r.limit = record.value("limit", std::int64_t{0});
+      [[fallthrough]];
+    case RecordKind::path:
+      r.generation = record.value("generation", std::int64_t{0});
+      r.leases = leases_of(record);
+      r.below = markers_of(record);
+      if (auto gone = record.find("released"); gone != record.end() && gone->is_object())
+        r.released = Released{Lease::of(gone->value("lease", json::object())), gone->value("by", ""),
+                              gone->value("by_name", ""), gone->value("reason", "")};
+      break;
+  }
+  return r;
+}
+
+namespace {
+
+// A lease as a record of `kind` stores it: a path lease always with its
+// mode and path, a semaphore's without.
+json stored_lease(const Lease& l, RecordKind kind) {
+  json out = l.to_json();
+  if (kind == RecordKind::path) {
+    out["mode"] = l.mode;
+    out["path"] = l.path;
+  }
+  return out;
+}
+
+template <typename T>
+json per_holder_json(const std::map<std::string, T>& entries) {
+  json out = json::object();
+  for (const auto& [holder, e] : entries) out[holder] = e.to_json();
+  return out;
+}
+
+}  // namespace
+
+json Record::to_json() const {
+  json out = {{"kind", record_kind_name(resource.kind)}, {"name", resource.name}};
+  if (resource.kind == RecordKind::family) {
+    out["holders"] = per_holder_json(holders);
+    return out;
+  }
+  out["generation"] = generation;
+  json list = json::array();
+  for (const Lease& l : leases) list.push_back(stored_lease(l, resource.kind));
+  out["leases"] = std::move(list);
+  if (resource.kind == RecordKind::sem) {
+    out["limit"] = limit;
+    return out;
+  }
+  out["below"] = per_holder_json(below);
+  if (released)
+    out["released"] = {{"lease", stored_lease(released->lease, RecordKind::path)},
+                       {"by", released->by},
+                       {"by_name", released->by_name},
+                       {"reason", released->reason}};
+  return out;
+}
+
+bool Record::carries_nothing() const {
+  if (resource.kind == RecordKind::family) return holders.empty();
+  return generation == 0 && leases.empty() && below.empty();
+}
+
+Lease* Record::lease(const std::string& id) {
+  for (Lease& l : leases)
+    if (l.id == id) return &l;
+  return nullptr;
+}
+
+const Lease* Record::lease(const std::string& id) const { return const_cast<Record*>(this)->lease(id); }
+
 }  // namespace gitlocks

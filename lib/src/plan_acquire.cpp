@@ -3,6 +3,7 @@
 // way, lets resolve() (plan_conflicts.cpp) check or fill in what the body
 // declares about it, then records the lease and its guards.
 #include <algorithm>
+#include <set>
 
 #include "gitlocks/limits.hpp"
 #include "plan_internal.h"
@@ -32,8 +33,8 @@ Lease Planner::new_lease(std::size_t i, const std::string& res, std::int64_t gen
 }
 
 // Stores `lease` in `rec` and lists it in the outcome.
-void Planner::issue(json& rec, const std::string& res, const Lease& lease) {
-  rec["leases"].push_back(lease.to_json());
+void Planner::issue(Record& rec, const std::string& res, const Lease& lease) {
+  rec.leases.push_back(lease);
   leases_.push_back({res, lease.id, lease.generation, lease.expires_at});
 }
 
@@ -59,16 +60,17 @@ Status Planner::claim(json& op, std::size_t i) {
   std::vector<Conflict> conflicts;
   for (const auto& a : proper_ancestors(p)) {
     GITLOCKS_TRY(rec, get(path_resource(a)));
-    if (rec->is_null()) continue;
-    for (const Lease& l : leases_of(*rec))
+    if (!rec) continue;
+    for (const Lease& l : rec->leases)
       if (l.holder != ctx_.actor && (excl || l.exclusive()))
         conflicts.push_back({l.expires_at, Errc::held_path, "'" + a + "/' is held " + l.mode + " by " + l.label(),
                              l.holder, l.name, l.path});
   }
   json must_reclaim = json::array();
+  std::vector<std::string> reclaimed;  // the ids in must_reclaim
   GITLOCKS_TRY(target, get(res));
-  if (!target->is_null()) {
-    for (const Lease& l : leases_of(*target)) {
+  if (target) {
+    for (const Lease& l : target->leases) {
       const bool own = l.holder == ctx_.actor;
       if (!own && !excl && !l.exclusive()) continue;
       conflicts.push_back({l.expires_at, own ? Errc::already_held : Errc::held_path,
@@ -76,8 +78,9 @@ Status Planner::claim(json& op, std::size_t i) {
                                : "'" + key + "' is held " + l.mode + " by " + l.label(),
                            l.holder, l.name, l.path});
       must_reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
+      reclaimed.push_back(l.id);
     }
-    for (const auto& [h, m] : markers_of(*target)) {
+    for (const auto& [h, m] : target->below) {
       if (h == ctx_.actor) continue;
       if (m.exclusive > 0)
         conflicts.push_back({m.exclusive_until, Errc::held_path,
@@ -92,8 +95,8 @@ Status Planner::claim(json& op, std::size_t i) {
   for (const Family* f : fams) {
     if (!f->exclusive) continue;
     GITLOCKS_TRY(rec, get(family_resource(f->name)));
-    if (rec->is_null()) continue;
-    for (const auto& [h, e] : family_holders_of(*rec))
+    if (!rec) continue;
+    for (const auto& [h, e] : rec->holders)
       if (h != ctx_.actor)
         conflicts.push_back({e.until, Errc::family_policy, "family '" + f->name + "' is held by " + h.substr(0, 12), h,
                              "", "", "", "", f});
@@ -102,16 +105,14 @@ Status Planner::claim(json& op, std::size_t i) {
   if (ctx_.check_only) return Ok{};
 
   // Effects: copy body values into the state; nothing depends on T.
-  GITLOCKS_TRY(rec, get_for_write(res, records::new_path(key)));
-  for (const auto& r : must_reclaim) {
-    auto& leases = (*rec)["leases"];
-    auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
-    const Lease old = Lease::of(*it);
-    leases.erase(it);
+  GITLOCKS_TRY(rec, get_for_write(res, Record::path(key)));
+  for (const std::string& id : reclaimed) {
+    auto it = std::find_if(rec->leases.begin(), rec->leases.end(), [&](const Lease& l) { return l.id == id; });
+    const Lease old = *it;
+    rec->leases.erase(it);
     GITLOCKS_CHECK(forget_path_lease(p, old));
   }
-  std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
-  (*rec)["generation"] = gen;
+  const std::int64_t gen = ++rec->generation;
   Lease lease = new_lease(i, res, gen, expires_at, note);
   lease.mode = mode;
   lease.path = p.display();
@@ -134,14 +135,16 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
   GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
   const std::string res = sem_resource(name);
   GITLOCKS_TRY(existing, get(res));
-  json leases = existing->is_null() ? json::array() : (*existing)["leases"];
+  const std::vector<Lease> leases = existing ? existing->leases : std::vector<Lease>{};
 
   json reclaim = json::array();
+  std::set<std::string> reclaimed;  // the ids in reclaim
   std::vector<Conflict> conflicts;
   if (now_) {
-    for (const Lease& l : existing->is_null() ? std::vector<Lease>{} : leases_of(*existing)) {
+    for (const Lease& l : leases) {
       if (!l.live_at(*now_)) {
         reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
+        reclaimed.insert(l.id);
         conflicts.push_back({l.expires_at, Errc::full_semaphore, "slot"});
       } else if (l.holder == ctx_.actor) {
         return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "' (lease " + l.id +
@@ -156,36 +159,33 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
         return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
       for (const auto& r : *declared) {
         GITLOCKS_CHECK(check_keys(r, {"lease", "generation", "expires_at"}, "reclaim"));
-        auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == r["lease"]; });
-        if (it == leases.end() || (*it)["generation"] != r["generation"] || (*it)["expires_at"] != r["expires_at"])
+        auto it = std::find_if(leases.begin(), leases.end(), [&](const Lease& l) { return json(l.id) == r["lease"]; });
+        if (it == leases.end() || json(it->generation) != r["generation"] || json(it->expires_at) != r["expires_at"])
           return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases")
               .because(reason::reclaim_mismatch);
-        conflicts.push_back({(*it)["expires_at"].get<std::int64_t>(), Errc::full_semaphore, "slot"});
+        conflicts.push_back({it->expires_at, Errc::full_semaphore, "slot"});
         reclaim.push_back(r);
+        reclaimed.insert(it->id);
       }
     }
     GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
   }
   // Remaining leases after reclaim.
-  json remaining = json::array();
-  for (const auto& l : leases) {
-    bool reclaimed = std::any_of(reclaim.begin(), reclaim.end(), [&](const json& r) { return r["lease"] == l["id"]; });
-    if (reclaimed) continue;
-    if (l["holder"] == ctx_.actor)
+  std::vector<Lease> remaining;
+  for (const Lease& l : leases) {
+    if (reclaimed.count(l.id)) continue;
+    if (l.holder == ctx_.actor)
       return make_error(Errc::already_held, "you already hold a slot of semaphore '" + name + "'; extend it instead");
     remaining.push_back(l);
   }
-  if (!remaining.empty() && (*existing)["limit"].get<std::int64_t>() != limit)
-    return make_error(Errc::limit_mismatch, "semaphore '" + name + "' has limit " +
-                                                std::to_string((*existing)["limit"].get<std::int64_t>()) +
+  if (!remaining.empty() && existing->limit != limit)
+    return make_error(Errc::limit_mismatch, "semaphore '" + name + "' has limit " + std::to_string(existing->limit) +
                                                 " while held; every holder must agree on the limit");
   if (static_cast<std::int64_t>(remaining.size()) >= limit) {
     // Name the holders; the one whose slot frees first is in the fields.
-    std::vector<Lease> held;
-    for (const auto& l : remaining) held.push_back(Lease::of(l));
-    const Lease* first = &held[0];
+    const Lease* first = &remaining[0];
     std::string holders;
-    for (const Lease& l : held) {
+    for (const Lease& l : remaining) {
       if (l.expires_at < first->expires_at) first = &l;
       if (holders.size() < kHolderListBytes) holders += (holders.empty() ? "" : ", ") + l.label();
     }
@@ -197,11 +197,10 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
     return e;
   }
 
-  GITLOCKS_TRY(rec, get_for_write(res, records::new_sem(name, limit)));
-  (*rec)["leases"] = remaining;
-  (*rec)["limit"] = limit;
-  std::int64_t gen = (*rec)["generation"].get<std::int64_t>() + 1;
-  (*rec)["generation"] = gen;
+  GITLOCKS_TRY(rec, get_for_write(res, Record::sem(name, limit)));
+  rec->leases = std::move(remaining);
+  rec->limit = limit;
+  const std::int64_t gen = ++rec->generation;
   issue(*rec, res, new_lease(i, res, gen, expires_at, note));
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));

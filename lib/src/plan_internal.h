@@ -97,9 +97,12 @@ class Planner {
 
  private:
   // --- the record cache (plan_ops.cpp)
-  // The cached record of a resource; null json if it does not exist.
-  Result<json*> get(const std::string& res);
-  Result<json*> get_for_write(const std::string& res, const json& fresh);
+  // The cached record of a resource, read and validated once; nullptr if it
+  // does not exist.
+  Result<const Record*> get(const std::string& res);
+  // The record to edit (`fresh` when it does not exist yet); written by
+  // write().
+  Result<Record*> get_for_write(const std::string& res, const Record& fresh);
 
   // --- derived data of path leases (plan_ops.cpp)
   // The derived data of a lease on path `p`: `marker` edits the intention
@@ -125,11 +128,11 @@ class Planner {
   Result<std::int64_t> expiry(const json& op);
   Lease new_lease(std::size_t i, const std::string& res, std::int64_t generation, std::int64_t expires_at,
                   const std::optional<std::string>& note) const;
-  void issue(json& rec, const std::string& res, const Lease& lease);
+  void issue(Record& rec, const std::string& res, const Lease& lease);
   Status claim(json& op, std::size_t i);
   Status sem_acquire(json& op, std::size_t i);
   Status target_of(const json& op, bool sem_only, std::string& res, std::optional<RepoPath>& path);
-  Result<json*> own_lease(json& op, const std::string& res, const std::string& verb);
+  Result<Lease> own_lease(json& op, const std::string& res, const std::string& verb);
   Status extend(json& op, std::size_t i);
   Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id);
   Status release(json& op, std::size_t i, bool sem);
@@ -145,7 +148,7 @@ class Planner {
   int format_;  // layout of the source state, kept by its successor
   std::int64_t created_at_ = 0;
   std::string name_;
-  std::map<std::string, json> cache_;
+  std::map<std::string, std::optional<Record>> cache_;
   std::set<std::string> dirty_;
   json guards_;
   std::vector<IssuedLease> leases_;

@@ -109,15 +109,16 @@ Status Planner::run(json& body, PlanOutcome& out) {
 Result<Oid> Planner::write(std::size_t& records_written) {
   detail::TreeUpdates updates;
   for (const auto& res : dirty_) {
-    const json& rec = cache_.at(res);
+    const Record& rec = *cache_.at(res);
     auto loc = codec_.location(res, format_);
-    if (records::is_empty(rec)) {
+    if (rec.carries_nothing()) {
       updates[loc] = std::nullopt;
       continue;
     }
-    GITLOCKS_TRY(bytes, codec_.encode(loc, rec));
+    const json doc = rec.to_json();
+    GITLOCKS_TRY(bytes, codec_.encode(loc, doc));
     GITLOCKS_TRY(id, store_.write_blob(bytes));
-    if (&codec_ == &plain_codec()) store_.keep_written_parse(id, rec);
+    if (&codec_ == &plain_codec()) store_.keep_written_parse(id, doc);
     updates[loc] = id;
     ++records_written;
   }
@@ -126,34 +127,37 @@ Result<Oid> Planner::write(std::size_t& records_written) {
   return *root;
 }
 
-Result<json*> Planner::get(const std::string& res) {
+Result<const Record*> Planner::get(const std::string& res) {
   auto it = cache_.find(res);
-  if (it != cache_.end()) return &it->second;
-  GITLOCKS_TRY(rec, reader_.record(res));
-  json v = nullptr;
-  if (rec) {
-    GITLOCKS_CHECK(records::validate(*rec, res));
-    v = std::move(*rec);
+  if (it == cache_.end()) {
+    GITLOCKS_TRY(doc, reader_.record(res));
+    std::optional<Record> rec;
+    if (doc) {
+      GITLOCKS_CHECK(records::validate(*doc, res));
+      rec = Record::of(*doc);
+    }
+    it = cache_.emplace(res, std::move(rec)).first;
   }
-  return &cache_.emplace(res, std::move(v)).first->second;
+  return it->second ? &*it->second : nullptr;
 }
 
-Result<json*> Planner::get_for_write(const std::string& res, const json& fresh) {
-  GITLOCKS_TRY(rec, get(res));
-  if (rec->is_null()) *rec = fresh;
+Result<Record*> Planner::get_for_write(const std::string& res, const Record& fresh) {
+  GITLOCKS_CHECK(get(res));
+  std::optional<Record>& rec = cache_.at(res);
+  if (!rec) rec = fresh;
   dirty_.insert(res);
-  return rec;
+  return &*rec;
 }
 
 template <class MarkerFn, class FamilyFn>
 Status Planner::update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family) {
   for (const auto& a : proper_ancestors(p)) {
-    GITLOCKS_TRY(rec, get_for_write(path_resource(a), records::new_path(a)));
+    GITLOCKS_TRY(rec, get_for_write(path_resource(a), Record::path(a)));
     marker(*rec);
   }
   for (const Family* f : families_of(policy_, p)) {
     if (!f->exclusive) continue;
-    GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), records::new_family(f->name)));
+    GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), Record::family(f->name)));
     family(*rec);
   }
   return Ok{};
@@ -163,20 +167,20 @@ Status Planner::forget_path_lease(const RepoPath& p, const Lease& lease) {
   const std::string& holder = lease.holder;
   const bool excl = lease.exclusive();
   return update_derived(
-      p, [&](json& rec) { records::drop_marker(rec, holder, excl); },
-      [&](json& rec) { records::drop_family_holder(rec, holder); });
+      p, [&](Record& rec) { records::drop_marker(rec, holder, excl); },
+      [&](Record& rec) { records::drop_family_holder(rec, holder); });
 }
 
 Status Planner::remember_path_lease(const RepoPath& p, bool excl, std::int64_t until) {
   return update_derived(
-      p, [&](json& rec) { records::bump_marker(rec, ctx_.actor, excl, until); },
-      [&](json& rec) { records::bump_family_holder(rec, ctx_.actor, until); });
+      p, [&](Record& rec) { records::bump_marker(rec, ctx_.actor, excl, until); },
+      [&](Record& rec) { records::bump_family_holder(rec, ctx_.actor, until); });
 }
 
 Status Planner::remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until) {
   return update_derived(
-      p, [&](json& rec) { records::renew_marker(rec, ctx_.actor, excl, until); },
-      [&](json& rec) { records::renew_family_holder(rec, ctx_.actor, until); });
+      p, [&](Record& rec) { records::renew_marker(rec, ctx_.actor, excl, until); },
+      [&](Record& rec) { records::renew_family_holder(rec, ctx_.actor, until); });
 }
 
 Result<std::int64_t> Planner::expiry(const json& op) {
@@ -206,7 +210,7 @@ Status Planner::target_of(const json& op, bool sem_only, std::string& res, std::
 
 // Finds a lease by id for extend/release; applies holder and generation
 // checks. In propose mode fills "generation" when absent.
-Result<json*> Planner::own_lease(json& op, const std::string& res, const std::string& verb) {
+Result<Lease> Planner::own_lease(json& op, const std::string& res, const std::string& verb) {
   GITLOCKS_TRY(id, get_string(op, "lease"));
   if (now_ && !op.contains("generation")) {
     // filled below once the lease is found
@@ -217,43 +221,39 @@ Result<json*> Planner::own_lease(json& op, const std::string& res, const std::st
   GITLOCKS_TRY(rec, get(res));
   // An empty id: the host found no lease of the actor's on the resource.
   const std::string which = id.empty() ? "no lease of yours" : "no lease " + id;
-  if (rec->is_null()) return make_error(Errc::not_holder, which + " on " + res);
-  auto& leases = (*rec)["leases"];
-  auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
-  if (it == leases.end()) {
+  if (!rec) return make_error(Errc::not_holder, which + " on " + res);
+  const Lease* held = rec->lease(id);
+  if (!held) {
     // The holder's next move after an admin took the lease away says so.
-    if (auto gone = rec->find("released"); gone != rec->end()) {
-      const Lease was = Lease::of((*gone)["lease"]);
+    if (const auto& gone = rec->released) {
+      const Lease& was = gone->lease;
       if (was.holder == ctx_.actor && (id.empty() || id == was.id)) {
-        const std::string by_name = (*gone)["by_name"].get<std::string>();
-        const std::string by = (*gone)["by"].get<std::string>();
         Error e(Errc::not_holder, "lease " + was.id + " on " + res + ": force-released by " +
-                                      (by_name.empty() ? "an admin" : by_name) + ": " +
-                                      (*gone)["reason"].get<std::string>() + " (admin key " + by.substr(0, 12) +
-                                      "); claim it again when it is free");
+                                      (gone->by_name.empty() ? "an admin" : gone->by_name) + ": " + gone->reason +
+                                      " (admin key " + gone->by.substr(0, 12) + "); claim it again when it is free");
         e.fields["lease"] = was.id;
-        e.fields["released_by"] = by;
-        e.fields["released_by_name"] = by_name;
-        e.fields["release_reason"] = (*gone)["reason"].get<std::string>();
+        e.fields["released_by"] = gone->by;
+        e.fields["released_by_name"] = gone->by_name;
+        e.fields["release_reason"] = gone->reason;
         return std::move(e).because(reason::force_released);
       }
     }
     bool stale = op.contains("generation") && op["generation"].is_number_integer() &&
-                 op["generation"].get<std::int64_t>() < (*rec)["generation"].get<std::int64_t>();
+                 op["generation"].get<std::int64_t>() < rec->generation;
     if (!stale) return make_error(Errc::not_holder, which + " on " + res);
     return make_error(Errc::stale_generation, which + " on " + res + " at generation " + op["generation"].dump() +
-                                                  ": superseded (generation now " +
-                                                  std::to_string((*rec)["generation"].get<std::int64_t>()) + ")")
+                                                  ": superseded (generation now " + std::to_string(rec->generation) +
+                                                  ")")
         .because(reason::superseded);
   }
-  const Lease found = Lease::of(*it);
+  const Lease found = *held;
   if (found.holder != ctx_.actor)
     return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + found.label());
   if (now_ && !op.contains("generation")) op["generation"] = found.generation;
   if (op["generation"] != found.generation)
     return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found.generation) +
                                                   ", not " + op["generation"].dump());
-  return &*it;
+  return found;
 }
 
 Status Planner::extend(json& op, std::size_t i) {
@@ -263,8 +263,7 @@ Status Planner::extend(json& op, std::size_t i) {
   std::optional<RepoPath> p;
   GITLOCKS_CHECK(target_of(op, false, res, p));
   GITLOCKS_TRY(expires_at, expiry(op));
-  GITLOCKS_TRY(lease, own_lease(op, res, "extend"));
-  const Lease held = Lease::of(*lease);
+  GITLOCKS_TRY(held, own_lease(op, res, "extend"));
   const std::int64_t current = held.expires_at;
   if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
   GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
@@ -285,9 +284,8 @@ Status Planner::extend(json& op, std::size_t i) {
     e.fields["checked_at_ms"] = *now_;
     return e;
   }
-  GITLOCKS_TRY(rec, get_for_write(res, nullptr));
-  (void)rec;
-  (*lease)["expires_at"] = expires_at;
+  GITLOCKS_TRY(rec, get_for_write(res, Record{}));
+  rec->lease(held.id)->expires_at = expires_at;
   if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, held.exclusive(), expires_at));
   leases_.push_back({res, held.id, held.generation, expires_at});
   guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"})));
@@ -296,11 +294,10 @@ Status Planner::extend(json& op, std::size_t i) {
 }
 
 Status Planner::remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id) {
-  GITLOCKS_TRY(rec, get_for_write(res, nullptr));
-  auto& leases = (*rec)["leases"];
-  auto it = std::find_if(leases.begin(), leases.end(), [&](const json& l) { return l["id"] == id; });
-  const Lease old = Lease::of(*it);
-  leases.erase(it);
+  GITLOCKS_TRY(rec, get_for_write(res, Record{}));
+  auto it = std::find_if(rec->leases.begin(), rec->leases.end(), [&](const Lease& l) { return l.id == id; });
+  const Lease old = *it;
+  rec->leases.erase(it);
   if (p) GITLOCKS_CHECK(forget_path_lease(*p, old));
   return Ok{};
 }
@@ -312,8 +309,7 @@ Status Planner::release(json& op, std::size_t /*i*/, bool sem) {
   std::optional<RepoPath> p;
   GITLOCKS_CHECK(target_of(op, sem, res, p));
   GITLOCKS_TRY(lease, own_lease(op, res, "release"));
-  const std::string id = Lease::of(*lease).id;
-  return remove_lease(res, p, id);
+  return remove_lease(res, p, lease.id);
 }
 
 // An admin's release of another holder's path lease (docs/FORMAT.md
@@ -337,18 +333,15 @@ Status Planner::force_release(json& op, std::size_t /*i*/) {
         .because(reason::not_admin);
   GITLOCKS_TRY(id, get_string(op, "lease"));
   GITLOCKS_TRY(rec, get(res));
-  std::optional<Lease> found;
-  if (!rec->is_null())
-    for (const Lease& l : leases_of(*rec))
-      if (l.id == id) found = l;
+  const Lease* found = rec ? rec->lease(id) : nullptr;
   if (!found) return make_error(Errc::not_holder, "no lease " + id + " on " + res);
   if (now_ && !op.contains("generation")) op["generation"] = found->generation;
   GITLOCKS_TRY(gen, get_int(op, "generation"));
   if (gen != found->generation)
     return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found->generation) +
                                                   ", not " + std::to_string(gen));
-  GITLOCKS_TRY(w, get_for_write(res, nullptr));
-  (*w)["released"] = {{"lease", found->to_json()}, {"by", ctx_.actor}, {"by_name", name_}, {"reason", why}};
+  GITLOCKS_TRY(w, get_for_write(res, Record{}));
+  w->released = Released{*found, ctx_.actor, name_, why};
   return remove_lease(res, p, id);
 }
 
@@ -367,11 +360,8 @@ Status Planner::sweep(json& op, std::size_t i) {
     GITLOCKS_TRY(gen, get_int(s, "generation"));
     GITLOCKS_TRY(exp, get_int(s, "expires_at"));
     GITLOCKS_TRY(rec, get(res));
-    bool found = false;
-    if (!rec->is_null())
-      for (const Lease& l : leases_of(*rec))
-        if (l.id == id && l.generation == gen && l.expires_at == exp) found = true;
-    if (!found)
+    const Lease* l = rec ? rec->lease(id) : nullptr;
+    if (!l || l->generation != gen || l->expires_at != exp)
       return make_error(Errc::stale_generation, "swept lease " + id + " is not in the state as declared")
           .because(reason::sweep_mismatch);
     if (now_ && live_until(exp, *now_))

@@ -8,25 +8,7 @@
 
 namespace gitlocks::records {
 
-json new_path(const std::string& key) {
-  return json{{"kind", "path"}, {"name", key}, {"generation", 0}, {"leases", json::array()}, {"below", json::object()}};
-}
-
-json new_sem(const std::string& name, std::int64_t limit) {
-  return json{{"kind", "sem"}, {"name", name}, {"limit", limit}, {"generation", 0}, {"leases", json::array()}};
-}
-
-json new_family(const std::string& name) {
-  return json{{"kind", "family"}, {"name", name}, {"holders", json::object()}};
-}
-
-bool is_empty(const json& rec) {
-  if (rec.is_null()) return true;
-  const std::string kind = rec["kind"].get<std::string>();
-  if (kind == "family") return rec["holders"].empty();
-  if (kind == "path") return rec["generation"] == 0 && rec["leases"].empty() && rec["below"].empty();
-  return rec["generation"] == 0 && rec["leases"].empty();
-}
+bool is_empty(const json& rec) { return rec.is_null() || Record::of(rec).carries_nothing(); }
 
 namespace {
 
@@ -129,58 +111,47 @@ Status validate(const json& rec, const std::string& resource) {
   return bad(resource, "unknown kind '" + kind + "'");
 }
 
-void bump_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until) {
-  json& at = rec["below"][holder];
-  Marker m = at.is_null() ? Marker{} : Marker::of(at);
+void bump_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until) {
+  Marker& m = rec.below[holder];
   (exclusive ? m.exclusive : m.shared) += 1;
   std::int64_t& u = exclusive ? m.exclusive_until : m.shared_until;
   u = std::max(u, until);
-  at = m.to_json();
 }
 
-void renew_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until) {
-  auto it = rec["below"].find(holder);
-  if (it == rec["below"].end()) return;
-  Marker m = Marker::of(*it);
-  std::int64_t& u = exclusive ? m.exclusive_until : m.shared_until;
+void renew_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until) {
+  auto it = rec.below.find(holder);
+  if (it == rec.below.end()) return;
+  std::int64_t& u = exclusive ? it->second.exclusive_until : it->second.shared_until;
   u = std::max(u, until);
-  *it = m.to_json();
 }
 
-void drop_marker(json& rec, const std::string& holder, bool exclusive) {
-  auto it = rec["below"].find(holder);
-  if (it == rec["below"].end()) return;
-  Marker m = Marker::of(*it);
+void drop_marker(Record& rec, const std::string& holder, bool exclusive) {
+  auto it = rec.below.find(holder);
+  if (it == rec.below.end()) return;
+  Marker& m = it->second;
   std::int64_t& n = exclusive ? m.exclusive : m.shared;
   n = std::max<std::int64_t>(n - 1, 0);
   if (n == 0) (exclusive ? m.exclusive_until : m.shared_until) = 0;
-  if (m.empty()) rec["below"].erase(it);
-  else *it = m.to_json();
+  if (m.empty()) rec.below.erase(it);
 }
 
-void bump_family_holder(json& rec, const std::string& holder, std::int64_t until) {
-  json& at = rec["holders"][holder];
-  FamilyHolder e = at.is_null() ? FamilyHolder{} : FamilyHolder::of(at);
+void bump_family_holder(Record& rec, const std::string& holder, std::int64_t until) {
+  FamilyHolder& e = rec.holders[holder];
   e.leases += 1;
   e.until = std::max(e.until, until);
-  at = e.to_json();
 }
 
-void renew_family_holder(json& rec, const std::string& holder, std::int64_t until) {
-  auto it = rec["holders"].find(holder);
-  if (it == rec["holders"].end()) return;
-  FamilyHolder e = FamilyHolder::of(*it);
-  e.until = std::max(e.until, until);
-  *it = e.to_json();
+void renew_family_holder(Record& rec, const std::string& holder, std::int64_t until) {
+  auto it = rec.holders.find(holder);
+  if (it == rec.holders.end()) return;
+  it->second.until = std::max(it->second.until, until);
 }
 
-void drop_family_holder(json& rec, const std::string& holder) {
-  auto it = rec["holders"].find(holder);
-  if (it == rec["holders"].end()) return;
-  FamilyHolder e = FamilyHolder::of(*it);
-  e.leases -= 1;
-  if (e.leases <= 0) rec["holders"].erase(it);
-  else *it = e.to_json();
+void drop_family_holder(Record& rec, const std::string& holder) {
+  auto it = rec.holders.find(holder);
+  if (it == rec.holders.end()) return;
+  it->second.leases -= 1;
+  if (it->second.leases <= 0) rec.holders.erase(it);
 }
 
 }  // namespace gitlocks::records

@@ -1,20 +1,18 @@
-// Record documents of the state tree (format 1) and their small mutations.
-// docs/FORMAT.md describes every field.
+// Record documents of the state tree: the strict check of a record read
+// from the store, and the small mutations of the derived data a path lease
+// keeps, on typed records (gitlocks/model.hpp Record). docs/FORMAT.md
+// describes every field.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "gitlocks/canon.hpp"
+#include "gitlocks/model.hpp"
 
 namespace gitlocks::records {
 
-json new_path(const std::string& key);
-json new_sem(const std::string& name, std::int64_t limit);
-json new_family(const std::string& name);
-
-// A record that carries nothing (no generation, no leases, no markers) is
-// removed from the tree, so equal states have equal trees.
+// A validated record that carries nothing (Record::carries_nothing), or null.
 bool is_empty(const json& rec);
 
 // Strict schema check of a record read from the store at `resource`.
@@ -25,13 +23,13 @@ Status validate(const json& rec, const std::string& resource);
 // exclusive ("x") and shared ("s") leases lie below, and the latest expiry
 // of each ("xu", "su"). Expiries only grow while a holder has leases below
 // (a safe over-approximation); the entry disappears with its last lease.
-void bump_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until);
-void renew_marker(json& rec, const std::string& holder, bool exclusive, std::int64_t until);
-void drop_marker(json& rec, const std::string& holder, bool exclusive);
+void bump_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until);
+void renew_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until);
+void drop_marker(Record& rec, const std::string& holder, bool exclusive);
 
 // Family holders: {"n": leases on members, "until": latest expiry}.
-void bump_family_holder(json& rec, const std::string& holder, std::int64_t until);
-void renew_family_holder(json& rec, const std::string& holder, std::int64_t until);
-void drop_family_holder(json& rec, const std::string& holder);
+void bump_family_holder(Record& rec, const std::string& holder, std::int64_t until);
+void renew_family_holder(Record& rec, const std::string& holder, std::int64_t until);
+void drop_family_holder(Record& rec, const std::string& holder);
 
 }  // namespace gitlocks::records

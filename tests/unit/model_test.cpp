@@ -5,6 +5,7 @@
 
 #include "fixture.h"
 #include "gitlocks/ops.hpp"
+#include "records.h"
 
 using gitlocks::json;
 using gitlocks::Lease;
@@ -110,6 +111,102 @@ TEST_CASE("model: family holders of a family record written by the planner read 
   CHECK(e.to_json() == json{{"n", 2}, {"until", t + 60'000}});
   CHECK(gitlocks::family_holders_of(*s.record("path:db")).empty());
   CHECK(gitlocks::markers_of(*fam).empty());
+}
+
+// docs/FORMAT.md "Records", written out by hand: the planner reads records
+// as Record and writes them back with to_json, so a record must come back
+// key for key (and byte for byte once encoded), whatever it holds.
+TEST_CASE("model: a typed record re-encodes to the document it was read from") {
+  const std::string a(64, 'a'), b(64, 'b'), admin(64, 'c');
+  const json lease_a = {{"id", "0123456789abcdef01234567"},
+                        {"holder", a},
+                        {"name", "alice"},
+                        {"mode", "exclusive"},
+                        {"path", "src/"},
+                        {"generation", 2},
+                        {"expires_at", 1700000060000},
+                        {"created_at", 1700000000000},
+                        {"note", ""}};
+  const json lease_b = {{"id", "89abcdef0123456789abcdef"},
+                        {"holder", b},
+                        {"name", ""},
+                        {"mode", "shared"},
+                        {"path", "src/"},
+                        {"generation", 3},
+                        {"expires_at", 0},
+                        {"created_at", 0}};
+  const json path = {{"kind", "path"},
+                     {"name", "src"},
+                     {"generation", 7},
+                     {"leases", {lease_a, lease_b}},
+                     {"below", {{a, {{"x", 1}, {"xu", 5}, {"s", 0}, {"su", 0}}}}},
+                     {"released", {{"lease", lease_a}, {"by", admin}, {"by_name", ""}, {"reason", "stuck"}}}};
+  const json bare = {
+      {"kind", "path"}, {"name", "a.c"}, {"generation", 0}, {"leases", json::array()}, {"below", json::object()}};
+  json slot = lease_b;
+  slot.erase("mode");
+  slot.erase("path");
+  slot["note"] = "nightly";
+  const json sem = {{"kind", "sem"}, {"name", "ci"}, {"limit", 3}, {"generation", 9}, {"leases", {slot}}};
+  const json family = {{"kind", "family"}, {"name", "db"}, {"holders", {{b, {{"n", 2}, {"until", 44}}}}}};
+  for (const json& doc : {path, bare, sem, family}) {
+    const std::string res = doc["kind"].get<std::string>() + ":" + doc["name"].get<std::string>();
+    CAPTURE(res);
+    REQUIRE(gitlocks::records::validate(doc, res).ok());
+    const gitlocks::Record rec = gitlocks::Record::of(doc);
+    CHECK(rec.resource.key() == res);
+    CHECK(rec.to_json() == doc);
+    CHECK(*gitlocks::canon_dump(rec.to_json()) == *gitlocks::canon_dump(doc));
+  }
+  const gitlocks::Record p = gitlocks::Record::of(path);
+  CHECK(p.generation == 7);
+  REQUIRE(p.leases.size() == 2);
+  REQUIRE(p.lease("89abcdef0123456789abcdef"));
+  CHECK(p.lease("89abcdef0123456789abcdef")->mode == "shared");
+  CHECK_FALSE(p.lease("89abcdef0123456789abcdee"));
+  REQUIRE(p.leases[0].note);  // an empty note is a note
+  CHECK(*p.leases[0].note == "");
+  CHECK_FALSE(p.leases[1].note);
+  CHECK(p.below.at(a) == gitlocks::Marker{1, 5, 0, 0});
+  REQUIRE(p.released);
+  CHECK(p.released->by == admin);
+  CHECK(p.released->reason == "stuck");
+  CHECK(p.released->lease.id == "0123456789abcdef01234567");
+  const gitlocks::Record s = gitlocks::Record::of(sem);
+  CHECK(s.limit == 3);
+  REQUIRE(s.leases.size() == 1);
+  CHECK(s.leases[0].path.empty());
+  CHECK(gitlocks::Record::of(family).holders.at(b).leases == 2);
+  // A fresh record is the empty document of its kind.
+  CHECK(gitlocks::Record::path("a.c").to_json() == bare);
+  CHECK(gitlocks::Record::sem("ci", 3).to_json() ==
+        json{{"kind", "sem"}, {"name", "ci"}, {"limit", 3}, {"generation", 0}, {"leases", json::array()}});
+  CHECK(gitlocks::Record::family("db").to_json() ==
+        json{{"kind", "family"}, {"name", "db"}, {"holders", json::object()}});
+}
+
+// FORMAT.md: "A record with generation 0, no leases and no markers is
+// removed"; a family record with no holders too. Each field alone keeps it.
+TEST_CASE("model: a record that carries nothing is removed and any one field keeps it") {
+  using gitlocks::Record;
+  CHECK(Record::path("a").carries_nothing());
+  CHECK(Record::sem("ci", 2).carries_nothing());
+  CHECK(Record::family("db").carries_nothing());
+  Record gen = Record::path("a");
+  gen.generation = 1;
+  CHECK_FALSE(gen.carries_nothing());
+  Record leased = Record::sem("ci", 2);
+  leased.leases.push_back(Lease{});
+  CHECK_FALSE(leased.carries_nothing());
+  Record marked = Record::path("a");
+  marked.below["k"] = gitlocks::Marker{0, 0, 1, 1};
+  CHECK_FALSE(marked.carries_nothing());
+  Record held = Record::family("db");
+  held.holders["k"] = gitlocks::FamilyHolder{1, 1};
+  CHECK_FALSE(held.carries_nothing());
+  CHECK(gitlocks::records::is_empty(nullptr));
+  CHECK(gitlocks::records::is_empty(Record::path("a").to_json()));
+  CHECK_FALSE(gitlocks::records::is_empty(gen.to_json()));
 }
 
 TEST_CASE("ops: builders write the fields the planner reads") {

@@ -119,4 +119,46 @@ struct FamilyHolder {
 // holder -> entry, of a validated family record (none for other kinds).
 std::map<std::string, FamilyHolder> family_holders_of(const json& record);
 
+// A path record's last force-release ("released", docs/FORMAT.md): the
+// lease as it was, the admin's key and display name, the reason.
+struct Released {
+  Lease lease;
+  std::string by;
+  std::string by_name;
+  std::string reason;
+};
+
+// A record of the state as a type (docs/FORMAT.md "Records"). The planner
+// reads and edits records through it; it is made from a validated record
+// (Record::of never checks and never fails) and written back with
+// to_json(), which gives the validated document key for key: a record
+// re-encodes to the bytes it was read from.
+struct Record {
+  Resource resource;
+  std::int64_t generation = 0;                  // path, sem: the last generation issued
+  std::int64_t limit = 0;                       // sem
+  std::vector<Lease> leases;                    // path, sem: by generation
+  std::map<std::string, Marker> below;          // path: holder -> intention marker
+  std::optional<Released> released;             // path: the last force-release
+  std::map<std::string, FamilyHolder> holders;  // family: holder -> entry
+
+  // Empty records, as a first lease (or a first marker) creates them.
+  static Record path(std::string key);
+  static Record sem(std::string name, std::int64_t limit);
+  static Record family(std::string name);
+  // From a validated record.
+  static Record of(const json& record);
+  // The document the state stores: a path record always has "below" and
+  // its leases "mode" and "path"; "released" and a lease's "note" only when
+  // there is one.
+  json to_json() const;
+  // A record that carries nothing (no generation, no leases, no markers or
+  // family holders) is removed from the tree, so equal states have equal
+  // trees.
+  bool carries_nothing() const;
+  // The lease with id `id`, or nullptr.
+  Lease* lease(const std::string& id);
+  const Lease* lease(const std::string& id) const;
+};
+
 }  // namespace gitlocks
