@@ -65,7 +65,7 @@ struct Walker {
   const RecordCodec* codec = nullptr;
   bool sealed_without_key = false;
   std::size_t sealed_unopened = 0;
-  std::map<std::string, json> records;  // resource -> record (the well-formed ones)
+  std::map<std::string, Record> records;  // resource -> record (the well-formed ones)
 
   void error(const std::string& code, const std::string& loc, const std::string& detail) {
     out.push_back({"error", code, loc, detail});
@@ -135,7 +135,7 @@ struct Walker {
         error("malformed-record", loc, valid.error().message);
         continue;
       }
-      records[resource] = rec;
+      records.insert_or_assign(resource, Record::of(rec));
     }
     return Ok{};
   }
@@ -195,39 +195,37 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
   std::map<std::string, std::map<std::string, std::array<std::int64_t, 2>>> markers;  // dir -> holder -> {x, s}
   std::map<std::string, std::map<std::string, std::int64_t>> families;                // family -> holder -> n
   for (const auto& [res, rec] : w.records) {
-    if (rec["kind"] != "path") continue;
-    const std::string key = rec["name"].get<std::string>();
+    if (rec.resource.kind != RecordKind::path) continue;
+    const std::string& key = rec.resource.name;
     auto parsed = parse_repo_path(key);
-    for (const auto& l : rec["leases"]) {
-      if (!Lease::of(l).live_at(now))
+    for (const Lease& l : rec.leases) {
+      if (!l.live_at(now))
         out.push_back({"info", "expired-lease", loc_of(res, *version, w.codec),
-                       "lease " + l["id"].get<std::string>() + " on '" + key + "' expired at " +
-                           l["expires_at"].dump() + " (local clock " + std::to_string(now) + "); `sweep` removes it"});
-      const bool excl = l["mode"] == "exclusive";
+                       "lease " + l.id + " on '" + key + "' expired at " + std::to_string(l.expires_at) +
+                           " (local clock " + std::to_string(now) + "); `sweep` removes it"});
       if (!parsed.ok()) continue;
-      const std::string holder = l["holder"].get<std::string>();
-      for (const auto& a : proper_ancestors(*parsed)) markers[a][holder][excl ? 0 : 1]++;
+      for (const auto& a : proper_ancestors(*parsed)) markers[a][l.holder][l.exclusive() ? 0 : 1]++;
       for (const Family* f : families_of(policy, *parsed))
-        if (f->exclusive) families[f->name][holder]++;
+        if (f->exclusive) families[f->name][l.holder]++;
     }
   }
   std::set<std::string> seen_dirs;
   for (const auto& [res, rec] : w.records) {
-    if (rec["kind"] == "path") {
-      const std::string key = rec["name"].get<std::string>();
-      seen_dirs.insert(key);
+    const std::string& name = rec.resource.name;
+    if (rec.resource.kind == RecordKind::path) {
+      seen_dirs.insert(name);
       std::map<std::string, std::array<std::int64_t, 2>> have;
-      for (const auto& [h, m] : markers_of(rec)) have[h] = {m.exclusive, m.shared};
-      if (have != markers[key])
+      for (const auto& [h, m] : rec.below) have[h] = {m.exclusive, m.shared};
+      if (have != markers[name])
         out.push_back({"error", "marker-mismatch", loc_of(res, *version, w.codec),
-                       "intention markers of '" + key + "/' do not count the leases below it"});
-    } else if (rec["kind"] == "family" && families_known) {
+                       "intention markers of '" + name + "/' do not count the leases below it"});
+    } else if (rec.resource.kind == RecordKind::family && families_known) {
       std::map<std::string, std::int64_t> have;
-      for (const auto& [h, e] : family_holders_of(rec)) have[h] = e.leases;
-      if (have != families[rec["name"].get<std::string>()])
+      for (const auto& [h, e] : rec.holders) have[h] = e.leases;
+      if (have != families[name])
         out.push_back({"error", "family-mismatch", loc_of(res, *version, w.codec),
-                       "holders of family '" + rec["name"].get<std::string>() + "' do not match the leases"});
-      families.erase(rec["name"].get<std::string>());
+                       "holders of family '" + name + "' do not match the leases"});
+      families.erase(name);
     }
   }
   for (const auto& [dir, holders] : markers)
@@ -242,14 +240,14 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
   if (parent_state) {
     StateReader parent(store, *parent_state, w.codec);
     for (const auto& [res, rec] : w.records) {
-      if (!rec.contains("generation")) continue;
+      if (!holds_leases(rec.resource.kind)) continue;  // only path and sem records count generations
       auto before = parent.record(res);
-      if (!before.ok() || !*before) continue;
-      if ((**before).contains("generation") &&
-          rec["generation"].get<std::int64_t>() < (**before)["generation"].get<std::int64_t>())
-        out.push_back({"error", "generation-regression", loc_of(res, *version),
-                       "generation of " + res + " went from " + (**before)["generation"].dump() + " to " +
-                           rec["generation"].dump()});
+      if (!before.ok() || !*before || !records::validate(**before, res).ok()) continue;  // the parent's own findings
+      const std::int64_t was = Record::of(**before).generation;
+      if (rec.generation < was)
+        out.push_back(
+            {"error", "generation-regression", loc_of(res, *version),
+             "generation of " + res + " went from " + std::to_string(was) + " to " + std::to_string(rec.generation)});
     }
   }
   return out;

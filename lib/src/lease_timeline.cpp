@@ -155,10 +155,10 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
   // a commit whose records could not be read, the whole state against the
   // leases last seen.
   std::vector<std::pair<std::string, Seen>> before, after;
-  std::map<std::string, json> released;  // lease id -> the "released" entry of its record
+  std::map<std::string, Released> released;  // lease id -> the last force-release of its record
   auto note_released = [&](const std::vector<json>& records) {
     for (const auto& r : records)
-      if (auto gone = r.find("released"); gone != r.end()) released[(*gone)["lease"]["id"].get<std::string>()] = *gone;
+      if (auto gone = Record::of(r).released) released[gone->lease.id] = std::move(*gone);
   };
   auto read = [&]() -> Status {
     GITLOCKS_TRY(at, view_with(store, v.commit, member, &b.at_tip));
@@ -230,9 +230,9 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
       // its holder released it.
       if (auto gone = released.find(id); gone != released.end()) {
         lease.end_kind = "force-release";
-        lease.released_by = gone->second["by"].get<std::string>();
-        lease.released_by_name = gone->second["by_name"].get<std::string>();
-        lease.release_reason = gone->second["reason"].get<std::string>();
+        lease.released_by = gone->second.by;
+        lease.released_by_name = gone->second.by_name;
+        lease.release_reason = gone->second.reason;
       } else if (added.count(l.resource) && v.command != "sweep") {
         lease.end_kind = "reclaim";
         tr.reclaims.push_back(l.resource);

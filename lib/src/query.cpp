@@ -12,9 +12,8 @@
 namespace gitlocks {
 namespace {
 
-json lease_row(const json& rec, const json& lease, std::int64_t now, const std::string& me) {
-  const Resource r = Resource::of(rec);
-  const Lease l = Lease::of(lease);
+json lease_row(const Record& rec, const Lease& l, std::int64_t now, const std::string& me) {
+  const Resource& r = rec.resource;
   json e = {{"kind", record_kind_name(r.kind)},
             {"resource", r.key()},
             {"lease", l.id},
@@ -31,7 +30,7 @@ json lease_row(const json& rec, const json& lease, std::int64_t now, const std::
     e["mode"] = l.mode;
   } else {
     e["sem"] = r.name;
-    e["limit"] = rec["limit"];
+    e["limit"] = rec.limit;
   }
   if (l.note) e["note"] = *l.note;
   return e;
@@ -39,33 +38,33 @@ json lease_row(const json& rec, const json& lease, std::int64_t now, const std::
 
 // The rows a record shows: its live leases, with `include_expired` also the
 // expired ones and the lease an admin force-released last ("live": false,
-// "released_by", "released_by_name", "release_reason").
-std::vector<std::pair<const json*, json>> rows_of(const json& rec, std::int64_t now, const std::string& me,
-                                                  bool include_expired) {
-  std::vector<std::pair<const json*, json>> out;
-  for (const auto& l : rec["leases"])
-    if (include_expired || lease_live(l, now)) out.emplace_back(&l, lease_row(rec, l, now, me));
-  if (auto gone = rec.find("released"); include_expired && gone != rec.end()) {
-    json row = lease_row(rec, (*gone)["lease"], now, me);
+// "released_by", "released_by_name", "release_reason"); each with the lease
+// it shows.
+std::vector<std::pair<const Lease*, json>> rows_of(const Record& rec, std::int64_t now, const std::string& me,
+                                                   bool include_expired) {
+  std::vector<std::pair<const Lease*, json>> out;
+  for (const Lease& l : rec.leases)
+    if (include_expired || l.live_at(now)) out.emplace_back(&l, lease_row(rec, l, now, me));
+  if (const auto& gone = rec.released; include_expired && gone) {
+    json row = lease_row(rec, gone->lease, now, me);
     row["live"] = false;
-    row["released_by"] = (*gone)["by"];
-    row["released_by_name"] = (*gone)["by_name"];
-    row["release_reason"] = (*gone)["reason"];
-    out.emplace_back(&(*gone)["lease"], std::move(row));
+    row["released_by"] = gone->by;
+    row["released_by_name"] = gone->by_name;
+    row["release_reason"] = gone->reason;
+    out.emplace_back(&gone->lease, std::move(row));
   }
   return out;
 }
 
 // How many rows rows_of() gives, without building them.
-std::size_t row_count(const json& rec, std::int64_t now, bool include_expired) {
-  const auto& leases = rec["leases"];
-  if (include_expired) return leases.size() + (rec.contains("released") ? 1 : 0);
+std::size_t row_count(const Record& rec, std::int64_t now, bool include_expired) {
+  if (include_expired) return rec.leases.size() + (rec.released ? 1 : 0);
   return static_cast<std::size_t>(
-      std::count_if(leases.begin(), leases.end(), [&](const json& l) { return lease_live(l, now); }));
+      std::count_if(rec.leases.begin(), rec.leases.end(), [&](const Lease& l) { return l.live_at(now); }));
 }
 
-bool overlaps_any(const json& lease, const std::vector<RepoPath>& filters) {
-  auto lp = parse_repo_path(lease["path"].get<std::string>());
+bool overlaps_any(const Lease& lease, const std::vector<RepoPath>& filters) {
+  auto lp = parse_repo_path(lease.path);
   return lp.ok() &&
          std::any_of(filters.begin(), filters.end(), [&](const RepoPath& f) { return paths_overlap(f, *lp); });
 }
@@ -84,10 +83,11 @@ void sort_rows(json& rows) {
 Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters, bool include_expired,
                   const std::string& me) {
   json rows = json::array();
-  GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-    const RecordKind kind = Resource::of(rec).kind;
+  GITLOCKS_CHECK(reader.for_each_record([&](const json& doc) {
+    const RecordKind kind = Resource::of(doc).kind;
     if (!holds_leases(kind)) return true;
     if (kind == RecordKind::sem && !filters.empty()) return true;
+    const Record rec = Record::of(doc);
     for (auto& [l, row] : rows_of(rec, now, me, include_expired)) {
       if (kind == RecordKind::path && !filters.empty() && !overlaps_any(*l, filters)) continue;
       rows.push_back(std::move(row));
@@ -104,10 +104,6 @@ std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const jso
   auto recorded = recorded_admission_time(tc.attestation_stored, packet);
   if (!recorded.ok() || !*recorded) return std::nullopt;
   return (*recorded)->ms;
-}
-
-bool lease_live(const json& lease, std::int64_t now) {
-  return live_until(lease["expires_at"].get<std::int64_t>(), now);
 }
 
 Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
@@ -135,8 +131,9 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
   }
   json rows = json::array();
   for (const auto& [resource, rec] : records) {
-    if (!rec || rec->value("kind", "") != "path") continue;
-    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) {
+    if (!rec || Resource::of(*rec).kind != RecordKind::path) continue;
+    const Record typed = Record::of(*rec);  // rows_of points into it
+    for (auto& [l, row] : rows_of(typed, now, me, include_expired)) {
       if (!overlaps_any(*l, filters)) continue;
       rows.push_back(std::move(row));
     }
@@ -152,12 +149,13 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
   // hash of their name, so the tree order is not the listing's order).
   std::vector<std::string> resources;
   std::size_t count = 0;
-  GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-    if (!holds_leases(Resource::of(rec).kind)) return true;
+  GITLOCKS_CHECK(reader.for_each_record([&](const json& doc) {
+    if (!holds_leases(Resource::of(doc).kind)) return true;
+    const Record rec = Record::of(doc);
     const std::size_t n = row_count(rec, now, include_expired);
     if (n == 0) return true;
     count += n;
-    resources.push_back(Resource::of(rec).key());
+    resources.push_back(rec.resource.key());
     return true;
   }));
   std::sort(resources.begin(), resources.end());
@@ -167,7 +165,8 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
     GITLOCKS_TRY(rec, reader.record(resource));
     if (!rec) return make_error(Errc::store_read, "record of " + resource + " vanished between two reads");
     json batch = json::array();
-    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) batch.push_back(std::move(row));
+    const Record typed = Record::of(*rec);
+    for (auto& [l, row] : rows_of(typed, now, me, include_expired)) batch.push_back(std::move(row));
     sort_rows(batch);
     for (const auto& row : batch)
       if (!fn(row)) return Ok{};

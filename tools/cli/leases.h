@@ -11,7 +11,7 @@
 #include "gitlocks/canon.hpp"
 #include "gitlocks/model.hpp"
 #include "gitlocks/ops.hpp"
-#include "gitlocks/query.hpp"  // lease_live
+#include "gitlocks/query.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/transition.hpp"
 

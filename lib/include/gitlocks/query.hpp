@@ -1,13 +1,14 @@
 // gitlocks/query.hpp — answers read from verified history, for every host.
 //
-// Every question a host asks of a store is answered here, once: which leases
-// are live (lease_live), the rows and the whole document of `status`
-// (status_document), whether a generation is live (fence), the admission
-// time of a commit (admission_time), which refusals are conflicts that time
-// clears (clears_with_time, is_path_conflict), the timeline of leases with
-// how each one ended (lease_timeline), and the summary of a replay with its
-// note (replay_summary_json). The CLI, the WASM module and the page call
-// these; none derives a rule of its own.
+// Every question a host asks of a store is answered here, once: the rows
+// and the whole document of `status` (status_document), whether a
+// generation is live (fence), the admission time of a commit
+// (admission_time), which refusals are conflicts that time clears
+// (clears_with_time, is_path_conflict), the timeline of leases with how
+// each one ended (lease_timeline), and the summary of a replay with its
+// note (replay_summary_json). Whether a lease is live is model.hpp's
+// live_until. The CLI, the WASM module and the page call these; none
+// derives a rule of its own.
 #pragma once
 
 #include <cstddef>
@@ -29,10 +30,6 @@
 #include "gitlocks/transition.hpp"
 
 namespace gitlocks {
-
-// True while a lease is live at `now`: the planner treats a lease as in the
-// way until T > expires_at (reclaim and sweep need strictly after expiry).
-bool lease_live(const json& lease, std::int64_t now);
 
 // The admission time T of a transition commit whose packet is `packet`: the
 // notary's admitted_at_ms when the commit carries an attestation (guard
