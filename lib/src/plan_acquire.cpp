@@ -38,17 +38,10 @@ void Planner::issue(Record& rec, const std::string& res, const Lease& lease) {
   leases_.push_back({res, lease.id, lease.generation, lease.expires_at});
 }
 
-Status Planner::claim(json& op, std::size_t i) {
-  GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
-  GITLOCKS_TRY(path_text, get_string(op, "path"));
-  // NFC, and folded in a case-insensitive store: one spelling per resource.
-  GITLOCKS_TRY(p, parse_repo_path(path_text, policy_.path_case()));
-  if (p.display() != path_text) return make_error(Errc::bad_path, "path is not normalised");
-  GITLOCKS_TRY(mode, get_string(op, "mode"));
-  if (mode != "exclusive" && mode != "shared") return make_error(Errc::usage, "mode must be exclusive or shared");
-  const bool excl = mode == "exclusive";
-  GITLOCKS_TRY(expires_at, expiry(op));
-  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+Status Planner::claim(json& op, const ClaimOp& c, std::size_t i) {
+  const RepoPath& p = c.path;
+  const bool excl = c.exclusive;
+  const std::int64_t expires_at = c.expires_at;
   const std::string key = p.key();
   const std::string res = path_resource(key);
   auto fams = families_of(policy_, p);
@@ -113,8 +106,8 @@ Status Planner::claim(json& op, std::size_t i) {
     GITLOCKS_CHECK(forget_path_lease(p, old));
   }
   const std::int64_t gen = ++rec->generation;
-  Lease lease = new_lease(i, res, gen, expires_at, note);
-  lease.mode = mode;
+  Lease lease = new_lease(i, res, gen, expires_at, c.note);
+  lease.mode = c.mode;
   lease.path = p.display();
   issue(*rec, res, lease);
   GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
@@ -124,15 +117,9 @@ Status Planner::claim(json& op, std::size_t i) {
   return Ok{};
 }
 
-Status Planner::sem_acquire(json& op, std::size_t i) {
-  GITLOCKS_CHECK(check_keys(op, {"op", "sem", "limit", "expires_at", "note", "reclaims", "after"}, "sem-acquire op"));
-  GITLOCKS_TRY(name, get_string(op, "sem"));
-  GITLOCKS_CHECK(check_name(name, "semaphore"));
-  GITLOCKS_TRY(limit, get_int(op, "limit"));
-  if (limit < 1 || limit > kMaxSemLimit)
-    return make_error(Errc::usage, "semaphore limit must be 1.." + std::to_string(kMaxSemLimit));
-  GITLOCKS_TRY(expires_at, expiry(op));
-  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+Status Planner::sem_acquire(json& op, const SemAcquireOp& s, std::size_t i) {
+  const std::string& name = s.name;
+  const std::int64_t limit = s.limit;
   const std::string res = sem_resource(name);
   GITLOCKS_TRY(existing, get(res));
   const std::vector<Lease> leases = existing ? existing->leases : std::vector<Lease>{};
@@ -201,7 +188,7 @@ Status Planner::sem_acquire(json& op, std::size_t i) {
   rec->leases = std::move(remaining);
   rec->limit = limit;
   const std::int64_t gen = ++rec->generation;
-  issue(*rec, res, new_lease(i, res, gen, expires_at, note));
+  issue(*rec, res, new_lease(i, res, gen, s.expires_at, s.note));
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
   if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
   return Ok{};

@@ -1,6 +1,7 @@
 // The planner's internals, shared by its translation units:
 //   plan.cpp           the public entries (plan, propose_sweep, lease_id, the
 //                      guard-window errors) and store creation
+//   plan_read.cpp      an op's fields, read and checked once as a typed Op
 //   plan_ops.cpp       the ops planner: Planner::run and write, the record
 //                      cache, the derived data of path leases, extend,
 //                      release, sweep
@@ -19,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "gitlocks/model.hpp"
@@ -81,6 +83,58 @@ struct Conflict {
   const Family* family;
 };
 
+// The ops of a body as types (docs/FORMAT.md "Bodies"). Planner::read_op
+// (plan_read.cpp) reads and checks an op's fields once, in the order the
+// planner has always checked them, before the op looks at the state; the
+// handlers plan with these fields. What a proposal fills in (a lease's
+// generation, an extend's prev_expires_at, reclaims, after) and a sweep's
+// entries (each checked just before its lease is looked up) stay in the
+// body and are read where they are decided.
+
+// The resource an op names: "path" (with the parsed path) or "sem".
+struct OpTarget {
+  std::string res;
+  std::optional<RepoPath> path;
+};
+// claim: {"op","path","mode","expires_at","note"?,"reclaims"?,"after"?}
+struct ClaimOp {
+  RepoPath path;
+  std::string mode;  // "exclusive" | "shared"
+  bool exclusive = true;
+  std::int64_t expires_at = 0;
+  std::optional<std::string> note;
+};
+// sem-acquire: {"op","sem","limit","expires_at","note"?,"reclaims"?,"after"?}
+struct SemAcquireOp {
+  std::string name;
+  std::int64_t limit = 0;
+  std::int64_t expires_at = 0;
+  std::optional<std::string> note;
+};
+// extend: {"op","path"|"sem","lease","generation","prev_expires_at","expires_at"}
+struct ExtendOp {
+  OpTarget target;
+  std::int64_t expires_at = 0;
+  std::string lease;
+  std::optional<std::int64_t> generation;  // filled in when proposing
+};
+// release, sem-release: {"op","path"|"sem","lease","generation"}
+struct ReleaseOp {
+  bool sem = false;
+  OpTarget target;
+  std::string lease;
+  std::optional<std::int64_t> generation;  // filled in when proposing
+};
+// force-release: {"op","path","lease","generation","reason"}, by an admin.
+struct ForceReleaseOp {
+  OpTarget target;
+  std::string reason;
+  std::string lease;
+};
+// sweep: {"op","leases":[...]}
+struct SweepOp {};
+using Op = std::variant<ClaimOp, SemAcquireOp, ExtendOp, ReleaseOp, ForceReleaseOp, SweepOp>;
+
 // Plans the ops of one transition body against the source state. Propose
 // mode (`now` given) and replay mode run the same code.
 class Planner {
@@ -124,20 +178,33 @@ class Planner {
   void name_from_lease(Conflict& c);
   Status resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim);
 
-  // --- the ops (claim, sem-acquire: plan_acquire.cpp; the rest: plan_ops.cpp)
+  // --- reading ops (plan_read.cpp)
+  // The typed op of kind `kind` (an "op" the planner knows).
+  Result<Op> read_op(const std::string& kind, const json& op);
+  Result<ClaimOp> read_claim(const json& op);
+  Result<SemAcquireOp> read_sem_acquire(const json& op);
+  Result<ExtendOp> read_extend(const json& op);
+  Result<ReleaseOp> read_release(const json& op, bool sem);
+  Result<ForceReleaseOp> read_force_release(const json& op);
+  Result<SweepOp> read_sweep(const json& op);
   Result<std::int64_t> expiry(const json& op);
+  Result<OpTarget> target_of(const json& op, bool sem_only);
+  // A lease's id and, unless a proposal may leave it out, its generation.
+  Status lease_ref(const json& op, std::string& lease, std::optional<std::int64_t>& generation);
+
+  // --- the ops (claim, sem-acquire: plan_acquire.cpp; the rest: plan_ops.cpp)
   Lease new_lease(std::size_t i, const std::string& res, std::int64_t generation, std::int64_t expires_at,
                   const std::optional<std::string>& note) const;
   void issue(Record& rec, const std::string& res, const Lease& lease);
-  Status claim(json& op, std::size_t i);
-  Status sem_acquire(json& op, std::size_t i);
-  Status target_of(const json& op, bool sem_only, std::string& res, std::optional<RepoPath>& path);
-  Result<Lease> own_lease(json& op, const std::string& res, const std::string& verb);
-  Status extend(json& op, std::size_t i);
+  Status claim(json& op, const ClaimOp& c, std::size_t i);
+  Status sem_acquire(json& op, const SemAcquireOp& s, std::size_t i);
+  Result<Lease> own_lease(json& op, const std::string& res, const std::string& id,
+                          const std::optional<std::int64_t>& generation, const std::string& verb);
+  Status extend(json& op, const ExtendOp& x, std::size_t i);
   Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id);
-  Status release(json& op, std::size_t i, bool sem);
+  Status release(json& op, const ReleaseOp& r);
   Status sweep(json& op, std::size_t i);
-  Status force_release(json& op, std::size_t i);
+  Status force_release(json& op, const ForceReleaseOp& f);
 
   ObjectStore& store_;
   StateReader& reader_;

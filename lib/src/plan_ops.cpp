@@ -69,24 +69,24 @@ Status Planner::run(json& body, PlanOutcome& out) {
     if (!op.is_object()) return make_error(Errc::bad_json, "op " + std::to_string(i) + " must be an object");
     GITLOCKS_TRY(kind, get_string(op, "op"));
     if (ctx_.check_only && kind != "claim") return make_error(Errc::usage, "a check-only plan takes claim ops only");
-    Status st = Ok{};
-    std::string act = kind;
-    if (kind == "claim") {
-      st = claim(op, i);
-      if (st.ok() && op.contains("after")) act = "reclaim";
-    } else if (kind == "sem-acquire") {
-      st = sem_acquire(op, i);
-    } else if (kind == "extend") {
-      st = extend(op, i);
-    } else if (kind == "release" || kind == "sem-release") {
-      st = release(op, i, kind == "sem-release");
-    } else if (kind == "sweep") {
-      st = sweep(op, i);
-    } else if (kind == "force-release") {
-      st = force_release(op, i);
-    } else {
+    if (kind != "claim" && kind != "sem-acquire" && kind != "extend" && kind != "release" && kind != "sem-release" &&
+        kind != "sweep" && kind != "force-release")
       return make_error(Errc::bad_json, "unknown op '" + kind + "'");
-    }
+    std::string act = kind;
+    auto plan_op = [&]() -> Status {
+      GITLOCKS_TRY(typed, read_op(kind, op));
+      if (auto* c = std::get_if<ClaimOp>(&typed)) {
+        GITLOCKS_CHECK(claim(op, *c, i));
+        if (op.contains("after")) act = "reclaim";
+        return Ok{};
+      }
+      if (auto* s = std::get_if<SemAcquireOp>(&typed)) return sem_acquire(op, *s, i);
+      if (auto* e = std::get_if<ExtendOp>(&typed)) return extend(op, *e, i);
+      if (auto* r = std::get_if<ReleaseOp>(&typed)) return release(op, *r);
+      if (auto* f = std::get_if<ForceReleaseOp>(&typed)) return force_release(op, *f);
+      return sweep(op, i);
+    };
+    Status st = plan_op();
     if (!st.ok()) {
       Error e = st.error();
       // Of several ops, the failing one is named: in the message and in the
@@ -183,41 +183,11 @@ Status Planner::remember_path_lease_renewal(const RepoPath& p, bool excl, std::i
       [&](Record& rec) { records::renew_family_holder(rec, ctx_.actor, until); });
 }
 
-Result<std::int64_t> Planner::expiry(const json& op) {
-  GITLOCKS_TRY(e, get_int(op, "expires_at"));
-  if (e < 0) return make_error(Errc::usage, "expires_at must not be negative");
-  return e;
-}
-
-// Resolves "path" or "sem" of an op to a resource and (for paths) a RepoPath.
-Status Planner::target_of(const json& op, bool sem_only, std::string& res, std::optional<RepoPath>& path) {
-  bool has_path = op.contains("path");
-  bool has_sem = op.contains("sem");
-  if (has_path == has_sem || (sem_only && !has_sem))
-    return make_error(Errc::bad_json, sem_only ? "op needs 'sem'" : "op needs exactly one of 'path' or 'sem'");
-  if (has_path) {
-    GITLOCKS_TRY(text, get_string(op, "path"));
-    GITLOCKS_TRY(p, parse_repo_path(text, policy_.path_case()));
-    res = path_resource(p.key());
-    path = p;
-  } else {
-    GITLOCKS_TRY(name, get_string(op, "sem"));
-    GITLOCKS_CHECK(check_name(name, "semaphore"));
-    res = sem_resource(name);
-  }
-  return Ok{};
-}
-
-// Finds a lease by id for extend/release; applies holder and generation
-// checks. In propose mode fills "generation" when absent.
-Result<Lease> Planner::own_lease(json& op, const std::string& res, const std::string& verb) {
-  GITLOCKS_TRY(id, get_string(op, "lease"));
-  if (now_ && !op.contains("generation")) {
-    // filled below once the lease is found
-  } else {
-    GITLOCKS_TRY(g, get_int(op, "generation"));
-    (void)g;
-  }
+// Finds lease `id` for extend/release; applies holder and generation
+// checks. In propose mode fills "generation" when absent (`generation`
+// nullopt).
+Result<Lease> Planner::own_lease(json& op, const std::string& res, const std::string& id,
+                                 const std::optional<std::int64_t>& generation, const std::string& verb) {
   GITLOCKS_TRY(rec, get(res));
   // An empty id: the host found no lease of the actor's on the resource.
   const std::string which = id.empty() ? "no lease of yours" : "no lease " + id;
@@ -238,10 +208,9 @@ Result<Lease> Planner::own_lease(json& op, const std::string& res, const std::st
         return std::move(e).because(reason::force_released);
       }
     }
-    bool stale = op.contains("generation") && op["generation"].is_number_integer() &&
-                 op["generation"].get<std::int64_t>() < rec->generation;
+    const bool stale = generation && *generation < rec->generation;
     if (!stale) return make_error(Errc::not_holder, which + " on " + res);
-    return make_error(Errc::stale_generation, which + " on " + res + " at generation " + op["generation"].dump() +
+    return make_error(Errc::stale_generation, which + " on " + res + " at generation " + std::to_string(*generation) +
                                                   ": superseded (generation now " + std::to_string(rec->generation) +
                                                   ")")
         .because(reason::superseded);
@@ -249,21 +218,19 @@ Result<Lease> Planner::own_lease(json& op, const std::string& res, const std::st
   const Lease found = *held;
   if (found.holder != ctx_.actor)
     return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + found.label());
-  if (now_ && !op.contains("generation")) op["generation"] = found.generation;
-  if (op["generation"] != found.generation)
+  if (!generation) op["generation"] = found.generation;
+  const std::int64_t gen = generation.value_or(found.generation);
+  if (gen != found.generation)
     return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found.generation) +
-                                                  ", not " + op["generation"].dump());
+                                                  ", not " + std::to_string(gen));
   return found;
 }
 
-Status Planner::extend(json& op, std::size_t i) {
-  GITLOCKS_CHECK(
-      check_keys(op, {"op", "path", "sem", "lease", "generation", "prev_expires_at", "expires_at"}, "extend op"));
-  std::string res;
-  std::optional<RepoPath> p;
-  GITLOCKS_CHECK(target_of(op, false, res, p));
-  GITLOCKS_TRY(expires_at, expiry(op));
-  GITLOCKS_TRY(held, own_lease(op, res, "extend"));
+Status Planner::extend(json& op, const ExtendOp& x, std::size_t i) {
+  const std::string& res = x.target.res;
+  const std::optional<RepoPath>& p = x.target.path;
+  const std::int64_t expires_at = x.expires_at;
+  GITLOCKS_TRY(held, own_lease(op, res, x.lease, x.generation, "extend"));
   const std::int64_t current = held.expires_at;
   if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
   GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
@@ -302,36 +269,18 @@ Status Planner::remove_lease(const std::string& res, const std::optional<RepoPat
   return Ok{};
 }
 
-Status Planner::release(json& op, std::size_t /*i*/, bool sem) {
-  GITLOCKS_CHECK(
-      check_keys(op, {"op", sem ? "sem" : "path", "lease", "generation"}, sem ? "sem-release op" : "release op"));
-  std::string res;
-  std::optional<RepoPath> p;
-  GITLOCKS_CHECK(target_of(op, sem, res, p));
-  GITLOCKS_TRY(lease, own_lease(op, res, "release"));
-  return remove_lease(res, p, lease.id);
+Status Planner::release(json& op, const ReleaseOp& r) {
+  GITLOCKS_TRY(lease, own_lease(op, r.target.res, r.lease, r.generation, "release"));
+  return remove_lease(r.target.res, r.target.path, lease.id);
 }
 
 // An admin's release of another holder's path lease (docs/FORMAT.md
 // "force-release"): {"op","path","lease","generation","reason"}. The
 // record keeps the last one as its "released" entry, so the holder's next
 // refusal, status --all and the timeline can say who and why.
-Status Planner::force_release(json& op, std::size_t /*i*/) {
-  GITLOCKS_CHECK(check_keys(op, {"op", "path", "lease", "generation", "reason"}, "force-release op"));
-  if (!op.contains("path")) return make_error(Errc::bad_json, "force-release needs 'path' (path leases only)");
-  std::string res;
-  std::optional<RepoPath> p;
-  GITLOCKS_CHECK(target_of(op, false, res, p));
-  GITLOCKS_TRY(why, get_string(op, "reason"));
-  if (why.empty() || why.size() > kMaxNoteBytes)
-    return make_error(Errc::usage, "a force-release needs a reason of 1-" + std::to_string(kMaxNoteBytes) + " bytes");
-  for (unsigned char c : why)
-    if (c < 0x20 || c == 0x7f) return make_error(Errc::usage, "the force-release reason contains a control character");
-  if (!policy_.is_admin(ctx_.actor))
-    return make_error(Errc::not_holder, "only the owner or an admin named in the policy may force-release a lease (" +
-                                            ctx_.actor.substr(0, 12) + " is neither)")
-        .because(reason::not_admin);
-  GITLOCKS_TRY(id, get_string(op, "lease"));
+Status Planner::force_release(json& op, const ForceReleaseOp& f) {
+  const std::string& res = f.target.res;
+  const std::string& id = f.lease;
   GITLOCKS_TRY(rec, get(res));
   const Lease* found = rec ? rec->lease(id) : nullptr;
   if (!found) return make_error(Errc::not_holder, "no lease " + id + " on " + res);
@@ -341,21 +290,18 @@ Status Planner::force_release(json& op, std::size_t /*i*/) {
     return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found->generation) +
                                                   ", not " + std::to_string(gen));
   GITLOCKS_TRY(w, get_for_write(res, Record{}));
-  w->released = Released{*found, ctx_.actor, name_, why};
-  return remove_lease(res, p, id);
+  w->released = Released{*found, ctx_.actor, name_, f.reason};
+  return remove_lease(res, f.target.path, id);
 }
 
 Status Planner::sweep(json& op, std::size_t i) {
-  GITLOCKS_CHECK(check_keys(op, {"op", "leases"}, "sweep op"));
-  auto list = op.find("leases");
-  if (list == op.end() || !list->is_array() || list->empty())
-    return make_error(Errc::bad_json, "sweep needs a non-empty 'leases' array");
-  for (std::size_t j = 0; j < list->size(); ++j) {
-    json& s = (*list)[j];
+  const json& list = op["leases"];  // a non-empty array (read_sweep)
+  for (std::size_t j = 0; j < list.size(); ++j) {
+    const json& s = list[j];
     GITLOCKS_CHECK(check_keys(s, {"path", "sem", "lease", "generation", "expires_at"}, "swept lease"));
-    std::string res;
-    std::optional<RepoPath> p;
-    GITLOCKS_CHECK(target_of(s, false, res, p));
+    GITLOCKS_TRY(target, target_of(s, false));
+    const std::string& res = target.res;
+    const std::optional<RepoPath>& p = target.path;
     GITLOCKS_TRY(id, get_string(s, "lease"));
     GITLOCKS_TRY(gen, get_int(s, "generation"));
     GITLOCKS_TRY(exp, get_int(s, "expires_at"));

@@ -382,3 +382,125 @@ TEST_CASE("stale generations say which one - superseded and expiry-changed and s
   REQUIRE_FALSE(wrong.ok());
   CHECK(wrong.error().reason() == "sweep-mismatch");
 }
+
+// An op's fields are read once, as a typed op, before the op looks at the
+// state (plan_read.cpp); the checks keep the order the planner has always
+// had, so a body with several faults is refused for the same one in every
+// version and every host. Each case carries two faults: the expected
+// refusal is the first in the op's documented order (keys, target, expiry,
+// lease, generation; a force-release's admin check before its lease).
+TEST_CASE("plan: an op with several faults is refused for the first field checked") {
+  Store st(json{{"admins", {actor_hex("alice")}}});
+  REQUIRE(st.claim("alice", "src/a.c", kTtl).ok());
+  auto& s = st.objects();
+  auto plan_as = [&](const std::string& actor, json ops, std::optional<std::int64_t> now) {
+    const json body = {{"created_at", st.now}, {"name", actor}, {"ops", std::move(ops)}};
+    gitlocks::PlanContext ctx{actor_hex(actor), std::string(64, '1')};
+    return gitlocks::plan(s, st.state(), ctx, body, now);
+  };
+  struct Case {
+    const char* what;
+    const char* actor;
+    json op;
+    bool replay;
+    Errc code;
+    std::string message;
+  };
+  const std::int64_t e = st.now + kTtl;
+  const std::vector<Case> cases = {
+      {"claim: a path that is not normalised before a bad mode",
+       "bob",
+       {{"op", "claim"}, {"path", "src/./a.c"}, {"mode", "sideways"}, {"expires_at", e}},
+       false,
+       Errc::bad_path,
+       ""},
+      {"claim: a bad mode before a negative expiry",
+       "bob",
+       {{"op", "claim"}, {"path", "src/b.c"}, {"mode", "sideways"}, {"expires_at", -1}},
+       false,
+       Errc::usage,
+       "mode must be exclusive or shared"},
+      {"claim: a negative expiry before an overlong note",
+       "bob",
+       {{"op", "claim"}, {"path", "src/b.c"}, {"mode", "shared"}, {"expires_at", -1}, {"note", std::string(5000, 'n')}},
+       false,
+       Errc::usage,
+       "expires_at must not be negative"},
+      {"sem-acquire: a limit out of range before a negative expiry",
+       "bob",
+       {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", 0}, {"expires_at", -1}},
+       false,
+       Errc::usage,
+       ""},
+      {"extend: two targets before a bad expiry",
+       "alice",
+       {{"op", "extend"}, {"path", "src/a.c"}, {"sem", "ci"}, {"lease", "x"}, {"expires_at", "soon"}},
+       false,
+       Errc::bad_json,
+       "op needs exactly one of 'path' or 'sem'"},
+      {"extend: a bad expiry before a missing lease",
+       "alice",
+       {{"op", "extend"}, {"path", "src/a.c"}, {"expires_at", "soon"}},
+       false,
+       Errc::bad_json,
+       "field 'expires_at' must be an integer"},
+      {"release: replayed without its generation, before the lease is looked up",
+       "bob",
+       {{"op", "release"}, {"path", "src/a.c"}, {"lease", "0123456789abcdef01234567"}},
+       true,
+       Errc::bad_json,
+       "missing field 'generation'"},
+      {"release: proposed without its generation, the lease is looked up",
+       "bob",
+       {{"op", "release"}, {"path", "src/a.c"}, {"lease", "0123456789abcdef01234567"}},
+       false,
+       Errc::not_holder,
+       "no lease 0123456789abcdef01234567 on path:src/a.c"},
+      {"force-release: who may before which lease",
+       "bob",
+       {{"op", "force-release"}, {"path", "src/a.c"}, {"reason", "stuck"}},
+       false,
+       Errc::not_holder,
+       ""},
+      {"force-release: an admin's op without a lease",
+       "alice",
+       {{"op", "force-release"}, {"path", "src/a.c"}, {"reason", "stuck"}},
+       false,
+       Errc::bad_json,
+       "missing field 'lease'"},
+      {"force-release: an empty reason before who may",
+       "bob",
+       {{"op", "force-release"}, {"path", "src/a.c"}, {"reason", ""}},
+       false,
+       Errc::usage,
+       "a force-release needs a reason of 1-1024 bytes"},
+      {"sweep: an empty list",
+       "bob",
+       {{"op", "sweep"}, {"leases", json::array()}},
+       false,
+       Errc::bad_json,
+       "sweep needs a non-empty 'leases' array"},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    auto r = plan_as(c.actor, json::array({c.op}), c.replay ? std::nullopt : std::optional<std::int64_t>(st.now));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == c.code);
+    if (!c.message.empty()) CHECK(r.error().message == c.message);
+  }
+  // Who may force-release is decided before the lease is read: a non-admin
+  // is told so (not-admin), whatever else is wrong with the op.
+  auto bob = plan_as("bob", json::array({cases[8].op}), st.now);
+  REQUIRE_FALSE(bob.ok());
+  CHECK(bob.error().reason() == "not-admin");
+  // Ops are read one by one: the first op's fault is the refusal, named
+  // with the batch's "op N (kind): "; an unknown op is refused as it is.
+  auto unknown = plan_as("bob", json::array({cases[1].op, {{"op", "frobnicate"}}}), st.now);
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.error().code == Errc::usage);
+  CHECK(unknown.error().message == "op 0 (claim): mode must be exclusive or shared");
+  auto unknown_first = plan_as("bob", json::array({{{"op", "frobnicate"}}, cases[1].op}), st.now);
+  REQUIRE_FALSE(unknown_first.ok());
+  CHECK(unknown_first.error().message == "unknown op 'frobnicate'");
+  CHECK_FALSE(unknown_first.error().fields.count("op_index"));
+}

@@ -1,0 +1,151 @@
+// Reading ops: each op of a body becomes a typed Op (plan_internal.h)
+// before it looks at the state. The checks run in the order the planner has
+// always run them, so a body with several faults is refused for the same
+// one as before: a verdict never depends on how the planner is organised.
+#include "gitlocks/limits.hpp"
+#include "plan_internal.h"
+
+namespace gitlocks::detail {
+
+Result<Op> Planner::read_op(const std::string& kind, const json& op) {
+  auto typed = [](auto r) -> Result<Op> {
+    if (!r.ok()) return r.error();
+    return Op(std::move(r).value());
+  };
+  if (kind == "claim") return typed(read_claim(op));
+  if (kind == "sem-acquire") return typed(read_sem_acquire(op));
+  if (kind == "extend") return typed(read_extend(op));
+  if (kind == "release" || kind == "sem-release") return typed(read_release(op, kind == "sem-release"));
+  if (kind == "sweep") return typed(read_sweep(op));
+  if (kind == "force-release") return typed(read_force_release(op));
+  return make_error(Errc::bad_json, "unknown op '" + kind + "'");
+}
+
+Result<std::int64_t> Planner::expiry(const json& op) {
+  GITLOCKS_TRY(e, get_int(op, "expires_at"));
+  if (e < 0) return make_error(Errc::usage, "expires_at must not be negative");
+  return e;
+}
+
+// "path" or "sem" of an op: a resource and (for paths) the parsed path.
+Result<OpTarget> Planner::target_of(const json& op, bool sem_only) {
+  bool has_path = op.contains("path");
+  bool has_sem = op.contains("sem");
+  if (has_path == has_sem || (sem_only && !has_sem))
+    return make_error(Errc::bad_json, sem_only ? "op needs 'sem'" : "op needs exactly one of 'path' or 'sem'");
+  OpTarget t;
+  if (has_path) {
+    GITLOCKS_TRY(text, get_string(op, "path"));
+    GITLOCKS_TRY(p, parse_repo_path(text, policy_.path_case()));
+    t.res = path_resource(p.key());
+    t.path = p;
+  } else {
+    GITLOCKS_TRY(name, get_string(op, "sem"));
+    GITLOCKS_CHECK(check_name(name, "semaphore"));
+    t.res = sem_resource(name);
+  }
+  return t;
+}
+
+Status Planner::lease_ref(const json& op, std::string& lease, std::optional<std::int64_t>& generation) {
+  GITLOCKS_TRY(id, get_string(op, "lease"));
+  lease = id;
+  // A proposal may leave the generation out: own_lease fills it in.
+  if (!(now_ && !op.contains("generation"))) {
+    GITLOCKS_TRY(g, get_int(op, "generation"));
+    generation = g;
+  }
+  return Ok{};
+}
+
+Result<ClaimOp> Planner::read_claim(const json& op) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
+  ClaimOp c;
+  GITLOCKS_TRY(path_text, get_string(op, "path"));
+  // NFC, and folded in a case-insensitive store: one spelling per resource.
+  GITLOCKS_TRY(p, parse_repo_path(path_text, policy_.path_case()));
+  if (p.display() != path_text) return make_error(Errc::bad_path, "path is not normalised");
+  c.path = p;
+  GITLOCKS_TRY(mode, get_string(op, "mode"));
+  if (mode != "exclusive" && mode != "shared") return make_error(Errc::usage, "mode must be exclusive or shared");
+  c.mode = mode;
+  c.exclusive = mode == "exclusive";
+  GITLOCKS_TRY(expires_at, expiry(op));
+  c.expires_at = expires_at;
+  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+  c.note = note;
+  return c;
+}
+
+Result<SemAcquireOp> Planner::read_sem_acquire(const json& op) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "sem", "limit", "expires_at", "note", "reclaims", "after"}, "sem-acquire op"));
+  SemAcquireOp s;
+  GITLOCKS_TRY(name, get_string(op, "sem"));
+  GITLOCKS_CHECK(check_name(name, "semaphore"));
+  s.name = name;
+  GITLOCKS_TRY(limit, get_int(op, "limit"));
+  if (limit < 1 || limit > kMaxSemLimit)
+    return make_error(Errc::usage, "semaphore limit must be 1.." + std::to_string(kMaxSemLimit));
+  s.limit = limit;
+  GITLOCKS_TRY(expires_at, expiry(op));
+  s.expires_at = expires_at;
+  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
+  s.note = note;
+  return s;
+}
+
+Result<ExtendOp> Planner::read_extend(const json& op) {
+  GITLOCKS_CHECK(
+      check_keys(op, {"op", "path", "sem", "lease", "generation", "prev_expires_at", "expires_at"}, "extend op"));
+  ExtendOp e;
+  GITLOCKS_TRY(target, target_of(op, false));
+  e.target = std::move(target);
+  GITLOCKS_TRY(expires_at, expiry(op));
+  e.expires_at = expires_at;
+  GITLOCKS_CHECK(lease_ref(op, e.lease, e.generation));
+  return e;
+}
+
+Result<ReleaseOp> Planner::read_release(const json& op, bool sem) {
+  GITLOCKS_CHECK(
+      check_keys(op, {"op", sem ? "sem" : "path", "lease", "generation"}, sem ? "sem-release op" : "release op"));
+  ReleaseOp r;
+  r.sem = sem;
+  GITLOCKS_TRY(target, target_of(op, sem));
+  r.target = std::move(target);
+  GITLOCKS_CHECK(lease_ref(op, r.lease, r.generation));
+  return r;
+}
+
+// An admin's release of another holder's path lease (docs/FORMAT.md
+// "force-release"); who may is checked here, before the lease is named.
+Result<ForceReleaseOp> Planner::read_force_release(const json& op) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "path", "lease", "generation", "reason"}, "force-release op"));
+  if (!op.contains("path")) return make_error(Errc::bad_json, "force-release needs 'path' (path leases only)");
+  ForceReleaseOp f;
+  GITLOCKS_TRY(target, target_of(op, false));
+  f.target = std::move(target);
+  GITLOCKS_TRY(why, get_string(op, "reason"));
+  if (why.empty() || why.size() > kMaxNoteBytes)
+    return make_error(Errc::usage, "a force-release needs a reason of 1-" + std::to_string(kMaxNoteBytes) + " bytes");
+  for (unsigned char c : why)
+    if (c < 0x20 || c == 0x7f) return make_error(Errc::usage, "the force-release reason contains a control character");
+  f.reason = why;
+  if (!policy_.is_admin(ctx_.actor))
+    return make_error(Errc::not_holder, "only the owner or an admin named in the policy may force-release a lease (" +
+                                            ctx_.actor.substr(0, 12) + " is neither)")
+        .because(reason::not_admin);
+  GITLOCKS_TRY(id, get_string(op, "lease"));
+  f.lease = id;
+  return f;
+}
+
+Result<SweepOp> Planner::read_sweep(const json& op) {
+  GITLOCKS_CHECK(check_keys(op, {"op", "leases"}, "sweep op"));
+  auto list = op.find("leases");
+  if (list == op.end() || !list->is_array() || list->empty())
+    return make_error(Errc::bad_json, "sweep needs a non-empty 'leases' array");
+  return SweepOp{};
+}
+
+}  // namespace gitlocks::detail
