@@ -224,11 +224,11 @@ void check_layout(const TransitionCommit& tc, bool root, Verdict& v) {
 
 // Who made the commit and how: command, action, actor; returns the
 // packet's admission interval.
-Interval read_packet_header(const json& p, Verdict& v) {
-  v.command = p["command"].get<std::string>();
-  v.action = p["action"].get<std::string>();
-  v.actor = p["actor"].get<std::string>();
-  return {p["interval"][0].get<std::int64_t>(), p["interval"][1].get<std::int64_t>()};
+Interval read_packet_header(const PacketFields& f, Verdict& v) {
+  v.command = f.header.command;
+  v.action = f.action;
+  v.actor = f.header.actor;
+  return {f.interval_lo, f.interval_hi};
 }
 
 // PRIVATE stores: who may sign, and who may change the public policy.
@@ -295,10 +295,11 @@ bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const Pac
 // its owner, with that policy's hash; sets the chain's store and owner);
 // any other commit names the parent's state, the store and the policy in
 // force.
-void check_chain_link(const json& p, bool root, ChainState& cs, const ReplayOptions& options, Verdict& v) {
-  const json& body = p["body"];
+void check_chain_link(const OpenedPacket& op, bool root, ChainState& cs, const ReplayOptions& options, Verdict& v) {
+  const json& body = op.packet["body"];
+  const PacketHeader& h = op.fields.header;
   if (root) {
-    if (p["source"] != "" || !body.contains("init")) fail(v, "bad-packet", "the root commit must create the store");
+    if (!h.source.empty() || !body.contains("init")) fail(v, "bad-packet", "the root commit must create the store");
     auto pol =
         body.contains("init") ? parse_policy(body["init"]) : Result<Policy>(make_error(Errc::bad_json, "no policy"));
     if (!pol.ok()) {
@@ -310,31 +311,31 @@ void check_chain_link(const json& p, bool root, ChainState& cs, const ReplayOpti
       if (options.expected_owner && cs.owner != *options.expected_owner)
         fail(v, "owner-mismatch", "the store's owner is " + cs.owner + ", expected " + *options.expected_owner);
       auto pb = canon_dump(body["init"]);
-      if (!pb.ok() || sha256_hex(*pb) != p["policy_hash"])
+      if (!pb.ok() || sha256_hex(*pb) != h.policy_hash)
         fail(v, "policy-mismatch", "policy_hash is not the creation policy's");
     }
   } else {
-    if (p["source"] != cs.state)
-      fail(v, "source-mismatch",
-           "packet source " + p["source"].get<std::string>() + " is not the parent's state " + cs.state);
-    if (p["store"] != cs.store_id) fail(v, "store-mismatch", "packet names another store");
-    if (p["policy_hash"] != cs.policy_hash)
+    if (h.source != cs.state)
+      fail(v, "source-mismatch", "packet source " + h.source + " is not the parent's state " + cs.state);
+    if (h.store != cs.store_id) fail(v, "store-mismatch", "packet names another store");
+    if (h.policy_hash != cs.policy_hash)
       fail(v, "policy-mismatch", "policy_hash is not the policy in force at the source");
   }
-  if (p["store"] != cs.store_id && root) fail(v, "store-mismatch", "packet store id differs from its policy's");
+  if (h.store != cs.store_id && root) fail(v, "store-mismatch", "packet store id differs from its policy's");
 }
 
 // The body to re-plan. PRIVATE bodies are sealed under the source's epoch
 // key, bound to the operation; without that key only the structure can be
 // checked (the verdict's level becomes "structural").
-json open_body(const json& p, bool root, const ChainState& cs, const ReplayOptions& options, Verdict& v) {
-  const json& body = p["body"];
+json open_body(const OpenedPacket& op, bool root, const ChainState& cs, const ReplayOptions& options, Verdict& v) {
+  const json& body = op.packet["body"];
+  const PacketHeader& h = op.fields.header;
   json plain_body = body;
   const bool source_private = !root && cs.policy.is_private;
   const std::int64_t want_epoch = source_private ? cs.policy.epoch : 0;
-  if (p["epoch"] != want_epoch && !(root && body.contains("init") && body["init"].value("epoch", 0) == p["epoch"]))
+  if (h.epoch != want_epoch && !(root && body.contains("init") && body["init"].value("epoch", 0) == h.epoch))
     fail(v, "wrong-epoch",
-         "packet epoch " + p["epoch"].dump() + ", the store is at epoch " + std::to_string(want_epoch));
+         "packet epoch " + std::to_string(h.epoch) + ", the store is at epoch " + std::to_string(want_epoch));
   if (body.contains("sealed")) {
     auto epoch = sealed_epoch(body);
     if (!source_private) {
@@ -344,7 +345,7 @@ json open_body(const json& p, bool root, const ChainState& cs, const ReplayOptio
            "body sealed under epoch " + (epoch.ok() ? std::to_string(*epoch) : std::string("?")) +
                ", the store is at epoch " + std::to_string(cs.policy.epoch));
     } else if (const EpochKey* k = options.vault ? options.vault->key(*epoch) : nullptr) {
-      auto opened_body = open_document(body, *k, cs.store_id, sealed_body_location(p["instance"].get<std::string>()));
+      auto opened_body = open_document(body, *k, cs.store_id, sealed_body_location(h.instance));
       if (!opened_body.ok()) fail(v, "bad-sealed-body", opened_body.error().message);
       else plain_body = std::move(opened_body).value();
     } else {
@@ -359,9 +360,9 @@ json open_body(const json& p, bool root, const ChainState& cs, const ReplayOptio
 // Re-plans the body on the parent's state: it must be admitted and give
 // the packet's result, action and interval (a verifier without the key
 // checks structure only).
-void check_replan(ObjectStore& store, const json& p, const json& plain_body, bool root, const ChainState& cs,
+void check_replan(ObjectStore& store, const PacketFields& f, const json& plain_body, bool root, const ChainState& cs,
                   const ReplayOptions& options, const Interval& interval, Verdict& v) {
-  PlanContext ctx{v.actor, p["instance"].get<std::string>(), options.vault};
+  PlanContext ctx{v.actor, f.header.instance, options.vault};
   auto replayed = v.level == "structural" ? Result<PlanOutcome>(make_error(Errc::not_member, "no key"))
                                           : plan(store, root ? Oid() : cs.state, ctx, plain_body);
   if (v.level == "structural") {
@@ -374,10 +375,9 @@ void check_replan(ObjectStore& store, const json& p, const json& plain_body, boo
     fail(v, replayed.error().code == Errc::unknown_format ? "unknown-format" : "replay-refused",
          std::string(errc_name(replayed.error().code)) + ": " + replayed.error().message);
   } else {
-    if (replayed->result_state != p["result"])
-      fail(v, "result-mismatch",
-           "re-planning gives state " + replayed->result_state + ", packet says " + p["result"].get<std::string>());
-    if (replayed->action != p["action"]) fail(v, "action-mismatch", "re-planning gives action " + replayed->action);
+    if (replayed->result_state != f.result)
+      fail(v, "result-mismatch", "re-planning gives state " + replayed->result_state + ", packet says " + f.result);
+    if (replayed->action != f.action) fail(v, "action-mismatch", "re-planning gives action " + replayed->action);
     if (replayed->interval != interval)
       fail(v, "interval-mismatch",
            "derived interval [" + std::to_string(replayed->interval.lo) + ", " + std::to_string(replayed->interval.hi) +
@@ -388,9 +388,9 @@ void check_replan(ObjectStore& store, const json& p, const json& plain_body, boo
 // The recorded commit against its packet: the state is the packet's result,
 // T lies in the interval and never decreases (the notary's T is then
 // remembered for the chain).
-void check_admission(const TransitionCommit& tc, const json& p, const std::optional<std::int64_t>& t,
+void check_admission(const TransitionCommit& tc, const PacketFields& f, const std::optional<std::int64_t>& t,
                      const Interval& interval, bool attested, ChainState& cs, Verdict& v) {
-  if (tc.state != p["result"]) fail(v, "state-mismatch", "commit state " + tc.state + " is not the packet's result");
+  if (tc.state != f.result) fail(v, "state-mismatch", "commit state " + tc.state + " is not the packet's result");
   if (t && !interval.contains(*t))
     fail(v, "time-outside-interval",
          "T = " + std::to_string(*t) + " is outside [" + std::to_string(interval.lo) + ", " +
@@ -465,15 +465,15 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
          opened.error().message);
   } else {
     const json& p = opened->packet;
-    const Interval interval = read_packet_header(p, v);
+    const Interval interval = read_packet_header(opened->fields, v);
     check_private_signer(store, tc, root, cs, p, v);
     const bool attested = check_time_source(store, tc, opened->fields, cs, options, t, v);
     v.time = t;
-    check_chain_link(p, root, cs, options, v);
+    check_chain_link(*opened, root, cs, options, v);
     if (!t) fail(v, "missing-time", "packet carries no admission time");
-    const json plain_body = open_body(p, root, cs, options, v);
-    check_replan(store, p, plain_body, root, cs, options, interval, v);
-    check_admission(tc, p, t, interval, attested, cs, v);
+    const json plain_body = open_body(*opened, root, cs, options, v);
+    check_replan(store, opened->fields, plain_body, root, cs, options, interval, v);
+    check_admission(tc, opened->fields, t, interval, attested, cs, v);
   }
   // The independent invariant check runs on the recorded states.
   follow_chain(store, tc, root, t, cs, timeline, options, v);
@@ -571,7 +571,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     auto opened = open_packet(start.packet_stored);
     if (!opened.ok()) return make_error(Errc::invalid, "trusted commit: " + opened.error().message);
     cs.state = start.state;
-    cs.store_id = opened->packet["store"].get<std::string>();
+    cs.store_id = opened->fields.header.store;
     auto recorded = recorded_admission_time(start.attestation_stored, opened->packet);
     if (!recorded.ok()) return make_error(Errc::invalid, "trusted commit attestation: " + recorded.error().message);
     if (*recorded) ((*recorded)->attested ? cs.last_attested_time : cs.last_time) = (*recorded)->ms;

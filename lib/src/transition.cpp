@@ -102,28 +102,29 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
   auto opened = open_packet(packet_stored);
   if (!opened.ok()) return make_error(Errc::store_read, "saved packet: " + opened.error().message);
   const json& pk = opened->packet;
-  if (pk.value("actor", "") != to_hex(key.public_key))
-    return make_error(Errc::usage, "the saved packet is signed by another key (" + pk.value("actor", "?") + ")");
-  if (!snap.commit || pk["source"] != snap.state || pk["store"] != snap.store_id ||
-      pk["policy_hash"] != snap.policy_hash || pk["epoch"] != snap.epoch)
-    return make_error(Errc::stale_generation, "the source changed: the saved packet was built on state " +
-                                                  pk["source"].get<std::string>() + ", refs/locks/state is at state " +
+  const PacketHeader& h = opened->fields.header;
+  if (h.actor != to_hex(key.public_key))
+    return make_error(Errc::usage, "the saved packet is signed by another key (" + h.actor + ")");
+  if (!snap.commit || h.source != snap.state || h.store != snap.store_id || h.policy_hash != snap.policy_hash ||
+      h.epoch != snap.epoch)
+    return make_error(Errc::stale_generation, "the source changed: the saved packet was built on state " + h.source +
+                                                  ", refs/locks/state is at state " +
                                                   (snap.commit ? snap.state.hex() : std::string("(none)")))
         .because(reason::source_changed);
   json body = pk["body"];
   if (body.contains("sealed")) {
     const EpochKey* k = vault ? vault->key(snap.epoch) : nullptr;
     if (!k) return make_error(Errc::not_member, "no key for the store's current epoch");
-    GITLOCKS_TRY(plain,
-                 open_document(body, *k, snap.store_id, sealed_body_location(pk["instance"].get<std::string>())));
+    GITLOCKS_TRY(plain, open_document(body, *k, snap.store_id, sealed_body_location(h.instance)));
     body = std::move(plain);
   }
-  PlanContext ctx{to_hex(key.public_key), pk["instance"].get<std::string>(), vault};
+  PlanContext ctx{to_hex(key.public_key), h.instance, vault};
   GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body));
-  if (outcome.result_state != pk["result"] || outcome.action != pk["action"])
-    return make_error(Errc::store_read, "the saved packet does not re-execute on its source: it says " +
-                                            pk["action"].get<std::string>() + " -> " + pk["result"].get<std::string>() +
-                                            ", re-planning gives " + outcome.action + " -> " + outcome.result_state);
+  const PacketFields& f = opened->fields;
+  if (outcome.result_state != f.result || outcome.action != f.action)
+    return make_error(Errc::store_read, "the saved packet does not re-execute on its source: it says " + f.action +
+                                            " -> " + f.result + ", re-planning gives " + outcome.action + " -> " +
+                                            outcome.result_state);
   Prepared p;
   GITLOCKS_TRY(pins, result_pins(store, outcome.result_state));
   p.pins = pins;
