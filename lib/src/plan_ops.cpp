@@ -115,10 +115,10 @@ Result<Oid> Planner::write(std::size_t& records_written) {
       updates[loc] = std::nullopt;
       continue;
     }
-    const json doc = rec.to_json();
+    json doc = rec.to_json();
     GITLOCKS_TRY(bytes, codec_.encode(loc, doc));
     GITLOCKS_TRY(id, store_.write_blob(bytes));
-    if (&codec_ == &plain_codec()) store_.keep_written_parse(id, doc);
+    if (&codec_ == &plain_codec()) store_.keep_written_parse(id, std::move(doc));
     updates[loc] = id;
     ++records_written;
   }

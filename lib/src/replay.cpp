@@ -82,8 +82,8 @@ class CachingStore final : public ObjectStore {
     if (!hit || !s_.has_object(id)) return nullptr;
     return remember(parsed_, id, std::shared_ptr<const json>(*hit));
   }
-  void keep_written_parse(const Oid& id, const json& doc) override {
-    remember(written_parsed_, id, std::shared_ptr<const json>(std::make_shared<const json>(doc)));
+  void keep_written_parse(const Oid& id, json doc) override {
+    remember(written_parsed_, id, std::shared_ptr<const json>(std::make_shared<const json>(std::move(doc))));
   }
   void keep_parsed(const Oid& id, const json& doc) override {
     remember(parsed_, id, std::shared_ptr<const json>(std::make_shared<const json>(doc)));

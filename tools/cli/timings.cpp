@@ -79,7 +79,7 @@ class TimedStore : public ObjectStore {
   }
   std::shared_ptr<const json> parsed_blob(const Oid& id) override { return inner_->parsed_blob(id); }
   void keep_parsed(const Oid& id, const json& doc) override { inner_->keep_parsed(id, doc); }
-  void keep_written_parse(const Oid& id, const json& doc) override { inner_->keep_written_parse(id, doc); }
+  void keep_written_parse(const Oid& id, json doc) override { inner_->keep_written_parse(id, std::move(doc)); }
   bool has_object(const Oid& id) override {
     Scope s("object reads");
     return inner_->has_object(id);

@@ -119,7 +119,7 @@ class ObjectStore {
   // just wrote as blob `id`, so it is that blob's strict canonical parse: a
   // caching store hands it out from parsed_blob once the store holds `id`
   // (the planner's re-encoded records are what the verifier reads next).
-  virtual void keep_written_parse(const Oid& id, const json& doc) { (void)id, (void)doc; }
+  virtual void keep_written_parse(const Oid& id, json doc) { (void)id, (void)doc; }
   // True when the object is in the store; false when it is not or the
   // store cannot tell without reading it (then read it).
   virtual bool has_object(const Oid& id) { return (void)id, false; }
