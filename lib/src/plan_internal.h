@@ -188,6 +188,7 @@ class Planner {
   Result<ForceReleaseOp> read_force_release(const json& op);
   Result<SweepOp> read_sweep(const json& op);
   Result<std::int64_t> expiry(const json& op);
+  Status new_lease_terms(const json& op, std::int64_t& expires_at, std::optional<std::string>& note);
   Result<OpTarget> target_of(const json& op, bool sem_only);
   // A lease's id and, unless a proposal may leave it out, its generation.
   Status lease_ref(const json& op, std::string& lease, std::optional<std::int64_t>& generation);

@@ -58,6 +58,15 @@ Status Planner::lease_ref(const json& op, std::string& lease, std::optional<std:
   return Ok{};
 }
 
+// A new lease's expiry and optional note (claim, sem-acquire).
+Status Planner::new_lease_terms(const json& op, std::int64_t& expires_at, std::optional<std::string>& note) {
+  GITLOCKS_TRY(e, expiry(op));
+  expires_at = e;
+  GITLOCKS_TRY(n, opt_string(op, "note", kMaxNoteBytes));
+  note = n;
+  return Ok{};
+}
+
 Result<ClaimOp> Planner::read_claim(const json& op) {
   GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
   ClaimOp c;
@@ -70,10 +79,7 @@ Result<ClaimOp> Planner::read_claim(const json& op) {
   if (mode != "exclusive" && mode != "shared") return make_error(Errc::usage, "mode must be exclusive or shared");
   c.mode = mode;
   c.exclusive = mode == "exclusive";
-  GITLOCKS_TRY(expires_at, expiry(op));
-  c.expires_at = expires_at;
-  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
-  c.note = note;
+  GITLOCKS_CHECK(new_lease_terms(op, c.expires_at, c.note));
   return c;
 }
 
@@ -87,10 +93,7 @@ Result<SemAcquireOp> Planner::read_sem_acquire(const json& op) {
   if (limit < 1 || limit > kMaxSemLimit)
     return make_error(Errc::usage, "semaphore limit must be 1.." + std::to_string(kMaxSemLimit));
   s.limit = limit;
-  GITLOCKS_TRY(expires_at, expiry(op));
-  s.expires_at = expires_at;
-  GITLOCKS_TRY(note, opt_string(op, "note", kMaxNoteBytes));
-  s.note = note;
+  GITLOCKS_CHECK(new_lease_terms(op, s.expires_at, s.note));
   return s;
 }
 
