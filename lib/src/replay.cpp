@@ -333,7 +333,15 @@ json open_body(const OpenedPacket& op, bool root, const ChainState& cs, const Re
   json plain_body = body;
   const bool source_private = !root && cs.policy.is_private;
   const std::int64_t want_epoch = source_private ? cs.policy.epoch : 0;
-  if (h.epoch != want_epoch && !(root && body.contains("init") && body["init"].value("epoch", 0) == h.epoch))
+  // A root may start at its creation policy's epoch (a PRIVATE store's
+  // first). That policy is unchecked here: an epoch that is not a number is
+  // simply not this one (check_chain_link refuses the policy).
+  auto creation_epoch = [&]() -> std::optional<std::int64_t> {
+    if (!root || !body.contains("init")) return std::nullopt;
+    auto e = get_int(body["init"], "epoch");
+    return e.ok() ? std::optional<std::int64_t>(*e) : std::nullopt;
+  };
+  if (h.epoch != want_epoch && creation_epoch() != h.epoch)
     fail(v, "wrong-epoch",
          "packet epoch " + std::to_string(h.epoch) + ", the store is at epoch " + std::to_string(want_epoch));
   if (body.contains("sealed")) {

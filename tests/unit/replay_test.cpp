@@ -423,6 +423,29 @@ TEST_CASE("replay: the root must be the owner's creation with its own policy has
   CHECK(only_invalid(h.s.objects(), with_source, 0, "bad-packet") == "the root commit must create the store");
 }
 
+// A forged root whose creation policy has an epoch that is not a number,
+// under a packet epoch that is not 0: the epoch check of the packet reads
+// the creation policy's epoch too, and must not throw on it. The root is
+// refused for its policy (the first check that fails), and nothing built
+// on it is valid.
+TEST_CASE("replay: a root whose creation policy has a non-numeric epoch is refused - the verifier does not throw") {
+  LongClaim h;
+  for (const json& epoch : {json("one"), json::array({1}), json(nullptr), json(true)}) {
+    CAPTURE(epoch.dump());
+    Oid forged = resign(h.s, 0, "owner", [&](json& p) {
+      p["epoch"] = 1;
+      p["body"]["init"]["epoch"] = epoch;
+    });
+    Run r;
+    REQUIRE_NOTHROW(r = verify(h.s.objects(), forged));
+    REQUIRE_FALSE(r.verdicts.empty());
+    CHECK_FALSE(r.verdicts[0].ok);
+    CHECK(r.verdicts[0].reason == "bad-packet");
+    CHECK(r.verdicts[0].detail.rfind("creation policy: ", 0) == 0);
+    for (const auto& v : r.verdicts) CHECK_FALSE(v.ok);
+  }
+}
+
 TEST_CASE("replay: a merge commit and a commit without a packet are flagged") {
   LongClaim h;
   auto& store = h.s.objects();
