@@ -158,7 +158,7 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
   std::map<std::string, Released> released;  // lease id -> the last force-release of its record
   auto note_released = [&](const std::vector<json>& records) {
     for (const auto& r : records)
-      if (auto gone = Record::of(r).released) released[gone->lease.id] = std::move(*gone);
+      if (auto gone = released_of(r)) released[gone->lease.id] = std::move(*gone);
   };
   auto read = [&]() -> Status {
     GITLOCKS_TRY(at, view_with(store, v.commit, member, &b.at_tip));

@@ -120,6 +120,13 @@ std::map<std::string, FamilyHolder> family_holders_of(const json& record) {
   return per_holder<FamilyHolder>(record, "holders");
 }
 
+std::optional<Released> released_of(const json& record) {
+  auto gone = record.find("released");
+  if (gone == record.end() || !gone->is_object()) return std::nullopt;
+  return Released{Lease::of(gone->value("lease", json::object())), gone->value("by", ""), gone->value("by_name", ""),
+                  gone->value("reason", "")};
+}
+
 Record Record::path(std::string key) {
   Record r;
   r.resource = {RecordKind::path, std::move(key)};
@@ -153,9 +160,7 @@ Record Record::of(const json& record) {
       r.generation = record.value("generation", std::int64_t{0});
       r.leases = leases_of(record);
       r.below = markers_of(record);
-      if (auto gone = record.find("released"); gone != record.end() && gone->is_object())
-        r.released = Released{Lease::of(gone->value("lease", json::object())), gone->value("by", ""),
-                              gone->value("by_name", ""), gone->value("reason", "")};
+      r.released = released_of(record);
       break;
   }
   return r;

@@ -122,7 +122,8 @@ Status Planner::sem_acquire(json& op, const SemAcquireOp& s, std::size_t i) {
   const std::int64_t limit = s.limit;
   const std::string res = sem_resource(name);
   GITLOCKS_TRY(existing, get(res));
-  const std::vector<Lease> leases = existing ? existing->leases : std::vector<Lease>{};
+  static const std::vector<Lease> kNone;
+  const std::vector<Lease>& leases = existing ? existing->leases : kNone;  // read before the record is edited
 
   json reclaim = json::array();
   std::set<std::string> reclaimed;  // the ids in reclaim

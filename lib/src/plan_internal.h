@@ -120,7 +120,6 @@ struct ExtendOp {
 };
 // release, sem-release: {"op","path"|"sem","lease","generation"}
 struct ReleaseOp {
-  bool sem = false;
   OpTarget target;
   std::string lease;
   std::optional<std::int64_t> generation;  // filled in when proposing
@@ -179,8 +178,9 @@ class Planner {
   Status resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim);
 
   // --- reading ops (plan_read.cpp)
-  // The typed op of kind `kind` (an "op" the planner knows).
-  Result<Op> read_op(const std::string& kind, const json& op);
+  // The typed op of kind `kind`, or its refusal; nullopt for a kind the
+  // planner does not know.
+  std::optional<Result<Op>> read_op(const std::string& kind, const json& op);
   Result<ClaimOp> read_claim(const json& op);
   Result<SemAcquireOp> read_sem_acquire(const json& op);
   Result<ExtendOp> read_extend(const json& op);

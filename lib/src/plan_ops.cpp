@@ -69,12 +69,11 @@ Status Planner::run(json& body, PlanOutcome& out) {
     if (!op.is_object()) return make_error(Errc::bad_json, "op " + std::to_string(i) + " must be an object");
     GITLOCKS_TRY(kind, get_string(op, "op"));
     if (ctx_.check_only && kind != "claim") return make_error(Errc::usage, "a check-only plan takes claim ops only");
-    if (kind != "claim" && kind != "sem-acquire" && kind != "extend" && kind != "release" && kind != "sem-release" &&
-        kind != "sweep" && kind != "force-release")
-      return make_error(Errc::bad_json, "unknown op '" + kind + "'");
+    std::optional<Result<Op>> read = read_op(kind, op);
+    if (!read) return make_error(Errc::bad_json, "unknown op '" + kind + "'");
     std::string act = kind;
     auto plan_op = [&]() -> Status {
-      GITLOCKS_TRY(typed, read_op(kind, op));
+      GITLOCKS_TRY(typed, std::move(*read));
       if (auto* c = std::get_if<ClaimOp>(&typed)) {
         GITLOCKS_CHECK(claim(op, *c, i));
         if (op.contains("after")) act = "reclaim";

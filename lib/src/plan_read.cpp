@@ -7,10 +7,10 @@
 
 namespace gitlocks::detail {
 
-Result<Op> Planner::read_op(const std::string& kind, const json& op) {
-  auto typed = [](auto r) -> Result<Op> {
-    if (!r.ok()) return r.error();
-    return Op(std::move(r).value());
+std::optional<Result<Op>> Planner::read_op(const std::string& kind, const json& op) {
+  auto typed = [](auto r) -> std::optional<Result<Op>> {
+    if (!r.ok()) return Result<Op>(r.error());
+    return Result<Op>(Op(std::move(r).value()));
   };
   if (kind == "claim") return typed(read_claim(op));
   if (kind == "sem-acquire") return typed(read_sem_acquire(op));
@@ -18,7 +18,7 @@ Result<Op> Planner::read_op(const std::string& kind, const json& op) {
   if (kind == "release" || kind == "sem-release") return typed(read_release(op, kind == "sem-release"));
   if (kind == "sweep") return typed(read_sweep(op));
   if (kind == "force-release") return typed(read_force_release(op));
-  return make_error(Errc::bad_json, "unknown op '" + kind + "'");
+  return std::nullopt;
 }
 
 Result<std::int64_t> Planner::expiry(const json& op) {
@@ -113,7 +113,6 @@ Result<ReleaseOp> Planner::read_release(const json& op, bool sem) {
   GITLOCKS_CHECK(
       check_keys(op, {"op", sem ? "sem" : "path", "lease", "generation"}, sem ? "sem-release op" : "release op"));
   ReleaseOp r;
-  r.sem = sem;
   GITLOCKS_TRY(target, target_of(op, sem));
   r.target = std::move(target);
   GITLOCKS_CHECK(lease_ref(op, r.lease, r.generation));

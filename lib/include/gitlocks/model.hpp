@@ -128,6 +128,9 @@ struct Released {
   std::string reason;
 };
 
+// The last force-release of a validated path record, if it has one.
+std::optional<Released> released_of(const json& record);
+
 // A record of the state as a type (docs/FORMAT.md "Records"). The planner
 // reads and edits records through it; it is made from a validated record
 // (Record::of never checks and never fails) and written back with
