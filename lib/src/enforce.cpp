@@ -151,9 +151,9 @@ Result<std::optional<Error>> claim_missing(StateReader& reader, const Policy& po
     std::string key;
     for (const auto& c : path.components) {
       key += key.empty() ? c : "/" + c;
-      GITLOCKS_TRY(rec, reader.record("path:" + key));
+      GITLOCKS_TRY(rec, reader.valid_record(path_resource(key)));
       if (!rec) continue;
-      for (const auto& l : leases_of(*rec))
+      for (const auto& l : rec->leases)
         if (l.holder == *signer && l.live_at(now)) return std::optional<Error>{};
     }
   }

@@ -154,9 +154,9 @@ Result<std::optional<json>> propose_sweep(ObjectStore& store, const Oid& source_
   if (sealed) reader.set_codec(sealed.get());
   // Every lease no longer live at `now` (a sweep needs T > expires_at).
   std::vector<ops::Swept> swept;
-  GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-    const Resource r = Resource::of(rec);
-    for (const Lease& l : leases_of(rec)) {  // none in a family record
+  GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
+    const Resource& r = rec.resource;
+    for (const Lease& l : rec.leases) {  // none in a family record
       if (l.live_at(now)) continue;
       swept.push_back({r.kind == RecordKind::sem ? ops::Target::semaphore(r.name) : ops::Target::path(l.path), l.id,
                        l.generation, l.expires_at});

@@ -128,9 +128,8 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   if (bytes == current_bytes) return make_error(Errc::usage, "the new policy is the current one: nothing to change");
   if (next.value("families", json::array()) != policy_doc.value("families", json::array())) {
     std::vector<Lease> leases;
-    GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
-      if (Resource::of(r).kind == RecordKind::path)
-        for (auto& l : leases_of(r)) leases.push_back(std::move(l));
+    GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& r) {
+      if (r.resource.kind == RecordKind::path) leases.insert(leases.end(), r.leases.begin(), r.leases.end());
       return true;
     }));
     for (const auto& f : parsed.families) {

@@ -129,12 +129,7 @@ Result<Oid> Planner::write(std::size_t& records_written) {
 Result<const Record*> Planner::get(const std::string& res) {
   auto it = cache_.find(res);
   if (it == cache_.end()) {
-    GITLOCKS_TRY(doc, reader_.record(res));
-    std::optional<Record> rec;
-    if (doc) {
-      GITLOCKS_CHECK(records::validate(*doc, res));
-      rec = Record::of(*doc);
-    }
+    GITLOCKS_TRY(rec, reader_.valid_record(res));
     it = cache_.emplace(res, std::move(rec)).first;
   }
   return it->second ? &*it->second : nullptr;

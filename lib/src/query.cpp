@@ -83,11 +83,10 @@ void sort_rows(json& rows) {
 Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters, bool include_expired,
                   const std::string& me) {
   json rows = json::array();
-  GITLOCKS_CHECK(reader.for_each_record([&](const json& doc) {
-    const RecordKind kind = Resource::of(doc).kind;
+  GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
+    const RecordKind kind = rec.resource.kind;
     if (!holds_leases(kind)) return true;
     if (kind == RecordKind::sem && !filters.empty()) return true;
-    const Record rec = Record::of(doc);
     for (auto& [l, row] : rows_of(rec, now, me, include_expired)) {
       if (kind == RecordKind::path && !filters.empty() && !overlaps_any(*l, filters)) continue;
       rows.push_back(std::move(row));
@@ -111,7 +110,7 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
   if (filters.empty()) return scan(reader, now, filters, include_expired, me);
   // The records that can hold a lease overlapping a filter without a scan:
   // the filter's own and its ancestors' (by resource, each read once).
-  std::map<std::string, std::optional<json>> records;
+  std::map<std::string, std::optional<Record>> records;
   for (const auto& f : filters) {
     std::vector<std::string> keys = proper_ancestors(f);
     keys.push_back(f.key());
@@ -119,21 +118,19 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
       const std::string resource = path_resource(keys[i]);
       auto at = records.find(resource);
       if (at == records.end()) {
-        GITLOCKS_TRY(rec, reader.record(resource));
+        GITLOCKS_TRY(rec, reader.valid_record(resource));
         at = records.emplace(resource, std::move(rec)).first;
       }
       // Leases strictly below a filter are known only to its markers: when
       // any holder has some, the listing needs every record.
-      const std::optional<json>& rec = at->second;
-      if (i + 1 == keys.size() && rec && !markers_of(*rec).empty())
-        return scan(reader, now, filters, include_expired, me);
+      const std::optional<Record>& rec = at->second;
+      if (i + 1 == keys.size() && rec && !rec->below.empty()) return scan(reader, now, filters, include_expired, me);
     }
   }
   json rows = json::array();
   for (const auto& [resource, rec] : records) {
-    if (!rec || Resource::of(*rec).kind != RecordKind::path) continue;
-    const Record typed = Record::of(*rec);  // rows_of points into it
-    for (auto& [l, row] : rows_of(typed, now, me, include_expired)) {
+    if (!rec || rec->resource.kind != RecordKind::path) continue;
+    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) {
       if (!overlaps_any(*l, filters)) continue;
       rows.push_back(std::move(row));
     }
@@ -149,9 +146,8 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
   // hash of their name, so the tree order is not the listing's order).
   std::vector<std::string> resources;
   std::size_t count = 0;
-  GITLOCKS_CHECK(reader.for_each_record([&](const json& doc) {
-    if (!holds_leases(Resource::of(doc).kind)) return true;
-    const Record rec = Record::of(doc);
+  GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
+    if (!holds_leases(rec.resource.kind)) return true;
     const std::size_t n = row_count(rec, now, include_expired);
     if (n == 0) return true;
     count += n;
@@ -162,11 +158,10 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
   begin(count);
   // Pass 2: each record again, its rows in generation order.
   for (const auto& resource : resources) {
-    GITLOCKS_TRY(rec, reader.record(resource));
+    GITLOCKS_TRY(rec, reader.valid_record(resource));
     if (!rec) return make_error(Errc::store_read, "record of " + resource + " vanished between two reads");
     json batch = json::array();
-    const Record typed = Record::of(*rec);
-    for (auto& [l, row] : rows_of(typed, now, me, include_expired)) batch.push_back(std::move(row));
+    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) batch.push_back(std::move(row));
     sort_rows(batch);
     for (const auto& row : batch)
       if (!fn(row)) return Ok{};
@@ -319,15 +314,16 @@ Result<json> status_document(StateReader& reader, const Snapshot& snap, const Va
 }
 
 Result<json> fence(StateReader& reader, const std::string& resource, std::int64_t generation, std::int64_t now) {
-  GITLOCKS_TRY(rec, reader.record(resource));
+  GITLOCKS_TRY(rec, reader.valid_record(resource));
   return fence_record(rec, resource, generation, now);
 }
 
-Result<json> fence_record(const std::optional<json>& rec, const std::string& resource, std::int64_t generation,
+Result<json> fence_record(const std::optional<Record>& rec, const std::string& resource, std::int64_t generation,
                           std::int64_t now) {
-  const std::int64_t current = rec ? rec->value("generation", std::int64_t{0}) : 0;
+  // A family record has no generation: it is at 0, as a resource never claimed.
+  const std::int64_t current = rec ? rec->generation : 0;
   if (rec) {
-    for (const Lease& l : leases_of(*rec)) {
+    for (const Lease& l : rec->leases) {
       if (l.generation != generation || !l.live_at(now)) continue;
       return json{
           {"resource", resource}, {"generation", generation},  {"live", true}, {"lease", l.id}, {"holder", l.holder},

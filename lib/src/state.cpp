@@ -201,7 +201,37 @@ Result<std::optional<json>> StateReader::record(const std::string& resource) {
   return std::optional<json>{std::move(v)};
 }
 
+Result<std::optional<Record>> StateReader::valid_record(const std::string& resource) {
+  GITLOCKS_TRY(doc, record(resource));
+  if (!doc) return std::optional<Record>{};
+  GITLOCKS_CHECK(records::validate(*doc, resource));
+  return std::optional<Record>{Record::of(*doc)};
+}
+
+Status StateReader::for_each_valid_record(const std::function<bool(const Record&)>& fn) {
+  GITLOCKS_TRY(version, format_version());
+  GITLOCKS_TRY(c, codec());
+  Status failed = Ok{};
+  GITLOCKS_CHECK(walk_records([&](const std::vector<std::string>& loc, const json& doc) {
+    // The name the document gives itself (validate() refuses one without);
+    // it must be filed where a read of that name looks (valid_record).
+    const bool named = doc.is_object() && doc.contains("kind") && doc["kind"].is_string() && doc.contains("name") &&
+                       doc["name"].is_string();
+    const std::string resource =
+        named ? doc["kind"].get_ref<const std::string&>() + ":" + doc["name"].get_ref<const std::string&>() : "?";
+    failed = records::validate(doc, resource);
+    if (failed.ok() && c->location(resource, version) != loc)
+      failed = make_error(Errc::store_read, "malformed record of " + resource + ": not filed at its own location");
+    return failed.ok() && fn(Record::of(doc));
+  }));
+  return failed;
+}
+
 Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) {
+  return walk_records([&](const std::vector<std::string>&, const json& doc) { return fn(doc); });
+}
+
+Status StateReader::walk_records(const std::function<bool(const std::vector<std::string>&, const json&)>& fn) {
   GITLOCKS_TRY(version, format_version());
   GITLOCKS_TRY(c, codec());
   GITLOCKS_TRY(top, tree(root_));
@@ -217,9 +247,10 @@ Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) 
     Tree level2 = *l2p;
     if (version == 1) {  // one shard level: the records are here
       for (const auto& r : level2) {
+        const std::vector<std::string> loc{"records", a.name, r.name};
         GITLOCKS_TRY(bytes, store_.read_blob(r.oid));
-        GITLOCKS_TRY(v, c->decode({"records", a.name, r.name}, bytes));
-        if (!fn(v)) return Ok{};
+        GITLOCKS_TRY(v, c->decode(loc, bytes));
+        if (!fn(loc, v)) return Ok{};
       }
       continue;
     }
@@ -227,9 +258,10 @@ Status StateReader::for_each_record(const std::function<bool(const json&)>& fn) 
       GITLOCKS_TRY(l3p, tree(b.oid));
       Tree level3 = *l3p;
       for (const auto& r : level3) {
+        const std::vector<std::string> loc{"records", a.name, b.name, r.name};
         GITLOCKS_TRY(bytes, store_.read_blob(r.oid));
-        GITLOCKS_TRY(v, c->decode({"records", a.name, b.name, r.name}, bytes));
-        if (!fn(v)) return Ok{};
+        GITLOCKS_TRY(v, c->decode(loc, bytes));
+        if (!fn(loc, v)) return Ok{};
       }
     }
   }

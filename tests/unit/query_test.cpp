@@ -16,6 +16,7 @@
 
 #include "fixture.h"
 #include "gitlocks/path.hpp"
+#include "tree_edit.h"
 
 using gitlocks::json;
 using gitlocks::RepoPath;
@@ -512,4 +513,83 @@ TEST_CASE("query: wants_conflict on semaphores - the same name conflicts and a p
   CHECK_FALSE(gitlocks::wants_conflict(none, ci, gpu));
   CHECK_FALSE(gitlocks::wants_conflict(none, ci, path));
   CHECK_FALSE(gitlocks::wants_conflict(none, path, ci));
+}
+
+// The typed reads hosts act on (StateReader::valid_record,
+// for_each_valid_record): a record the planner could have written comes
+// back typed; one it could not have written is refused by both reads, and
+// by the hosts that read through them (fence, status), while the document
+// reads (doctor, the exclusion checker) still see it as it is.
+TEST_CASE("state: hosts read records checked and typed - a malformed or misfiled record is refused") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  const gitlocks::Oid good = s.state();
+  auto& store = s.objects();
+  const auto loc = gitlocks::record_location("path:src/a.c");
+
+  gitlocks::StateReader reader(store, good);
+  auto rec = reader.valid_record("path:src/a.c");
+  REQUIRE(rec.ok());
+  REQUIRE(rec->has_value());
+  CHECK((*rec)->resource.kind == gitlocks::RecordKind::path);
+  CHECK((*rec)->generation == 1);  // the first claim of a path issues generation 1
+  REQUIRE((*rec)->leases.size() == 1);
+  CHECK((*rec)->leases[0].holder == gitlocks::test::actor_hex("alice"));
+  CHECK((*rec)->leases[0].path == "src/a.c");
+  auto none = reader.valid_record("path:elsewhere");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  // The claim files the lease's record and its ancestor's marker record.
+  std::vector<std::string> seen;
+  REQUIRE(reader
+              .for_each_valid_record([&](const gitlocks::Record& r) {
+                seen.push_back(r.resource.key());
+                return true;
+              })
+              .ok());
+  std::sort(seen.begin(), seen.end());
+  CHECK(seen == std::vector<std::string>{"path:src", "path:src/a.c"});
+
+  auto put = [&](const gitlocks::Oid& state, const std::vector<std::string>& at, const json& doc) {
+    auto blob = store.write_blob(gitlocks::canon_dump(doc).value()).value();
+    return *gitlocks::detail::tree_apply(store, state, {{at, blob}}).value();
+  };
+  SUBCASE("a lease above the record's generation") {
+    json bad = *s.record("path:src/a.c");
+    bad["leases"][0]["generation"] = 2;  // canonical, well typed; the record is at 1
+    const gitlocks::Oid st = put(good, loc, bad);
+    const std::string why = "malformed record of path:src/a.c: lease generations out of order or above the record's";
+    gitlocks::StateReader r(store, st);
+    auto one = r.valid_record("path:src/a.c");
+    REQUIRE_FALSE(one.ok());
+    CHECK(one.error().code == gitlocks::Errc::store_read);
+    CHECK(one.error().message == why);
+    auto all = r.for_each_valid_record([](const gitlocks::Record&) { return true; });
+    REQUIRE_FALSE(all.ok());
+    CHECK(all.error().message == why);
+    auto fenced = gitlocks::fence(r, "path:src/a.c", 2, s.now);
+    REQUIRE_FALSE(fenced.ok());
+    CHECK(fenced.error().code == gitlocks::Errc::store_read);
+    CHECK(fenced.error().message == why);
+    auto listed = gitlocks::list_leases(r, s.now, {}, false, "");
+    REQUIRE_FALSE(listed.ok());
+    CHECK(listed.error().message == why);
+    auto doc = r.record("path:src/a.c");  // the document as stored
+    REQUIRE(doc.ok());
+    CHECK((**doc)["leases"][0]["generation"] == 2);
+  }
+  SUBCASE("a record filed at another name's location") {
+    // A well-formed record of path:src/a.c, moved to where path:zzz is filed.
+    const json moved = *s.record("path:src/a.c");
+    const gitlocks::Oid st = put(*gitlocks::detail::tree_apply(store, good, {{loc, std::nullopt}}).value(),
+                                 gitlocks::record_location("path:zzz"), moved);
+    gitlocks::StateReader r(store, st);
+    auto all = r.for_each_valid_record([](const gitlocks::Record&) { return true; });
+    REQUIRE_FALSE(all.ok());
+    CHECK(all.error().code == gitlocks::Errc::store_read);
+    CHECK(all.error().message == "malformed record of path:src/a.c: not filed at its own location");
+    auto zzz = r.valid_record("path:zzz");  // read by the name it is filed under
+    REQUIRE_FALSE(zzz.ok());
+    CHECK(zzz.error().message == "malformed record of path:zzz: record names 'path:src/a.c'");
+  }
 }

@@ -102,10 +102,10 @@ int release_landed(Context& ctx, const Parsed& a) {
     GITLOCKS_CHECK(require_store(ctx, snap));
     StateReader reader(**store, snap.state, opened_codec(snap));
     std::vector<Lease> live;
-    GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-      if (Resource::of(rec).kind == RecordKind::path)
-        for (auto& l : leases_of(rec))
-          if (l.live_at(now)) live.push_back(std::move(l));
+    GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
+      if (rec.resource.kind == RecordKind::path)
+        for (const auto& l : rec.leases)
+          if (l.live_at(now)) live.push_back(l);
       return true;
     }));
     auto has_work = [&](const std::vector<Oid>& commits, const Lease& l, const RepoPath& lp) -> Result<bool> {

@@ -14,23 +14,16 @@ namespace gitlocks::cli {
 
 bool is_lease_id(const std::string& s) { return is_hex(s, kLeaseIdHexDigits); }
 
-Result<std::optional<json>> LeaseResolver::record(const std::string& resource) {
+Result<std::optional<Record>> LeaseResolver::record(const std::string& resource) {
   StateReader reader(store_, snap_.state, opened_codec(snap_));
-  return reader.record(resource);
+  return reader.valid_record(resource);
 }
 
 namespace {
 
-// The lease an admin force-released last on a path record, if any.
-std::optional<Lease> released_of(const json& record) {
-  auto gone = record.find("released");
-  if (gone == record.end()) return std::nullopt;
-  return Lease::of((*gone)["lease"]);
-}
-
 // How an op names lease `l` of `record`: its path as claimed, or its semaphore.
-ops::Target target_of(const json& record, const Lease& l) {
-  const Resource r = Resource::of(record);
+ops::Target target_of(const Record& record, const Lease& l) {
+  const Resource& r = record.resource;
   return r.kind == RecordKind::sem ? ops::Target::semaphore(r.name) : ops::Target::path(l.path);
 }
 
@@ -46,18 +39,19 @@ Result<const ops::Target*> LeaseResolver::find_id(const std::string& id) {
     if (res) {
       GITLOCKS_TRY(rec, record(*res));
       if (!rec) return nullptr;
-      for (const Lease& l : leases_of(*rec))
+      for (const Lease& l : rec->leases)
         if (l.id == id) return &found_.emplace(id, target_of(*rec, l)).first->second;
-      if (auto gone = released_of(*rec); gone && gone->id == id) released_.emplace(id, ops::Target::path(gone->path));
+      if (const auto& gone = rec->released; gone && gone->lease.id == id)
+        released_.emplace(id, ops::Target::path(gone->lease.path));
       return nullptr;  // released, swept or reclaimed since
     }
   }
   if (!ids_) {
     std::map<std::string, ops::Target> ids;
     StateReader reader(store_, snap_.state, opened_codec(snap_));
-    GITLOCKS_CHECK(reader.for_each_record([&](const json& rec) {
-      for (const Lease& l : leases_of(rec)) ids[l.id] = target_of(rec, l);  // none in a family record
-      if (auto gone = released_of(rec)) released_.emplace(gone->id, ops::Target::path(gone->path));
+    GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
+      for (const Lease& l : rec.leases) ids[l.id] = target_of(rec, l);  // none in a family record
+      if (const auto& gone = rec.released) released_.emplace(gone->lease.id, ops::Target::path(gone->lease.path));
       return true;
     }));
     ids_ = std::move(ids);
@@ -81,7 +75,7 @@ Result<std::vector<json>> LeaseResolver::force_ops_for(const LeaseRef& ref, cons
       GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
       GITLOCKS_TRY(rec, record(path_resource(p.key())));
       if (rec)
-        for (const Lease& l : leases_of(*rec))
+        for (const Lease& l : rec->leases)
           if (l.id == ref.text) out.push_back(make(l.path, l));
       if (!out.empty()) return out;
     }
@@ -90,7 +84,7 @@ Result<std::vector<json>> LeaseResolver::force_ops_for(const LeaseRef& ref, cons
   GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
   GITLOCKS_TRY(rec, record(path_resource(p.key())));
   if (rec)
-    for (const Lease& l : leases_of(*rec)) out.push_back(make(l.path, l));
+    for (const Lease& l : rec->leases) out.push_back(make(l.path, l));
   if (out.empty())
     return make_error(Errc::not_holder, "no lease on '" + ref.text + "'" +
                                             (is_lease_id(ref.text) ? " (and no lease has id " + ref.text + ")" : ""));
@@ -128,7 +122,7 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
   const ops::Target t = sem ? ops::Target::semaphore(target) : ops::Target::path(target);
   std::optional<std::string> other;
   if (rec) {
-    for (const Lease& l : leases_of(*rec)) {
+    for (const Lease& l : rec->leases) {
       if (l.holder == actor_) return make(t, l.id);
       if (!other) other = l.id;
     }
@@ -137,7 +131,7 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
   // generation, our lease force-released by an admin).
   if (rec && ref.generation) return make(t, "");
   if (rec && !sem) {
-    if (auto gone = released_of(*rec); gone && gone->holder == actor_) return make(t, "");
+    if (const auto& gone = rec->released; gone && gone->lease.holder == actor_) return make(t, "");
   }
   if (other) return make(t, *other);
   std::string what = sem ? "slot of semaphore '" + ref.text + "'" : "lease on '" + ref.text + "'";

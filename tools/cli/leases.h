@@ -52,7 +52,7 @@ class LeaseResolver {
 
  private:
   Result<const ops::Target*> find_id(const std::string& id);
-  Result<std::optional<json>> record(const std::string& resource);
+  Result<std::optional<Record>> record(const std::string& resource);
 
   ObjectStore& store_;
   const Snapshot& snap_;

@@ -176,7 +176,7 @@ Result<json> status_document(StateReader& reader, const Snapshot& snap, const Va
 Result<json> fence(StateReader& reader, const std::string& resource, std::int64_t generation, std::int64_t now);
 // The same on the record of `resource` (nullopt: none, as in a store that
 // does not exist yet).
-Result<json> fence_record(const std::optional<json>& record, const std::string& resource, std::int64_t generation,
+Result<json> fence_record(const std::optional<Record>& record, const std::string& resource, std::int64_t generation,
                           std::int64_t now);
 
 // {"commits","invalid","structural","tip","first_invalid","private",

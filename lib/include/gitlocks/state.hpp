@@ -16,6 +16,7 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
+#include "gitlocks/model.hpp"
 #include "gitlocks/store.hpp"
 
 namespace gitlocks {
@@ -97,12 +98,24 @@ class StateReader {
   // Every record, in tree order. The callback may stop the walk by
   // returning false.
   Status for_each_record(const std::function<bool(const json& record)>& fn);
+  // The same records checked and typed: each must be a record the planner
+  // could have written under its own name (records::validate, the check
+  // the planner makes before it plans on one) and, in a walk, be filed at
+  // that name's location; otherwise the read fails (store-read,
+  // "malformed record of <resource>: ..."). Hosts that act on records
+  // (status, fence, the server hook, lease ids, sweeps) read these; the
+  // readers that report malformed records themselves (doctor, the
+  // exclusion checker, migrate, readState's documents) read documents.
+  Result<std::optional<Record>> valid_record(const std::string& resource);
+  Status for_each_valid_record(const std::function<bool(const Record& record)>& fn);
   // Blob id at a path inside the state tree, or nullopt.
   Result<std::optional<Oid>> lookup(const std::vector<std::string>& path);
 
  private:
   Result<const Tree*> tree(const Oid& id);
   Result<const RecordCodec*> codec();
+  // Every record with the location it is filed at.
+  Status walk_records(const std::function<bool(const std::vector<std::string>& location, const json& record)>& fn);
   ObjectStore& store_;
   int version_ = 0;   // 0 until format_version() has read it
   int private_ = -1;  // -1 until is_private() has read the policy
