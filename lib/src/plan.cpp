@@ -16,10 +16,10 @@
 namespace gitlocks {
 
 std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now) {
-  if (!o.body.is_object() || !o.body.contains("ops") || !o.body["ops"].is_array()) return std::nullopt;
-  for (const auto& op : o.body["ops"]) {
-    if (!op.is_object() || !op.contains("expires_at") || !op["expires_at"].is_number_integer()) continue;
-    const std::int64_t ttl = op["expires_at"].get<std::int64_t>() - now;
+  // The leases the ops issued or renewed (claim, sem-acquire, extend: the
+  // ops with an expiry), in the order of their ops.
+  for (const IssuedLease& l : o.leases) {
+    const std::int64_t ttl = l.expires_at - now;
     const bool over = ttl > o.max_ttl_ms;
     if (!over && ttl >= o.min_ttl_ms) continue;
     const std::int64_t bound = over ? o.max_ttl_ms : o.min_ttl_ms;

@@ -38,7 +38,7 @@ void Planner::issue(Record& rec, const std::string& res, const Lease& lease) {
   leases_.push_back({res, lease.id, lease.generation, lease.expires_at});
 }
 
-Status Planner::claim(json& op, const ClaimOp& c, std::size_t i) {
+Status Planner::claim(ClaimOp& c, std::size_t i) {
   const RepoPath& p = c.path;
   const bool excl = c.exclusive;
   const std::int64_t expires_at = c.expires_at;
@@ -59,7 +59,7 @@ Status Planner::claim(json& op, const ClaimOp& c, std::size_t i) {
         conflicts.push_back({l.expires_at, Errc::held_path, "'" + a + "/' is held " + l.mode + " by " + l.label(),
                              l.holder, l.name, l.path});
   }
-  json must_reclaim = json::array();
+  std::vector<Reclaim> must_reclaim;
   std::vector<std::string> reclaimed;  // the ids in must_reclaim
   GITLOCKS_TRY(target, get(res));
   if (target) {
@@ -70,7 +70,7 @@ Status Planner::claim(json& op, const ClaimOp& c, std::size_t i) {
                            own ? "you already hold '" + key + "' (lease " + l.id + "); extend it instead"
                                : "'" + key + "' is held " + l.mode + " by " + l.label(),
                            l.holder, l.name, l.path});
-      must_reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
+      must_reclaim.push_back({l.id, l.generation, l.expires_at});
       reclaimed.push_back(l.id);
     }
     for (const auto& [h, m] : target->below) {
@@ -94,7 +94,7 @@ Status Planner::claim(json& op, const ClaimOp& c, std::size_t i) {
         conflicts.push_back({e.until, Errc::family_policy, "family '" + f->name + "' is held by " + h.substr(0, 12), h,
                              "", "", "", "", f});
   }
-  GITLOCKS_CHECK(resolve(op, conflicts, must_reclaim));
+  GITLOCKS_CHECK(resolve(c.declared, conflicts, must_reclaim));
   if (ctx_.check_only) return Ok{};
 
   // Effects: copy body values into the state; nothing depends on T.
@@ -113,11 +113,11 @@ Status Planner::claim(json& op, const ClaimOp& c, std::size_t i) {
   GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
 
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
-  if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
+  if (c.declared.has_after) guards_.push_back(time_after(body_path(i, {"after"})));
   return Ok{};
 }
 
-Status Planner::sem_acquire(json& op, const SemAcquireOp& s, std::size_t i) {
+Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
   const std::string& name = s.name;
   const std::int64_t limit = s.limit;
   const std::string res = sem_resource(name);
@@ -125,13 +125,13 @@ Status Planner::sem_acquire(json& op, const SemAcquireOp& s, std::size_t i) {
   static const std::vector<Lease> kNone;
   const std::vector<Lease>& leases = existing ? existing->leases : kNone;  // read before the record is edited
 
-  json reclaim = json::array();
+  std::vector<Reclaim> reclaim;
   std::set<std::string> reclaimed;  // the ids in reclaim
   std::vector<Conflict> conflicts;
   if (now_) {
     for (const Lease& l : leases) {
       if (!l.live_at(*now_)) {
-        reclaim.push_back({{"lease", l.id}, {"generation", l.generation}, {"expires_at", l.expires_at}});
+        reclaim.push_back({l.id, l.generation, l.expires_at});
         reclaimed.insert(l.id);
         conflicts.push_back({l.expires_at, Errc::full_semaphore, "slot"});
       } else if (l.holder == ctx_.actor) {
@@ -139,24 +139,24 @@ Status Planner::sem_acquire(json& op, const SemAcquireOp& s, std::size_t i) {
                                                   "); extend it instead");
       }
     }
-    GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
+    GITLOCKS_CHECK(resolve(s.declared, conflicts, reclaim));
   } else {
-    auto declared = op.find("reclaims");
-    if (declared != op.end()) {
-      if (!declared->is_array() || declared->empty())
-        return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
-      for (const auto& r : *declared) {
-        GITLOCKS_CHECK(check_keys(r, {"lease", "generation", "expires_at"}, "reclaim"));
-        auto it = std::find_if(leases.begin(), leases.end(), [&](const Lease& l) { return json(l.id) == r["lease"]; });
-        if (it == leases.end() || json(it->generation) != r["generation"] || json(it->expires_at) != r["expires_at"])
-          return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases")
-              .because(reason::reclaim_mismatch);
-        conflicts.push_back({it->expires_at, Errc::full_semaphore, "slot"});
-        reclaim.push_back(r);
-        reclaimed.insert(it->id);
-      }
+    const Declared& d = s.declared;
+    if (d.has_reclaims && !d.reclaims_listed)
+      return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
+    for (const ReclaimEntry& r : d.reclaims) {
+      GITLOCKS_CHECK(r.keys);
+      // An entry that lacks a field or mistypes one matches no lease.
+      auto it =
+          std::find_if(leases.begin(), leases.end(), [&](const Lease& l) { return r.value && l.id == r.value->lease; });
+      if (it == leases.end() || it->generation != r.value->generation || it->expires_at != r.value->expires_at)
+        return make_error(Errc::stale_generation, "declared reclaim does not match the semaphore's leases")
+            .because(reason::reclaim_mismatch);
+      conflicts.push_back({it->expires_at, Errc::full_semaphore, "slot"});
+      reclaim.push_back(*r.value);
+      reclaimed.insert(it->id);
     }
-    GITLOCKS_CHECK(resolve(op, conflicts, reclaim));
+    GITLOCKS_CHECK(resolve(s.declared, conflicts, reclaim));
   }
   // Remaining leases after reclaim.
   std::vector<Lease> remaining;
@@ -191,7 +191,7 @@ Status Planner::sem_acquire(json& op, const SemAcquireOp& s, std::size_t i) {
   const std::int64_t gen = ++rec->generation;
   issue(*rec, res, new_lease(i, res, gen, s.expires_at, s.note));
   for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
-  if (op.contains("after")) guards_.push_back(time_after(body_path(i, {"after"})));
+  if (s.declared.has_after) guards_.push_back(time_after(body_path(i, {"after"})));
   return Ok{};
 }
 

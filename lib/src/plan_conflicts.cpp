@@ -69,36 +69,41 @@ void Planner::name_from_lease(Conflict& c) {
 }
 
 // Checks what a body declares about conflicts (reclaims, after) or, when
-// proposing, fills it in.
-Status Planner::resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim) {
+// proposing, decides it.
+Status Planner::resolve(Declared& d, const std::vector<Conflict>& conflicts, const std::vector<Reclaim>& must_reclaim) {
   if (now_) {
     for (const auto& c : conflicts)
       if (live_until(c.expires_at, *now_)) return conflict_error(c);
-    if (must_reclaim.empty()) op.erase("reclaims");
-    else op["reclaims"] = must_reclaim;
-    if (conflicts.empty()) {
-      op.erase("after");
-    } else {
+    d.has_reclaims = !must_reclaim.empty();
+    d.reclaims_listed = d.has_reclaims;
+    d.reclaims.clear();
+    for (const Reclaim& r : must_reclaim) d.reclaims.push_back({Ok{}, r});
+    d.has_after = !conflicts.empty();
+    d.after.reset();
+    if (d.has_after) {
       std::int64_t after = 0;
       for (const auto& c : conflicts) after = std::max(after, c.expires_at);
-      op["after"] = after;
+      d.after = after;
     }
     return Ok{};
   }
-  json declared = op.contains("reclaims") ? op["reclaims"] : json::array();
-  if (op.contains("reclaims") && (declared.empty() || !declared.is_array()))
+  if (d.has_reclaims && !d.reclaims_listed)
     return make_error(Errc::bad_json, "'reclaims' must be a non-empty array when present");
-  if (declared != must_reclaim)
+  // Declared exactly as the state has them: the same leases, in order, each
+  // an object of exactly those three fields.
+  bool same = d.reclaims.size() == must_reclaim.size();
+  for (std::size_t k = 0; same && k < must_reclaim.size(); ++k)
+    same = d.reclaims[k].keys.ok() && d.reclaims[k].value && *d.reclaims[k].value == must_reclaim[k];
+  if (!same)
     return make_error(Errc::stale_generation, "declared reclaims do not match the leases in the state")
         .because(reason::reclaim_mismatch);
   if (conflicts.empty()) {
-    if (op.contains("after")) return make_error(Errc::bad_json, "'after' declared without a conflict");
+    if (d.has_after) return make_error(Errc::bad_json, "'after' declared without a conflict");
     return Ok{};
   }
-  auto after = get_int(op, "after");
-  if (!after.ok()) return conflict_error(conflicts.front(), " (no 'after' declared)");
+  if (!d.after) return conflict_error(conflicts.front(), " (no 'after' declared)");
   for (const auto& c : conflicts)
-    if (c.expires_at > *after) return conflict_error(c);
+    if (c.expires_at > *d.after) return conflict_error(c);
   return Ok{};
 }
 

@@ -84,17 +84,47 @@ struct Conflict {
 };
 
 // The ops of a body as types (docs/FORMAT.md "Bodies"). Planner::read_op
-// (plan_read.cpp) reads and checks an op's fields once, in the order the
-// planner has always checked them, before the op looks at the state; the
-// handlers plan with these fields. What a proposal fills in (a lease's
-// generation, an extend's prev_expires_at, reclaims, after) and a sweep's
-// entries (each checked just before its lease is looked up) stay in the
-// body and are read where they are decided.
+// (plan_read.cpp) reads and checks an op's fields once, before the op looks
+// at the state, and write_op writes a proposal's op back from its type: the
+// handlers read and fill in typed fields only. A field checked later than
+// the others (what a proposal may leave out, a sweep's entries) is read with
+// the rest, and its fault is kept and reported where the planner has always
+// reported it, so a body with several faults is refused for the same one as
+// before.
 
-// The resource an op names: "path" (with the parsed path) or "sem".
+// The resource an op names: "path" (with the parsed path) or "sem", and the
+// value as the body spells it.
 struct OpTarget {
   std::string res;
   std::optional<RepoPath> path;
+  std::string text;
+};
+// A lease a new lease takes over once it expired, as a body declares it:
+// {"lease","generation","expires_at"}.
+struct Reclaim {
+  std::string lease;
+  std::int64_t generation = 0;
+  std::int64_t expires_at = 0;
+  bool operator==(const Reclaim& o) const {
+    return lease == o.lease && generation == o.generation && expires_at == o.expires_at;
+  }
+};
+// One declared reclaim: `keys` is the check that it is an object of those
+// keys only, `value` is none when a field is missing or mistyped (such an
+// entry matches no lease).
+struct ReclaimEntry {
+  Status keys = Ok{};
+  std::optional<Reclaim> value;
+};
+// What the body of a new lease (claim, sem-acquire) declares about the
+// leases in its way: the ones it reclaims and the instant after which it
+// may be admitted. Checked when replaying, decided when proposing.
+struct Declared {
+  bool has_reclaims = false;
+  bool reclaims_listed = false;  // a non-empty array
+  std::vector<ReclaimEntry> reclaims;
+  bool has_after = false;
+  std::optional<std::int64_t> after;  // none when mistyped
 };
 // claim: {"op","path","mode","expires_at","note"?,"reclaims"?,"after"?}
 struct ClaimOp {
@@ -103,6 +133,7 @@ struct ClaimOp {
   bool exclusive = true;
   std::int64_t expires_at = 0;
   std::optional<std::string> note;
+  Declared declared;
 };
 // sem-acquire: {"op","sem","limit","expires_at","note"?,"reclaims"?,"after"?}
 struct SemAcquireOp {
@@ -110,6 +141,7 @@ struct SemAcquireOp {
   std::int64_t limit = 0;
   std::int64_t expires_at = 0;
   std::optional<std::string> note;
+  Declared declared;
 };
 // extend: {"op","path"|"sem","lease","generation","prev_expires_at","expires_at"}
 struct ExtendOp {
@@ -117,10 +149,15 @@ struct ExtendOp {
   std::int64_t expires_at = 0;
   std::string lease;
   std::optional<std::int64_t> generation;  // filled in when proposing
+  // Filled in when proposing and absent; a fault (absent when replaying)
+  // is reported once the lease is found.
+  bool has_prev_expires_at = false;
+  Result<std::int64_t> prev_expires_at = std::int64_t{0};
 };
 // release, sem-release: {"op","path"|"sem","lease","generation"}
 struct ReleaseOp {
   OpTarget target;
+  bool sem = false;
   std::string lease;
   std::optional<std::int64_t> generation;  // filled in when proposing
 };
@@ -129,9 +166,23 @@ struct ForceReleaseOp {
   OpTarget target;
   std::string reason;
   std::string lease;
+  // Filled in when proposing and absent; a fault (absent when replaying)
+  // is reported once the lease is found.
+  bool has_generation = false;
+  Result<std::int64_t> generation = std::int64_t{0};
 };
-// sweep: {"op","leases":[...]}
-struct SweepOp {};
+// One entry of a sweep: {"path"|"sem","lease","generation","expires_at"}.
+struct SweptLease {
+  OpTarget target;
+  std::string lease;
+  std::int64_t generation = 0;
+  std::int64_t expires_at = 0;
+};
+// sweep: {"op","leases":[...]}; an entry's fault is reported when the sweep
+// reaches it.
+struct SweepOp {
+  std::vector<Result<SweptLease>> leases;
+};
 using Op = std::variant<ClaimOp, SemAcquireOp, ExtendOp, ReleaseOp, ForceReleaseOp, SweepOp>;
 
 // Plans the ops of one transition body against the source state. Propose
@@ -175,18 +226,22 @@ class Planner {
   Error refusal(Errc code, const std::string& text, std::int64_t at, const std::string& holder,
                 const std::string& name) const;
   void name_from_lease(Conflict& c);
-  Status resolve(json& op, const std::vector<Conflict>& conflicts, json must_reclaim);
+  Status resolve(Declared& d, const std::vector<Conflict>& conflicts, const std::vector<Reclaim>& must_reclaim);
 
   // --- reading ops (plan_read.cpp)
   // The typed op of kind `kind`, or its refusal; nullopt for a kind the
   // planner does not know.
   std::optional<Result<Op>> read_op(const std::string& kind, const json& op);
+  // The op as a proposal completes it (plan_read.cpp).
+  static json write_op(const Op& op);
   Result<ClaimOp> read_claim(const json& op);
   Result<SemAcquireOp> read_sem_acquire(const json& op);
   Result<ExtendOp> read_extend(const json& op);
   Result<ReleaseOp> read_release(const json& op, bool sem);
   Result<ForceReleaseOp> read_force_release(const json& op);
   Result<SweepOp> read_sweep(const json& op);
+  Result<SweptLease> read_swept(const json& entry);
+  static Declared read_declared(const json& op);
   Result<std::int64_t> expiry(const json& op);
   Status new_lease_terms(const json& op, std::int64_t& expires_at, std::optional<std::string>& note);
   Result<OpTarget> target_of(const json& op, bool sem_only);
@@ -197,15 +252,15 @@ class Planner {
   Lease new_lease(std::size_t i, const std::string& res, std::int64_t generation, std::int64_t expires_at,
                   const std::optional<std::string>& note) const;
   void issue(Record& rec, const std::string& res, const Lease& lease);
-  Status claim(json& op, const ClaimOp& c, std::size_t i);
-  Status sem_acquire(json& op, const SemAcquireOp& s, std::size_t i);
-  Result<Lease> own_lease(json& op, const std::string& res, const std::string& id,
-                          const std::optional<std::int64_t>& generation, const std::string& verb);
-  Status extend(json& op, const ExtendOp& x, std::size_t i);
+  Status claim(ClaimOp& c, std::size_t i);
+  Status sem_acquire(SemAcquireOp& s, std::size_t i);
+  Result<Lease> own_lease(const std::string& res, const std::string& id, std::optional<std::int64_t>& generation,
+                          const std::string& verb);
+  Status extend(ExtendOp& x, std::size_t i);
   Status remove_lease(const std::string& res, const std::optional<RepoPath>& p, const std::string& id);
-  Status release(json& op, const ReleaseOp& r);
-  Status sweep(json& op, std::size_t i);
-  Status force_release(json& op, const ForceReleaseOp& f);
+  Status release(ReleaseOp& r);
+  Status sweep(const SweepOp& s, std::size_t i);
+  Status force_release(ForceReleaseOp& f);
 
   ObjectStore& store_;
   StateReader& reader_;

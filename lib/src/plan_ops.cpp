@@ -74,16 +74,23 @@ Status Planner::run(json& body, PlanOutcome& out) {
     std::string act = kind;
     auto plan_op = [&]() -> Status {
       GITLOCKS_TRY(typed, std::move(*read));
-      if (auto* c = std::get_if<ClaimOp>(&typed)) {
-        GITLOCKS_CHECK(claim(op, *c, i));
-        if (op.contains("after")) act = "reclaim";
-        return Ok{};
-      }
-      if (auto* s = std::get_if<SemAcquireOp>(&typed)) return sem_acquire(op, *s, i);
-      if (auto* e = std::get_if<ExtendOp>(&typed)) return extend(op, *e, i);
-      if (auto* r = std::get_if<ReleaseOp>(&typed)) return release(op, *r);
-      if (auto* f = std::get_if<ForceReleaseOp>(&typed)) return force_release(op, *f);
-      return sweep(op, i);
+      auto handle = [&]() -> Status {
+        if (auto* c = std::get_if<ClaimOp>(&typed)) {
+          GITLOCKS_CHECK(claim(*c, i));
+          if (c->declared.has_after) act = "reclaim";
+          return Ok{};
+        }
+        if (auto* s = std::get_if<SemAcquireOp>(&typed)) return sem_acquire(*s, i);
+        if (auto* e = std::get_if<ExtendOp>(&typed)) return extend(*e, i);
+        if (auto* r = std::get_if<ReleaseOp>(&typed)) return release(*r);
+        if (auto* f = std::get_if<ForceReleaseOp>(&typed)) return force_release(*f);
+        return sweep(std::get<SweepOp>(typed), i);
+      };
+      GITLOCKS_CHECK(handle());
+      // A proposal's op, completed by the planner, is written back from its
+      // type; a replayed body is signed and stays as it is.
+      if (now_) op = write_op(typed);
+      return Ok{};
     };
     Status st = plan_op();
     if (!st.ok()) {
@@ -178,10 +185,9 @@ Status Planner::remember_path_lease_renewal(const RepoPath& p, bool excl, std::i
 }
 
 // Finds lease `id` for extend/release; applies holder and generation
-// checks. In propose mode fills "generation" when absent (`generation`
-// nullopt).
-Result<Lease> Planner::own_lease(json& op, const std::string& res, const std::string& id,
-                                 const std::optional<std::int64_t>& generation, const std::string& verb) {
+// checks. In propose mode fills in `generation` when absent.
+Result<Lease> Planner::own_lease(const std::string& res, const std::string& id, std::optional<std::int64_t>& generation,
+                                 const std::string& verb) {
   GITLOCKS_TRY(rec, get(res));
   // An empty id: the host found no lease of the actor's on the resource.
   const std::string which = id.empty() ? "no lease of yours" : "no lease " + id;
@@ -212,22 +218,25 @@ Result<Lease> Planner::own_lease(json& op, const std::string& res, const std::st
   const Lease found = *held;
   if (found.holder != ctx_.actor)
     return make_error(Errc::not_holder, "cannot " + verb + " lease " + id + ": it is held by " + found.label());
-  if (!generation) op["generation"] = found.generation;
-  const std::int64_t gen = generation.value_or(found.generation);
+  if (!generation) generation = found.generation;
+  const std::int64_t gen = *generation;
   if (gen != found.generation)
     return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found.generation) +
                                                   ", not " + std::to_string(gen));
   return found;
 }
 
-Status Planner::extend(json& op, const ExtendOp& x, std::size_t i) {
+Status Planner::extend(ExtendOp& x, std::size_t i) {
   const std::string& res = x.target.res;
   const std::optional<RepoPath>& p = x.target.path;
   const std::int64_t expires_at = x.expires_at;
-  GITLOCKS_TRY(held, own_lease(op, res, x.lease, x.generation, "extend"));
+  GITLOCKS_TRY(held, own_lease(res, x.lease, x.generation, "extend"));
   const std::int64_t current = held.expires_at;
-  if (now_ && !op.contains("prev_expires_at")) op["prev_expires_at"] = current;
-  GITLOCKS_TRY(prev, get_int(op, "prev_expires_at"));
+  if (now_ && !x.has_prev_expires_at) {
+    x.has_prev_expires_at = true;
+    x.prev_expires_at = current;
+  }
+  GITLOCKS_TRY(prev, x.prev_expires_at);
   if (prev != current)
     return make_error(Errc::stale_generation, "lease expiry changed since the request was made")
         .because(reason::expiry_changed);
@@ -263,8 +272,8 @@ Status Planner::remove_lease(const std::string& res, const std::optional<RepoPat
   return Ok{};
 }
 
-Status Planner::release(json& op, const ReleaseOp& r) {
-  GITLOCKS_TRY(lease, own_lease(op, r.target.res, r.lease, r.generation, "release"));
+Status Planner::release(ReleaseOp& r) {
+  GITLOCKS_TRY(lease, own_lease(r.target.res, r.lease, r.generation, "release"));
   return remove_lease(r.target.res, r.target.path, lease.id);
 }
 
@@ -272,14 +281,17 @@ Status Planner::release(json& op, const ReleaseOp& r) {
 // "force-release"): {"op","path","lease","generation","reason"}. The
 // record keeps the last one as its "released" entry, so the holder's next
 // refusal, status --all and the timeline can say who and why.
-Status Planner::force_release(json& op, const ForceReleaseOp& f) {
+Status Planner::force_release(ForceReleaseOp& f) {
   const std::string& res = f.target.res;
   const std::string& id = f.lease;
   GITLOCKS_TRY(rec, get(res));
   const Lease* found = rec ? rec->lease(id) : nullptr;
   if (!found) return make_error(Errc::not_holder, "no lease " + id + " on " + res);
-  if (now_ && !op.contains("generation")) op["generation"] = found->generation;
-  GITLOCKS_TRY(gen, get_int(op, "generation"));
+  if (now_ && !f.has_generation) {
+    f.has_generation = true;
+    f.generation = found->generation;
+  }
+  GITLOCKS_TRY(gen, f.generation);
   if (gen != found->generation)
     return make_error(Errc::stale_generation, "lease " + id + " has generation " + std::to_string(found->generation) +
                                                   ", not " + std::to_string(gen));
@@ -288,17 +300,14 @@ Status Planner::force_release(json& op, const ForceReleaseOp& f) {
   return remove_lease(res, f.target.path, id);
 }
 
-Status Planner::sweep(json& op, std::size_t i) {
-  const json& list = op["leases"];  // a non-empty array (read_sweep)
-  for (std::size_t j = 0; j < list.size(); ++j) {
-    const json& s = list[j];
-    GITLOCKS_CHECK(check_keys(s, {"path", "sem", "lease", "generation", "expires_at"}, "swept lease"));
-    GITLOCKS_TRY(target, target_of(s, false));
-    const std::string& res = target.res;
-    const std::optional<RepoPath>& p = target.path;
-    GITLOCKS_TRY(id, get_string(s, "lease"));
-    GITLOCKS_TRY(gen, get_int(s, "generation"));
-    GITLOCKS_TRY(exp, get_int(s, "expires_at"));
+Status Planner::sweep(const SweepOp& op, std::size_t i) {
+  for (std::size_t j = 0; j < op.leases.size(); ++j) {
+    GITLOCKS_TRY(s, op.leases[j]);
+    const std::string& res = s.target.res;
+    const std::optional<RepoPath>& p = s.target.path;
+    const std::string& id = s.lease;
+    const std::int64_t gen = s.generation;
+    const std::int64_t exp = s.expires_at;
     GITLOCKS_TRY(rec, get(res));
     const Lease* l = rec ? rec->lease(id) : nullptr;
     if (!l || l->generation != gen || l->expires_at != exp)

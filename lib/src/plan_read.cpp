@@ -1,7 +1,9 @@
-// Reading ops: each op of a body becomes a typed Op (plan_internal.h)
-// before it looks at the state. The checks run in the order the planner has
-// always run them, so a body with several faults is refused for the same
-// one as before: a verdict never depends on how the planner is organised.
+// Reading and writing ops: each op of a body becomes a typed Op
+// (plan_internal.h) before it looks at the state, and a proposal's op is
+// written back from its type once planned. The checks run in the order the
+// planner has always run them, so a body with several faults is refused for
+// the same one as before: a verdict never depends on how the planner is
+// organised.
 #include "gitlocks/limits.hpp"
 #include "plan_internal.h"
 
@@ -16,7 +18,15 @@ std::optional<Result<Op>> Planner::read_op(const std::string& kind, const json& 
   if (kind == "sem-acquire") return typed(read_sem_acquire(op));
   if (kind == "extend") return typed(read_extend(op));
   if (kind == "release" || kind == "sem-release") return typed(read_release(op, kind == "sem-release"));
-  if (kind == "sweep") return typed(read_sweep(op));
+  if (kind == "sweep") {
+    // Built in place: GCC 12 warns (falsely) of an uninitialised vector when
+    // a SweepOp is moved through the variant.
+    auto r = read_sweep(op);
+    if (!r.ok()) return Result<Op>(r.error());
+    Op typed_op(std::in_place_type<SweepOp>);
+    std::get<SweepOp>(typed_op).leases = std::move(r->leases);
+    return Result<Op>(std::move(typed_op));
+  }
   if (kind == "force-release") return typed(read_force_release(op));
   return std::nullopt;
 }
@@ -39,10 +49,12 @@ Result<OpTarget> Planner::target_of(const json& op, bool sem_only) {
     GITLOCKS_TRY(p, parse_repo_path(text, policy_.path_case()));
     t.res = path_resource(p.key());
     t.path = p;
+    t.text = text;
   } else {
     GITLOCKS_TRY(name, get_string(op, "sem"));
     GITLOCKS_CHECK(check_name(name, "semaphore"));
     t.res = sem_resource(name);
+    t.text = name;
   }
   return t;
 }
@@ -80,6 +92,7 @@ Result<ClaimOp> Planner::read_claim(const json& op) {
   c.mode = mode;
   c.exclusive = mode == "exclusive";
   GITLOCKS_CHECK(new_lease_terms(op, c.expires_at, c.note));
+  c.declared = read_declared(op);
   return c;
 }
 
@@ -94,6 +107,7 @@ Result<SemAcquireOp> Planner::read_sem_acquire(const json& op) {
     return make_error(Errc::usage, "semaphore limit must be 1.." + std::to_string(kMaxSemLimit));
   s.limit = limit;
   GITLOCKS_CHECK(new_lease_terms(op, s.expires_at, s.note));
+  s.declared = read_declared(op);
   return s;
 }
 
@@ -106,6 +120,8 @@ Result<ExtendOp> Planner::read_extend(const json& op) {
   GITLOCKS_TRY(expires_at, expiry(op));
   e.expires_at = expires_at;
   GITLOCKS_CHECK(lease_ref(op, e.lease, e.generation));
+  e.has_prev_expires_at = op.contains("prev_expires_at");
+  e.prev_expires_at = get_int(op, "prev_expires_at");
   return e;
 }
 
@@ -115,6 +131,7 @@ Result<ReleaseOp> Planner::read_release(const json& op, bool sem) {
   ReleaseOp r;
   GITLOCKS_TRY(target, target_of(op, sem));
   r.target = std::move(target);
+  r.sem = sem;
   GITLOCKS_CHECK(lease_ref(op, r.lease, r.generation));
   return r;
 }
@@ -139,6 +156,8 @@ Result<ForceReleaseOp> Planner::read_force_release(const json& op) {
         .because(reason::not_admin);
   GITLOCKS_TRY(id, get_string(op, "lease"));
   f.lease = id;
+  f.has_generation = op.contains("generation");
+  f.generation = get_int(op, "generation");
   return f;
 }
 
@@ -147,7 +166,118 @@ Result<SweepOp> Planner::read_sweep(const json& op) {
   auto list = op.find("leases");
   if (list == op.end() || !list->is_array() || list->empty())
     return make_error(Errc::bad_json, "sweep needs a non-empty 'leases' array");
-  return SweepOp{};
+  SweepOp s;
+  for (const json& entry : *list) s.leases.push_back(read_swept(entry));
+  return s;
+}
+
+Result<SweptLease> Planner::read_swept(const json& entry) {
+  GITLOCKS_CHECK(check_keys(entry, {"path", "sem", "lease", "generation", "expires_at"}, "swept lease"));
+  SweptLease s;
+  GITLOCKS_TRY(target, target_of(entry, false));
+  s.target = std::move(target);
+  GITLOCKS_TRY(id, get_string(entry, "lease"));
+  s.lease = id;
+  GITLOCKS_TRY(gen, get_int(entry, "generation"));
+  s.generation = gen;
+  GITLOCKS_TRY(exp, get_int(entry, "expires_at"));
+  s.expires_at = exp;
+  return s;
+}
+
+// "reclaims" and "after" of a claim or sem-acquire, as declared; resolve()
+// (plan_conflicts.cpp) checks them against the state or decides them.
+Declared Planner::read_declared(const json& op) {
+  Declared d;
+  auto list = op.find("reclaims");
+  if (list != op.end()) {
+    d.has_reclaims = true;
+    d.reclaims_listed = list->is_array() && !list->empty();
+    if (d.reclaims_listed)
+      for (const json& e : *list) {
+        ReclaimEntry entry;
+        entry.keys = check_keys(e, {"lease", "generation", "expires_at"}, "reclaim");
+        auto lease = get_string(e, "lease");
+        auto generation = get_int(e, "generation");
+        auto expires_at = get_int(e, "expires_at");
+        if (lease.ok() && generation.ok() && expires_at.ok()) entry.value = Reclaim{*lease, *generation, *expires_at};
+        d.reclaims.push_back(std::move(entry));
+      }
+  }
+  if (op.contains("after")) {
+    d.has_after = true;
+    auto after = get_int(op, "after");
+    if (after.ok()) d.after = *after;
+  }
+  return d;
+}
+
+namespace {
+
+const char* target_key(const OpTarget& t) { return t.path ? "path" : "sem"; }
+
+void write_declared(json& j, const Declared& d) {
+  if (d.has_reclaims) {
+    json list = json::array();
+    for (const ReclaimEntry& e : d.reclaims)
+      if (e.value)
+        list.push_back(
+            {{"lease", e.value->lease}, {"generation", e.value->generation}, {"expires_at", e.value->expires_at}});
+    j["reclaims"] = std::move(list);
+  }
+  if (d.has_after && d.after) j["after"] = *d.after;
+}
+
+json op_json(const ClaimOp& c) {
+  json j = {{"op", "claim"}, {"path", c.path.display()}, {"mode", c.mode}, {"expires_at", c.expires_at}};
+  if (c.note) j["note"] = *c.note;
+  write_declared(j, c.declared);
+  return j;
+}
+
+json op_json(const SemAcquireOp& s) {
+  json j = {{"op", "sem-acquire"}, {"sem", s.name}, {"limit", s.limit}, {"expires_at", s.expires_at}};
+  if (s.note) j["note"] = *s.note;
+  write_declared(j, s.declared);
+  return j;
+}
+
+json op_json(const ExtendOp& e) {
+  json j = {{"op", "extend"}, {target_key(e.target), e.target.text}, {"lease", e.lease}, {"expires_at", e.expires_at}};
+  if (e.generation) j["generation"] = *e.generation;
+  if (e.has_prev_expires_at && e.prev_expires_at.ok()) j["prev_expires_at"] = *e.prev_expires_at;
+  return j;
+}
+
+json op_json(const ReleaseOp& r) {
+  json j = {{"op", r.sem ? "sem-release" : "release"}, {target_key(r.target), r.target.text}, {"lease", r.lease}};
+  if (r.generation) j["generation"] = *r.generation;
+  return j;
+}
+
+json op_json(const ForceReleaseOp& f) {
+  json j = {{"op", "force-release"}, {"path", f.target.text}, {"lease", f.lease}, {"reason", f.reason}};
+  if (f.has_generation && f.generation.ok()) j["generation"] = *f.generation;
+  return j;
+}
+
+json op_json(const SweepOp& s) {
+  json list = json::array();
+  for (const auto& entry : s.leases) {
+    if (!entry.ok()) continue;  // a proposal with a faulty entry is refused
+    const SweptLease& l = *entry;
+    list.push_back({{target_key(l.target), l.target.text},
+                    {"lease", l.lease},
+                    {"generation", l.generation},
+                    {"expires_at", l.expires_at}});
+  }
+  return {{"op", "sweep"}, {"leases", std::move(list)}};
+}
+
+}  // namespace
+
+json Planner::write_op(const Op& op) {
+  return std::visit([](const auto& o) { return op_json(o); }, op);
 }
 
 }  // namespace gitlocks::detail

@@ -504,3 +504,88 @@ TEST_CASE("plan: an op with several faults is refused for the first field checke
   CHECK(unknown_first.error().message == "unknown op 'frobnicate'");
   CHECK_FALSE(unknown_first.error().fields.count("op_index"));
 }
+
+TEST_CASE("replay refuses a semaphore reclaim entry that lacks a field - as a mismatch") {
+  Store s;
+  auto acquire = [&](const std::string& who, std::int64_t ttl) {
+    return s.op(who, {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", 1}, {"expires_at", s.now + ttl}});
+  };
+  REQUIRE(acquire("alice", 2000).ok());
+  auto src = s.state();
+  s.now += 2001;
+  auto c = acquire("bob", kTtl);
+  REQUIRE(c.ok());
+  json body = c->packet["body"];
+  REQUIRE(body["ops"][0]["reclaims"].size() == 1);
+  gitlocks::PlanContext ctx{actor_hex("bob"), c->packet["instance"].get<std::string>()};
+  REQUIRE(gitlocks::plan(s.objects(), src, ctx, body).ok());  // the body as proposed replays
+  for (const char* field : {"lease", "generation", "expires_at"}) {
+    CAPTURE(field);
+    json forged = body;
+    forged["ops"][0]["reclaims"][0].erase(field);
+    auto r = gitlocks::plan(s.objects(), src, ctx, forged);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::stale_generation);
+    CHECK(r.error().reason() == "reclaim-mismatch");
+  }
+  json extra = body;
+  extra["ops"][0]["reclaims"][0]["holder"] = "x";
+  auto r = gitlocks::plan(s.objects(), src, ctx, extra);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == Errc::bad_json);
+  CHECK(r.error().message == "unknown field 'holder' in reclaim");
+}
+
+TEST_CASE("propose: the planner completes each op with what the state says - and changes nothing else") {
+  // Each expected op is the op as given plus the fields the planner fills
+  // in, with values taken from the steps before (not from the output).
+  Store s(json{{"admins", {actor_hex("carol")}}});
+  auto body_op = [](const gitlocks::Result<gitlocks::Candidate>& c) {
+    REQUIRE_MESSAGE(c.ok(), c.error().message);
+    return c->packet["body"]["ops"][0];
+  };
+  const json first = {{"op", "claim"}, {"path", "f"}, {"mode", "exclusive"}, {"expires_at", s.now + 2000}};
+  CHECK(body_op(s.op("alice", first)) == first);  // nothing to fill in
+  const std::string alice_lease = s.lease_of("alice", "path:f")["id"].get<std::string>();
+  const std::int64_t alice_until = s.now + 2000;
+  s.now += 2001;  // alice's lease expired
+  json take = {{"op", "claim"}, {"path", "f"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}, {"note", "n"}};
+  json taken = take;
+  taken["reclaims"] = json::array({{{"lease", alice_lease}, {"generation", 1}, {"expires_at", alice_until}}});
+  taken["after"] = alice_until;
+  CHECK(body_op(s.op("bob", take)) == taken);
+  const std::string bob_lease = s.lease_of("bob", "path:f")["id"].get<std::string>();
+  const std::int64_t bob_until = s.now + kTtl;
+  json extend = {{"op", "extend"}, {"path", "f"}, {"lease", bob_lease}, {"expires_at", bob_until + 1000}};
+  json extended = extend;
+  extended["generation"] = 2;
+  extended["prev_expires_at"] = bob_until;
+  CHECK(body_op(s.op("bob", extend)) == extended);
+  json force = {{"op", "force-release"}, {"path", "f"}, {"lease", bob_lease}, {"reason", "stuck"}};
+  json forced = force;
+  forced["generation"] = 2;
+  CHECK(body_op(s.op("carol", force)) == forced);
+  // A semaphore slot taken over, and released with its generation filled in.
+  const json slot = {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", 1}, {"expires_at", s.now + 1000}};
+  CHECK(body_op(s.op("alice", slot)) == slot);
+  const std::string slot_lease = s.lease_of("alice", "sem:ci")["id"].get<std::string>();
+  const std::int64_t slot_until = s.now + 1000;
+  s.now += 1001;
+  json next_slot = {{"op", "sem-acquire"}, {"sem", "ci"}, {"limit", 1}, {"expires_at", s.now + kTtl}};
+  json next_taken = next_slot;
+  next_taken["reclaims"] = json::array({{{"lease", slot_lease}, {"generation", 1}, {"expires_at", slot_until}}});
+  next_taken["after"] = slot_until;
+  CHECK(body_op(s.op("bob", next_slot)) == next_taken);
+  json release = {{"op", "sem-release"}, {"sem", "ci"}, {"lease", s.lease_of("bob", "sem:ci")["id"]}};
+  json released = release;
+  released["generation"] = 2;
+  CHECK(body_op(s.op("bob", release)) == released);
+  // Declared fields a proposal does not need are decided again, not kept.
+  json stale = {{"op", "claim"}, {"path", "g"}, {"mode", "exclusive"}, {"expires_at", s.now + kTtl}};
+  stale["after"] = 5;
+  stale["reclaims"] = json::array({{{"lease", "x"}, {"generation", 1}, {"expires_at", 2}}});
+  json fresh = stale;
+  fresh.erase("after");
+  fresh.erase("reclaims");
+  CHECK(body_op(s.op("alice", stale)) == fresh);
+}
