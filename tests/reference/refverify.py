@@ -305,7 +305,8 @@ def derive_interval(body, policy):
 
 def expected_action(body):
     """The planner action a public body names: creation, an admin op, migration,
-    else "batch" for several ops, "reclaim" for one claim that replaces leases, or the op."""
+    else "batch" for several ops, "reclaim" for one claim admitted only after a
+    conflicting lease expired (it declares `after`), or the op."""
     if "init" in body:
         return "init"
     if "admin" in body:
@@ -317,7 +318,7 @@ def expected_action(body):
         return None
     if len(ops) > 1:
         return "batch"
-    if ops[0].get("op") == "claim" and ops[0].get("reclaims"):
+    if ops[0].get("op") == "claim" and "after" in ops[0]:
         return "reclaim"
     return ops[0].get("op")
 

@@ -392,6 +392,37 @@ class LifecycleTest(SharedStore):
         self.assertEqual(pv[11]["reason"], "result-mismatch")
 
 
+class ReclaimWithoutReclaimsTest(SharedStore):
+    """A claim admitted only after a conflicting lease expired is the action
+    "reclaim" even when it replaces no lease of its own path (docs/FORMAT.md
+    "action"): an expired lease below a directory, an expired family holder."""
+
+    POLICY = {"families": [{"name": "db", "policy": "exclusive", "members": ["db/a.sql", "db/b.sql"]}]}
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        pfile = os.path.join(r.root, "policy.json")
+        with open(pfile, "w") as f:
+            json.dump(cls.POLICY, f)
+        cls.run_ok("owner", "init", "--policy", pfile)
+        for dt, actor, path in [(1000, "alice", "e/x"), (11000, "bob", "e/"),              # 1, 2
+                                (1000, "alice", "db/a.sql"), (11000, "bob", "db/b.sql")]:  # 3, 4
+            r.now += dt
+            cls.run_ok(actor, "claim", "--ttl", "10s", path)
+
+    def test_both_verifiers_admit_it(self):
+        f = self.f
+        self.assertEqual(len(f.ids), 5)
+        for i, expired in [(2, 1), (4, 3)]:
+            op = f.packet(i)["body"]["ops"][0]
+            self.assertEqual(f.packet(i)["action"], "reclaim")
+            self.assertNotIn("reclaims", op)  # the expired lease is on another path
+            self.assertEqual(op["after"], f.packet(expired)["body"]["ops"][0]["expires_at"])
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 5, rv)
+
+
 class GuardTimeStoreTest(SharedStore):
     """Guard time on the notary's test clock: activation, attested claims,
     renewal, reclaim, release, sweep, semaphores; then forged attestations."""
