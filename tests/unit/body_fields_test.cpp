@@ -1,0 +1,143 @@
+// Every field of every signed body, dropped or given another type, replayed
+// against the state it was written for: the planner reads a forged body
+// field by field, and a field that is missing or of the wrong type must be
+// refused (or planned) as what it is, never read as if it were there. Under
+// the sanitizer build (assertions on) a read of a missing key of a const
+// json aborts; in a release build it is undefined behaviour. A sem-acquire
+// reclaim entry without "generation" once did exactly that.
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include "fixture.h"
+#include "gitlocks/ops.hpp"
+#include "gitlocks/plan.hpp"
+
+using gitlocks::Errc;
+using gitlocks::json;
+using gitlocks::test::actor_hex;
+using gitlocks::test::Store;
+
+namespace {
+
+constexpr std::int64_t kTtl = 60'000;
+
+// One transition as it was admitted: its source state, actor and body.
+struct Admitted {
+  std::string what;
+  gitlocks::Oid source;
+  std::string actor;
+  std::string instance;
+  json body;
+};
+
+// Each variant of `body` with one value (at any depth) removed or replaced
+// by a value of another type.
+void for_each_forgery(const json& body, const std::function<void(const std::string&, const json&)>& fn) {
+  const json others[] = {nullptr, 0, -1, 9007199254740991LL, "x", json::array(), json::object(), true};
+  std::function<void(const json::json_pointer&)> walk = [&](const json::json_pointer& at) {
+    const json& v = body.at(at);
+    if (!at.empty()) {
+      json dropped = body;
+      json& parent = dropped.at(at.parent_pointer());
+      if (parent.is_array()) parent.erase(static_cast<std::size_t>(std::stoul(at.back())));
+      else parent.erase(at.back());
+      fn("drop " + at.to_string(), dropped);
+      for (const json& o : others) {
+        if (o == v) continue;
+        json changed = body;
+        changed.at(at) = o;
+        fn("set " + at.to_string() + " = " + o.dump(), changed);
+      }
+    }
+    if (v.is_object())
+      for (const auto& [k, _] : v.items()) walk(at / k);
+    if (v.is_array())
+      for (std::size_t i = 0; i < v.size(); ++i) walk(at / i);
+  };
+  walk(json::json_pointer());
+}
+
+}  // namespace
+
+TEST_CASE("forged bodies: every field dropped or retyped is refused or planned - never read as present") {
+  Store s(json{{"admins", {actor_hex("carol")}},
+               {"families", {{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/a.sql", "db/b.sql"}}}}}});
+  std::vector<Admitted> admitted;
+  auto run = [&](const std::string& what, const std::string& actor, const json& body) {
+    const gitlocks::Oid source = s.state();
+    auto c = s.submit(actor, what, body);
+    REQUIRE_MESSAGE(c.ok(), what << ": " << (c.ok() ? "" : c.error().message));
+    admitted.push_back(
+        {what, source, gitlocks::test::actor_hex(actor), c->packet["instance"].get<std::string>(), c->packet["body"]});
+  };
+  auto ops = [](json op) { return json{{"ops", json::array({std::move(op)})}}; };
+  auto lease = [&](const std::string& who, const std::string& res) {
+    return s.lease_of(who, res)["id"].get<std::string>();
+  };
+  run("claim", "alice", ops(gitlocks::ops::claim("f", gitlocks::ops::Mode::exclusive, s.now + 2000, "a note")));
+  run("claim below", "alice", ops(gitlocks::ops::claim("d/x", gitlocks::ops::Mode::shared, s.now + 2000)));
+  run("family", "alice", ops(gitlocks::ops::claim("db/a.sql", gitlocks::ops::Mode::exclusive, s.now + 2000)));
+  run("slot", "alice", ops(gitlocks::ops::sem_acquire("ci", 1, s.now + 2000)));
+  s.now += 2001;  // everything of alice's expired
+  run("reclaim", "bob", ops(gitlocks::ops::claim("f", gitlocks::ops::Mode::exclusive, s.now + kTtl)));
+  run("over below", "bob", ops(gitlocks::ops::claim("d/", gitlocks::ops::Mode::exclusive, s.now + kTtl)));
+  run("family holder", "bob", ops(gitlocks::ops::claim("db/b.sql", gitlocks::ops::Mode::exclusive, s.now + kTtl)));
+  run("slot reclaim", "bob", ops(gitlocks::ops::sem_acquire("ci", 1, s.now + kTtl)));
+  run("extend", "bob",
+      ops(gitlocks::ops::extend_to(gitlocks::ops::extend(gitlocks::ops::Target::path("f"), lease("bob", "path:f")),
+                                   s.now + kTtl + 1000)));
+  run("sem extend", "bob",
+      ops(gitlocks::ops::extend_to(
+          gitlocks::ops::extend(gitlocks::ops::Target::semaphore("ci"), lease("bob", "sem:ci")), s.now + kTtl + 1000)));
+  run("force-release", "carol", ops(gitlocks::ops::force_release("f", lease("bob", "path:f"), "stuck")));
+  run("release", "bob", ops(gitlocks::ops::release(gitlocks::ops::Target::path("d/"), lease("bob", "path:d"))));
+  run("sem-release", "bob",
+      ops(gitlocks::ops::release(gitlocks::ops::Target::semaphore("ci"), lease("bob", "sem:ci"))));
+  run("batch", "carol",
+      json{{"ops",
+            {gitlocks::ops::claim("g", gitlocks::ops::Mode::exclusive, s.now + 1000),
+             gitlocks::ops::sem_acquire("gpu", 2, s.now + 1000)}}});
+  s.now += 1001;
+  {
+    auto sweep = gitlocks::propose_sweep(s.objects(), s.state(), s.now);
+    REQUIRE(sweep.ok());
+    REQUIRE(sweep->has_value());
+    run("sweep", "dave", ops(**sweep));
+  }
+  {
+    json next = gitlocks::StateReader(s.objects(), s.state()).policy().value();
+    next["max_ttl_ms"] = 120'000;
+    run("policy-set", "owner", gitlocks::ops::admin_policy_set(next, s.snapshot().policy_hash));
+  }
+  gitlocks::test::TestNotary notary;
+  s.admit = notary.fn();
+  notary.clock = s.now;
+  run("guard-time-enable", "owner",
+      gitlocks::ops::admin_guard_time_enable(notary.pins.audience, notary.pins.service_key, "GUARD_WINDOW",
+                                             s.snapshot().policy_hash));
+  REQUIRE(admitted.size() == 17);
+
+  std::size_t forgeries = 0, refused = 0;
+  for (const Admitted& a : admitted) {
+    CAPTURE(a.what);
+    const gitlocks::PlanContext ctx{a.actor, a.instance};
+    auto original = gitlocks::plan(s.objects(), a.source, ctx, a.body);
+    REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));  // the body as signed replays
+    for_each_forgery(a.body, [&](const std::string& how, const json& forged) {
+      CAPTURE(how);
+      ++forgeries;
+      auto r = gitlocks::plan(s.objects(), a.source, ctx, forged);
+      if (r.ok()) return;
+      ++refused;
+      // The fault is the body's, never the store's.
+      CHECK(r.error().code != Errc::store_read);
+      CHECK(r.error().code != Errc::store_write);
+      CHECK(r.error().code != Errc::invalid_history);
+      CHECK_FALSE(r.error().message.empty());
+    });
+  }
+  MESSAGE(forgeries << " forged bodies, " << refused << " refused");
+  CHECK(forgeries > 1000);
+  CHECK(refused > forgeries / 2);
+}
