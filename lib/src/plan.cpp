@@ -75,7 +75,10 @@ namespace {
 // by build_candidate).
 Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const json& body) {
   GITLOCKS_CHECK(check_keys(body, {"init", "state_format"}, "init body"));
-  const json& doc = body["init"];
+  auto init = body.find("init");
+  if (init == body.end())
+    return make_error(Errc::bad_json, "the store does not exist yet: its first transition is {\"init\":POLICY}");
+  const json& doc = *init;
   GITLOCKS_TRY(policy, parse_policy(doc));
   if (policy.owner != ctx.actor) return make_error(Errc::usage, "the store's owner must sign its creation");
   std::string_view format = kStateFormat;

@@ -12,6 +12,7 @@
 #include "fixture.h"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/vault.hpp"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -139,5 +140,53 @@ TEST_CASE("forged bodies: every field dropped or retyped is refused or planned -
   }
   MESSAGE(forgeries << " forged bodies, " << refused << " refused");
   CHECK(forgeries > 1000);
+  CHECK(refused > forgeries / 2);
+}
+
+TEST_CASE(
+    "forged creation bodies: every field of a public and a PRIVATE policy dropped or retyped is refused or planned") {
+  gitlocks::crypto_init();
+  auto objects = gitlocks::open_memory_store().value();
+  json pub = gitlocks::default_policy(std::string(64, 'a'), actor_hex("owner"));
+  pub["families"] = {{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/a.sql", "db/"}}}};
+  pub["admins"] = {actor_hex("carol")};
+  pub["require_claim"] = {{"paths", {"src/"}}};
+  gitlocks::EpochKey key{};
+  const auto h = gitlocks::sha256("epoch-key:1");
+  std::copy(h.begin(), h.end(), key.begin());
+  json priv = gitlocks::default_policy(std::string(64, 'b'), actor_hex("owner"));
+  priv["format"] = gitlocks::kPrivatePolicyFormat;
+  priv["visibility"] = "PRIVATE";
+  priv["members"] = json::array({actor_hex("owner"), actor_hex("alice")});
+  priv["epoch"] = 1;
+  json ring = json::object();
+  for (const char* m : {"owner", "alice"})
+    ring[actor_hex(m)] = gitlocks::seal_epoch_key(key, gitlocks::test::actor_key(m).public_key,
+                                                  gitlocks::sha256(std::string("eph:") + m))
+                             .value();
+  priv["keyring"] = {{"1", ring}};
+  priv["families"] =
+      json::parse(gitlocks::seal_document(json::array({{{"name", "f"}, {"policy", "shared"}, {"members", {"x/"}}}}),
+                                          key, 1, std::string(64, 'b'), "policy.json#families")
+                      .value());
+  const gitlocks::PlanContext ctx{actor_hex("owner"), std::string(64, 'c')};
+  std::size_t forgeries = 0, refused = 0;
+  for (const json& policy : {pub, priv}) {
+    const json body = {{"init", policy}};
+    auto original = gitlocks::plan(*objects, gitlocks::Oid{}, ctx, body);
+    REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));
+    for_each_forgery(body, [&](const std::string& how, const json& forged) {
+      CAPTURE(how);
+      ++forgeries;
+      auto r = gitlocks::plan(*objects, gitlocks::Oid{}, ctx, forged);
+      if (r.ok()) return;
+      ++refused;
+      CHECK(r.error().code != Errc::store_read);
+      CHECK(r.error().code != Errc::store_write);
+      CHECK_FALSE(r.error().message.empty());
+    });
+  }
+  MESSAGE(forgeries << " forged creation bodies, " << refused << " refused");
+  CHECK(forgeries > 300);
   CHECK(refused > forgeries / 2);
 }

@@ -446,6 +446,22 @@ TEST_CASE("replay: a root whose creation policy has a non-numeric epoch is refus
   }
 }
 
+// A forged root whose body creates nothing ({}): the re-plan of a root
+// reads the body's "init", which is not there. It is refused as what it is
+// (the root must create the store), and the verifier reads nothing absent:
+// under the sanitizer build such a read aborts.
+TEST_CASE("replay: a root whose body creates nothing is refused - the re-plan reads no absent init") {
+  LongClaim h;
+  Oid forged = resign(h.s, 0, "owner", [](json& p) { p["body"] = json::object(); });
+  Run r;
+  REQUIRE_NOTHROW(r = verify(h.s.objects(), forged));
+  REQUIRE_FALSE(r.verdicts.empty());
+  CHECK_FALSE(r.verdicts[0].ok);
+  CHECK(r.verdicts[0].reason == "bad-packet");
+  CHECK(r.verdicts[0].detail == "the root commit must create the store");
+  for (const auto& v : r.verdicts) CHECK_FALSE(v.ok);
+}
+
 TEST_CASE("replay: a merge commit and a commit without a packet are flagged") {
   LongClaim h;
   auto& store = h.s.objects();
