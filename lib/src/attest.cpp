@@ -83,7 +83,7 @@ Result<std::string> make_admission_request(const json& packet, std::string_view 
 
 Result<json> open_admission_request(std::string_view stored) {
   GITLOCKS_TRY(req, open_signed(stored, "request", kAdmissionDomain, "actor"));
-  if (req.value("format", "") != kAdmissionFormat)
+  if (!member_is(req, "format", kAdmissionFormat))
     return make_error(Errc::unknown_format, "unknown admission request format");
   GITLOCKS_CHECK(check_keys(req,
                             {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
@@ -123,7 +123,7 @@ Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<
 
 Result<Attestation> open_attestation(std::string_view stored) {
   GITLOCKS_TRY(att, open_signed(stored, "attestation", kAttestationDomain, "service_key"));
-  if (att.value("format", "") != kAttestationFormat)
+  if (!member_is(att, "format", kAttestationFormat))
     return make_error(Errc::unknown_format, "unknown attestation format");
   GITLOCKS_CHECK(
       check_keys(att,

@@ -233,6 +233,12 @@ Result<std::int64_t> get_int(const json& obj, std::string_view key) {
   return i;
 }
 
+bool member_is(const json& obj, std::string_view key, std::string_view want) {
+  if (!obj.is_object()) return false;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() && it->get_ref<const std::string&>() == want;
+}
+
 Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what) {
   if (!obj.is_object()) return make_error(Errc::bad_json, std::string(what) + " must be an object");
   for (const auto& [k, v] : obj.items()) {

@@ -104,7 +104,7 @@ Result<std::unique_ptr<RecordCodec>> state_codec(const Policy& policy, const Vau
 Result<bool> StateReader::is_private() {
   if (private_ >= 0) return private_ == 1;
   GITLOCKS_TRY(doc, policy());
-  private_ = doc.is_object() && doc.value("format", "") == kPrivatePolicyFormat ? 1 : 0;
+  private_ = member_is(doc, "format", kPrivatePolicyFormat) ? 1 : 0;
   return private_ == 1;
 }
 

@@ -6,7 +6,7 @@ import os
 import time
 import unittest
 
-from support import AUDIENCE, BODY_MARKER, MAX_SAFE, NotaryCase, canonical
+from support import ACTOR_SEED, AUDIENCE, BODY_MARKER, MAX_SAFE, NotaryCase, canonical
 
 
 class Discovery(NotaryCase):
@@ -145,6 +145,24 @@ class Admission(NotaryCase):
         self.set_clock(3000)
         self.assertEqual(n.admit(canonical(doc))[0], 200)
         self.assertEqual(self.high_water(), 3000)
+
+    def test_a_format_of_another_type_is_an_unknown_format_not_a_server_error(self):
+        # Signed by its own actor, so the signature verifies and the format is
+        # what is judged (once an exception in the handler: HTTP 500).
+        import nacl.signing  # Debian's python3-nacl (toolchains/setup.sh)
+        n = self.serve()
+        self.set_clock(5000)
+        doc = json.loads(self.make_request(0, MAX_SAFE))
+        key = nacl.signing.SigningKey(bytes.fromhex(ACTOR_SEED))
+        self.assertEqual(doc["request"]["actor"], key.verify_key.encode().hex())
+        for value in (5, None, ["gitlocks-admission-v1"], {}, True):
+            forged = json.loads(json.dumps(doc))
+            forged["request"]["format"] = value
+            message = b"gitlocks/admission/v1\x00" + canonical(forged["request"]).encode()
+            forged["sig"] = key.sign(message).signature.hex()
+            self.assertError(n.admit(canonical(forged)), 400, "unknown-format")
+        self.assertEqual(self.high_water(), 0)
+        self.assertEqual(n.admit(canonical(doc))[0], 200)
 
     def test_malformed_non_canonical_and_wrong_media_type_are_refused(self):
         n = self.serve()

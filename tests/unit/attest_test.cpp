@@ -369,6 +369,13 @@ TEST_CASE("guard time: replay checks every field of a pinned notary's signed att
        "attestation signature does not verify"},
       {"a missing admitted_at_ms", [&](json& a) { a.erase("admitted_at_ms"); }, false, "bad-attestation",
        "attestation is missing audience, admitted_at_ms, clock or profile"},
+      // A format of another type is another format (once an uncaught
+      // exception: the verifier stopped instead of flagging the commit).
+      {"a format that is a number", [&](json& a) { a["format"] = 5; }, false, "bad-attestation",
+       "unknown attestation format"},
+      {"a format that is an object", [&](json& a) { a["format"] = json::object(); }, false, "bad-attestation",
+       "unknown attestation format"},
+      {"no format", [&](json& a) { a.erase("format"); }, false, "bad-attestation", "unknown attestation format"},
   };
   // Every binding the attestation shares with the packet, each alone set to
   // a well-formed value that is not the packet's, signed by the pinned key.
@@ -507,4 +514,28 @@ TEST_CASE("guard time: recorded_admission_time reads the notary's T and refuses 
   auto none = gitlocks::recorded_admission_time(std::nullopt, json{{"body", json::object()}});
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());
+}
+
+// The notary opens requests signed by any actor: a format that is not a
+// string is an unknown format like any other (a 400 from the notary), never
+// an exception (once a 500 from the HTTP server's handler).
+TEST_CASE("guard time: an admission request whose format is not a string is an unknown format") {
+  AttestedHistory h;
+  const gitlocks::KeyPair mallory = gitlocks::test::actor_key("mallory");
+  json genuine = h.request_for(h.bob.packet, h.bob.packet_stored, "bob");
+  for (const json& format :
+       {json(5), json(nullptr), json::array({"gitlocks-admission-v1"}), json::object(), json(true)}) {
+    CAPTURE(format.dump());
+    json req = genuine;
+    req["format"] = format;
+    req["actor"] = gitlocks::to_hex(mallory.public_key);  // signed by its own actor: the signature verifies
+    auto bytes = gitlocks::canon_dump(req).value();
+    auto sig = gitlocks::sign_detached(gitlocks::kAdmissionDomain, bytes, mallory);
+    const std::string stored = gitlocks::canon_dump(json{{"request", req}, {"sig", gitlocks::to_hex(sig)}}).value();
+    gitlocks::Result<json> r = gitlocks::make_error(Errc::invalid, "not run");
+    REQUIRE_NOTHROW(r = gitlocks::open_admission_request(stored));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::unknown_format);
+    CHECK(r.error().message == "unknown admission request format");
+  }
 }

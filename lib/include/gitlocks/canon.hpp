@@ -50,6 +50,9 @@ Status canon_check(const json& value);
 // Typed accessors for untrusted objects: each checks presence and type.
 Result<std::string> get_string(const json& obj, std::string_view key);
 Result<std::int64_t> get_int(const json& obj, std::string_view key);
+// Whether obj is an object with member `key` equal to `want` (a member of
+// another type is not equal: never a throw on an untrusted document).
+bool member_is(const json& obj, std::string_view key, std::string_view want);
 // Checks that obj is an object whose keys are all in `allowed`.
 Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what);
 
