@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "fixture.h"
+#include "forgery.h"
+#include "gitlocks/packet.hpp"
 #include "gitlocks/replay.hpp"
 
 using gitlocks::Errc;
@@ -538,4 +540,43 @@ TEST_CASE("guard time: an admission request whose format is not a string is an u
     CHECK(r.error().code == Errc::unknown_format);
     CHECK(r.error().message == "unknown admission request format");
   }
+}
+
+// Every field of an attested commit's attestation (signed again by the
+// pinned notary) and of its packet (signed again by its actor), at any
+// depth, dropped or given another type: the commit is invalid, every
+// commit before it stays valid, and the verifier never throws. Each field
+// of both is bound or checked: none may change unnoticed.
+TEST_CASE("guard time: every field of an attested commit dropped or retyped makes it invalid - never a throw") {
+  AttestedHistory h;
+  std::size_t forgeries = 0;
+  auto check = [&](const std::string& what, const Oid& tip) {
+    CAPTURE(what);
+    ++forgeries;
+    std::vector<gitlocks::Verdict> vs;
+    REQUIRE_NOTHROW(vs = verify(h.s, tip));
+    REQUIRE(vs.size() == 4);
+    for (std::size_t i = 0; i < 3; ++i) CHECK(vs[i].ok);
+    CHECK_FALSE(vs[3].ok);
+    CHECK_FALSE(vs[3].reason.empty());
+  };
+  const json attestation = h.attestation_at(h.bob.admitted_at_ms);
+  gitlocks::test::for_each_forgery(attestation, [&](const std::string& how, const json& forged) {
+    check("attestation: " + how, h.commit(h.bob.packet_stored, h.sign_attestation(forged)));
+  });
+  const std::size_t attestation_forgeries = forgeries;
+  const std::string attestation_stored = *h.bob_tc.attestation_stored;
+  gitlocks::test::for_each_forgery(h.bob.packet, [&](const std::string& how, const json& forged) {
+    auto stored = gitlocks::seal_packet(forged, gitlocks::test::actor_key("bob"));
+    if (!stored.ok()) {  // the writer's own check refuses to sign it: signed by hand below
+      auto bytes = gitlocks::canon_dump(forged);
+      if (!bytes.ok()) return;  // not even JSON the core can encode: no commit can carry it
+      auto sig = gitlocks::sign_detached(gitlocks::kPacketDomain, *bytes, gitlocks::test::actor_key("bob"));
+      stored = gitlocks::canon_dump(json{{"packet", forged}, {"sig", gitlocks::to_hex(sig)}});
+    }
+    check("packet: " + how, h.commit(*stored, attestation_stored));
+  });
+  MESSAGE(attestation_forgeries << " forged attestations, " << forgeries - attestation_forgeries << " forged packets");
+  CHECK(attestation_forgeries > 100);
+  CHECK(forgeries - attestation_forgeries > 150);
 }

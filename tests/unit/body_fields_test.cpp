@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "fixture.h"
+#include "forgery.h"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/vault.hpp"
@@ -31,33 +32,6 @@ struct Admitted {
   std::string instance;
   json body;
 };
-
-// Each variant of `body` with one value (at any depth) removed or replaced
-// by a value of another type.
-void for_each_forgery(const json& body, const std::function<void(const std::string&, const json&)>& fn) {
-  const json others[] = {nullptr, 0, -1, 9007199254740991LL, "x", json::array(), json::object(), true};
-  std::function<void(const json::json_pointer&)> walk = [&](const json::json_pointer& at) {
-    const json& v = body.at(at);
-    if (!at.empty()) {
-      json dropped = body;
-      json& parent = dropped.at(at.parent_pointer());
-      if (parent.is_array()) parent.erase(static_cast<std::size_t>(std::stoul(at.back())));
-      else parent.erase(at.back());
-      fn("drop " + at.to_string(), dropped);
-      for (const json& o : others) {
-        if (o == v) continue;
-        json changed = body;
-        changed.at(at) = o;
-        fn("set " + at.to_string() + " = " + o.dump(), changed);
-      }
-    }
-    if (v.is_object())
-      for (const auto& [k, _] : v.items()) walk(at / k);
-    if (v.is_array())
-      for (std::size_t i = 0; i < v.size(); ++i) walk(at / i);
-  };
-  walk(json::json_pointer());
-}
 
 }  // namespace
 
@@ -125,7 +99,7 @@ TEST_CASE("forged bodies: every field dropped or retyped is refused or planned -
     const gitlocks::PlanContext ctx{a.actor, a.instance};
     auto original = gitlocks::plan(s.objects(), a.source, ctx, a.body);
     REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));  // the body as signed replays
-    for_each_forgery(a.body, [&](const std::string& how, const json& forged) {
+    gitlocks::test::for_each_forgery(a.body, [&](const std::string& how, const json& forged) {
       CAPTURE(how);
       ++forgeries;
       auto r = gitlocks::plan(s.objects(), a.source, ctx, forged);
@@ -175,7 +149,7 @@ TEST_CASE(
     const json body = {{"init", policy}};
     auto original = gitlocks::plan(*objects, gitlocks::Oid{}, ctx, body);
     REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));
-    for_each_forgery(body, [&](const std::string& how, const json& forged) {
+    gitlocks::test::for_each_forgery(body, [&](const std::string& how, const json& forged) {
       CAPTURE(how);
       ++forgeries;
       auto r = gitlocks::plan(*objects, gitlocks::Oid{}, ctx, forged);
