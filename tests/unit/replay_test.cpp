@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fixture.h"
+#include "forgery.h"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/state.hpp"
@@ -126,6 +127,42 @@ TEST_CASE("replay: one changed byte in a record is flagged at that commit") {
   REQUIRE(r.first_bad());
   CHECK(r.first_bad()->commit == r.verdicts[2].commit);
   CHECK(r.first_bad()->reason == "state-mismatch");
+}
+
+// Every field of a recorded record (bob's shared lease on docs/, at the
+// commit that made it), at any depth, dropped or given another type: the
+// recorded state is the forger's, and both the re-plan comparison and the
+// independent exclusion checker read it. The commit is invalid, the ones
+// before it stay valid, and nothing throws or reads an absent member.
+TEST_CASE("replay: every field of a recorded record dropped or retyped is flagged at its commit - never a throw") {
+  Store s = history();
+  const Oid genuine_state =
+      gitlocks::read_transition_commit(s.objects(), verify(s.objects(), *s.tip()).verdicts[2].commit).value().state;
+  const json record = gitlocks::StateReader(s.objects(), genuine_state).record("path:docs").value().value();
+  const auto loc = gitlocks::record_location("path:docs");
+  std::size_t forgeries = 0;
+  gitlocks::test::for_each_forgery(record, [&](const std::string& how, const json& forged) {
+    CAPTURE(how);
+    auto bytes = gitlocks::canon_dump(forged);
+    if (!bytes.ok()) return;  // not a document the core could have written or read back
+    ++forgeries;
+    const Oid blob = s.objects().write_blob(*bytes).value();
+    std::function<Oid(const Oid&, std::size_t)> put = [&](const Oid& tree, std::size_t depth) -> Oid {
+      auto t = s.objects().read_tree(tree).value();
+      for (auto& e : t)
+        if (e.name == loc[depth]) e.oid = depth + 1 == loc.size() ? blob : put(e.oid, depth + 1);
+      return s.objects().write_tree(t).value();
+    };
+    const Oid tip = rewrite(
+        s, [&](gitlocks::TransitionCommit& tc) { tc.state = put(tc.state, 0); }, 2);
+    Run r;
+    REQUIRE_NOTHROW(r = verify(s.objects(), tip));
+    REQUIRE(r.first_bad());
+    CHECK(r.first_bad()->commit == r.verdicts[2].commit);
+    CHECK_FALSE(r.first_bad()->reason.empty());
+  });
+  MESSAGE(forgeries << " forged records");
+  CHECK(forgeries > 40);
 }
 
 TEST_CASE("replay: a packet re-signed by another key is not the owner's creation / breaks bindings") {
