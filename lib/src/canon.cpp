@@ -239,6 +239,12 @@ bool member_is(const json& obj, std::string_view key, std::string_view want) {
   return it != obj.end() && it->is_string() && it->get_ref<const std::string&>() == want;
 }
 
+std::string string_member(const json& obj, std::string_view key, std::string fallback) {
+  if (!obj.is_object()) return fallback;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what) {
   if (!obj.is_object()) return make_error(Errc::bad_json, std::string(what) + " must be an object");
   for (const auto& [k, v] : obj.items()) {

@@ -191,9 +191,12 @@ Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, cons
 std::string sealed_body_location(const std::string& instance) { return "txn/body/" + instance; }
 
 std::string describe_transition(const json& packet) {
-  std::string action = packet.value("action", "?");
-  std::string out = "git-locks: " + action;
-  const json& body = packet["body"];
+  // `log` describes unverified commits too: any member may be missing or
+  // of another type.
+  std::string out = "git-locks: " + string_member(packet, "action", "?");
+  static const json kNoBody = json::object();
+  auto found = packet.is_object() ? packet.find("body") : packet.end();
+  const json& body = packet.is_object() && found != packet.end() && found->is_object() ? *found : kNoBody;
   if (body.contains("sealed")) return out + "\n";
   if (body.contains("ops") && body["ops"].is_array()) {
     std::size_t shown = 0;
@@ -204,7 +207,7 @@ std::string describe_transition(const json& packet) {
       else if (op.contains("sem") && op["sem"].is_string()) what = "sem " + op["sem"].get<std::string>();
       else if (op.contains("leases") && op["leases"].is_array()) what = std::to_string(op["leases"].size()) + " leases";
       if (what.empty()) continue;
-      if (op.value("op", "") == "force-release" && op.contains("reason") && op["reason"].is_string())
+      if (member_is(op, "op", "force-release") && op.contains("reason") && op["reason"].is_string())
         what += " (force-released: " + op["reason"].get<std::string>() + ")";
       if (shown++ == 3) {
         out += " ...";

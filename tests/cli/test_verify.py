@@ -163,6 +163,52 @@ class VerifyTest(CliTest):
     def packet_of(self, p, commit):
         return json.loads(p.cat(p.get(p.tree_of(commit), "txn/packet.json")))
 
+    # --- log on a forged history -----------------------------------------
+
+    def test_log_shows_a_forged_commit_and_verify_flags_it(self):
+        # `log` reads the history as it is (verified or not): a commit whose
+        # packet says anything, signed by its actor, is listed, never a crash
+        # (once: an uncaught exception on a field that was not a string).
+        r, p = self.history()
+        tip = r.tip()
+        genuine = self.packet_of(p, tip)["packet"]
+        key = self.key_of(r, "alice")
+        cases = [("actor", 5), ("action", 5), ("command", ["x"]), ("body", 5), ("body", None),
+                 ("body", {"name": 7, "ops": [{"op": 1, "path": 2}, 3, {"op": "force-release", "sem": "s",
+                                                                         "reason": 4}]})]
+        for field, value in cases + [("body", "missing")]:
+            with self.subTest(field=field, value=value):
+                packet = json.loads(json.dumps(genuine))
+                if value == "missing":
+                    del packet[field]
+                else:
+                    packet[field] = value
+                tree = p.put(p.tree_of(tip), "txn/packet.json", p.blob(self.signed(key, packet)))
+                forged = p.git("commit-tree", tree, "-p", tip, "-m", "forged").decode().strip()
+                p.git("update-ref", "refs/locks/state", forged)
+                human = r.run("dave", "log", "--limit", "2")
+                self.assertEqual(human.code, 0, human)
+                self.assertEqual(human.err, "")
+                self.assertEqual(len(human.out.splitlines()), 2)
+                self.assertTrue(human.out.startswith(forged[:12]), human.out)
+                res = r.run("dave", "--json", "log", "--limit", "1")
+                self.assertEqual(res.code, 0, res)
+                line = json.loads(res.out)
+                self.assertEqual(line["commit"], forged)
+                for name in ("actor", "command", "action"):
+                    shown = packet.get(name)
+                    self.assertEqual(line[name], shown if isinstance(shown, str) else "")
+                body = packet.get("body", {})
+                self.assertEqual(line["body"], body)
+                self.assertEqual(line["name"], body["name"] if isinstance(body, dict) and
+                                 isinstance(body.get("name"), str) else "")
+                res, verdicts, summary = self.verify(r)
+                self.assertEqual(res.code, 1, res)
+                self.assertFalse(verdicts[-1]["ok"])
+                self.assertTrue(all(v["ok"] for v in verdicts[:-1]))
+                p.git("update-ref", "refs/locks/state", tip)
+
+    # --- untouched --------------------------------------------------------
     # --- untouched --------------------------------------------------------
 
     def test_untouched_history_passes(self):

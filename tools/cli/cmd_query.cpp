@@ -192,7 +192,10 @@ int cmd_log(Context& ctx, const Argv& argv) {
       return ctx.fail(make_error(Errc::store_read, "commit " + *at + " carries an unreadable packet"));
     json& p = (*doc)["packet"];
     open_sealed_body(ctx, **store, p);  // PRIVATE stores: members see the body
-    const json& body = p.contains("body") ? p["body"] : json::object();
+    // An unverified commit may say anything: actor, name, command and
+    // action are shown when they are strings ("" otherwise), the body as
+    // stored.
+    const json body = p.contains("body") ? p["body"] : json::object();
     std::string summary = describe_transition(p);
     if (summary.rfind("git-locks: ", 0) == 0) summary = summary.substr(11);
     while (!summary.empty() && summary.back() == '\n') summary.pop_back();
@@ -200,10 +203,10 @@ int cmd_log(Context& ctx, const Argv& argv) {
     json line = {{"commit", *at},
                  {"parent", tc->parents.empty() ? json(nullptr) : json(tc->parents[0])},
                  {"admitted_at_ms", t ? json(*t) : json(nullptr)},
-                 {"actor", p.value("actor", "")},
-                 {"name", body.value("name", "")},
-                 {"command", p.value("command", "")},
-                 {"action", p.value("action", "")},
+                 {"actor", string_member(p, "actor")},
+                 {"name", string_member(body, "name")},
+                 {"command", string_member(p, "command")},
+                 {"action", string_member(p, "action")},
                  {"summary", summary},
                  {"body", body}};
     if (ctx.json_output) text += json_line(line) + "\n";

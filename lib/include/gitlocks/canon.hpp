@@ -53,6 +53,9 @@ Result<std::int64_t> get_int(const json& obj, std::string_view key);
 // Whether obj is an object with member `key` equal to `want` (a member of
 // another type is not equal: never a throw on an untrusted document).
 bool member_is(const json& obj, std::string_view key, std::string_view want);
+// obj's member `key` when obj is an object and the member a string, else
+// `fallback`: for showing what an untrusted document says.
+std::string string_member(const json& obj, std::string_view key, std::string fallback = "");
 // Checks that obj is an object whose keys are all in `allowed`.
 Status check_keys(const json& obj, std::initializer_list<std::string_view> allowed, std::string_view what);
 
