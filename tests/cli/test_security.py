@@ -264,6 +264,64 @@ class OperationIds(GuardTimeStore):
                 self.assertFalse(os.path.exists("/tmp/escaped.json"))
 
 
+    def test_a_damaged_saved_record_is_refused_never_a_crash(self):
+        """A saved operation record with any member dropped or of another
+        type is unreadable local data: `resume` refuses it (store-read, exit
+        2, nothing written) and `history` leaves it out; neither crashes
+        (once: an uncaught exception or a read of an absent member)."""
+        res = self.enable("seed")
+        self.assertEqual(res.code, 0, res)
+        path = os.path.join(self.ops_dir(), "evil.json")
+        good = {"format": "gitlocks-guard-time-operation-v1", "operation_id": "evil", "status": "FAILED",
+                "created_at_ms": 1, "updated_at_ms": 1, "commit": None, "detail": "lost",
+                "input": {"audience": self.notary.audience, "service_key": self.notary.service_key,
+                          "disclosure": "GUARD_WINDOW", "expected_policy_hash": "0" * 64},
+                "store": "0" * 64, "source_commit": "0" * 40, "source_state": "0" * 40,
+                "result_state": "0" * 40, "packet": "{}", "request": "{}"}
+        required = ("format", "status", "created_at_ms", "updated_at_ms", "input", "packet", "request",
+                    "source_commit", "source_state", "result_state")
+        typed = {"created_at_ms": 1, "updated_at_ms": 1, "commit": None, "detail": "x", "store": "x"}
+        forgeries = []
+        for k in good:
+            if k in required:
+                forgeries.append(("drop " + k, {x: v for x, v in good.items() if x != k}))
+            for other in (5, "x", [], {}, None, True):
+                if k in typed and (type(other) is type(good[k]) or (other is None and k in ("commit", "detail", "store"))):
+                    continue
+                if k in ("input", "operation_id") or (isinstance(other, str) and isinstance(good[k], str) and
+                                                      k not in ("format", "status", "source_commit")):
+                    continue
+                forged = dict(good)
+                forged[k] = other
+                forgeries.append(("set %s = %r" % (k, other), forged))
+        for part in ("audience", "service_key"):
+            for other in (5, None, []):
+                forged = json.loads(json.dumps(good))
+                forged["input"][part] = other
+                forgeries.append(("set input.%s = %r" % (part, other), forged))
+        self.assertGreater(len(forgeries), 40)
+        for how, rec in forgeries:
+            with self.subTest(how=how):
+                with open(path, "w") as f:
+                    f.write(json.dumps(rec) + "\n")
+                tip, before = self.r.tip(), tree(self.r.root)
+                res = self.enable("evil", "resume")
+                self.assertEqual(res.code, 2, res)
+                self.assertEqual((res.error["code"], res.error["detail"]),
+                                 ("store-read", path + " is not a guard-time operation record"))
+                self.assertEqual(self.r.tip(), tip)
+                self.assertEqual(tree(self.r.root), before, "something was written")
+                hist = self.r.run("owner", "--json", "guard-time", "history")
+                self.assertEqual(hist.code, 0, hist)
+                self.assertEqual(hist.err, "")
+                self.assertNotIn("evil", [row["operation_id"] for row in hist.json["operations"]])
+        # The well-formed record itself is read: a FAILED operation is final.
+        with open(path, "w") as f:
+            f.write(json.dumps(good) + "\n")
+        res = self.enable("evil", "resume")
+        self.assertEqual((res.code, res.error["reason"]), (1, "operation-failed"), res)
+
+
 class AdmissionIntervals(GuardTimeStore):
     def request(self, signer, interval, seq):
         return {"action": "claim", "actor": signer.verify_key.encode().hex(), "command": "claim", "epoch": 0,

@@ -98,16 +98,35 @@ Result<std::optional<json>> load_record(const std::string& dir, const std::strin
   if (::access(path.c_str(), F_OK) != 0) return std::optional<json>{};
   GITLOCKS_TRY(text, read_input(path));
   json rec = json::parse(text, nullptr, false);
-  if (rec.is_discarded() || !rec.is_object() || rec.value("format", "") != kOperationFormat || !rec.contains("input") ||
-      !rec.contains("packet") || !rec["packet"].is_string() || !rec.contains("request") ||
-      !rec["request"].is_string() || !rec.contains("source_commit") || !rec["source_commit"].is_string() ||
-      !Oid::from_hex(rec["source_commit"].get<std::string>()))
-    return make_error(Errc::store_read, path + " is not a guard-time operation record");
+  // Every member a reader of the record uses, with its type: a damaged or
+  // hand-edited file is refused here, never read as something it is not.
+  auto is = [&](const char* k, bool (json::*type)() const noexcept) {
+    auto it = rec.find(k);
+    return it != rec.end() && ((*it).*type)();
+  };
+  auto absent_or = [&](const char* k, bool (json::*type)() const noexcept) {
+    auto it = rec.find(k);
+    return it == rec.end() || it->is_null() || ((*it).*type)();
+  };
+  const bool well_formed =
+      !rec.is_discarded() && rec.is_object() && member_is(rec, "format", kOperationFormat) &&
+      (member_is(rec, "status", "PENDING") || member_is(rec, "status", "ACCEPTED") ||
+       member_is(rec, "status", "FAILED")) &&
+      is("created_at_ms", &json::is_number_integer) && is("updated_at_ms", &json::is_number_integer) &&
+      is("input", &json::is_object) && rec["input"].contains("audience") && rec["input"]["audience"].is_string() &&
+      rec["input"].contains("service_key") && rec["input"]["service_key"].is_string() &&
+      is("packet", &json::is_string) && is("request", &json::is_string) && is("source_state", &json::is_string) &&
+      is("result_state", &json::is_string) && is("source_commit", &json::is_string) &&
+      Oid::from_hex(rec["source_commit"].get<std::string>()) && absent_or("commit", &json::is_string) &&
+      (!rec.contains("commit") || rec["commit"].is_null() || Oid::from_hex(rec["commit"].get<std::string>())) &&
+      absent_or("admitted_at_ms", &json::is_number_integer) && absent_or("detail", &json::is_string) &&
+      absent_or("remote", &json::is_string) && absent_or("store", &json::is_string);
+  if (!well_formed) return make_error(Errc::store_read, path + " is not a guard-time operation record");
   // The record's own id names the file it is saved to again: it must be the
   // id it was found under (and so a valid one), never a path of its own.
   if (!rec.contains("operation_id") || rec["operation_id"] != id)
     return make_error(Errc::store_read, path + " is not the record of operation " + id + " (it names " +
-                                            rec.value("operation_id", json()).dump() + ")");
+                                            (rec.contains("operation_id") ? rec["operation_id"] : json()).dump() + ")");
   return std::optional<json>{rec};
 }
 
