@@ -175,6 +175,37 @@ class ClaimWait(CliTest):
         self.assertEqual((e["code"], e["polls"]), ("wait-timeout", 0), e)
         self.assertIn("behind earlier waiters of this clone", e["detail"])
 
+    def test_a_damaged_entry_of_a_live_waiter_is_passed_over_never_a_crash(self):
+        # An earlier entry, held (flock) like a live waiter's, whose members
+        # are of other types: it is no waiter of this ref, never a crash
+        # (once: an uncaught exception reading its ref or mode).
+        import fcntl
+        r = self.repo()
+        d = os.path.join(r.gitdir(), "git-locks", "waiters")
+        os.makedirs(d, exist_ok=True)
+        # Another ref, no readable resources: passed over. A path whose mode
+        # is not "shared" is an exclusive want: the claim queues behind it.
+        for doc, behind in (({"ref": 5, "resources": [{"path": "a"}]}, False),
+                            ({"ref": "refs/locks/state", "resources": "a"}, False),
+                            ({"ref": "refs/locks/state", "resources": [{"path": "a", "mode": 5}, {"sem": 7}, 3]}, True)):
+            with self.subTest(doc=doc):
+                path = os.path.join(d, "00000000000000000001-1-aaaa.json")
+                with open(path, "w") as f:
+                    f.write(json.dumps(doc) + "\n")
+                    f.flush()
+                    fcntl.flock(f, fcntl.LOCK_EX)
+                    res = r.run("alice", "--json", "wait", "--timeout", "1s", "a")
+                    self.assertEqual(res.code, 0, res)
+                    self.assertTrue(res.json["claimable"])
+                    res = r.run("alice", "--json", "claim", "--wait=1s", "--ttl", "10s", "a")
+                    if behind:
+                        self.assertEqual((res.code, res.error["reason"], res.error["polls"]), (1, "wait-timeout", 0), res)
+                        self.assertIn("behind earlier waiters of this clone", res.error["detail"])
+                    else:
+                        self.assertEqual(res.code, 0, res)
+                        self.assertOk(r.run("alice", "release", "a"))
+                os.unlink(path)
+
     def test_a_duration_after_bare_wait_is_refused_as_ambiguous(self):
         r = self.repo()
         with self.unchanged(r):

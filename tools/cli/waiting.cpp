@@ -84,7 +84,7 @@ std::vector<WantedResource> resources_of(const json& doc) {
     WantedResource w;
     if (r.contains("path") && r["path"].is_string()) {
       w.path = r["path"].get<std::string>();
-      w.shared = r.value("mode", "") == "shared";
+      w.shared = member_is(r, "mode", "shared");
     } else if (r.contains("sem") && r["sem"].is_string()) {
       w.sem = r["sem"].get<std::string>();
     } else {
@@ -177,7 +177,8 @@ class QueueEntry {
       const std::string text = read_fd(fd);
       ::close(fd);
       auto doc = canon_parse(text, CanonMode::lenient);
-      if (!doc.ok() || !doc->is_object() || doc->value("ref", "") != ref_) continue;
+      // Another process's entry: any member may be of another type.
+      if (!doc.ok() || !member_is(*doc, "ref", ref_)) continue;
       bool clash = false;
       for (const auto& t : resources_of(doc->value("resources", json::array()))) {
         auto theirs = as_wanted(t, rules_.path_case);
