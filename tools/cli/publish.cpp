@@ -38,9 +38,9 @@ Status canonical_op_paths(json& body, const Snapshot& snap) {
       // Named as the planner names a failing op (batch maps it to its line).
       Error e = text.error();
       if (ops.size() > 1) {
-        e.message = "op " + std::to_string(i) + " (" + op.value("op", "") + "): " + e.message;
+        e.message = "op " + std::to_string(i) + " (" + string_member(op, "op") + "): " + e.message;
         e.fields["op_index"] = i;
-        e.fields["op_kind"] = op.value("op", "");
+        e.fields["op_kind"] = string_member(op, "op");
       }
       return e;
     }
