@@ -33,6 +33,26 @@ struct Admitted {
   json body;
 };
 
+// Replays `body` as signed (it must be admitted) and then each forgery of
+// it on `source`: each is planned or refused for a fault of the body, never
+// of the store. Counts forgeries and refusals.
+void replay_forgeries(gitlocks::ObjectStore& objects, const gitlocks::Oid& source, const gitlocks::PlanContext& ctx,
+                      const json& body, std::size_t& forgeries, std::size_t& refused) {
+  auto original = gitlocks::plan(objects, source, ctx, body);
+  REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));  // the body as signed replays
+  gitlocks::test::for_each_forgery(body, [&](const std::string& how, const json& forged) {
+    CAPTURE(how);
+    ++forgeries;
+    auto r = gitlocks::plan(objects, source, ctx, forged);
+    if (r.ok()) return;
+    ++refused;
+    CHECK(r.error().code != Errc::store_read);
+    CHECK(r.error().code != Errc::store_write);
+    CHECK(r.error().code != Errc::invalid_history);
+    CHECK_FALSE(r.error().message.empty());
+  });
+}
+
 }  // namespace
 
 TEST_CASE("forged bodies: every field dropped or retyped is refused or planned - never read as present") {
@@ -97,20 +117,7 @@ TEST_CASE("forged bodies: every field dropped or retyped is refused or planned -
   for (const Admitted& a : admitted) {
     CAPTURE(a.what);
     const gitlocks::PlanContext ctx{a.actor, a.instance};
-    auto original = gitlocks::plan(s.objects(), a.source, ctx, a.body);
-    REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));  // the body as signed replays
-    gitlocks::test::for_each_forgery(a.body, [&](const std::string& how, const json& forged) {
-      CAPTURE(how);
-      ++forgeries;
-      auto r = gitlocks::plan(s.objects(), a.source, ctx, forged);
-      if (r.ok()) return;
-      ++refused;
-      // The fault is the body's, never the store's.
-      CHECK(r.error().code != Errc::store_read);
-      CHECK(r.error().code != Errc::store_write);
-      CHECK(r.error().code != Errc::invalid_history);
-      CHECK_FALSE(r.error().message.empty());
-    });
+    replay_forgeries(s.objects(), a.source, ctx, a.body, forgeries, refused);
   }
   MESSAGE(forgeries << " forged bodies, " << refused << " refused");
   CHECK(forgeries > 1000);
@@ -147,18 +154,7 @@ TEST_CASE(
   std::size_t forgeries = 0, refused = 0;
   for (const json& policy : {pub, priv}) {
     const json body = {{"init", policy}};
-    auto original = gitlocks::plan(*objects, gitlocks::Oid{}, ctx, body);
-    REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));
-    gitlocks::test::for_each_forgery(body, [&](const std::string& how, const json& forged) {
-      CAPTURE(how);
-      ++forgeries;
-      auto r = gitlocks::plan(*objects, gitlocks::Oid{}, ctx, forged);
-      if (r.ok()) return;
-      ++refused;
-      CHECK(r.error().code != Errc::store_read);
-      CHECK(r.error().code != Errc::store_write);
-      CHECK_FALSE(r.error().message.empty());
-    });
+    replay_forgeries(*objects, gitlocks::Oid{}, ctx, body, forgeries, refused);
   }
   MESSAGE(forgeries << " forged creation bodies, " << refused << " refused");
   CHECK(forgeries > 300);
