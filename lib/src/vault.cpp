@@ -90,8 +90,7 @@ Result<Vault> Vault::open(const Policy& policy, const KeyPair& member) {
 }
 
 Result<Vault> Vault::open(const json& policy_doc, const KeyPair& member) {
-  if (!member_is(policy_doc, "format", kPrivatePolicyFormat))
-    return make_error(Errc::usage, "not a PRIVATE store");
+  if (!member_is(policy_doc, "format", kPrivatePolicyFormat)) return make_error(Errc::usage, "not a PRIVATE store");
   GITLOCKS_TRY(policy, parse_policy(policy_doc));
   return open(policy, member);
 }

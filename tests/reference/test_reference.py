@@ -371,9 +371,12 @@ class LifecycleTest(SharedStore):
     def test_reclaim_guard_without_after(self):
         # carol's reclaim (commit 13) without its `after`, the interval widened
         # to the TTL window alone: the reclaimed lease's expiry still bounds T.
+        # Without `after` the action is `claim` (docs/FORMAT.md): the forger
+        # says so, so that only the interval is wrong.
         packet = self.f.packet(13)
         op = packet["body"]["ops"][0]
         del op["after"]
+        packet["action"] = "claim"
         packet["interval"][0] = op["expires_at"] - 3_600_000
         self.f.trees[13] = self.f.resign(self.f.trees[13], packet, "carol")
         self.f.publish()
