@@ -118,6 +118,14 @@ class SharedStore(Agreement, CliTest):
         self.f = Forge(self, self.r)
 
     @classmethod
+    def init_with(cls, policy):
+        """The owner creates the store with `policy` (written to a policy file)."""
+        pfile = os.path.join(cls.r.root, "policy.json")
+        with open(pfile, "w") as f:
+            json.dump(policy, f)
+        cls.run_ok("owner", "init", "--policy", pfile)
+
+    @classmethod
     def run_ok(cls, actor, *args, env=None, expect=0):
         res = cls.r.run(actor, *args, env=env)
         if res.code != expect or (expect == 0 and res.err):
@@ -178,10 +186,7 @@ class LifecycleTest(SharedStore):
     @classmethod
     def build(cls, scope):
         r = cls.r
-        pfile = os.path.join(r.root, "policy.json")
-        with open(pfile, "w") as f:
-            json.dump(cls.POLICY, f)
-        cls.run_ok("owner", "init", "--policy", pfile)
+        cls.init_with(cls.POLICY)
 
         def step(actor, *args, dt=1000, expect=0):
             r.now += dt
@@ -405,10 +410,7 @@ class ReclaimWithoutReclaimsTest(SharedStore):
     @classmethod
     def build(cls, scope):
         r = cls.r
-        pfile = os.path.join(r.root, "policy.json")
-        with open(pfile, "w") as f:
-            json.dump(cls.POLICY, f)
-        cls.run_ok("owner", "init", "--policy", pfile)
+        cls.init_with(cls.POLICY)
         for dt, actor, path in [(1000, "alice", "e/x"), (11000, "bob", "e/"),              # 1, 2
                                 (1000, "alice", "db/a.sql"), (11000, "bob", "db/b.sql")]:  # 3, 4
             r.now += dt
@@ -433,10 +435,7 @@ class GuardTimeStoreTest(SharedStore):
     @classmethod
     def build(cls, scope):
         r = cls.r
-        pfile = os.path.join(r.root, "policy.json")
-        with open(pfile, "w") as f:
-            json.dump({"min_ttl_ms": 1000, "max_ttl_ms": 60000}, f)
-        cls.run_ok("owner", "init", "--policy", pfile)
+        cls.init_with({"min_ttl_ms": 1000, "max_ttl_ms": 60000})
         cls.notary = Notary(scope, r.root, "notary", "locks.test").start()
         cls.rogue = Notary(scope, r.root, "rogue", "locks.test")  # its key only
         r.git("config", "locks.notary", cls.notary.url)
