@@ -16,6 +16,105 @@
 namespace gitlocks::detail {
 namespace {
 
+// An admin body, read once here: its op and every field the op names. A
+// field's fault (missing, wrong type) is kept and raised at the step that
+// has always checked it, so a body with several faults is refused for the
+// same one as before; the checks below read no field by name.
+enum class AdminKind { guard_time_enable, guard_time_set, policy_set, member_add, member_remove, rekey, unknown };
+
+// A notary-pins request: {"audience","service_key","disclosure"}.
+struct PinsRequest {
+  Result<std::string> disclosure;
+  Result<std::string> audience;
+  Result<std::string> service_key;
+};
+
+PinsRequest read_pins_request(const json& doc) {
+  return {get_string(doc, "disclosure"), get_string(doc, "audience"), get_string(doc, "service_key")};
+}
+
+// guard-time-set's "guard_time": the new pins, null (off), or a fault.
+enum class GuardTimeField { absent, null, not_object, object };
+
+struct AdminOp {
+  Result<std::string> op;
+  AdminKind kind = AdminKind::unknown;
+  Result<std::string> expected_policy_hash;
+  Status keys;                // the op's own member set (check_keys)
+  PinsRequest pins;           // guard-time-enable (the admin object), guard-time-set (guard_time)
+  GuardTimeField guard_time;  // guard-time-set
+  Status guard_time_keys;
+  const json* policy;          // policy-set: the new policy object (null: absent or not an object)
+  Result<std::string> member;  // member-add, member-remove
+  const json* keyring;         // member-add, member-remove: the new epoch key sealed to each member
+};
+
+AdminKind admin_kind(const std::string& op) {
+  if (op == "guard-time-enable") return AdminKind::guard_time_enable;
+  if (op == "guard-time-set") return AdminKind::guard_time_set;
+  if (op == "policy-set") return AdminKind::policy_set;
+  if (op == "member-add") return AdminKind::member_add;
+  if (op == "member-remove") return AdminKind::member_remove;
+  if (op == "rekey") return AdminKind::rekey;
+  return AdminKind::unknown;
+}
+
+AdminOp read_admin(const json& a) {
+  static const json kNull;
+  AdminOp out{get_string(a, "op"),
+              AdminKind::unknown,
+              get_string(a, "expected_policy_hash"),
+              Ok{},
+              read_pins_request(kNull),
+              GuardTimeField::absent,
+              Ok{},
+              nullptr,
+              get_string(a, "member"),
+              nullptr};
+  if (out.op.ok()) out.kind = admin_kind(*out.op);
+  switch (out.kind) {
+    case AdminKind::guard_time_enable:
+      out.keys = check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op");
+      out.pins = read_pins_request(a);
+      break;
+    case AdminKind::guard_time_set: {
+      out.keys = check_keys(a, {"op", "expected_policy_hash", "guard_time"}, "admin op");
+      auto it = a.is_object() ? a.find("guard_time") : a.end();
+      if (it == a.end()) {
+        out.guard_time = GuardTimeField::absent;
+      } else if (it->is_null()) {
+        out.guard_time = GuardTimeField::null;
+      } else if (!it->is_object()) {
+        out.guard_time = GuardTimeField::not_object;
+      } else {
+        out.guard_time = GuardTimeField::object;
+        out.guard_time_keys = check_keys(*it, {"audience", "service_key", "disclosure"}, "guard_time");
+        out.pins = read_pins_request(*it);
+      }
+      break;
+    }
+    case AdminKind::policy_set: {
+      out.keys = check_keys(a, {"op", "expected_policy_hash", "policy"}, "admin op");
+      auto it = a.is_object() ? a.find("policy") : a.end();
+      if (it != a.end() && it->is_object()) out.policy = &*it;
+      break;
+    }
+    case AdminKind::member_add:
+    case AdminKind::member_remove: {
+      out.keys = check_keys(a, {"op", "member", "expected_policy_hash", "keyring"}, "admin op");
+      auto it = a.is_object() ? a.find("keyring") : a.end();
+      if (it != a.end()) out.keyring = &*it;
+      break;
+    }
+    case AdminKind::rekey:
+      out.keys = check_keys(a, {"op", "expected_policy_hash"}, "admin op");
+      break;
+    case AdminKind::unknown:
+      break;
+  }
+  return out;
+}
+
 // The state with policy.json replaced by `next` (checked as a policy first):
 // the outcome of a time-free admin transition `action`.
 Result<PlanOutcome> with_new_policy(ObjectStore& store, StateReader& reader, const json& body, const json& next,
@@ -30,12 +129,12 @@ Result<PlanOutcome> with_new_policy(ObjectStore& store, StateReader& reader, con
 
 // The notary pins a guard-time request names, with the owner's consent to
 // disclose each transition's guard window to that notary.
-Result<Pins> requested_pins(const json& doc) {
-  GITLOCKS_TRY(disclosure, get_string(doc, "disclosure"));
+Result<Pins> requested_pins(const PinsRequest& r) {
+  GITLOCKS_TRY(disclosure, r.disclosure);
   if (disclosure != kDisclosureGuardWindow)
     return make_error(Errc::usage, "guard time needs explicit consent: --disclosure GUARD_WINDOW");
-  GITLOCKS_TRY(audience, get_string(doc, "audience"));
-  GITLOCKS_TRY(key, get_string(doc, "service_key"));
+  GITLOCKS_TRY(audience, r.audience);
+  GITLOCKS_TRY(key, r.service_key);
   if (audience.empty()) return make_error(Errc::usage, "the audience must not be empty");
   GITLOCKS_TRY(pk, public_key_from_hex(key));
   (void)pk;
@@ -46,14 +145,10 @@ Result<Pins> requested_pins(const json& doc) {
 // (the new epoch key sealed to the new member list); rekey completes it by
 // re-sealing every record, and the families, under the new key.
 Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, const json& policy_doc,
-                                    const Policy& policy, const PlanContext& ctx, const json& body,
-                                    const std::string& op) {
-  const json& a = body["admin"];
+                                    const Policy& policy, const PlanContext& ctx, const json& body, const AdminOp& a) {
   if (!policy.is_private) return make_error(Errc::usage, "membership applies to PRIVATE stores only");
-  const std::string next_epoch = std::to_string(policy.epoch + 1);
-  json next = policy_doc;
-  if (op == "rekey") {
-    GITLOCKS_CHECK(check_keys(a, {"op", "expected_policy_hash"}, "admin op"));
+  if (a.kind == AdminKind::rekey) {
+    GITLOCKS_CHECK(a.keys);
     if (!policy.pending) return make_error(Errc::usage, "no keyring transition is pending");
     if (!ctx.vault) return make_error(Errc::not_member, "rekey needs the owner's keys");
     const Vault& vault = *ctx.vault;
@@ -66,33 +161,22 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
       records.push_back(r);
       return true;
     }));
-    const json& pend = policy_doc["pending"];
-    next["epoch"] = policy.epoch + 1;
-    next["members"] = pend["members"];
-    next["keyring"][next_epoch] = pend["keyring"][next_epoch];
-    next.erase("pending");
-    if (policy_doc.contains("families")) {
-      auto plain =
-          open_document(policy_doc["families"], *vault.key(policy.epoch), policy.store, "policy.json#families");
-      if (!plain.ok()) return plain.error();
-      GITLOCKS_TRY(resealed, seal_document(*plain, *vault.key(policy.epoch + 1), policy.epoch + 1, policy.store,
-                                           "policy.json#families"));
-      next["families"] = json::parse(resealed);
-    }
+    GITLOCKS_TRY(families,
+                 resealed_families(policy_doc, policy, *vault.key(policy.epoch), *vault.key(policy.epoch + 1)));
+    const json next = policy_rekeyed(policy_doc, policy, families);
     GITLOCKS_TRY(root, write_state(store, next, records, 2, new_codec.get()));
     return time_free_outcome(body, "rekey", root, records.size());
   }
-  GITLOCKS_CHECK(check_keys(a, {"op", "member", "expected_policy_hash", "keyring"}, "admin op"));
+  GITLOCKS_CHECK(a.keys);
   if (policy.pending)
     return make_error(Errc::usage, "a keyring transition is already pending; run `git-locks member rekey`");
-  GITLOCKS_TRY(member, get_string(a, "member"));
+  GITLOCKS_TRY(member, a.member);
   GITLOCKS_TRY(pk, public_key_from_hex(member));
   (void)pk;
-  GITLOCKS_TRY(members, next_members(policy_doc["members"].get<std::vector<std::string>>(), member, op == "member-add",
-                                     policy.owner));
-  if (!a.contains("keyring")) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
-  next["pending"] = {{"epoch", policy.epoch + 1}, {"members", members}, {"keyring", a["keyring"]}};
-  return with_new_policy(store, reader, body, next, op);
+  GITLOCKS_TRY(members, next_members(policy.members, member, a.kind == AdminKind::member_add, policy.owner));
+  if (!a.keyring) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
+  const json next = policy_with_pending(policy_doc, policy.epoch + 1, members, *a.keyring);
+  return with_new_policy(store, reader, body, next, *a.op);
 }
 
 // The owner's policy-set: a whole new policy document in which only the
@@ -103,30 +187,23 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
 // on T, which a time-free transition does not bound), so sweep or release
 // them first. The reference verifier's exclusion check at T is then implied.
 Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, const json& policy_doc,
-                                    const Policy& policy, const json& body) {
-  const json& a = body["admin"];
-  GITLOCKS_CHECK(check_keys(a, {"op", "expected_policy_hash", "policy"}, "admin op"));
+                                    const Policy& policy, const json& body, const AdminOp& a) {
+  GITLOCKS_CHECK(a.keys);
   if (policy.is_private)
     return make_error(Errc::usage,
                       "policy set applies to public stores; a PRIVATE store's policy changes only by membership "
                       "and guard time");
-  auto it = a.find("policy");
-  if (it == a.end() || !it->is_object()) return make_error(Errc::bad_json, "policy-set needs the new 'policy' object");
-  const json& next = *it;
+  if (!a.policy) return make_error(Errc::bad_json, "policy-set needs the new 'policy' object");
+  const json& next = *a.policy;
   GITLOCKS_TRY(parsed, parse_policy(next));
-  for (const json* doc : {&next, &policy_doc})
-    for (const auto& [k, v] : doc->items()) {
-      if (is_settable_policy_field(k)) continue;
-      const json* other = doc == &next ? &policy_doc : &next;
-      if (!other->contains(k) || (*other)[k] != v)
-        return make_error(Errc::usage, "policy set cannot change '" + k +
-                                           "': only min_ttl_ms, max_ttl_ms, families, require_claim, enforce, "
-                                           "admins and bots change this way");
-    }
+  if (auto field = unsettable_difference(next, policy_doc))
+    return make_error(Errc::usage, "policy set cannot change '" + *field +
+                                       "': only min_ttl_ms, max_ttl_ms, families, require_claim, enforce, "
+                                       "admins and bots change this way");
   GITLOCKS_TRY(bytes, canon_dump(next));
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
   if (bytes == current_bytes) return make_error(Errc::usage, "the new policy is the current one: nothing to change");
-  if (next.value("families", json::array()) != policy_doc.value("families", json::array())) {
+  if (families_differ(next, policy_doc)) {
     std::vector<Lease> leases;
     GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& r) {
       if (r.resource.kind == RecordKind::path) leases.insert(leases.end(), r.leases.begin(), r.leases.end());
@@ -169,30 +246,32 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
 // a lost notary key stops no store. Commits before it keep the pins they
 // were attested under.
 Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader, const json& policy_doc,
-                                        const Policy& policy, const json& body) {
-  const json& a = body["admin"];
-  GITLOCKS_CHECK(check_keys(a, {"op", "expected_policy_hash", "guard_time"}, "admin op"));
+                                        const Policy& policy, const json& body, const AdminOp& a) {
+  GITLOCKS_CHECK(a.keys);
   if (!policy.guard_time)
     return make_error(Errc::usage, "guard time is not enabled: turn it on with `git-locks guard-time enable`");
   if (policy.pending)
     return make_error(Errc::usage,
                       "a keyring transition is pending: change guard time once it is complete (run `git-locks "
                       "member rekey` first)");
-  auto it = a.find("guard_time");
-  if (it == a.end())
-    return make_error(Errc::bad_json, "guard-time-set needs 'guard_time': the new pins, or null to turn it off");
-  json next = policy_doc;
-  if (it->is_null()) {
-    next.erase("guard_time");
-  } else {
-    if (!it->is_object()) return make_error(Errc::bad_json, "guard-time-set: 'guard_time' must be an object or null");
-    GITLOCKS_CHECK(check_keys(*it, {"audience", "service_key", "disclosure"}, "guard_time"));
-    GITLOCKS_TRY(pins, requested_pins(*it));
-    if (*policy.guard_time == pins)
-      return make_error(Errc::usage, "guard time already uses these pins: nothing to change");
-    next["guard_time"] = guard_time_doc(pins);
+  std::optional<Pins> next;
+  switch (a.guard_time) {
+    case GuardTimeField::absent:
+      return make_error(Errc::bad_json, "guard-time-set needs 'guard_time': the new pins, or null to turn it off");
+    case GuardTimeField::not_object:
+      return make_error(Errc::bad_json, "guard-time-set: 'guard_time' must be an object or null");
+    case GuardTimeField::null:
+      break;
+    case GuardTimeField::object: {
+      GITLOCKS_CHECK(a.guard_time_keys);
+      GITLOCKS_TRY(pins, requested_pins(a.pins));
+      if (*policy.guard_time == pins)
+        return make_error(Errc::usage, "guard time already uses these pins: nothing to change");
+      next = pins;
+      break;
+    }
   }
-  return with_new_policy(store, reader, body, next, "guard-time-set");
+  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, next), "guard-time-set");
 }
 
 }  // namespace
@@ -204,29 +283,38 @@ Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader,
 Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
                                const PlanContext& ctx, const json& body) {
   GITLOCKS_CHECK(check_keys(body, {"admin"}, "admin body"));
-  const json& a = body["admin"];
-  GITLOCKS_TRY(op, get_string(a, "op"));
+  const AdminOp a = read_admin(body.at("admin"));
+  GITLOCKS_TRY(op, a.op);
   if (ctx.actor != policy.owner)
     return make_error(Errc::not_holder,
                       "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy")
         .because(reason::not_owner);
-  GITLOCKS_TRY(expected, get_string(a, "expected_policy_hash"));
+  GITLOCKS_TRY(expected, a.expected_policy_hash);
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
   if (expected != sha256_hex(current_bytes))
     return make_error(Errc::stale_generation,
                       "the policy changed: expected policy hash " + expected + ", current " + sha256_hex(current_bytes))
         .because(reason::policy_changed);
-  if (op == "member-add" || op == "member-remove" || op == "rekey")
-    return plan_membership(store, reader, policy_doc, policy, ctx, body, op);
-  if (op == "policy-set") return plan_policy_set(store, reader, policy_doc, policy, body);
-  if (op == "guard-time-set") return plan_guard_time_set(store, reader, policy_doc, policy, body);
-  if (op != "guard-time-enable") return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
-  GITLOCKS_CHECK(check_keys(a, {"op", "audience", "service_key", "disclosure", "expected_policy_hash"}, "admin op"));
+  switch (a.kind) {
+    case AdminKind::member_add:
+    case AdminKind::member_remove:
+    case AdminKind::rekey:
+      return plan_membership(store, reader, policy_doc, policy, ctx, body, a);
+    case AdminKind::policy_set:
+      return plan_policy_set(store, reader, policy_doc, policy, body, a);
+    case AdminKind::guard_time_set:
+      return plan_guard_time_set(store, reader, policy_doc, policy, body, a);
+    case AdminKind::unknown:
+      return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
+    case AdminKind::guard_time_enable:
+      break;
+  }
+  GITLOCKS_CHECK(a.keys);
   if (policy.pending)
     return make_error(Errc::usage,
                       "a keyring transition is pending: guard time needs an active keyring without a "
                       "pending transition (run `git-locks member rekey` first)");
-  GITLOCKS_TRY(pins, requested_pins(a));
+  GITLOCKS_TRY(pins, requested_pins(a.pins));
   // The same pins again is no request at all: the field says so (a host
   // reports ALREADY_ENABLED and writes nothing); other pins are a change of
   // notary, which is its own transition (guard-time-set).
@@ -237,9 +325,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
     return make_error(Errc::usage,
                       "guard time is enabled with other pins; replace them with `git-locks guard-time migrate` "
                       "(an owner-signed guard-time-set)");
-  json next = policy_doc;
-  next["guard_time"] = guard_time_doc(pins);
-  return with_new_policy(store, reader, body, next, "guard-time-enable");
+  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, pins), "guard-time-enable");
 }
 
 }  // namespace gitlocks::detail

@@ -51,7 +51,8 @@ Result<Policy::Keyring> parse_keyring(const json& ring, const char* what) {
       return make_error(Errc::bad_json, std::string(what) + " epoch " + epoch + " has no keys");
     auto& sealed_to = out[std::stoll(epoch)];  // at most 15 digits: fits
     for (const auto& [member, sealed] : keys.items()) {
-      if (!is_hex64(member) || !sealed.is_string())
+      // Each entry is a member's key and the epoch key sealed to it.
+      if (!is_hex64(member) || !sealed.is_string() || !is_hex(sealed.get<std::string>(), 2 * kSealedEpochKeyBytes))
         return make_error(Errc::bad_json, std::string(what) + " has a malformed entry");
       sealed_to.emplace(member, sealed.get<std::string>());
     }
@@ -327,6 +328,52 @@ json guard_time_doc(const Pins& pins) {
               {"disclosure", kDisclosureGuardWindow},
               {"profiles", json::array({kProfileGuardTime, kProfileTimeAdd})},
               {"scope", "ALL_COMMITS"}};
+}
+
+json policy_with_guard_time(json doc, const std::optional<Pins>& pins) {
+  if (pins) doc["guard_time"] = guard_time_doc(*pins);
+  else doc.erase("guard_time");
+  return doc;
+}
+
+json policy_with_pending(json doc, std::int64_t epoch, const std::vector<std::string>& members, const json& keyring) {
+  doc["pending"] = {{"epoch", epoch}, {"members", members}, {"keyring", keyring}};
+  return doc;
+}
+
+json policy_rekeyed(json doc, const Policy& p, const std::optional<json>& families) {
+  const std::string next_epoch = std::to_string(p.epoch + 1);
+  const json pending = doc.at("pending");
+  doc["epoch"] = p.epoch + 1;
+  doc["members"] = pending.at("members");
+  doc["keyring"][next_epoch] = pending.at("keyring").at(next_epoch);
+  doc.erase("pending");
+  if (families) doc["families"] = *families;
+  return doc;
+}
+
+Result<std::optional<json>> resealed_families(const json& doc, const Policy& p, const EpochKey& from,
+                                              const EpochKey& to) {
+  auto sealed = doc.find("families");
+  if (sealed == doc.end()) return std::optional<json>();
+  GITLOCKS_TRY(plain, open_document(*sealed, from, p.store, "policy.json#families"));
+  GITLOCKS_TRY(resealed, seal_document(plain, to, p.epoch + 1, p.store, "policy.json#families"));
+  return std::optional<json>(json::parse(resealed));
+}
+
+std::optional<std::string> unsettable_difference(const json& a, const json& b) {
+  for (const json* doc : {&a, &b})
+    for (const auto& [k, v] : doc->items()) {
+      if (is_settable_policy_field(k)) continue;
+      const json& other = doc == &a ? b : a;
+      auto it = other.find(k);
+      if (it == other.end() || *it != v) return k;
+    }
+  return std::nullopt;
+}
+
+bool families_differ(const json& a, const json& b) {
+  return a.value("families", json::array()) != b.value("families", json::array());
 }
 
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex) {

@@ -56,10 +56,11 @@ Result<std::string> seal_epoch_key(const EpochKey& key, const PublicKey& member,
   return to_hex(out.data(), out.size());
 }
 
+static_assert(kSealedEpochKeyBytes == crypto_box_SEALBYTES + kEpochKeyBytes);
+
 Result<EpochKey> open_epoch_key(std::string_view sealed_hex, const KeyPair& member) {
   GITLOCKS_TRY(sealed, from_hex(sealed_hex, "sealed epoch key"));
-  if (sealed.size() != crypto_box_SEALBYTES + kEpochKeyBytes)
-    return make_error(Errc::bad_json, "sealed epoch key has the wrong length");
+  if (sealed.size() != kSealedEpochKeyBytes) return make_error(Errc::bad_json, "sealed epoch key has the wrong length");
   unsigned char pk[crypto_box_PUBLICKEYBYTES];
   unsigned char sk[crypto_box_SECRETKEYBYTES];
   if (crypto_sign_ed25519_pk_to_curve25519(pk, member.public_key.data()) != 0 ||

@@ -33,26 +33,6 @@ struct Admitted {
   json body;
 };
 
-// Replays `body` as signed (it must be admitted) and then each forgery of
-// it on `source`: each is planned or refused for a fault of the body, never
-// of the store. Counts forgeries and refusals.
-void replay_forgeries(gitlocks::ObjectStore& objects, const gitlocks::Oid& source, const gitlocks::PlanContext& ctx,
-                      const json& body, std::size_t& forgeries, std::size_t& refused) {
-  auto original = gitlocks::plan(objects, source, ctx, body);
-  REQUIRE_MESSAGE(original.ok(), (original.ok() ? "" : original.error().message));  // the body as signed replays
-  gitlocks::test::for_each_forgery(body, [&](const std::string& how, const json& forged) {
-    CAPTURE(how);
-    ++forgeries;
-    auto r = gitlocks::plan(objects, source, ctx, forged);
-    if (r.ok()) return;
-    ++refused;
-    CHECK(r.error().code != Errc::store_read);
-    CHECK(r.error().code != Errc::store_write);
-    CHECK(r.error().code != Errc::invalid_history);
-    CHECK_FALSE(r.error().message.empty());
-  });
-}
-
 }  // namespace
 
 TEST_CASE("forged bodies: every field dropped or retyped is refused or planned - never read as present") {
@@ -111,13 +91,25 @@ TEST_CASE("forged bodies: every field dropped or retyped is refused or planned -
   run("guard-time-enable", "owner",
       gitlocks::ops::admin_guard_time_enable(notary.pins.audience, notary.pins.service_key, "GUARD_WINDOW",
                                              s.snapshot().policy_hash));
-  REQUIRE(admitted.size() == 17);
+  // The owner moves the store to another notary (which attests the
+  // change), then turns guard time off (the owner's clock).
+  gitlocks::test::TestNotary other("notary-other", "other.example");
+  s.admit = other.fn();
+  other.clock = s.now + 10;
+  run("guard-time-set", "owner",
+      gitlocks::ops::admin_guard_time_set(
+          gitlocks::ops::guard_time_pins(other.pins.audience, other.pins.service_key, "GUARD_WINDOW"),
+          s.snapshot().policy_hash));
+  s.admit = nullptr;
+  s.now = other.clock + 10;
+  run("guard-time-set off", "owner", gitlocks::ops::admin_guard_time_set(nullptr, s.snapshot().policy_hash));
+  REQUIRE(admitted.size() == 19);
 
   std::size_t forgeries = 0, refused = 0;
   for (const Admitted& a : admitted) {
     CAPTURE(a.what);
     const gitlocks::PlanContext ctx{a.actor, a.instance};
-    replay_forgeries(s.objects(), a.source, ctx, a.body, forgeries, refused);
+    gitlocks::test::replay_forgeries(s.objects(), a.source, ctx, a.body, forgeries, refused);
   }
   MESSAGE(forgeries << " forged bodies, " << refused << " refused");
   CHECK(forgeries > 1000);
@@ -154,7 +146,7 @@ TEST_CASE(
   std::size_t forgeries = 0, refused = 0;
   for (const json& policy : {pub, priv}) {
     const json body = {{"init", policy}};
-    replay_forgeries(*objects, gitlocks::Oid{}, ctx, body, forgeries, refused);
+    gitlocks::test::replay_forgeries(*objects, gitlocks::Oid{}, ctx, body, forgeries, refused);
   }
   MESSAGE(forgeries << " forged creation bodies, " << refused << " refused");
   CHECK(forgeries > 300);

@@ -2,10 +2,12 @@
 // and verification at two honestly labelled levels.
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <functional>
 #include <set>
 
 #include "fixture.h"
+#include "forgery.h"
 #include "gitlocks/model.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/vault.hpp"
@@ -525,4 +527,68 @@ TEST_CASE("private rule: the keyless rule itself") {
   CHECK(check_private_commit(p, a, a, actor_hex("alice"), true)->reason == "not-owner");
   p.is_private = false;
   CHECK_FALSE(check_private_commit(p, a, b, actor_hex("mallory"), false));
+}
+
+TEST_CASE(
+    "forged membership bodies: every field of member-add, member-remove and rekey dropped or retyped is refused") {
+  World w;
+  auto& s = w.s;
+  s.vault = &w.owner_vault;
+  std::size_t forgeries = 0, refused = 0;
+  const std::string instance(64, 'c');
+  auto change = [&](const char* op, const char* member, const std::vector<std::string>& next) {
+    return json{{"admin",
+                 {{"op", op},
+                  {"member", actor_hex(member)},
+                  {"expected_policy_hash", s.snapshot().policy_hash},
+                  {"keyring", keyring_for(3, next)}}}};
+  };
+  {
+    const gitlocks::PlanContext ctx{actor_hex("owner"), instance, &w.owner_vault};
+    gitlocks::test::replay_forgeries(s.objects(), s.state(), ctx,
+                                     change("member-add", "bob", {"owner", "alice", "bob"}), forgeries, refused);
+    gitlocks::test::replay_forgeries(s.objects(), s.state(), ctx, change("member-remove", "alice", {"owner"}),
+                                     forgeries, refused);
+  }
+  REQUIRE(membership_keyring(s, "member-add", "bob", {"owner", "alice", "bob"}).ok());
+  w.owner_vault = vault_of(s, "owner");  // with the pending epoch's key
+  const gitlocks::PlanContext ctx{actor_hex("owner"), instance, &w.owner_vault};
+  gitlocks::test::replay_forgeries(
+      s.objects(), s.state(), ctx,
+      json{{"admin", {{"op", "rekey"}, {"expected_policy_hash", s.snapshot().policy_hash}}}}, forgeries, refused);
+  MESSAGE(forgeries << " forged membership bodies, " << refused << " refused");
+  CHECK(forgeries > 100);
+  CHECK(refused == forgeries);  // every field of these bodies is required and typed
+}
+
+TEST_CASE(
+    "a keyring entry that is not a sealed epoch key of exactly 80 bytes in lowercase hex is refused as malformed") {
+  World w;
+  auto& s = w.s;
+  s.vault = &w.owner_vault;
+  const json ring = keyring_for(3, {"owner", "alice", "bob"});
+  const std::string sealed = ring["3"][actor_hex("bob")].get<std::string>();
+  REQUIRE(sealed.size() == 160);
+  auto with_bob = [&](const std::string& bob_sealed) {
+    json r = ring;
+    r["3"][actor_hex("bob")] = bob_sealed;
+    const gitlocks::PlanContext ctx{actor_hex("owner"), std::string(64, 'c'), &w.owner_vault};
+    return gitlocks::plan(s.objects(), s.state(), ctx,
+                          json{{"admin",
+                                {{"op", "member-add"},
+                                 {"member", actor_hex("bob")},
+                                 {"expected_policy_hash", s.snapshot().policy_hash},
+                                 {"keyring", r}}}});
+  };
+  CHECK(with_bob(sealed).ok());  // the control: the sealed key itself
+  std::string upper = sealed;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& bad : {sealed.substr(0, 158), sealed.substr(0, 159), sealed + "0", sealed + "00", upper,
+                                 sealed.substr(0, 159) + "g"}) {
+    CAPTURE(bad.size());
+    auto r = with_bob(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::bad_json);
+    CHECK(r.error().message == "pending keyring has a malformed entry");
+  }
 }

@@ -39,6 +39,7 @@
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/path.hpp"
+#include "gitlocks/vault.hpp"
 
 namespace gitlocks {
 
@@ -122,6 +123,28 @@ inline bool is_settable_policy_field(std::string_view field) {
     if (f == field) return true;
   return false;
 }
+
+// Edits of a policy document by the owner's admin transitions
+// (plan_admin.cpp); every other field stays byte for byte as it was.
+//
+// Guard time set to `pins`, or removed (nullopt).
+json policy_with_guard_time(json doc, const std::optional<Pins>& pins);
+// A keyring transition to `epoch` pending: its members and the new epoch
+// key sealed to each of them (as the request gave it).
+json policy_with_pending(json doc, std::int64_t epoch, const std::vector<std::string>& members, const json& keyring);
+// The pending transition of `p` (parsed from `doc`) completed: its epoch,
+// members and key become current and `families`, when the store has them,
+// replace the sealed families.
+json policy_rekeyed(json doc, const Policy& p, const std::optional<json>& families);
+// A PRIVATE policy's families opened under `from` and sealed again under
+// `to` (epoch p.epoch + 1); nullopt when the policy declares none.
+Result<std::optional<json>> resealed_families(const json& doc, const Policy& p, const EpochKey& from,
+                                              const EpochKey& to);
+// The first field other than the settable ones (kSettablePolicyFields) in
+// which two policy documents differ, if any.
+std::optional<std::string> unsettable_difference(const json& a, const json& b);
+// Whether two policy documents declare different families.
+bool families_differ(const json& a, const json& b);
 
 // A policy document with defaults for a new store.
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex);

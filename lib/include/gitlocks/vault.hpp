@@ -31,6 +31,9 @@ namespace gitlocks {
 
 inline constexpr std::size_t kEpochKeyBytes = 32;
 using EpochKey = std::array<std::uint8_t, kEpochKeyBytes>;
+// An epoch key sealed to a member (libsodium's sealed box: the ephemeral
+// public key, the MAC, the key), in hex in the policy's keyrings.
+inline constexpr std::size_t kSealedEpochKeyBytes = 32 + 16 + kEpochKeyBytes;
 inline constexpr std::string_view kPrivatePolicyFormat = "gitlocks-policy-v3";
 
 // Seals an epoch key to a member (libsodium's sealed-box format, openable by
