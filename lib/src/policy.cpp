@@ -373,7 +373,11 @@ std::optional<std::string> unsettable_difference(const json& a, const json& b) {
 }
 
 bool families_differ(const json& a, const json& b) {
-  return a.value("families", json::array()) != b.value("families", json::array());
+  auto families = [](const json& doc) {
+    auto it = doc.find("families");
+    return it == doc.end() ? json::array() : *it;
+  };
+  return families(a) != families(b);
 }
 
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex) {

@@ -529,8 +529,7 @@ TEST_CASE("private rule: the keyless rule itself") {
   CHECK_FALSE(check_private_commit(p, a, b, actor_hex("mallory"), false));
 }
 
-TEST_CASE(
-    "forged membership bodies: every field of member-add, member-remove and rekey dropped or retyped is refused") {
+TEST_CASE("forged membership bodies: every field of an add or remove or rekey dropped or retyped is refused") {
   World w;
   auto& s = w.s;
   s.vault = &w.owner_vault;
