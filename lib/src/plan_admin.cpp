@@ -16,10 +16,7 @@
 namespace gitlocks::detail {
 namespace {
 
-// An admin body, read once here: its op and every field the op names. A
-// field's fault (missing, wrong type) is kept and raised at the step that
-// has always checked it, so a body with several faults is refused for the
-// same one as before; the checks below read no field by name.
+// The admin ops.
 enum class AdminKind { guard_time_enable, guard_time_set, policy_set, member_add, member_remove, rekey, unknown };
 
 // A notary-pins request: {"audience","service_key","disclosure"}.
@@ -36,6 +33,10 @@ PinsRequest read_pins_request(const json& doc) {
 // guard-time-set's "guard_time": the new pins, null (off), or a fault.
 enum class GuardTimeField { absent, null, not_object, object };
 
+// An admin body, read once here: its op and every field the op names. A
+// field's fault (missing, wrong type) is kept and raised at the step that
+// has always checked it, so a body with several faults is refused for the
+// same one as before; the checks below read no field by name.
 struct AdminOp {
   Result<std::string> op;
   AdminKind kind = AdminKind::unknown;
