@@ -9,6 +9,7 @@
 #include "fixture.h"
 #include "forgery.h"
 #include "gitlocks/model.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -535,26 +536,21 @@ TEST_CASE("forged membership bodies: every field of an add or remove or rekey dr
   s.vault = &w.owner_vault;
   std::size_t forgeries = 0, refused = 0;
   const std::string instance(64, 'c');
-  auto change = [&](const char* op, const char* member, const std::vector<std::string>& next) {
-    return json{{"admin",
-                 {{"op", op},
-                  {"member", actor_hex(member)},
-                  {"expected_policy_hash", s.snapshot().policy_hash},
-                  {"keyring", keyring_for(3, next)}}}};
+  auto change = [&](bool add, const char* member, const std::vector<std::string>& next) {
+    return gitlocks::ops::admin_member(add, actor_hex(member), s.snapshot().policy_hash, keyring_for(3, next));
   };
   {
     const gitlocks::PlanContext ctx{actor_hex("owner"), instance, &w.owner_vault};
-    gitlocks::test::replay_forgeries(s.objects(), s.state(), ctx,
-                                     change("member-add", "bob", {"owner", "alice", "bob"}), forgeries, refused);
-    gitlocks::test::replay_forgeries(s.objects(), s.state(), ctx, change("member-remove", "alice", {"owner"}),
+    gitlocks::test::replay_forgeries(s.objects(), s.state(), ctx, change(true, "bob", {"owner", "alice", "bob"}),
                                      forgeries, refused);
+    gitlocks::test::replay_forgeries(s.objects(), s.state(), ctx, change(false, "alice", {"owner"}), forgeries,
+                                     refused);
   }
   REQUIRE(membership_keyring(s, "member-add", "bob", {"owner", "alice", "bob"}).ok());
   w.owner_vault = vault_of(s, "owner");  // with the pending epoch's key
   const gitlocks::PlanContext ctx{actor_hex("owner"), instance, &w.owner_vault};
-  gitlocks::test::replay_forgeries(
-      s.objects(), s.state(), ctx,
-      json{{"admin", {{"op", "rekey"}, {"expected_policy_hash", s.snapshot().policy_hash}}}}, forgeries, refused);
+  gitlocks::test::replay_forgeries(s.objects(), s.state(), ctx, gitlocks::ops::admin_rekey(s.snapshot().policy_hash),
+                                   forgeries, refused);
   MESSAGE(forgeries << " forged membership bodies, " << refused << " refused");
   CHECK(forgeries > 100);
   CHECK(refused == forgeries);  // every field of these bodies is required and typed
@@ -573,11 +569,7 @@ TEST_CASE(
     r["3"][actor_hex("bob")] = bob_sealed;
     const gitlocks::PlanContext ctx{actor_hex("owner"), std::string(64, 'c'), &w.owner_vault};
     return gitlocks::plan(s.objects(), s.state(), ctx,
-                          json{{"admin",
-                                {{"op", "member-add"},
-                                 {"member", actor_hex("bob")},
-                                 {"expected_policy_hash", s.snapshot().policy_hash},
-                                 {"keyring", r}}}});
+                          gitlocks::ops::admin_member(true, actor_hex("bob"), s.snapshot().policy_hash, r));
   };
   CHECK(with_bob(sealed).ok());  // the control: the sealed key itself
   std::string upper = sealed;
