@@ -111,13 +111,12 @@ Result<std::string> make_attestation(const json& request, const Pins& pins, std:
 }
 
 Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<std::string>& attestation_stored,
-                                                            const json& packet) {
+                                                            std::optional<std::int64_t> claimed_at_ms) {
   if (attestation_stored) {
     GITLOCKS_TRY(att, open_attestation(*attestation_stored));
     return std::optional<RecordedTime>{RecordedTime{att.admitted_at_ms, true}};
   }
-  if (packet.is_object() && packet.contains("claimed_at_ms") && packet["claimed_at_ms"].is_number_integer())
-    return std::optional<RecordedTime>{RecordedTime{packet["claimed_at_ms"].get<std::int64_t>(), false}};
+  if (claimed_at_ms) return std::optional<RecordedTime>{RecordedTime{*claimed_at_ms, false}};
   return std::optional<RecordedTime>{};
 }
 

@@ -85,6 +85,19 @@ Result<PacketFields> packet_fields(const json& p) {
   return f;
 }
 
+std::optional<std::int64_t> loose_claimed_at_ms(const json& packet) {
+  if (!packet.is_object()) return std::nullopt;
+  auto it = packet.find("claimed_at_ms");
+  if (it == packet.end() || !safe_int(*it)) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+json OpenedPacket::document() const {
+  // packet_bytes were parsed strictly by open_packet: they parse again.
+  auto doc = canon_parse(packet_bytes, CanonMode::strict);
+  return doc.ok() ? std::move(doc).value() : json();
+}
+
 Result<std::string> seal_packet(const json& packet, const KeyPair& key) {
   GITLOCKS_CHECK(check_packet(packet));
   if (packet["actor"] != to_hex(key.public_key)) return make_error(Errc::usage, "packet actor is not the signing key");
@@ -117,7 +130,7 @@ Result<OpenedPacket> open_packet(std::string_view stored) {
     return make_error(Errc::bad_signature,
                       "packet signature does not verify for actor " + doc["packet"]["actor"].get<std::string>());
   OpenedPacket out;
-  out.packet = std::move(doc["packet"]);
+  out.body = std::move(doc["packet"]["body"]);
   out.fields = std::move(fields);
   out.packet_bytes = std::move(bytes);
   out.digest = sha256_hex(stored);

@@ -100,7 +100,7 @@ Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoP
 }  // namespace
 
 std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const json& packet) {
-  auto recorded = recorded_admission_time(tc.attestation_stored, packet);
+  auto recorded = recorded_admission_time(tc.attestation_stored, loose_claimed_at_ms(packet));
   if (!recorded.ok() || !*recorded) return std::nullopt;
   return (*recorded)->ms;
 }

@@ -235,11 +235,11 @@ Interval read_packet_header(const PacketFields& f, Verdict& v) {
 // Structure only, so every verifier applies it, with a key or without,
 // and first: the other verdicts of such a commit follow from it.
 void check_private_signer(ObjectStore& store, const TransitionCommit& tc, bool root, const ChainState& cs,
-                          const json& p, Verdict& v) {
+                          const json& body, Verdict& v) {
   if (root || !cs.policy.is_private) return;
   auto result_policy = StateReader(store, tc.state).lookup({"policy.json"});
   const std::optional<Oid> result_blob = result_policy.ok() ? *result_policy : std::nullopt;
-  if (auto breach = check_private_commit(cs.policy, cs.policy_blob, result_blob, v.actor, p["body"].contains("admin")))
+  if (auto breach = check_private_commit(cs.policy, cs.policy_blob, result_blob, v.actor, body.contains("admin")))
     fail(v, breach->reason, breach->detail);
 }
 
@@ -296,7 +296,7 @@ bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const Pac
 // any other commit names the parent's state, the store and the policy in
 // force.
 void check_chain_link(const OpenedPacket& op, bool root, ChainState& cs, const ReplayOptions& options, Verdict& v) {
-  const json& body = op.packet["body"];
+  const json& body = op.body;
   const PacketHeader& h = op.fields.header;
   if (root) {
     if (!h.source.empty() || !body.contains("init")) fail(v, "bad-packet", "the root commit must create the store");
@@ -328,7 +328,7 @@ void check_chain_link(const OpenedPacket& op, bool root, ChainState& cs, const R
 // key, bound to the operation; without that key only the structure can be
 // checked (the verdict's level becomes "structural").
 json open_body(const OpenedPacket& op, bool root, const ChainState& cs, const ReplayOptions& options, Verdict& v) {
-  const json& body = op.packet["body"];
+  const json& body = op.body;
   const PacketHeader& h = op.fields.header;
   json plain_body = body;
   const bool source_private = !root && cs.policy.is_private;
@@ -472,9 +472,8 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
                                      : "bad-packet",
          opened.error().message);
   } else {
-    const json& p = opened->packet;
     const Interval interval = read_packet_header(opened->fields, v);
-    check_private_signer(store, tc, root, cs, p, v);
+    check_private_signer(store, tc, root, cs, opened->body, v);
     const bool attested = check_time_source(store, tc, opened->fields, cs, options, t, v);
     v.time = t;
     check_chain_link(*opened, root, cs, options, v);
@@ -580,7 +579,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     if (!opened.ok()) return make_error(Errc::invalid, "trusted commit: " + opened.error().message);
     cs.state = start.state;
     cs.store_id = opened->fields.header.store;
-    auto recorded = recorded_admission_time(start.attestation_stored, opened->packet);
+    auto recorded = recorded_admission_time(start.attestation_stored, opened->fields.claimed_at_ms);
     if (!recorded.ok()) return make_error(Errc::invalid, "trusted commit attestation: " + recorded.error().message);
     if (*recorded) ((*recorded)->attested ? cs.last_attested_time : cs.last_time) = (*recorded)->ms;
     GITLOCKS_CHECK(load_policy(store, cs));

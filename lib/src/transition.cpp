@@ -20,12 +20,14 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
   s.format = version;
   GITLOCKS_TRY(bytes, reader.policy_bytes());
   s.policy_hash = sha256_hex(bytes);
+  // Its packet's fields, read once (its signature is the verifier's).
   auto doc = canon_parse(tc->packet_stored, CanonMode::strict);
-  if (!doc.ok() || !doc->contains("packet") || !(*doc)["packet"].is_object())
-    return make_error(Errc::store_read, "tip packet of " + *tip + " is unreadable");
-  const json& p = (*doc)["packet"];
-  if (p.contains("store") && p["store"].is_string()) s.store_id = p["store"].get<std::string>();
-  auto recorded = recorded_admission_time(tc->attestation_stored, p);
+  auto fields = doc.ok() && doc->is_object() && doc->contains("packet")
+                    ? packet_fields((*doc)["packet"])
+                    : Result<PacketFields>(doc.ok() ? make_error(Errc::bad_json, "no packet") : doc.error());
+  if (!fields.ok()) return make_error(Errc::store_read, "tip packet of " + *tip + " is unreadable");
+  s.store_id = fields->header.store;
+  auto recorded = recorded_admission_time(tc->attestation_stored, fields->claimed_at_ms);
   if (!recorded.ok()) return make_error(Errc::store_read, "tip attestation: " + recorded.error().message);
   if (*recorded) s.last_time = (*recorded)->ms;
   auto policy_doc = reader.policy();
@@ -101,7 +103,6 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
                                  const std::string& packet_stored, const Vault* vault) {
   auto opened = open_packet(packet_stored);
   if (!opened.ok()) return make_error(Errc::store_read, "saved packet: " + opened.error().message);
-  const json& pk = opened->packet;
   const PacketHeader& h = opened->fields.header;
   if (h.actor != to_hex(key.public_key))
     return make_error(Errc::usage, "the saved packet is signed by another key (" + h.actor + ")");
@@ -111,7 +112,7 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
                                                   ", refs/locks/state is at state " +
                                                   (snap.commit ? snap.state.hex() : std::string("(none)")))
         .because(reason::source_changed);
-  json body = pk["body"];
+  json body = opened->body;
   if (body.contains("sealed")) {
     const EpochKey* k = vault ? vault->key(snap.epoch) : nullptr;
     if (!k) return make_error(Errc::not_member, "no key for the store's current epoch");
@@ -128,14 +129,15 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
   Prepared p;
   GITLOCKS_TRY(pins, result_pins(store, outcome.result_state));
   p.pins = pins;
-  p.packet = pk;
+  p.packet = opened->document();
   p.packet_stored = packet_stored;
-  GITLOCKS_TRY(recorded, recorded_admission_time(std::nullopt, pk));  // no attestation yet: the packet's clock
+  GITLOCKS_TRY(recorded,
+               recorded_admission_time(std::nullopt, f.claimed_at_ms));  // no attestation yet: the packet's clock
   if (recorded) p.admitted_at_ms = recorded->ms;
   if (p.pins) {
     GITLOCKS_TRY(request, make_admission_request(p.packet, packet_stored, key));
     p.request_stored = request;
-  } else if (!pk.contains("claimed_at_ms")) {
+  } else if (!f.claimed_at_ms) {
     return make_error(Errc::store_read, "the saved packet carries no admission time and the store has no guard time");
   }
   p.outcome = std::move(outcome);

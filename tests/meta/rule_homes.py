@@ -68,12 +68,11 @@ RULES = [
         },
     },
     {
-        "rule": "a packet's own clock reading: PacketFields::claimed_at_ms (packet_fields reads it once) and "
-        "recorded_admission_time",
-        "pattern": r"\[\"claimed_at_ms\"\]",
+        "rule": "a packet's own clock reading: PacketFields::claimed_at_ms (packet_fields reads it once; "
+        "recorded_admission_time takes it typed) and loose_claimed_at_ms for the unverified commits `log` shows",
+        "pattern": r"\[\"claimed_at_ms\"\]|find\(\"claimed_at_ms\"\)",
         "homes": {
-            "lib/src/packet.cpp": "check_packet validates it, packet_fields types it",
-            "lib/src/attest.cpp": "recorded_admission_time",
+            "lib/src/packet.cpp": "check_packet validates it, packet_fields types it, loose_claimed_at_ms",
         },
     },
     {

@@ -496,7 +496,7 @@ TEST_CASE("guard time: the first attested T may not go below the last local-cloc
 // clock otherwise, nothing when neither says.
 TEST_CASE("guard time: recorded_admission_time reads the notary's T and refuses a forged attestation") {
   AttestedHistory h;
-  auto t = gitlocks::recorded_admission_time(h.bob_tc.attestation_stored, h.bob.packet);
+  auto t = gitlocks::recorded_admission_time(h.bob_tc.attestation_stored, std::nullopt);
   REQUIRE_MESSAGE(t.ok(), t.error().message);
   REQUIRE(t->has_value());
   CHECK((*t)->ms == h.s.now + 20);  // the notary's clock when bob was admitted (set above)
@@ -504,18 +504,34 @@ TEST_CASE("guard time: recorded_admission_time reads the notary's T and refuses 
   // The same attestation signed by another key than the one it names: refused, never read.
   const gitlocks::KeyPair other = gitlocks::test::actor_key("mallory");
   auto forged =
-      gitlocks::recorded_admission_time(h.sign_attestation(h.attestation_at(h.s.now + 20), &other), h.bob.packet);
+      gitlocks::recorded_admission_time(h.sign_attestation(h.attestation_at(h.s.now + 20), &other), std::nullopt);
   REQUIRE_FALSE(forged.ok());
   CHECK(forged.error().code == Errc::bad_signature);
   // Without an attestation: the packet's own clock, or nothing.
-  auto local = gitlocks::recorded_admission_time(std::nullopt, json{{"claimed_at_ms", 1234}});
+  auto local = gitlocks::recorded_admission_time(std::nullopt, 1234);
   REQUIRE(local.ok());
   REQUIRE(local->has_value());
   CHECK((*local)->ms == 1234);
   CHECK_FALSE((*local)->attested);
-  auto none = gitlocks::recorded_admission_time(std::nullopt, json{{"body", json::object()}});
+  auto none = gitlocks::recorded_admission_time(std::nullopt, std::nullopt);
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());
+}
+
+// What `log` reads of an unverified commit's packet: a client clock reading
+// only when it is one (an integer in [0, 2^53-1]), never a guess.
+TEST_CASE("an unchecked packet's claimed_at_ms is read only when it is a time in the safe domain") {
+  using gitlocks::loose_claimed_at_ms;
+  CHECK(loose_claimed_at_ms(json{{"claimed_at_ms", 1234}}) == std::optional<std::int64_t>(1234));
+  CHECK(loose_claimed_at_ms(json{{"claimed_at_ms", 0}}) == std::optional<std::int64_t>(0));
+  CHECK(loose_claimed_at_ms(json{{"claimed_at_ms", 9007199254740991LL}}) ==
+        std::optional<std::int64_t>(9007199254740991LL));
+  CHECK_FALSE(loose_claimed_at_ms(json{{"claimed_at_ms", 9007199254740992LL}}));
+  CHECK_FALSE(loose_claimed_at_ms(json{{"claimed_at_ms", -1}}));
+  CHECK_FALSE(loose_claimed_at_ms(json{{"claimed_at_ms", 1.5}}));
+  CHECK_FALSE(loose_claimed_at_ms(json{{"claimed_at_ms", "1234"}}));
+  CHECK_FALSE(loose_claimed_at_ms(json{{"body", json::object()}}));
+  CHECK_FALSE(loose_claimed_at_ms(json::array({1234})));
 }
 
 // The notary opens requests signed by any actor: a format that is not a

@@ -423,7 +423,7 @@ char* gitlocks_verify_packet(const char* stored, std::size_t len) {
   if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
   auto opened = gitlocks::open_packet(std::string_view(stored ? stored : "", stored ? len : 0));
   if (!opened.ok()) return fail(opened.error());
-  return ok({{"packet", opened->packet}, {"digest", opened->digest}});
+  return ok({{"packet", opened->document()}, {"digest", opened->digest}});
 }
 
 // verify_attestation(attestation bytes, packet bytes, pins, options):

@@ -98,7 +98,7 @@ struct RecordedTime {
   bool attested = false;  // the notary's T, not a client clock's
 };
 Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<std::string>& attestation_stored,
-                                                            const json& packet);
+                                                            std::optional<std::int64_t> claimed_at_ms);
 
 // Verifier side: every binding of an opened attestation against the packet
 // and the pins. Errors (invalid) name the first mismatch:

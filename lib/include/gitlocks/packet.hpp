@@ -68,11 +68,24 @@ struct PacketFields {
 // Errors: those of check_packet.
 Result<PacketFields> packet_fields(const json& packet);
 
+// The client clock reading of a packet that may be unchecked (`log` shows
+// unverified commits as they are): claimed_at_ms when it is a non-negative
+// integer, else nullopt.
+std::optional<std::int64_t> loose_claimed_at_ms(const json& packet);
+
+// A packet whose signature verified: its fields typed (read once, by
+// packet_fields) and its body, the planner's input, as the one part that
+// stays a document (the planner reads it; a PRIVATE body is sealed). The
+// whole packet document is not kept: nothing past open_packet reads a
+// packet field by name.
 struct OpenedPacket {
-  json packet;
   PacketFields fields;       // packet_fields(packet)
+  json body;                 // the packet's "body" (an object)
   std::string packet_bytes;  // canonical packet, as signed
   std::string digest;        // sha256 hex of the stored signed form
+  // The packet document itself, parsed again from packet_bytes (for hosts
+  // that show or resend it).
+  json document() const;
 };
 
 // Parses the stored form (strictly canonical), checks the packet and verifies
