@@ -223,7 +223,7 @@ Result<std::vector<std::optional<Error>>> path_refusals(ObjectStore& store, cons
   const Policy& policy = view.snap->policy;
   std::map<std::string, std::vector<std::size_t>> uses;  // canonical form -> indexes in `paths`
   for (std::size_t i = 0; i < paths.size(); ++i) {
-    auto canon = normalize_path_input(paths[i], view.snap->path_case);
+    auto canon = normalize_path_input(paths[i], view.snap->path_case());
     if (!canon.ok()) {
       Error e(Errc::bad_path, "a path that no claim can name ('" + paths[i] + "': " + canon.error().message +
                                   "), so it cannot be checked against claims: rename it");

@@ -291,17 +291,17 @@ Result<json> readable_policy(StateReader& reader, const Vault* vault, std::int64
 
 Result<json> status_head(StateReader& reader, const Snapshot& snap, const Vault* vault, std::int64_t now) {
   if (!snap.commit) return make_error(Errc::usage, "status_head needs a store");
-  GITLOCKS_TRY(policy, readable_policy(reader, vault, snap.epoch, snap.store_id));
+  GITLOCKS_TRY(policy, readable_policy(reader, vault, snap.epoch(), snap.store_id));
   json out = {{"store", snap.store_id}, {"commit", *snap.commit}, {"now_ms", now}};
   out["policy"] = {{"min_ttl_ms", policy["min_ttl_ms"]},
                    {"max_ttl_ms", policy["max_ttl_ms"]},
                    {"families", policy["families"]},
                    {"owner", policy["owner"]}};
   out["policy_hash"] = snap.policy_hash;
-  out["guard_time"] = snap.guard_time ? json{{"enabled", true},
-                                             {"audience", snap.guard_time->audience},
-                                             {"service_key", snap.guard_time->service_key}}
-                                      : json{{"enabled", false}};
+  out["guard_time"] = snap.guard_time() ? json{{"enabled", true},
+                                               {"audience", snap.guard_time()->audience},
+                                               {"service_key", snap.guard_time()->service_key}}
+                                        : json{{"enabled", false}};
   out["leases"] = json::array();
   return out;
 }

@@ -34,10 +34,6 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
   if (!policy_doc.ok()) return policy_doc.error();
   auto policy = parse_policy(*policy_doc);
   if (!policy.ok()) return policy.error();
-  s.guard_time = policy->guard_time;
-  s.is_private = policy->is_private;
-  s.epoch = policy->epoch;
-  s.path_case = policy->path_case();
   s.policy = std::move(policy).value();
   return s;
 }
@@ -77,14 +73,14 @@ Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, con
     GITLOCKS_TRY(pb, canon_dump(pol));
     h.policy_hash = sha256_hex(pb);
   }
-  h.epoch = snap.epoch;
+  h.epoch = snap.epoch();
   PlanOutcome sent = outcome;
-  if (snap.is_private && outcome.body.contains("ops")) {
+  if (snap.is_private() && outcome.body.contains("ops")) {
     // Business fields never leave the members: the packet carries the body
     // sealed under the current epoch key, bound to this operation.
-    const EpochKey* k = vault ? vault->key(snap.epoch) : nullptr;
+    const EpochKey* k = vault ? vault->key(snap.epoch()) : nullptr;
     if (!k) return make_error(Errc::not_member, "no key for the store's current epoch");
-    GITLOCKS_TRY(sealed, seal_document(outcome.body, *k, snap.epoch, h.store, sealed_body_location(instance)));
+    GITLOCKS_TRY(sealed, seal_document(outcome.body, *k, snap.epoch(), h.store, sealed_body_location(instance)));
     sent.body = json::parse(sealed);
   }
   p.packet = make_packet(h, sent, p.pins ? std::nullopt : std::optional<std::int64_t>(t));
@@ -107,14 +103,14 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
   if (h.actor != to_hex(key.public_key))
     return make_error(Errc::usage, "the saved packet is signed by another key (" + h.actor + ")");
   if (!snap.commit || h.source != snap.state || h.store != snap.store_id || h.policy_hash != snap.policy_hash ||
-      h.epoch != snap.epoch)
+      h.epoch != snap.epoch())
     return make_error(Errc::stale_generation, "the source changed: the saved packet was built on state " + h.source +
                                                   ", refs/locks/state is at state " +
                                                   (snap.commit ? snap.state.hex() : std::string("(none)")))
         .because(reason::source_changed);
   json body = opened->body;
   if (body.contains("sealed")) {
-    const EpochKey* k = vault ? vault->key(snap.epoch) : nullptr;
+    const EpochKey* k = vault ? vault->key(snap.epoch()) : nullptr;
     if (!k) return make_error(Errc::not_member, "no key for the store's current epoch");
     GITLOCKS_TRY(plain, open_document(body, *k, snap.store_id, sealed_body_location(h.instance)));
     body = std::move(plain);

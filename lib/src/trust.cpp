@@ -9,9 +9,12 @@
 namespace gitlocks {
 namespace {
 
+// A trust state describes the snapshot read at its commit: the chain's
+// store and last T, and the facts of the tip's policy (which a Snapshot
+// reads from that policy alone).
 bool agrees(const Snapshot& at, const TrustState& t) {
-  return at.store_id == t.store_id && at.policy_hash == t.policy_hash && at.guard_time == t.guard_time &&
-         at.last_time == t.last_time && at.epoch == t.epoch;
+  return at.store_id == t.store_id && at.policy_hash == t.policy_hash && at.guard_time() == t.guard_time &&
+         at.last_time == t.last_time && at.epoch() == t.epoch;
 }
 
 Error history_error(const std::string& message, const Oid& commit, const std::string& verdict,
@@ -37,12 +40,18 @@ bool hex_oid(const json& j) {
 
 }  // namespace
 
-static Snapshot with_trust(Snapshot snap, const TrustState& trust) {
+// The snapshot read at a trust state's commit, with the trust's facts. The
+// pins and the epoch are the tip policy's (Snapshot::guard_time(), epoch()):
+// a trust state saying otherwise does not describe this commit and gives
+// no snapshot (replay and trust_after take both from that very policy, so
+// a verified chain always agrees; a checkpoint file is compared by agrees()).
+static Result<Snapshot> with_trust(Snapshot snap, const TrustState& trust) {
+  if (!(snap.guard_time() == trust.guard_time) || snap.epoch() != trust.epoch)
+    return make_error(Errc::store_read,
+                      "the trusted state of " + trust.commit + " disagrees with its policy (notary pins or key epoch)");
   snap.store_id = trust.store_id;
   snap.policy_hash = trust.policy_hash;
-  snap.guard_time = trust.guard_time;
   snap.last_time = trust.last_time;
-  snap.epoch = trust.epoch;
   snap.full = trust.full;
   snap.verifier = trust.verifier;
   return snap;
@@ -113,7 +122,8 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     out.anchored = anchor.has_value();
   }
   if (out.replayed == 0 && at_anchor) {
-    out.snapshot = with_trust(std::move(*at_anchor), trust);  // the anchor is the tip: read once
+    GITLOCKS_TRY(snap, with_trust(std::move(*at_anchor), trust));  // the anchor is the tip: read once
+    out.snapshot = std::move(snap);
   } else {
     GITLOCKS_TRY(snap, snapshot_at(store, trust));
     out.snapshot = std::move(snap);

@@ -13,6 +13,7 @@
 #include "forgery.h"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/replay.hpp"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -31,7 +32,7 @@ gitlocks::Result<gitlocks::Candidate> enable(Store& s, const std::string& who, c
 std::vector<gitlocks::Verdict> verify(Store& s, const Oid& tip, gitlocks::ReplayOptions opt = {}) {
   std::vector<gitlocks::Verdict> out;
   auto r = gitlocks::replay_chain(s.objects(), tip, opt, [&](const gitlocks::Verdict& v) { out.push_back(v); });
-  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
   return out;
 }
 
@@ -50,11 +51,11 @@ TEST_CASE("guard time: activation by the owner - then every commit is attested a
   s.admit = n.fn();
   n.clock = s.now + 5;
   auto en = enable(s, "owner", n.pins);
-  REQUIRE_MESSAGE(en.ok(), en.error().message);
+  REQUIRE_MESSAGE(en.ok(), gitlocks::test::why(en));
   CHECK(en->attestation_stored);
   CHECK_FALSE(en->packet.contains("claimed_at_ms"));
   CHECK(en->admitted_at_ms == s.now + 5);
-  CHECK(s.snapshot().guard_time == n.pins);
+  CHECK(s.snapshot().guard_time() == n.pins);
   n.clock = s.now + 10;
   auto c = s.claim("bob", "after", 60'000);
   REQUIRE(c.ok());
@@ -497,7 +498,7 @@ TEST_CASE("guard time: the first attested T may not go below the last local-cloc
 TEST_CASE("guard time: recorded_admission_time reads the notary's T and refuses a forged attestation") {
   AttestedHistory h;
   auto t = gitlocks::recorded_admission_time(h.bob_tc.attestation_stored, std::nullopt);
-  REQUIRE_MESSAGE(t.ok(), t.error().message);
+  REQUIRE_MESSAGE(t.ok(), gitlocks::test::why(t));
   REQUIRE(t->has_value());
   CHECK((*t)->ms == h.s.now + 20);  // the notary's clock when bob was admitted (set above)
   CHECK((*t)->attested);

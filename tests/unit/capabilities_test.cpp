@@ -7,6 +7,7 @@
 #include "fixture.h"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/vault.hpp"
+#include "why.h"
 
 using gitlocks::Capability;
 using gitlocks::json;
@@ -52,15 +53,15 @@ TEST_CASE("capabilities: each named feature works - guard time enabled by the ow
 
   // owner_guard_time_enable
   auto enabled = gitlocks::test::enable_guard_time(s, "owner", notary.pins);
-  REQUIRE_MESSAGE(enabled.ok(), enabled.error().message);
-  CHECK(s.snapshot().guard_time == notary.pins);
+  REQUIRE_MESSAGE(enabled.ok(), gitlocks::test::why(enabled));
+  CHECK(s.snapshot().guard_time() == notary.pins);
 
   // private_time_add_guard_windows: a 60 s lease, the default bounds
   // 1 s <= expires_at - T <= 1 h, so the window is [e - 3600000, e - 1000].
   const std::int64_t e = s.now + 60'000;
   notary.seen.clear();
   auto claimed = s.claim("owner", "secret/plan.md", 60'000);
-  REQUIRE_MESSAGE(claimed.ok(), claimed.error().message);
+  REQUIRE_MESSAGE(claimed.ok(), gitlocks::test::why(claimed));
   CHECK(claimed->admitted_at_ms == notary.clock);
   CHECK(claimed->packet["interval"] == json::array({e - 3'600'000, e - 1000}));
   CHECK(claimed->packet["body"].contains("sealed"));
@@ -81,8 +82,8 @@ TEST_CASE("capabilities: each named feature works - guard time enabled by the ow
                         gitlocks::ops::admin_guard_time_set(
                             gitlocks::ops::guard_time_pins(next.pins.audience, next.pins.service_key, "GUARD_WINDOW"),
                             s.snapshot().policy_hash));
-  REQUIRE_MESSAGE(moved.ok(), moved.error().message);
-  CHECK(s.snapshot().guard_time == next.pins);
+  REQUIRE_MESSAGE(moved.ok(), gitlocks::test::why(moved));
+  CHECK(s.snapshot().guard_time() == next.pins);
   gitlocks::ReplayOptions with_keys;
   with_keys.vault = &vault;
   std::size_t bad = 0;

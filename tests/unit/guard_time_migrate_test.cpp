@@ -13,6 +13,7 @@
 #include "gitlocks/packet.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/vault.hpp"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -38,7 +39,7 @@ gitlocks::Result<gitlocks::Candidate> set_pins(Store& s, const std::string& who,
 std::vector<gitlocks::Verdict> verify(Store& s, const Oid& tip, gitlocks::ReplayOptions opt = {}) {
   std::vector<gitlocks::Verdict> out;
   auto r = gitlocks::replay_chain(s.objects(), tip, opt, [&](const gitlocks::Verdict& v) { out.push_back(v); });
-  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
   return out;
 }
 
@@ -83,7 +84,7 @@ std::string attest(const Notary& n, const std::string& packet_stored, const std:
 gitlocks::Prepared prepare_set(Store& s, const std::optional<Pins>& pins) {
   auto p = gitlocks::prepare_candidate(s.objects(), s.snapshot(), actor_key("owner"), "guard-time",
                                        std::string(64, 'e'), set_body(s, pins), s.now, s.vault);
-  REQUIRE_MESSAGE(p.ok(), p.error().message);
+  REQUIRE_MESSAGE(p.ok(), gitlocks::test::why(p));
   return *p;
 }
 
@@ -119,7 +120,7 @@ struct Migrating {
 std::optional<Pins> prepared_pins(Store& s, const json& body) {
   auto p = gitlocks::prepare_candidate(s.objects(), s.snapshot(), actor_key("owner"), "test", std::string(64, 'e'),
                                        body, s.now, s.vault);
-  REQUIRE_MESSAGE(p.ok(), p.error().message);
+  REQUIRE_MESSAGE(p.ok(), gitlocks::test::why(p));
   return p->pins;
 }
 
@@ -150,13 +151,13 @@ TEST_CASE("guard time migrate: the owner moves to another notary - old commits v
   // Notary A is gone: only B answers, and B attests the migration itself.
   s.admit = m.b.fn();
   auto mig = set_pins(s, "owner", m.b.pins);
-  REQUIRE_MESSAGE(mig.ok(), mig.error().message);
+  REQUIRE_MESSAGE(mig.ok(), gitlocks::test::why(mig));
   CHECK(mig->outcome.action == "guard-time-set");
   CHECK(mig->attestation_stored);
   CHECK(gitlocks::open_attestation(*mig->attestation_stored).value().service_key == m.b.pins.service_key);
   CHECK(mig->admitted_at_ms == s.now + 20);
   CHECK(m.a.seen.size() == asked_a);
-  CHECK(s.snapshot().guard_time == m.b.pins);
+  CHECK(s.snapshot().guard_time() == m.b.pins);
   m.b.clock = s.now + 30;
   auto c = s.claim("bob", "under-b", 60'000);
   REQUIRE(c.ok());
@@ -234,13 +235,13 @@ TEST_CASE("guard time disable: the owner turns guard time off - later commits us
   // that T, never an earlier one.
   s.now = m.a_t - 500;
   auto off = set_pins(s, "owner", std::nullopt);
-  REQUIRE_MESSAGE(off.ok(), off.error().message);
+  REQUIRE_MESSAGE(off.ok(), gitlocks::test::why(off));
   CHECK_FALSE(off->attestation_stored);
   CHECK(off->packet["claimed_at_ms"] == m.a_t);
-  CHECK_FALSE(s.snapshot().guard_time);
+  CHECK_FALSE(s.snapshot().guard_time());
   s.now = m.a_t + 1000;
   auto c = s.claim("bob", "local", 60'000);
-  REQUIRE_MESSAGE(c.ok(), c.error().message);
+  REQUIRE_MESSAGE(c.ok(), gitlocks::test::why(c));
   CHECK(c->packet["claimed_at_ms"] == m.a_t + 1000);
   CHECK_FALSE(c->attestation_stored);
   auto vs = verify(s, *s.tip());
@@ -319,7 +320,7 @@ TEST_CASE("guard time migrate: planner refusals") {
   CHECK_FALSE(s.submit("owner", "guard-time", bad_key).ok());
   CHECK(set_pins(s, "owner", Pins{"", b.pins.service_key}).error().code == Errc::usage);
   // Nothing of that was published.
-  CHECK(s.snapshot().guard_time == a.pins);
+  CHECK(s.snapshot().guard_time() == a.pins);
   REQUIRE(set_pins(s, "owner", b.pins).ok());
   all_valid(verify(s, *s.tip()));
 }
@@ -380,7 +381,7 @@ TEST_CASE("guard time migrate: a PRIVATE store migrates and turns guard time off
   auto add = s.submit("owner", "member",
                       gitlocks::ops::admin_member(true, actor_hex("bob"), s.snapshot().policy_hash,
                                                   keyring_for(2, {"owner", "alice", "bob"})));
-  REQUIRE_MESSAGE(add.ok(), add.error().message);
+  REQUIRE_MESSAGE(add.ok(), gitlocks::test::why(add));
   s.admit = b.fn();
   b.clock = s.now + 30;
   auto pending = set_pins(s, "owner", b.pins);
@@ -391,15 +392,15 @@ TEST_CASE("guard time migrate: a PRIVATE store migrates and turns guard time off
   a.clock = s.now + 30;
   owner_vault = vault_of(s, "owner");
   auto rk = s.submit("owner", "member", gitlocks::ops::admin_rekey(s.snapshot().policy_hash));
-  REQUIRE_MESSAGE(rk.ok(), rk.error().message);
+  REQUIRE_MESSAGE(rk.ok(), gitlocks::test::why(rk));
   owner_vault = vault_of(s, "owner");
   alice_vault = vault_of(s, "alice");
   // Notary A is gone: the owner moves the store to B, which attests it.
   s.admit = b.fn();
   b.clock = s.now + 40;
   auto mig = set_pins(s, "owner", b.pins);
-  REQUIRE_MESSAGE(mig.ok(), mig.error().message);
-  CHECK(s.snapshot().guard_time == b.pins);
+  REQUIRE_MESSAGE(mig.ok(), gitlocks::test::why(mig));
+  CHECK(s.snapshot().guard_time() == b.pins);
   s.vault = &alice_vault;
   b.clock = s.now + 50;
   REQUIRE(s.claim("alice", "secret/b", 60'000).ok());

@@ -11,6 +11,7 @@
 #include "fixture.h"
 #include "gitlocks/attest.hpp"
 #include "gitlocks/packet.hpp"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -28,7 +29,7 @@ Oid guarded_claim(Store& s, TestNotary& n) {
   n.clock = s.now;
   s.admit = n.fn();
   auto enabled = gitlocks::test::enable_guard_time(s, "owner", n.pins);
-  REQUIRE_MESSAGE(enabled.ok(), enabled.error().message);
+  REQUIRE_MESSAGE(enabled.ok(), gitlocks::test::why(enabled));
   REQUIRE(s.claim("alice", "a", 60'000).ok());
   return *s.tip();
 }
@@ -97,7 +98,7 @@ TEST_CASE("trust: a valid chain gives the trust state of its history - and an an
   s.now += 10;
   REQUIRE(s.claim("bob", "docs/", 60'000).ok());
   auto full = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
-  REQUIRE_MESSAGE(full.ok(), full.error().message);
+  REQUIRE_MESSAGE(full.ok(), gitlocks::test::why(full));
   CHECK(full->replayed == 3);
   CHECK_FALSE(full->anchored);
   REQUIRE(full->trust);
@@ -141,6 +142,38 @@ TEST_CASE("trust: a valid chain gives the trust state of its history - and an an
   CHECK(fallback->trust == next->trust);
 }
 
+// A Snapshot's pins and key epoch are its tip policy's (Snapshot::guard_time(),
+// epoch()), stored nowhere else: a trust state that says otherwise does
+// not describe that commit and yields no snapshot, never one with mixed facts.
+TEST_CASE("trust: a trust state whose notary pins or key epoch differ from its commit's policy gives no snapshot") {
+  Store s;
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  auto full = gitlocks::verified_snapshot(s.objects(), s.tip(), {});
+  REQUIRE(full.ok());
+  REQUIRE(full->trust);
+  const gitlocks::TrustState t = *full->trust;
+  auto at = gitlocks::snapshot_at(s.objects(), t);
+  REQUIRE(at.ok());
+  CHECK_FALSE(at->guard_time());
+  CHECK(at->epoch() == 0);
+  CHECK(at->state == s.state());
+
+  auto epoch = t;
+  epoch.epoch = 1;
+  auto e1 = gitlocks::snapshot_at(s.objects(), epoch);
+  REQUIRE_FALSE(e1.ok());
+  CHECK(e1.error().code == Errc::store_read);
+  CHECK(e1.error().message ==
+        "the trusted state of " + t.commit.hex() + " disagrees with its policy (notary pins or key epoch)");
+
+  auto pins = t;
+  pins.guard_time = gitlocks::Pins{"notary.example", std::string(64, 'b')};
+  auto e2 = gitlocks::snapshot_at(s.objects(), pins);
+  REQUIRE_FALSE(e2.ok());
+  CHECK(e2.error().code == Errc::store_read);
+  CHECK(e2.error().message == e1.error().message);
+}
+
 TEST_CASE("trust: an unsigned commit deleting another holder's live lease is invalid history") {
   Store s;
   const Oid root_state = s.state();
@@ -179,7 +212,7 @@ TEST_CASE("trust: a policy without guard time on a guarded store is invalid hist
   };
   const Oid forged = forge_with(with_policy(s, cand.outcome.result_state, policy));
   // Read unverified, the tip says guard time is off: that is what a writer must never act on.
-  CHECK_FALSE(gitlocks::detail::read_unverified_snapshot(s.objects(), s.tip()).value().guard_time);
+  CHECK_FALSE(gitlocks::detail::read_unverified_snapshot(s.objects(), s.tip()).value().guard_time());
   auto e = refused(s);
   check_invalid(e, forged, honest);
   CHECK(e.fields.at("verdict") == "result-mismatch");

@@ -110,7 +110,7 @@ int release_landed(Context& ctx, const Parsed& a) {
     }));
     auto has_work = [&](const std::vector<Oid>& commits, const Lease& l, const RepoPath& lp) -> Result<bool> {
       for (auto it = commits.rbegin(); it != commits.rend(); ++it) {  // newest first
-        GITLOCKS_TRY(w, work.of(*it, snap.path_case));
+        GITLOCKS_TRY(w, work.of(*it, snap.path_case()));
         if (!w->signer || *w->signer != l.holder) continue;
         if (w->time < l.created_at / 1000 - kLandedSkewSeconds) continue;
         for (const auto& cp : w->paths)
@@ -121,7 +121,7 @@ int release_landed(Context& ctx, const Parsed& a) {
     json ops = json::array();
     released = json::array();
     for (const Lease& l : live) {
-      GITLOCKS_TRY(lp, parse_repo_path(l.path, snap.path_case));
+      GITLOCKS_TRY(lp, parse_repo_path(l.path, snap.path_case()));
       GITLOCKS_TRY(pending, has_work(*off, l, lp));
       if (pending) continue;
       GITLOCKS_TRY(done, has_work(*on, l, lp));

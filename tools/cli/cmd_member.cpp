@@ -23,7 +23,7 @@ namespace {
 // The policy of a PRIVATE store's snapshot, parsed once. Errors: usage.
 Result<Policy> private_policy(Context& ctx, const Snapshot& snap) {
   GITLOCKS_CHECK(require_store(ctx, snap));
-  if (!snap.is_private)
+  if (!snap.is_private())
     return make_error(Errc::usage, "this lock store is not PRIVATE (membership needs `git-locks init --private`)");
   return snap.policy;
 }
@@ -55,7 +55,7 @@ int change(Context& ctx, const Argv& argv, bool add) {
       return make_error(Errc::usage, "a keyring transition is already pending: run `git-locks member rekey` first");
     GITLOCKS_TRY(members, gitlocks::next_members(policy.members, member, add, policy.owner));
     following = std::move(members);
-    next_epoch = snap.epoch + 1;
+    next_epoch = snap.epoch() + 1;
     GITLOCKS_TRY(ring, seal_keyring(next_key, next_epoch, following));
     return std::optional<json>{ops::admin_member(add, member, snap.policy_hash, ring)};
   });
@@ -93,8 +93,8 @@ int cmd_member_rekey(Context& ctx, const Argv& argv) {
   auto p = publish_rekey(ctx);
   if (!p.ok()) return ctx.fail(p.error());
   const Snapshot& s = p->source;
-  return ctx.done({{"op", ctx.op}, {"epoch", s.epoch + 1}, {"commits", json::array({membership(*p->candidate)})}},
-                  "epoch " + std::to_string(s.epoch + 1) + " is active (refs/locks/state -> " +
+  return ctx.done({{"op", ctx.op}, {"epoch", s.epoch() + 1}, {"commits", json::array({membership(*p->candidate)})}},
+                  "epoch " + std::to_string(s.epoch() + 1) + " is active (refs/locks/state -> " +
                       p->candidate->commit.hex().substr(0, 12) + ")");
 }
 
@@ -109,14 +109,14 @@ int cmd_member_list(Context& ctx, const Argv& argv) {
   if (auto id = ctx.identity(); id.ok()) me = (*id)->actor;
   const std::vector<std::string>& members = policy->members;
   json out = {{"op", ctx.op},           {"store", snap->store_id},
-              {"owner", policy->owner}, {"epoch", snap->epoch},
+              {"owner", policy->owner}, {"epoch", snap->epoch()},
               {"members", members},     {"pending", policy->pending ? json(policy->pending_members) : json(nullptr)}};
-  std::string human = "epoch " + std::to_string(snap->epoch) + ", " + std::to_string(members.size()) + " member" +
+  std::string human = "epoch " + std::to_string(snap->epoch()) + ", " + std::to_string(members.size()) + " member" +
                       (members.size() == 1 ? "" : "s") + ":\n";
   for (const std::string& k : members)
     human += "  " + k + (k == policy->owner ? "  owner" : "") + (k == me ? "  (you)" : "") + "\n";
   if (policy->pending)
-    human += "a transition to epoch " + std::to_string(snap->epoch + 1) +
+    human += "a transition to epoch " + std::to_string(snap->epoch() + 1) +
              " is pending: run `git-locks member rekey` (owner)\n";
   return ctx.done(out, human);
 }

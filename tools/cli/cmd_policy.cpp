@@ -66,7 +66,7 @@ int cmd_policy_show(Context& ctx, const Argv& argv) {
   auto vault = open_vault(ctx, *snap);
   if (!vault.ok()) return ctx.fail(vault.error());
   StateReader reader(**store, snap->state, (*vault)->codec.get());
-  auto policy = readable_policy(reader, (*vault)->get(), snap->epoch, snap->store_id);
+  auto policy = readable_policy(reader, (*vault)->get(), snap->epoch(), snap->store_id);
   if (!policy.ok()) return ctx.fail(policy.error());
   json out = {{"op", ctx.op},
               {"store", snap->store_id},

@@ -74,7 +74,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
   StatusQuery q;
   q.now = *now;
   q.include_expired = a->has("all");
-  auto filtered = path_filters(a->positionals, snap->path_case);
+  auto filtered = path_filters(a->positionals, snap->path_case());
   if (!filtered.ok()) return ctx.fail(filtered.error());
   q.paths = std::move(*filtered);
   auto store = ctx.store();
@@ -150,7 +150,7 @@ int cmd_fence(Context& ctx, const Argv& argv) {
   if (!now.ok()) return ctx.fail(now.error());
   auto snap = current_snapshot(ctx);
   if (!snap.ok()) return ctx.fail(snap.error());
-  auto resource = resource_of(name, snap->path_case);
+  auto resource = resource_of(name, snap->path_case());
   if (!resource.ok()) return ctx.fail(resource.error());
   if (!snap->commit)  // no store: no generation is live
     return ctx.fail(fence_record(std::nullopt, *resource, *generation, *now).error());

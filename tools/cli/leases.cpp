@@ -34,7 +34,7 @@ Result<const ops::Target*> LeaseResolver::find_id(const std::string& id) {
   // The newest transitions name the lease (issued or renewed): its one
   // record answers. Only when they do not, or bodies are sealed, is the
   // whole state scanned.
-  if (!ids_ && snap_.commit && !snap_.is_private) {
+  if (!ids_ && snap_.commit && !snap_.is_private()) {
     GITLOCKS_TRY(res, lease_resource_in_history(store_, *snap_.commit, id));
     if (res) {
       GITLOCKS_TRY(rec, record(*res));
@@ -71,8 +71,8 @@ Result<std::vector<json>> LeaseResolver::force_ops_for(const LeaseRef& ref, cons
     GITLOCKS_TRY(found, find_id(ref.text));
     if (found) {
       if (found->sem) return make_error(Errc::usage, "release --force takes path leases only, not semaphore slots");
-      GITLOCKS_TRY(text, normalize_path_input(found->name, snap_.path_case));
-      GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
+      GITLOCKS_TRY(text, normalize_path_input(found->name, snap_.path_case()));
+      GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case()));
       GITLOCKS_TRY(rec, record(path_resource(p.key())));
       if (rec)
         for (const Lease& l : rec->leases)
@@ -80,8 +80,8 @@ Result<std::vector<json>> LeaseResolver::force_ops_for(const LeaseRef& ref, cons
       if (!out.empty()) return out;
     }
   }
-  GITLOCKS_TRY(text, normalize_path_input(ref.text, snap_.path_case));
-  GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
+  GITLOCKS_TRY(text, normalize_path_input(ref.text, snap_.path_case()));
+  GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case()));
   GITLOCKS_TRY(rec, record(path_resource(p.key())));
   if (rec)
     for (const Lease& l : rec->leases) out.push_back(make(l.path, l));
@@ -113,8 +113,8 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
     resource = sem_resource(ref.text);
   } else {
     // As typed: NFC, folded in a case-insensitive store (path.hpp).
-    GITLOCKS_TRY(text, normalize_path_input(ref.text, snap_.path_case));
-    GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case));
+    GITLOCKS_TRY(text, normalize_path_input(ref.text, snap_.path_case()));
+    GITLOCKS_TRY(p, parse_repo_path(text, snap_.path_case()));
     resource = path_resource(p.key());
     target = text;
   }

@@ -33,7 +33,7 @@ Status canonical_op_paths(json& body, const Snapshot& snap) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     json& op = ops[i];
     if (!op.is_object() || !op.contains("path") || !op["path"].is_string()) continue;
-    auto text = normalize_path_input(op["path"].get<std::string>(), snap.path_case);
+    auto text = normalize_path_input(op["path"].get<std::string>(), snap.path_case());
     if (!text.ok()) {
       // Named as the planner names a failing op (batch maps it to its line).
       Error e = text.error();
@@ -115,7 +115,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     // Only a tip whose history verifies is built on (SPEC §7).
     GITLOCKS_TRY(snap, verified_tip_snapshot(ctx, tip));
     snapshot_time.reset();
-    if (cached && snap.guard_time) return make_error(Errc::store_read, "guard time: plan on a fresh snapshot");
+    if (cached && snap.guard_time()) return make_error(Errc::store_read, "guard time: plan on a fresh snapshot");
     if (hooks.source_commit && snap.commit != hooks.source_commit)
       return stale_resume("refs/locks/state is at " + (snap.commit ? snap.commit->hex() : std::string("(missing)")) +
                           ", not at " + *hooks.source_commit);
@@ -126,13 +126,13 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       prepared = std::move(p);
     } else {
       // With guard time, T is the notary's alone: the local clock only proposes.
-      GITLOCKS_TRY(now, snap.guard_time ? proposal_now_ms() : now_ms());
+      GITLOCKS_TRY(now, snap.guard_time() ? proposal_now_ms() : now_ms());
       GITLOCKS_TRY(body, make_body(snap, now));
       if (!body) return Built{std::move(snap), std::nullopt};
       GITLOCKS_CHECK(canonical_op_paths(*body, snap));
       // A store under guard time needs its notary before anything is planned;
       // for an admin body the core decides (guard-time disable needs none).
-      if (snap.guard_time && !body->contains("admin")) GITLOCKS_CHECK(need_notary());
+      if (snap.guard_time() && !body->contains("admin")) GITLOCKS_CHECK(need_notary());
       timings::Scope plan_time("plan and sign");
       GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now, vault->get()));
       prepared = std::move(p);

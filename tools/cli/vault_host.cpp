@@ -35,17 +35,17 @@ std::map<std::string, std::unique_ptr<VaultView>> opened;
 
 const Vault* opened_vault(const Snapshot& snap) {
   auto it = opened.find(snap.policy_hash);
-  return snap.is_private && it != opened.end() ? it->second->get() : nullptr;
+  return snap.is_private() && it != opened.end() ? it->second->get() : nullptr;
 }
 
 const RecordCodec* opened_codec(const Snapshot& snap) {
   auto it = opened.find(snap.policy_hash);
-  return snap.is_private && it != opened.end() ? it->second->codec.get() : nullptr;
+  return snap.is_private() && it != opened.end() ? it->second->codec.get() : nullptr;
 }
 
 Result<const VaultView*> open_vault(Context& ctx, const Snapshot& snap) {
   static const VaultView kPublic;
-  if (!snap.commit || !snap.is_private) return &kPublic;
+  if (!snap.commit || !snap.is_private()) return &kPublic;
   if (auto it = opened.find(snap.policy_hash); it != opened.end()) return it->second.get();
   GITLOCKS_TRY(me, ctx.identity());
   const Policy& policy = snap.policy;

@@ -42,7 +42,7 @@ QueueRules queue_rules(Context& ctx, const std::string& ref) {
   if (!tip.ok() || !*tip) return rules;
   auto snap = verified_tip_snapshot(ctx, *tip);
   if (!snap.ok() || snap->state.empty()) return rules;
-  rules.path_case = snap->path_case;
+  rules.path_case = snap->path_case();
   rules.policy = snap->policy;
   return rules;
 }

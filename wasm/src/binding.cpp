@@ -585,7 +585,7 @@ char* gitlocks_store_status(int handle, const char* commit, const char* options_
     return fail(checked.error());
   auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
-  auto filters = gitlocks::path_filters(typed, at->snap.path_case);
+  auto filters = gitlocks::path_filters(typed, at->snap.path_case());
   if (!filters.ok()) return fail(filters.error());
   q.paths = std::move(*filters);
   gitlocks::StateReader reader(*store, at->snap.state, at->view.codec.get());
@@ -663,7 +663,7 @@ char* gitlocks_store_fence(int handle, const char* commit, const char* resource_
     return fail(checked.error());
   auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
-  auto resource = gitlocks::resource_of(typed, at->snap.path_case);
+  auto resource = gitlocks::resource_of(typed, at->snap.path_case());
   if (!resource.ok()) return fail(resource.error());
   gitlocks::StateReader reader(*store, at->snap.state, at->view.codec.get());
   auto answer = gitlocks::fence(reader, *resource, *generation, *now);

@@ -25,18 +25,22 @@ struct Snapshot {
   std::string policy_hash;    // sha256 of policy.json ("" when no store)
   std::string store_id;
   std::optional<std::int64_t> last_time;  // T of the tip (packet or attestation)
-  std::optional<Pins> guard_time;         // notary pins when guard time is on
   int format = 2;                         // state format version of the tip
-  bool is_private = false;                // a PRIVATE store (records and bodies sealed)
-  std::int64_t epoch = 0;                 // its current key epoch
   bool full = true;                       // its history was re-executed in full (TrustState::full)
   std::string verifier;                   // whose keys verified it (TrustState::verifier)
-  // How the store compares paths (Policy::case_insensitive): hosts turn a
-  // user's path into an op with normalize_path_input(text, path_case).
-  PathCase path_case = PathCase::sensitive;
   // The policy in force at the tip (policy.json of `state`, parsed once):
-  // hosts read the store's rules here, never from the tree again.
+  // hosts read the store's rules here, never from the tree again. The
+  // facts below are this policy's, read from it and stored nowhere else
+  // (snapshot_at refuses a trust state that disagrees with it).
   Policy policy;
+  // The notary pins in force (guard time on), none otherwise.
+  const std::optional<Pins>& guard_time() const { return policy.guard_time; }
+  // A PRIVATE store (records and bodies sealed), and its current key epoch.
+  bool is_private() const { return policy.is_private; }
+  std::int64_t epoch() const { return policy.epoch; }
+  // How the store compares paths (Policy::case_insensitive): hosts turn a
+  // user's path into an op with normalize_path_input(text, path_case()).
+  PathCase path_case() const { return policy.path_case(); }
 };
 
 // A Snapshot is obtained only from verified_snapshot() (gitlocks/trust.hpp):
