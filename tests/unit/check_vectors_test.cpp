@@ -12,6 +12,7 @@
 #include "gitlocks/store.hpp"
 #include "snapshot.h"
 #include "vectors.h"
+#include "why.h"
 
 using gitlocks::json;
 
@@ -19,10 +20,10 @@ TEST_CASE("check vectors: every named commit gets the verdict written in cases.j
   REQUIRE(gitlocks::crypto_init());
   const auto dir = gitlocks::test::vectors_dir() / "check";
   auto doc = gitlocks::canon_parse(gitlocks::test::read_bytes(dir / "cases.json"), gitlocks::CanonMode::lenient);
-  REQUIRE_MESSAGE(doc.ok(), doc.error().message);
+  REQUIRE_MESSAGE(doc.ok(), gitlocks::test::why(doc));
   REQUIRE(doc->value("kind", "") == "check");
   auto store = gitlocks::open_pack_store(gitlocks::test::read_bytes(dir / (*doc)["bundle"].get<std::string>()));
-  REQUIRE_MESSAGE(store.ok(), store.error().message);
+  REQUIRE_MESSAGE(store.ok(), gitlocks::test::why(store));
   auto tip = (*store)->read_ref((*doc)["state"].get<std::string>());
   REQUIRE(tip.ok());
   REQUIRE(tip->has_value());
@@ -31,7 +32,7 @@ TEST_CASE("check vectors: every named commit gets the verdict written in cases.j
   auto replay = gitlocks::replay_chain(**store, **tip, {}, [&](const gitlocks::Verdict& v) {
     if (!v.ok) ++bad;
   });
-  REQUIRE_MESSAGE(replay.ok(), replay.error().message);
+  REQUIRE_MESSAGE(replay.ok(), gitlocks::test::why(replay));
   REQUIRE(bad == 0);
   auto snap = gitlocks::detail::read_unverified_snapshot(**store, *tip);
   REQUIRE(snap.ok());
@@ -46,7 +47,7 @@ TEST_CASE("check vectors: every named commit gets the verdict written in cases.j
     ids.push_back(**id);
   }
   auto checks = gitlocks::check_commits(**store, view, ids);
-  REQUIRE_MESSAGE(checks.ok(), checks.error().message);
+  REQUIRE_MESSAGE(checks.ok(), gitlocks::test::why(checks));
   REQUIRE(checks->size() == ids.size());
   std::size_t refused = 0;
   for (std::size_t i = 0; i < ids.size(); ++i) {

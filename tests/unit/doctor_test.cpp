@@ -5,6 +5,7 @@
 
 #include "fixture.h"
 #include "tree_edit.h"
+#include "why.h"
 
 using gitlocks::json;
 using gitlocks::Oid;
@@ -39,7 +40,7 @@ struct Fixture {
   }
   std::vector<gitlocks::Finding> diagnose(const Oid& st, std::int64_t now = 0) {
     auto r = gitlocks::diagnose(s.objects(), st, now ? now : s.now, parent);
-    REQUIRE_MESSAGE(r.ok(), r.error().message);
+    REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
     return *r;
   }
 };

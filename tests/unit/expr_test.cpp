@@ -19,6 +19,11 @@ using gitlocks::json;
 
 namespace {
 
+// A document as a check's context shows it: invalid UTF-8 (some malformed
+// inputs carry it) replaced, never thrown (doctest prints the context of
+// passing checks too, with -s).
+std::string shown(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 __extension__ typedef __int128 i128;
 constexpr std::int64_t MAX = 9007199254740991;  // 2^53 - 1
 
@@ -113,7 +118,7 @@ void check_edges(const json& guards, const json& b, const Interval& iv) {
 
 Interval expect_interval(const json& guards, const json& b) {
   auto r = derive_interval(guards, b);
-  INFO("guards: " << guards.dump() << " body: " << b.dump());
+  INFO("guards: " << shown(guards) << " body: " << shown(b));
   if (!r.ok()) {
     FAIL_CHECK("unexpected error " << errc_name(r.error().code) << ": " << r.error().message);
     return Interval{-1, -1};
@@ -128,14 +133,14 @@ void expect_error(const gitlocks::Error& e, Errc code, const std::string& substr
 }
 
 void expect_derive_error(const json& guards, const json& b, Errc code, const std::string& substring) {
-  INFO("guards: " << guards.dump() << " body: " << b.dump());
+  INFO("guards: " << shown(guards) << " body: " << shown(b));
   auto r = derive_interval(guards, b);
   REQUIRE_FALSE(r.ok());
   expect_error(r.error(), code, substring);
 }
 
 void expect_preflight_error(const json& guards, Errc code, const std::string& substring) {
-  INFO("guards: " << guards.dump());
+  INFO("guards: " << shown(guards));
   auto s = gitlocks::expr_preflight(guards);
   REQUIRE_FALSE(s.ok());
   expect_error(s.error(), code, substring);
@@ -435,7 +440,7 @@ TEST_CASE("expr: action preflight") {
       action(json::object(), copy),
   };
   for (const auto& m : malformed) {
-    CAPTURE(m.dump());
+    CAPTURE(shown(m));
     s = gitlocks::action_preflight(m);
     REQUIRE_FALSE(s.ok());
     CHECK(errc_name(s.error().code) == "bad-expression");
@@ -484,7 +489,7 @@ TEST_CASE("expr: malformed expressions are bad_expression") {
       json::array({cmp("lte", tnow(), ok_op), 7}),  // second guard malformed
   };
   for (const auto& g : malformed) {
-    CAPTURE(g.dump());
+    CAPTURE(shown(g));
     auto s = gitlocks::expr_preflight(g);
     REQUIRE_FALSE(s.ok());
     CHECK(errc_name(s.error().code) == "bad-expression");
@@ -658,7 +663,7 @@ TEST_CASE("expr: property — derive_interval agrees with brute force") {
     for (std::int64_t n = rng.range(0, 4); n > 0; --n) guards.push_back(random_guard(rng, b));
     if (rng.range(0, 9) == 0 && !guards.empty())  // wrap some in a conjunction
       guards = json::array({json{{"op", "and"}, {"args", guards}}});
-    INFO("iteration " << iter << " guards: " << guards.dump() << " body: " << b.dump());
+    INFO("iteration " << iter << " guards: " << shown(guards) << " body: " << shown(b));
 
     // Reference: enumerate both windows once.
     std::vector<i128> points;

@@ -8,6 +8,7 @@
 #include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -43,7 +44,7 @@ TEST_CASE("force-release: an admin and the owner may - anyone else is not-admin 
     CHECK(h.s.tip() == tip);
   }
   auto r = h.force("alice");
-  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
   CHECK(r->outcome.action == "force-release");
   CHECK(h.s.lease_of("bob", "path:src/x.c").is_null());
   auto rec = h.s.record("path:src/x.c");

@@ -7,6 +7,7 @@
 
 #include "fixture.h"
 #include "gitlocks/attest.hpp"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -45,7 +46,7 @@ TEST_CASE("guard clock: a test-clock attestation is refused unless allowed") {
   // The system clock is accepted without the allowance.
   n.test_clock = false;
   auto enabled = enable(s, n.pins);
-  REQUIRE_MESSAGE(enabled.ok(), enabled.error().message);
+  REQUIRE_MESSAGE(enabled.ok(), gitlocks::test::why(enabled));
   CHECK(enabled->admitted_at_ms == s.now);
   REQUIRE(s.claim("alice", "a", 5000).ok());
 
@@ -58,6 +59,6 @@ TEST_CASE("guard clock: a test-clock attestation is refused unless allowed") {
   CHECK(s.tip() == tip);
   s.allow_test_clock = true;
   auto allowed = s.claim("alice", "b", 5000);
-  REQUIRE_MESSAGE(allowed.ok(), allowed.error().message);
+  REQUIRE_MESSAGE(allowed.ok(), gitlocks::test::why(allowed));
   CHECK(json::parse(*allowed->attestation_stored)["attestation"]["clock"] == "test");
 }

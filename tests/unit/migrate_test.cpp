@@ -6,6 +6,7 @@
 
 #include "fixture.h"
 #include "gitlocks/replay.hpp"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -90,7 +91,7 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
 
   auto migrated = gitlocks::build_candidate(store, snap, gitlocks::test::actor_key("carol"), "migrate",
                                             std::string(64, '2'), migrate_body(), w.now);
-  REQUIRE_MESSAGE(migrated.ok(), migrated.error().message);
+  REQUIRE_MESSAGE(migrated.ok(), gitlocks::test::why(migrated));
   CHECK(migrated->outcome.action == "migrate");
   (void)gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, migrated->commit);
   gitlocks::StateReader new_reader(store, migrated->outcome.result_state);
@@ -129,7 +130,7 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
         return b2;
       }(),
       w.now);
-  REQUIRE_MESSAGE(next.ok(), next.error().message);
+  REQUIRE_MESSAGE(next.ok(), gitlocks::test::why(next));
   CHECK(next->outcome.action == "reclaim");
   (void)gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, next->commit);
   gitlocks::StateReader r3(store, next->outcome.result_state);

@@ -6,6 +6,7 @@
 
 #include "fixture.h"
 #include "gitlocks/replay.hpp"
+#include "why.h"
 
 using gitlocks::json;
 using gitlocks::Oid;
@@ -30,7 +31,7 @@ std::vector<std::string> verdict_lines(gitlocks::ObjectStore& store, const Oid& 
   auto r = gitlocks::replay_chain(store, tip, {}, [&](const gitlocks::Verdict& v) {
     out.push_back(gitlocks::canon_dump(gitlocks::verdict_json(v)).value());
   });
-  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
   return out;
 }
 
@@ -42,7 +43,7 @@ TEST_CASE("pack store: a v2 bundle replays to the same verdicts as the store it 
   auto pack = gitlocks::memory_store_pack(s.objects());
   REQUIRE(pack.ok());
   auto ps = gitlocks::open_pack_store(bundle("# v2 git bundle\n" + tip + " refs/locks/state\n", *pack));
-  REQUIRE_MESSAGE(ps.ok(), ps.error().message);
+  REQUIRE_MESSAGE(ps.ok(), gitlocks::test::why(ps));
   auto ref = (*ps)->read_ref("refs/locks/state");
   REQUIRE(ref.ok());
   REQUIRE(ref->has_value());
@@ -63,11 +64,11 @@ TEST_CASE("pack store: v3 bundles with sha1 - and bare packfiles without refs") 
   std::string pack = gitlocks::memory_store_pack(s.objects()).value();
   auto v3 =
       gitlocks::open_pack_store(bundle("# v3 git bundle\n@object-format=sha1\n" + tip + " refs/locks/state\n", pack));
-  REQUIRE_MESSAGE(v3.ok(), v3.error().message);
+  REQUIRE_MESSAGE(v3.ok(), gitlocks::test::why(v3));
   CHECK((*v3)->read_ref("refs/locks/state").value() == std::optional<Oid>(tip));
 
   auto bare = gitlocks::open_pack_store(pack);
-  REQUIRE_MESSAGE(bare.ok(), bare.error().message);
+  REQUIRE_MESSAGE(bare.ok(), gitlocks::test::why(bare));
   CHECK_FALSE((*bare)->read_ref("refs/locks/state").value().has_value());
   CHECK((*bare)->read_commit(tip).ok());
   CHECK(verdict_lines(**bare, tip) == verdict_lines(s.objects(), tip));
@@ -113,7 +114,7 @@ TEST_CASE("write_state: policy and records rebuild the planner's tree byte for b
   std::reverse(records.begin(), records.end());  // order does not matter
   auto fresh = gitlocks::open_memory_store().value();
   auto rebuilt = gitlocks::write_state(*fresh, policy, records);
-  REQUIRE_MESSAGE(rebuilt.ok(), rebuilt.error().message);
+  REQUIRE_MESSAGE(rebuilt.ok(), gitlocks::test::why(rebuilt));
   CHECK(*rebuilt == state);
 
   auto dup = records;
@@ -141,11 +142,11 @@ TEST_CASE("pack store builder: a bundle given in pieces split anywhere opens as 
     gitlocks::PackStoreBuilder b;
     for (std::size_t at = 0; at < whole.size(); at += piece) {
       auto st = b.append(std::string_view(whole).substr(at, piece));
-      REQUIRE_MESSAGE(st.ok(), st.error().message);
+      REQUIRE_MESSAGE(st.ok(), gitlocks::test::why(st));
     }
     CHECK(b.pack_bytes() == pack.size());
     auto ps = b.finish();
-    REQUIRE_MESSAGE(ps.ok(), ps.error().message);
+    REQUIRE_MESSAGE(ps.ok(), gitlocks::test::why(ps));
     CHECK((*ps)->read_ref("refs/locks/state").value() == std::optional<Oid>(tip));
     CHECK(verdict_lines(**ps, tip) == want);
     // The builder is spent.
@@ -158,7 +159,7 @@ TEST_CASE("pack store builder: a bundle given in pieces split anywhere opens as 
   REQUIRE(bare.append(std::string_view(pack).substr(0, 2)).ok());
   REQUIRE(bare.append(std::string_view(pack).substr(2)).ok());
   auto ps = bare.finish();
-  REQUIRE_MESSAGE(ps.ok(), ps.error().message);
+  REQUIRE_MESSAGE(ps.ok(), gitlocks::test::why(ps));
   CHECK(verdict_lines(**ps, tip) == want);
 }
 

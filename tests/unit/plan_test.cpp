@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "fixture.h"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -541,7 +542,7 @@ TEST_CASE("propose: the planner completes each op with what the state says - and
   // in, with values taken from the steps before (not from the output).
   Store s(json{{"admins", {actor_hex("carol")}}});
   auto body_op = [](const gitlocks::Result<gitlocks::Candidate>& c) {
-    REQUIRE_MESSAGE(c.ok(), c.error().message);
+    REQUIRE_MESSAGE(c.ok(), gitlocks::test::why(c));
     return c->packet["body"]["ops"][0];
   };
   const json first = {{"op", "claim"}, {"path", "f"}, {"mode", "exclusive"}, {"expires_at", s.now + 2000}};

@@ -13,6 +13,7 @@
 #include "gitlocks/policy.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
+#include "why.h"
 
 using gitlocks::Errc;
 using gitlocks::json;
@@ -52,7 +53,7 @@ TEST_CASE("policy set: the owner changes the settable fields at the expected has
   next["admins"] = {actor_hex("alice")};
   next["bots"] = {actor_hex("ci")};
   auto r = set_policy(s, "owner", next);
-  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
   CHECK(r->outcome.action == "policy-set");
   // The stored policy is the new document, byte for byte canonical.
   CHECK(current_policy(s) == next);
@@ -173,7 +174,7 @@ TEST_CASE("policy set: a family that would put held leases in conflict is refuse
                    {"generation", gone["generation"]},
                    {"expires_at", gone["expires_at"]}}}}};
   auto swept = s.op("bob", sweep);
-  REQUIRE_MESSAGE(swept.ok(), swept.error().message);
+  REQUIRE_MESSAGE(swept.ok(), gitlocks::test::why(swept));
   REQUIRE(set_policy(s, "owner", next).ok());
   // A shared family refuses a held exclusive lease (bob's).
   json shared = current_policy(s);

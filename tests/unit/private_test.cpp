@@ -12,6 +12,7 @@
 #include "gitlocks/ops.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/vault.hpp"
+#include "why.h"
 
 using gitlocks::EpochKey;
 using gitlocks::Errc;
@@ -107,7 +108,7 @@ std::vector<gitlocks::Verdict> verify(gitlocks::test::Store& s, const gitlocks::
   gitlocks::ReplayOptions opt;
   opt.vault = vault;
   auto r = gitlocks::replay_chain(s.objects(), *s.tip(), opt, [&](const gitlocks::Verdict& v) { out.push_back(v); });
-  REQUIRE_MESSAGE(r.ok(), r.error().message);
+  REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
   return out;
 }
 
@@ -123,7 +124,7 @@ struct World {
     REQUIRE(membership_keyring(s, "member-add", "alice", {"owner", "alice"}).ok());
     owner_vault = vault_of(s, "owner");
     auto rk = rekey(s);
-    REQUIRE_MESSAGE(rk.ok(), rk.error().message);
+    REQUIRE_MESSAGE(rk.ok(), gitlocks::test::why(rk));
     owner_vault = vault_of(s, "owner");
     alice_vault = vault_of(s, "alice");
   }
@@ -151,7 +152,7 @@ TEST_CASE("private: members plan on sealed records - nobody else sees paths - no
                           {"mode", "exclusive"},
                           {"expires_at", s.now + 777'777},
                           {"note", "merger-talks"}});
-  REQUIRE_MESSAGE(c.ok(), c.error().message);
+  REQUIRE_MESSAGE(c.ok(), gitlocks::test::why(c));
   CHECK(c->packet["body"].contains("sealed"));
   CHECK(c->packet["epoch"] == 2);
   // Family rules work on sealed families: the owner cannot take another member.

@@ -17,6 +17,7 @@
 #include "fixture.h"
 #include "gitlocks/path.hpp"
 #include "tree_edit.h"
+#include "why.h"
 
 using gitlocks::json;
 using gitlocks::RepoPath;
@@ -246,7 +247,7 @@ TEST_CASE("query: record_changes equals the difference of the two whole states a
   for (std::size_t k = 0; k < states.size(); ++k) {
     const gitlocks::Oid before_state = k ? states[k - 1] : gitlocks::Oid();
     auto got = gitlocks::record_changes(s.objects(), before_state, states[k]);
-    REQUIRE_MESSAGE(got.ok(), got.error().message);
+    REQUIRE_MESSAGE(got.ok(), gitlocks::test::why(got));
     const auto old_all = k ? all_records(s.objects(), before_state) : std::vector<std::string>{};
     const auto new_all = all_records(s.objects(), states[k]);
     CHECK(texts(got->before) == minus(old_all, new_all));

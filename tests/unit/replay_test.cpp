@@ -14,6 +14,7 @@
 #include "gitlocks/packet.hpp"
 #include "gitlocks/state.hpp"
 #include "timeline.h"
+#include "why.h"
 
 using gitlocks::json;
 using gitlocks::Oid;
@@ -34,7 +35,7 @@ struct Run {
 Run verify(gitlocks::ObjectStore& store, const Oid& tip) {
   Run r;
   auto s = gitlocks::replay_chain(store, tip, {}, [&](const gitlocks::Verdict& v) { r.verdicts.push_back(v); });
-  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  REQUIRE_MESSAGE(s.ok(), gitlocks::test::why(s));
   r.summary = *s;
   return r;
 }
@@ -638,7 +639,7 @@ std::vector<gitlocks::detail::Violation> check_change(gitlocks::ObjectStore& sto
   if (lazy) timeline.start_lazy();
   else REQUIRE(timeline.load(store, old_state).ok());
   auto v = timeline.apply(store, old_state, new_state, t, gitlocks::Policy{});
-  REQUIRE_MESSAGE(v.ok(), v.error().message);
+  REQUIRE_MESSAGE(v.ok(), gitlocks::test::why(v));
   return *v;
 }
 
@@ -842,7 +843,7 @@ TEST_CASE("replay: an expected owner other than the store's is owner-mismatch at
   auto run = [&](const gitlocks::ReplayOptions& o) {
     std::vector<gitlocks::Verdict> vs;
     auto sum = gitlocks::replay_chain(s.objects(), *s.tip(), o, [&](const gitlocks::Verdict& v) { vs.push_back(v); });
-    REQUIRE_MESSAGE(sum.ok(), sum.error().message);
+    REQUIRE_MESSAGE(sum.ok(), gitlocks::test::why(sum));
     REQUIRE(vs.size() == 2);
     return vs;
   };

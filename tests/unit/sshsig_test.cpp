@@ -16,6 +16,7 @@
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/store.hpp"
 #include "vectors.h"
+#include "why.h"
 
 using gitlocks::json;
 
@@ -31,7 +32,7 @@ std::string file(const std::string& name) {
 const json& corpus() {
   static const json doc = [] {
     auto d = gitlocks::canon_parse(file("cases.json"), gitlocks::CanonMode::lenient);
-    REQUIRE_MESSAGE(d.ok(), d.error().message);
+    REQUIRE_MESSAGE(d.ok(), gitlocks::test::why(d));
     REQUIRE((*d)["kind"] == "sshsig");
     return *d;
   }();
@@ -310,12 +311,12 @@ TEST_CASE("sshsig vectors: a pack store hands out the signed commit's exact byte
   REQUIRE(gitlocks::crypto_init());
   const json& b = corpus()["bundle"];
   auto store = gitlocks::open_pack_store(file(b["file"].get<std::string>()));
-  REQUIRE_MESSAGE(store.ok(), store.error().message);
+  REQUIRE_MESSAGE(store.ok(), gitlocks::test::why(store));
   auto tip = (*store)->read_ref(b["ref"].get<std::string>());
   REQUIRE(tip.ok());
   REQUIRE(tip->has_value());
   auto raw = (*store)->read_commit_raw(**tip);
-  REQUIRE_MESSAGE(raw.ok(), raw.error().message);
+  REQUIRE_MESSAGE(raw.ok(), gitlocks::test::why(raw));
   CHECK(*raw == file(b["commit"].get<std::string>()));
   auto signer = gitlocks::commit_signer(*raw);
   REQUIRE(signer.ok());
@@ -362,7 +363,7 @@ TEST_CASE("sshsig: signatures of random keys and messages verify only for their 
     const std::string ns = round % 2 ? "git" : "file@example.com";
     const std::string sig = gitlocks::sshsig_sign(message, ns, kp);
     auto ok = gitlocks::sshsig_verify(sig, message, ns);
-    REQUIRE_MESSAGE(ok.ok(), ok.error().message);
+    REQUIRE_MESSAGE(ok.ok(), gitlocks::test::why(ok));
     CHECK(*ok == kp.public_key);
     CHECK(gitlocks::sshsig_verify(sig, message + "x", ns).error().reason() == "signature-mismatch");
     CHECK(gitlocks::sshsig_verify(sig, message, ns + "x").error().reason() == "signature-namespace");

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "fixture.h"
+#include "why.h"
 
 using gitlocks::Oid;
 using gitlocks::Tree;
@@ -176,7 +177,7 @@ TEST_CASE("store: repository_common_dir finds the repository around a path as op
   fs::create_directories(root / "work" / "src" / "deep");
   for (const fs::path& at : {root / "work", root / "work" / "src" / "deep"}) {
     auto dir = gitlocks::repository_common_dir(at.string());
-    REQUIRE_MESSAGE(dir.ok(), dir.error().message);
+    REQUIRE_MESSAGE(dir.ok(), gitlocks::test::why(dir));
     CHECK(fs::equivalent(*dir, root / "work" / ".git"));
   }
   auto none = gitlocks::repository_common_dir((root / "missing").string());
@@ -200,7 +201,7 @@ TEST_CASE("store: a pack store indexes its pack inside its own temp_dir and remo
   gitlocks::StoreOptions options;
   options.temp_dir = root.string();
   auto opened = gitlocks::open_pack_store(pack, options);
-  REQUIRE_MESSAGE(opened.ok(), opened.error().message);
+  REQUIRE_MESSAGE(opened.ok(), gitlocks::test::why(opened));
   auto store = std::move(opened).value();
   CHECK(store->read_blob(blob).value() == "packed\n");
   std::vector<std::string> made;

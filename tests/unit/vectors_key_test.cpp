@@ -9,6 +9,7 @@
 #include "gitlocks/canon.hpp"
 #include "gitlocks/crypto.hpp"
 #include "vectors.h"
+#include "why.h"
 
 using gitlocks::json;
 
@@ -26,7 +27,7 @@ TEST_CASE("vectors: actor keys parse to the same actor on every host - or are re
       auto kp = gitlocks::parse_actor_key(c["text"].get<std::string>());
       const json& expect = c["expect"];
       if (expect.contains("actor")) {
-        REQUIRE_MESSAGE(kp.ok(), kp.error().message);
+        REQUIRE_MESSAGE(kp.ok(), gitlocks::test::why(kp));
         CHECK(gitlocks::to_hex(kp->public_key) == expect["actor"].get<std::string>());
         continue;
       }

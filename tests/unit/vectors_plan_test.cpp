@@ -18,6 +18,7 @@
 
 #include "fixture.h"
 #include "vectors.h"
+#include "why.h"
 
 namespace fs = std::filesystem;
 using gitlocks::json;
@@ -122,7 +123,7 @@ TEST_CASE("vectors: planner scenarios give the recorded outcomes and tree ids") 
   std::size_t cases = 0;
   for (const auto& file : gitlocks::test::vector_files("plan")) {
     auto doc = gitlocks::canon_parse(gitlocks::test::read_bytes(file), gitlocks::CanonMode::lenient);
-    REQUIRE_MESSAGE(doc.ok(), file.string() << ": " << doc.error().message);
+    REQUIRE_MESSAGE(doc.ok(), file.string() << ": " << gitlocks::test::why(doc));
     REQUIRE((*doc)["kind"] == "plan");
     for (const auto& c : (*doc)["cases"]) {
       ++cases;

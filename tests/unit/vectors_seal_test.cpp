@@ -10,6 +10,7 @@
 
 #include "gitlocks/vault.hpp"
 #include "vectors.h"
+#include "why.h"
 
 namespace fs = std::filesystem;
 using gitlocks::json;
@@ -19,7 +20,7 @@ TEST_CASE("vectors: sealed documents and keyed names are identical on every host
   const bool print = std::getenv("GITLOCKS_VECTORS_PRINT") != nullptr;
   auto doc = gitlocks::canon_parse(gitlocks::test::read_bytes(gitlocks::test::vectors_dir() / "seal" / "cases.json"),
                                    gitlocks::CanonMode::lenient);
-  REQUIRE_MESSAGE(doc.ok(), doc.error().message);
+  REQUIRE_MESSAGE(doc.ok(), gitlocks::test::why(doc));
   std::size_t n = 0;
   for (const auto& c : (*doc)["cases"]) {
     ++n;

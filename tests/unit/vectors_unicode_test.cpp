@@ -9,6 +9,7 @@
 #include "gitlocks/path.hpp"
 #include "gitlocks/unicode.hpp"
 #include "vectors.h"
+#include "why.h"
 
 using gitlocks::json;
 
@@ -16,7 +17,7 @@ namespace {
 
 void check_path(const gitlocks::Result<std::string>& got, const json& want) {
   if (want.is_string()) {
-    REQUIRE_MESSAGE(got.ok(), got.error().message);
+    REQUIRE_MESSAGE(got.ok(), gitlocks::test::why(got));
     CHECK(*got == want.get<std::string>());
     return;
   }
