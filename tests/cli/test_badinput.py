@@ -214,6 +214,26 @@ class BadInput(CliTest):
                 self.assertEqual(res.error["error"], "store-read", res)
                 self.assertEqual(self.r.tip(), blob)
 
+    def test_an_exception_escaping_a_command_is_an_error_line_never_an_abort(self):
+        # The test seam GIT_LOCKS_TEST_THROW=COMMAND makes that command's
+        # handler throw (a bug's shape: the core reports errors as Results).
+        # It ends as one JSON error line, exit 2, and nothing moves; without
+        # main's catch the process aborts (SIGABRT, 134 from a shell).
+        for args, stdin in ((["claim", "x"], None), (["status", "--json"], None), (["batch", "-"], '{"op":"claim","path":"y"}\n')):
+            with self.subTest(args=args):
+                res = self.r.run("alice", *args, stdin=stdin, env={"GIT_LOCKS_TEST_THROW": args[0]})
+                self.assertEqual(res.code, 2, res)
+                self.assertEqual(res.out, "", res)
+                self.assertEqual(res.error["error"], "store-read", res)
+                self.assertEqual(res.error["code"], "store-read", res)
+                self.assertEqual(res.error["op"], args[0], res)
+                self.assertEqual(res.error["detail"],
+                                 f"internal error: GIT_LOCKS_TEST_THROW asked '{args[0]}' to throw", res)
+                self.assertEqual(self.r.tip(), self.tip)
+        # The seam names one command: the others run as always.
+        res = self.r.run("alice", "status", "--json", env={"GIT_LOCKS_TEST_THROW": "claim"})
+        self.assertEqual(res.code, 0, res)
+
 
 if __name__ == "__main__":
     import unittest

@@ -3,6 +3,9 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -117,6 +120,7 @@ Environment:
   GIT_LOCKS_TIMINGS append where the command's time went to this file, one JSON line (benchmarks)
   GIT_LOCKS_PROPOSAL_MS  proposal clock of a guard-time store (test seam; never an attested T)
   GIT_LOCKS_TEST_CRASH_AFTER  admit|publish: guard-time enable/resume exits abruptly there (test seam)
+  GIT_LOCKS_TEST_THROW  COMMAND: that command's handler throws at its start (test seam: exit 2, store-read)
 
 )";
 
@@ -217,7 +221,21 @@ int main_impl(int argc, char** argv) {
     if (h.name == cmd->name) handler = &h;
   if (!handler)
     return ctx.fail(make_error(Errc::store_read, "internal error: command '" + ctx.op + "' has no handler"));
-  const int status = handler->run(ctx, rest);
+  // A command never ends in std::terminate: an exception that escapes its
+  // handler (a bug: the core reports errors as Results) is reported as the
+  // failure it is, in the error format, after the handler's destructors
+  // ran (temporary files, held queue entries). The ref moves by
+  // compare-and-swap only, so nothing half-published is left.
+  int status = kExitStore;
+  try {
+    if (const char* seam = std::getenv("GIT_LOCKS_TEST_THROW"); seam && ctx.op == seam)
+      throw std::runtime_error("GIT_LOCKS_TEST_THROW asked '" + ctx.op + "' to throw");
+    status = handler->run(ctx, rest);
+  } catch (const std::exception& e) {
+    return ctx.fail(make_error(Errc::store_read, std::string("internal error: ") + e.what()));
+  } catch (...) {
+    return ctx.fail(make_error(Errc::store_read, "internal error: an unknown exception"));
+  }
   timings::finish(ctx.op);
   return status;
 }
