@@ -276,7 +276,7 @@ json timeline_transition_json(const TimelineTransition& t) {
           {"command", t.command},
           {"actor", t.actor},
           {"ok", t.ok},
-          {"level", t.level},
+          {"level", level_name(t.level)},
           {"reason", t.reason},
           {"detail", t.detail},
           {"resources", t.resources},

@@ -16,8 +16,8 @@
 namespace gitlocks {
 
 json verdict_json(const Verdict& v) {
-  json j = {{"commit", v.commit}, {"command", v.command}, {"actor", v.actor},
-            {"ok", v.ok},         {"level", v.level},     {"reason", v.reason}};
+  json j = {{"commit", v.commit}, {"command", v.command},         {"actor", v.actor},
+            {"ok", v.ok},         {"level", level_name(v.level)}, {"reason", v.reason}};
   j["time"] = v.time ? json(*v.time) : json(nullptr);
   if (!v.ok) j["detail"] = v.detail;
   return j;
@@ -357,7 +357,7 @@ json open_body(const OpenedPacket& op, bool root, const ChainState& cs, const Re
       if (!opened_body.ok()) fail(v, "bad-sealed-body", opened_body.error().message);
       else plain_body = std::move(opened_body).value();
     } else {
-      v.level = "structural";
+      v.level = VerifyLevel::structural;
     }
   } else if (source_private && body.contains("ops")) {
     fail(v, "bad-packet", "a PRIVATE store's transition body must be sealed");
@@ -371,12 +371,12 @@ json open_body(const OpenedPacket& op, bool root, const ChainState& cs, const Re
 void check_replan(ObjectStore& store, const PacketFields& f, const json& plain_body, bool root, const ChainState& cs,
                   const ReplayOptions& options, const Interval& interval, Verdict& v) {
   PlanContext ctx{v.actor, f.header.instance, options.vault};
-  auto replayed = v.level == "structural" ? Result<PlanOutcome>(make_error(Errc::not_member, "no key"))
-                                          : plan(store, root ? Oid() : cs.state, ctx, plain_body);
-  if (v.level == "structural") {
+  auto replayed = v.level == VerifyLevel::structural ? Result<PlanOutcome>(make_error(Errc::not_member, "no key"))
+                                                     : plan(store, root ? Oid() : cs.state, ctx, plain_body);
+  if (v.level == VerifyLevel::structural) {
     // Nothing semantic to compare: structure only.
   } else if (!replayed.ok() && replayed.error().code == Errc::not_member) {
-    v.level = "structural";
+    v.level = VerifyLevel::structural;
   } else if (!replayed.ok()) {
     // A body this version cannot plan because it names a format it does not
     // know (a newer store) is unknown-format, not a refused transition.
@@ -450,7 +450,7 @@ void follow_chain(ObjectStore& store, const TransitionCommit& tc, bool root, con
   cs.state = tc.state;
   auto pol = load_policy(store, cs);
   if (!pol.ok()) fail(v, "bad-policy", pol.error().message);
-  if (root || v.level == "structural" || !old_codec) {
+  if (root || v.level == VerifyLevel::structural || !old_codec) {
     cs.timeline_synced = root;
     return;
   }
@@ -626,7 +626,7 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
     }
     root = false;
     ++summary.commits;
-    if (v.level == "structural") ++summary.structural;
+    if (v.level == VerifyLevel::structural) ++summary.structural;
     if (!v.ok) {
       ++summary.invalid;
       if (!summary.first_invalid) {

@@ -215,7 +215,7 @@ TEST_CASE("private: removal starts a new epoch the removed member cannot open") 
   CHECK_FALSE(gitlocks::make_private_codec(*alice_after, std::string(64, 'b'), 3));
   // Her replay of the new commits is structural only.
   auto vs = verify(s, &*alice_after);
-  CHECK(vs.back().level == "structural");
+  CHECK(std::string(gitlocks::level_name(vs.back().level)) == "structural");
   CHECK(vs.back().ok);
 }
 
@@ -287,13 +287,13 @@ TEST_CASE("private: full and structural verification agree on everything structu
     CHECK(full[i].commit == structural[i].commit);
     CHECK(full[i].ok == structural[i].ok);
     CHECK(full[i].time == structural[i].time);
-    CHECK(full[i].level == "full");
+    CHECK(std::string(gitlocks::level_name(full[i].level)) == "full");
   }
   // Sealed transitions and the rekey need keys; creation and membership do not.
-  CHECK(structural[0].level == "full");
-  CHECK(structural[1].level == "full");
-  CHECK(structural[2].level == "structural");  // rekey
-  CHECK(structural[3].level == "structural");
+  CHECK(std::string(gitlocks::level_name(structural[0].level)) == "full");
+  CHECK(std::string(gitlocks::level_name(structural[1].level)) == "full");
+  CHECK(std::string(gitlocks::level_name(structural[2].level)) == "structural");  // rekey
+  CHECK(std::string(gitlocks::level_name(structural[3].level)) == "structural");
 }
 
 TEST_CASE("private: tampered - swapped - wrong-epoch and replayed sealed data are rejected") {
@@ -418,7 +418,7 @@ void only_tip_invalid(gitlocks::test::Store& s, const gitlocks::Vault& owner, co
     for (std::size_t i = 0; i + 1 < vs.size(); ++i) CHECK_MESSAGE(vs[i].ok, i << ": " << vs[i].reason);
     CHECK_FALSE(vs.back().ok);
     CHECK_MESSAGE(vs.back().reason == reason, vs.back().reason << ": " << vs.back().detail);
-    CHECK(vs.back().level == (vault ? "full" : level));
+    CHECK(std::string(gitlocks::level_name(vs.back().level)) == (vault ? "full" : level));
   }
 }
 

@@ -176,7 +176,7 @@ Status verify_source(Context& ctx, ObjectStore& store, const Oid& tip, const Key
   std::optional<Verdict> bad, partial;
   GITLOCKS_TRY(summary, replay_chain(store, tip, opts, [&](const Verdict& v) {
                  if (!v.ok && !bad) bad = v;
-                 if (v.ok && v.level != "full" && !partial) partial = v;
+                 if (v.ok && v.level != VerifyLevel::full && !partial) partial = v;
                }));
   if (summary.invalid > 0 || bad)
     return make_error(Errc::invalid, "the source is not fully verified: commit " + (bad ? bad->commit.hex() : "?") +

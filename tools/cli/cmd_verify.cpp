@@ -131,7 +131,7 @@ std::string human_verdict(const Verdict& v) {
   line += v.commit + " " + (v.command.empty() ? "?" : v.command);
   if (!v.actor.empty()) line += " by " + short_id(v.actor);
   if (v.time) line += " at " + std::to_string(*v.time);
-  if (v.level == "structural") line += " (structural)";
+  if (v.level == VerifyLevel::structural) line += " (structural)";
   if (!v.ok) line += ": " + v.reason + (v.detail.empty() ? "" : " — " + v.detail);
   return line + "\n";
 }

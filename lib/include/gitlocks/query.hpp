@@ -217,7 +217,8 @@ struct TimelineTransition {
   std::size_t index = 0;
   Oid commit;
   std::optional<std::int64_t> time;  // T, or the last known one
-  std::string command, actor, level, reason, detail;
+  std::string command, actor, reason, detail;
+  VerifyLevel level = VerifyLevel::full;
   bool ok = true;
   std::vector<std::string> resources;      // touched, sorted
   std::vector<std::int64_t> generations;   // touched, sorted

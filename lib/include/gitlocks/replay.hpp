@@ -25,6 +25,13 @@
 
 namespace gitlocks {
 
+// How far a commit was verified. full: re-planned and checked
+// semantically; structural: a PRIVATE commit the verifier holds no key for
+// (signatures, chain, bindings, attestation and time only, NOT a semantic
+// validation). Written "full" / "structural" in every host's output.
+enum class VerifyLevel { full, structural };
+inline const char* level_name(VerifyLevel l) { return l == VerifyLevel::structural ? "structural" : "full"; }
+
 struct Verdict {
   Oid commit;
   std::string command;
@@ -32,10 +39,7 @@ struct Verdict {
   std::string actor;
   std::optional<std::int64_t> time;  // admission time T, when known
   bool ok = true;
-  // "full": re-planned and checked semantically; "structural": a PRIVATE
-  // commit the verifier holds no key for — signatures, chain, bindings,
-  // attestation and time only, NOT a semantic validation.
-  std::string level = "full";
+  VerifyLevel level = VerifyLevel::full;
   std::string reason;  // stable code, e.g. "result-mismatch" (empty when ok)
   std::string detail;  // human explanation
 };
