@@ -129,8 +129,10 @@ class Run(CliTest):
 
     def test_lease_is_kept_across_a_command_that_outlives_the_ttl(self):
         r = self.repo(now=None)  # real time: renewals must happen while it passes
-        proc = r.popen("alice", "run", "--claim", "f", "--ttl", "1500ms", "--", "sh", "-c", "sleep 3.5; exit 3")
-        time.sleep(2.6)  # well past the first expiry
+        # TTL 3 s, renewed every second: a renewal may take up to 2 s (ASan on
+        # a loaded 2-core machine took more than the 1 s a 1.5 s TTL left).
+        proc = r.popen("alice", "run", "--claim", "f", "--ttl", "3s", "--", "sh", "-c", "sleep 7; exit 3")
+        time.sleep(5.2)  # well past the first expiry
         refused = self.claim(r, "bob", "f")
         leases = r.run("bob", "--json", "status", "f").json["leases"]
         _, err = proc.communicate(timeout=60)
