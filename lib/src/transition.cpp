@@ -22,9 +22,8 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
   s.policy_hash = sha256_hex(bytes);
   // Its packet's fields, read once (its signature is the verifier's).
   auto doc = canon_parse(tc->packet_stored, CanonMode::strict);
-  auto fields = doc.ok() && doc->is_object() && doc->contains("packet")
-                    ? packet_fields((*doc)["packet"])
-                    : Result<PacketFields>(doc.ok() ? make_error(Errc::bad_json, "no packet") : doc.error());
+  const bool has_packet = doc.ok() && doc->is_object() && doc->contains("packet");
+  auto fields = has_packet ? packet_fields((*doc)["packet"]) : make_error(Errc::bad_json, "no packet");
   if (!fields.ok()) return make_error(Errc::store_read, "tip packet of " + *tip + " is unreadable");
   s.store_id = fields->header.store;
   auto recorded = recorded_admission_time(tc->attestation_stored, fields->claimed_at_ms);
