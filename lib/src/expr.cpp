@@ -508,15 +508,9 @@ Status action_preflight(const json& action) {
   return support_action(action);
 }
 
-Result<Interval> derive_interval(const json& guards, const json& body) {
-  GITLOCKS_CHECK(expr_preflight(guards));
-  Bounds b;
-  std::size_t i = 0;
-  for (const auto& g : guards) {
-    auto s = apply_guard(g, body, i, b);
-    if (!s.ok()) return locate(s.error(), "guards[" + std::to_string(i) + "]");
-    ++i;
-  }
+namespace {
+// derive_interval's verdict on the bounds the guards left.
+Result<Interval> interval_of(const Bounds& b) {
   // Errors in any guard take precedence over emptiness: all guards were
   // evaluated before deciding.
   if (b.false_guard)
@@ -527,6 +521,87 @@ Result<Interval> derive_interval(const json& guards, const json& body) {
                                                 to_string(b.lo) + " > hi " + to_string(b.hi) + ")");
   // lo >= 0 and hi <= MAX by construction, and lo <= hi: both fit in int64.
   return Interval{static_cast<std::int64_t>(b.lo), static_cast<std::int64_t>(b.hi)};
+}
+
+const char* cmp_name(TimeGuard::Cmp c) {
+  switch (c) {
+    case TimeGuard::Cmp::lt:
+      return "lt";
+    case TimeGuard::Cmp::lte:
+      return "lte";
+    case TimeGuard::Cmp::gt:
+      return "gt";
+    case TimeGuard::Cmp::gte:
+      return "gte";
+  }
+  return "gt";
+}
+}  // namespace
+
+json TimeGuard::document() const {
+  json time = {{"from", "time"}};
+  json left = add_ms ? json{{"from", "time_add"},
+                            {"timestamp", std::move(time)},
+                            {"milliseconds", {{"from", "literal"}, {"value", *add_ms}}}}
+                     : std::move(time);
+  return {{"op", cmp_name(cmp)}, {"left", std::move(left)}, {"right", {{"from", "body"}, {"path", path}}}};
+}
+
+TimeGuard time_after(json path, std::int64_t value) {
+  return TimeGuard{TimeGuard::Cmp::gt, std::nullopt, std::move(path), value};
+}
+TimeGuard time_not_after(json path, std::int64_t value) {
+  return TimeGuard{TimeGuard::Cmp::lte, std::nullopt, std::move(path), value};
+}
+
+json guard_documents(const std::vector<TimeGuard>& guards) {
+  json out = json::array();
+  for (const auto& g : guards) out.push_back(g.document());
+  return out;
+}
+
+// The arithmetic of apply_timed_comparison for the one shape a TimeGuard
+// has (time, or one time_add of a literal, on the left; a body value on the
+// right), on values the planner has already checked.
+Result<Interval> guard_interval(const std::vector<TimeGuard>& guards) {
+  Bounds b;
+  for (std::size_t i = 0; i < guards.size(); ++i) {
+    const TimeGuard& g = guards[i];
+    if ((g.add_ms && !in_domain(*g.add_ms)) || g.value > kMax || g.value < -kMax)
+      return bad("guards[" + std::to_string(i) + "]: a typed guard outside its domain (milliseconds " +
+                 (g.add_ms ? std::to_string(*g.add_ms) : std::string("none")) + ", value " + std::to_string(g.value) +
+                 ")");
+    const i128 s = g.add_ms ? *g.add_ms : 0;
+    b.at_most(static_cast<i128>(kMax) - s);
+    const i128 edge = static_cast<i128>(g.value) - s;
+    switch (g.cmp) {
+      case TimeGuard::Cmp::lte:
+        b.at_most(edge);
+        break;
+      case TimeGuard::Cmp::lt:
+        b.at_most(edge - 1);
+        break;
+      case TimeGuard::Cmp::gte:
+        b.at_least(edge);
+        break;
+      case TimeGuard::Cmp::gt:
+        b.at_least(edge + 1);
+        break;
+    }
+  }
+  return interval_of(b);
+}
+
+Result<Interval> derive_interval(const json& guards, const json& body) {
+  GITLOCKS_CHECK(expr_preflight(guards));
+  Bounds b;
+  std::size_t i = 0;
+  for (const auto& g : guards) {
+    auto s = apply_guard(g, body, i, b);
+    if (!s.ok()) return locate(s.error(), "guards[" + std::to_string(i) + "]");
+    ++i;
+  }
+  return interval_of(b);
 }
 
 Result<bool> eval_time_free(const json& expr, const json& body) {

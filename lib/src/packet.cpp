@@ -11,7 +11,7 @@ json make_packet(const PacketHeader& h, const PlanOutcome& outcome, std::optiona
             {"store", h.store},
             {"actor", h.actor},
             {"command", h.command},
-            {"action", outcome.action},
+            {"action", action_name(outcome.action)},
             {"instance", h.instance},
             {"epoch", h.epoch},
             {"policy_hash", h.policy_hash},

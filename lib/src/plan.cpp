@@ -51,16 +51,56 @@ std::string lease_id(const std::string& instance, std::size_t op_index, const st
   return sha256_hex(instance + "\n" + std::to_string(op_index) + "\n" + resource).substr(0, kLeaseIdHexDigits);
 }
 
+const char* action_name(Action a) {
+  switch (a) {
+    case Action::init:
+      return "init";
+    case Action::claim:
+      return "claim";
+    case Action::reclaim:
+      return "reclaim";
+    case Action::extend:
+      return "extend";
+    case Action::release:
+      return "release";
+    case Action::sweep:
+      return "sweep";
+    case Action::sem_acquire:
+      return "sem-acquire";
+    case Action::sem_release:
+      return "sem-release";
+    case Action::force_release:
+      return "force-release";
+    case Action::batch:
+      return "batch";
+    case Action::guard_time_enable:
+      return "guard-time-enable";
+    case Action::guard_time_set:
+      return "guard-time-set";
+    case Action::policy_set:
+      return "policy-set";
+    case Action::member_add:
+      return "member-add";
+    case Action::member_remove:
+      return "member-remove";
+    case Action::rekey:
+      return "rekey";
+    case Action::migrate:
+      return "migrate";
+  }
+  return "batch";
+}
+
 namespace detail {
 
 // The outcome of a transition without guards (creation, policy changes,
 // migration): the universal interval, no leases.
-PlanOutcome time_free_outcome(const json& body, const std::string& action, const Oid& root, std::size_t records) {
+PlanOutcome time_free_outcome(const json& body, Action action, const Oid& root, std::size_t records) {
   PlanOutcome out;
   out.body = body;
   out.action = action;
   out.result_state = root;
-  out.guards = json::array();
+  out.guards.clear();
   out.interval = kUniversalInterval;
   out.records_written = records;
   return out;
@@ -92,7 +132,7 @@ Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const 
   GITLOCKS_TRY(policy_id, store.write_blob(policy_bytes));
   GITLOCKS_TRY(format_id, store.write_blob(format_bytes));
   GITLOCKS_TRY(root, store.write_tree({{"format.json", false, format_id}, {"policy.json", false, policy_id}}));
-  return detail::time_free_outcome(body, "init", root, 0);
+  return detail::time_free_outcome(body, Action::init, root, 0);
 }
 
 }  // namespace
@@ -138,7 +178,7 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   detail::Planner planner(store, reader, codec, policy, ctx, now, version);
   GITLOCKS_CHECK(planner.run(out.body, out));
   if (ctx.check_only) return out;
-  GITLOCKS_TRY(interval, derive_interval(out.guards, out.body));
+  GITLOCKS_TRY(interval, guard_interval(out.guards));
   out.interval = interval;
   out.min_ttl_ms = policy.min_ttl_ms;
   out.max_ttl_ms = policy.max_ttl_ms;

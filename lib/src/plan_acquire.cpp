@@ -112,8 +112,9 @@ Status Planner::claim(ClaimOp& c, std::size_t i) {
   issue(*rec, res, lease);
   GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
 
-  for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
-  if (c.declared.has_after) guards_.push_back(time_after(body_path(i, {"after"})));
+  for (auto& g : ttl_time_guards(policy_, body_path(i, {}), expires_at)) guards_.push_back(std::move(g));
+  // resolve() leaves `after` declared only with its value (a mistyped one is refused).
+  if (c.declared.after) guards_.push_back(time_after(body_path(i, {"after"}), *c.declared.after));
   return Ok{};
 }
 
@@ -190,8 +191,8 @@ Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
   rec->limit = limit;
   const std::int64_t gen = ++rec->generation;
   issue(*rec, res, new_lease(i, res, gen, s.expires_at, s.note));
-  for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
-  if (s.declared.has_after) guards_.push_back(time_after(body_path(i, {"after"})));
+  for (auto& g : ttl_time_guards(policy_, body_path(i, {}), s.expires_at)) guards_.push_back(std::move(g));
+  if (s.declared.after) guards_.push_back(time_after(body_path(i, {"after"}), *s.declared.after));
   return Ok{};
 }
 

@@ -119,7 +119,7 @@ AdminOp read_admin(const json& a) {
 // The state with policy.json replaced by `next` (checked as a policy first):
 // the outcome of a time-free admin transition `action`.
 Result<PlanOutcome> with_new_policy(ObjectStore& store, StateReader& reader, const json& body, const json& next,
-                                    const std::string& action) {
+                                    Action action) {
   GITLOCKS_TRY(parsed, parse_policy(next));
   (void)parsed;
   GITLOCKS_TRY(bytes, canon_dump(next));
@@ -166,7 +166,7 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
                  resealed_families(policy_doc, policy, *vault.key(policy.epoch), *vault.key(policy.epoch + 1)));
     const json next = policy_rekeyed(policy_doc, policy, families);
     GITLOCKS_TRY(root, write_state(store, next, records, 2, new_codec.get()));
-    return time_free_outcome(body, "rekey", root, records.size());
+    return time_free_outcome(body, Action::rekey, root, records.size());
   }
   GITLOCKS_CHECK(a.keys);
   if (policy.pending)
@@ -177,7 +177,8 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
   GITLOCKS_TRY(members, next_members(policy.members, member, a.kind == AdminKind::member_add, policy.owner));
   if (!a.keyring) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
   const json next = policy_with_pending(policy_doc, policy.epoch + 1, members, *a.keyring);
-  return with_new_policy(store, reader, body, next, *a.op);
+  return with_new_policy(store, reader, body, next,
+                         a.kind == AdminKind::member_add ? Action::member_add : Action::member_remove);
 }
 
 // The owner's policy-set: a whole new policy document in which only the
@@ -235,7 +236,7 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   }
   GITLOCKS_TRY(blob, store.write_blob(bytes));
   GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
-  return time_free_outcome(body, "policy-set", *root, 0);
+  return time_free_outcome(body, Action::policy_set, *root, 0);
 }
 
 // The owner's replacement of the notary pins, or guard time off (null):
@@ -272,7 +273,7 @@ Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader,
       break;
     }
   }
-  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, next), "guard-time-set");
+  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, next), Action::guard_time_set);
 }
 
 }  // namespace
@@ -326,7 +327,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
     return make_error(Errc::usage,
                       "guard time is enabled with other pins; replace them with `git-locks guard-time migrate` "
                       "(an owner-signed guard-time-set)");
-  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, pins), "guard-time-enable");
+  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, pins), Action::guard_time_enable);
 }
 
 }  // namespace gitlocks::detail

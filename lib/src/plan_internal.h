@@ -33,7 +33,7 @@ namespace gitlocks::detail {
 
 // The outcome of a transition without guards (creation, policy changes,
 // migration): the universal interval, no leases.
-PlanOutcome time_free_outcome(const json& body, const std::string& action, const Oid& root, std::size_t records);
+PlanOutcome time_free_outcome(const json& body, Action action, const Oid& root, std::size_t records);
 
 // Owner-signed policy changes ({"admin":{"op":...}}), plan_admin.cpp.
 Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
@@ -46,9 +46,6 @@ Result<PlanOutcome> plan_migrate(ObjectStore& store, StateReader& reader, int ve
 
 // Paths into the body for guard expressions: ["ops", op, rest...].
 json body_path(std::size_t op, std::initializer_list<json> rest);
-// Guards over T: T > body[path], T <= body[path].
-json time_after(const json& path);
-json time_not_after(const json& path);
 // An optional string field of at most `max_bytes`.
 Result<std::optional<std::string>> opt_string(const json& op, const char* key, std::size_t max_bytes);
 // A semaphore's name: 1..kMaxSemNameBytes bytes, no control characters.
@@ -273,7 +270,7 @@ class Planner {
   std::string name_;
   std::map<std::string, std::optional<Record>> cache_;
   std::set<std::string> dirty_;
-  json guards_;
+  std::vector<TimeGuard> guards_;
   std::vector<IssuedLease> leases_;
 };
 

@@ -28,7 +28,7 @@ Result<PlanOutcome> plan_migrate(ObjectStore& store, StateReader& reader, int ve
   }));
   GITLOCKS_CHECK(bad);
   GITLOCKS_TRY(root, write_state(store, policy_doc, records, 2));
-  return time_free_outcome(body, "migrate", root, records.size());
+  return time_free_outcome(body, Action::migrate, root, records.size());
 }
 
 }  // namespace gitlocks::detail

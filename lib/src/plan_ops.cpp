@@ -20,14 +20,6 @@ json body_path(std::size_t op, std::initializer_list<json> rest) {
   return p;
 }
 
-json time_after(const json& path) {
-  return json{{"op", "gt"}, {"left", {{"from", "time"}}}, {"right", {{"from", "body"}, {"path", path}}}};
-}
-
-json time_not_after(const json& path) {
-  return json{{"op", "lte"}, {"left", {{"from", "time"}}}, {"right", {{"from", "body"}, {"path", path}}}};
-}
-
 Result<std::optional<std::string>> opt_string(const json& op, const char* key, std::size_t max_bytes) {
   auto it = op.find(key);
   if (it == op.end()) return std::optional<std::string>{};
@@ -61,9 +53,9 @@ Status Planner::run(json& body, PlanOutcome& out) {
     return make_error(Errc::bad_json, "body needs a non-empty 'ops' array");
   if (ops->size() > kMaxOps)
     return make_error(Errc::usage, "more than " + std::to_string(kMaxOps) + " operations in one transition");
-  guards_ = json::array();
+  guards_.clear();
   leases_.clear();
-  std::string action;
+  Action action = Action::batch;
   for (std::size_t i = 0; i < ops->size(); ++i) {
     json& op = (*ops)[i];
     if (!op.is_object()) return make_error(Errc::bad_json, "op " + std::to_string(i) + " must be an object");
@@ -71,19 +63,32 @@ Status Planner::run(json& body, PlanOutcome& out) {
     if (ctx_.check_only && kind != "claim") return make_error(Errc::usage, "a check-only plan takes claim ops only");
     std::optional<Result<Op>> read = read_op(kind, op);
     if (!read) return make_error(Errc::bad_json, "unknown op '" + kind + "'");
-    std::string act = kind;
+    Action act = Action::batch;
     auto plan_op = [&]() -> Status {
       GITLOCKS_TRY(typed, std::move(*read));
       auto handle = [&]() -> Status {
         if (auto* c = std::get_if<ClaimOp>(&typed)) {
           GITLOCKS_CHECK(claim(*c, i));
-          if (c->declared.has_after) act = "reclaim";
+          act = c->declared.has_after ? Action::reclaim : Action::claim;
           return Ok{};
         }
-        if (auto* s = std::get_if<SemAcquireOp>(&typed)) return sem_acquire(*s, i);
-        if (auto* e = std::get_if<ExtendOp>(&typed)) return extend(*e, i);
-        if (auto* r = std::get_if<ReleaseOp>(&typed)) return release(*r);
-        if (auto* f = std::get_if<ForceReleaseOp>(&typed)) return force_release(*f);
+        if (auto* s = std::get_if<SemAcquireOp>(&typed)) {
+          act = Action::sem_acquire;
+          return sem_acquire(*s, i);
+        }
+        if (auto* e = std::get_if<ExtendOp>(&typed)) {
+          act = Action::extend;
+          return extend(*e, i);
+        }
+        if (auto* r = std::get_if<ReleaseOp>(&typed)) {
+          act = r->sem ? Action::sem_release : Action::release;
+          return release(*r);
+        }
+        if (auto* f = std::get_if<ForceReleaseOp>(&typed)) {
+          act = Action::force_release;
+          return force_release(*f);
+        }
+        act = Action::sweep;
         return sweep(std::get<SweepOp>(typed), i);
       };
       GITLOCKS_CHECK(handle());
@@ -104,7 +109,7 @@ Status Planner::run(json& body, PlanOutcome& out) {
       }
       return e;
     }
-    action = i == 0 ? act : "batch";
+    action = i == 0 ? act : Action::batch;
   }
   out.action = action;
   out.guards = guards_;
@@ -258,8 +263,8 @@ Status Planner::extend(ExtendOp& x, std::size_t i) {
   rec->lease(held.id)->expires_at = expires_at;
   if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, held.exclusive(), expires_at));
   leases_.push_back({res, held.id, held.generation, expires_at});
-  guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"})));
-  for (auto& g : ttl_guards(policy_, body_path(i, {}))) guards_.push_back(g);
+  guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"}), prev));
+  for (auto& g : ttl_time_guards(policy_, body_path(i, {}), expires_at)) guards_.push_back(std::move(g));
   return Ok{};
 }
 
@@ -316,7 +321,7 @@ Status Planner::sweep(const SweepOp& op, std::size_t i) {
     if (now_ && live_until(exp, *now_))
       return make_error(Errc::held_path, "lease " + id + " has not expired").because(reason::not_expired);
     GITLOCKS_CHECK(remove_lease(res, p, id));
-    guards_.push_back(time_after(body_path(i, {"leases", j, "expires_at"})));
+    guards_.push_back(time_after(body_path(i, {"leases", j, "expires_at"}), exp));
   }
   return Ok{};
 }

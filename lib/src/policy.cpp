@@ -385,18 +385,13 @@ json default_policy(const std::string& store_id_hex, const std::string& owner_he
               {"min_ttl_ms", kDefaultMinTtlMs}, {"max_ttl_ms", kDefaultMaxTtlMs}, {"families", json::array()}};
 }
 
-json ttl_guards(const Policy& p, const json& prefix) {
+std::vector<TimeGuard> ttl_time_guards(const Policy& p, const json& prefix, std::int64_t expires_at) {
   json path = prefix;
   path.push_back("expires_at");
-  auto bound = [&](const char* op, std::int64_t ms) {
-    return json{{"op", op},
-                {"left",
-                 {{"from", "time_add"},
-                  {"timestamp", {{"from", "time"}}},
-                  {"milliseconds", {{"from", "literal"}, {"value", ms}}}}},
-                {"right", {{"from", "body"}, {"path", path}}}};
-  };
-  return json::array({bound("lte", p.min_ttl_ms), bound("gte", p.max_ttl_ms)});
+  return {TimeGuard{TimeGuard::Cmp::lte, p.min_ttl_ms, path, expires_at},
+          TimeGuard{TimeGuard::Cmp::gte, p.max_ttl_ms, path, expires_at}};
 }
+
+json ttl_guards(const Policy& p, const json& prefix) { return guard_documents(ttl_time_guards(p, prefix, 0)); }
 
 }  // namespace gitlocks

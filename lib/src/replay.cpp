@@ -385,7 +385,8 @@ void check_replan(ObjectStore& store, const PacketFields& f, const json& plain_b
   } else {
     if (replayed->result_state != f.result)
       fail(v, "result-mismatch", "re-planning gives state " + replayed->result_state + ", packet says " + f.result);
-    if (replayed->action != f.action) fail(v, "action-mismatch", "re-planning gives action " + replayed->action);
+    if (action_name(replayed->action) != f.action)
+      fail(v, "action-mismatch", std::string("re-planning gives action ") + action_name(replayed->action));
     if (replayed->interval != interval)
       fail(v, "interval-mismatch",
            "derived interval [" + std::to_string(replayed->interval.lo) + ", " + std::to_string(replayed->interval.hi) +

@@ -117,10 +117,10 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
   PlanContext ctx{to_hex(key.public_key), h.instance, vault};
   GITLOCKS_TRY(outcome, plan(store, snap.state, ctx, body));
   const PacketFields& f = opened->fields;
-  if (outcome.result_state != f.result || outcome.action != f.action)
+  if (outcome.result_state != f.result || action_name(outcome.action) != f.action)
     return make_error(Errc::store_read, "the saved packet does not re-execute on its source: it says " + f.action +
-                                            " -> " + f.result + ", re-planning gives " + outcome.action + " -> " +
-                                            outcome.result_state);
+                                            " -> " + f.result + ", re-planning gives " + action_name(outcome.action) +
+                                            " -> " + outcome.result_state);
   Prepared p;
   GITLOCKS_TRY(pins, result_pins(store, outcome.result_state));
   p.pins = pins;

@@ -32,6 +32,6 @@ int main() {
     std::fprintf(stderr, "%s\n", claim.error().message.c_str());
     return 5;
   }
-  std::printf("%s %s\n", claim->outcome.action.c_str(), claim->outcome.result_state.hex().c_str());
+  std::printf("%s %s\n", action_name(claim->outcome.action), claim->outcome.result_state.hex().c_str());
   return 0;
 }

@@ -55,8 +55,22 @@ RULES = [
             "lib/include/gitlocks/ops.hpp": "their builders",
             "lib/include/gitlocks/capabilities.hpp": "what the build can do, in words",
             "tools/cli/cmd_guard_time.cpp": "the command's name in its packet",
+            "lib/src/plan.cpp": "action_name: how a packet spells the planner's Action",
         },
         "users": {"lib/src/replay.cpp": r"result_pins\(", "lib/src/transition.cpp": r"result_pins\("},
+    },
+    {
+        "rule": "guard expressions over T: expr.cpp reads seed 002's documents and writes a typed TimeGuard's "
+        "(the planner states typed guards, guard_interval derives their interval)",
+        "pattern": r"\"time_add\"|\{\"from\", \"(time|body)\"\}",
+        "homes": {
+            "lib/src/expr.cpp": "the seed 002 evaluator and TimeGuard::document",
+            "lib/include/gitlocks/expr.hpp": "the forms, documented",
+        },
+        "users": {
+            "lib/src/plan.cpp": r"guard_interval\(",
+            "lib/src/policy.cpp": r"ttl_time_guards\(",
+        },
     },
     {
         "rule": "a notary's T: Attestation::admitted_at_ms, read once by open_attestation",

@@ -79,7 +79,7 @@ int make_request(const std::vector<std::string>& args) {
   h.policy_hash = gitlocks::sha256_hex("policy");
   h.source = *gitlocks::Oid::from_hex(std::string(40, 'b'));
   gitlocks::PlanOutcome outcome;
-  outcome.action = "claim";
+  outcome.action = gitlocks::Action::claim;
   outcome.body = {{"ops", json::array({{{"op", "claim"}, {"path", "src/secret.txt"}, {"note", kBodyMarker}}})}};
   outcome.result_state = *gitlocks::Oid::from_hex(std::string(40, 'c'));
   outcome.interval = {lo, hi};

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "gitlocks/policy.hpp"
+
 using gitlocks::derive_interval;
 using gitlocks::Errc;
 using gitlocks::errc_name;
@@ -704,4 +706,102 @@ TEST_CASE("expr: property — derive_interval agrees with brute force") {
   // The generator must exercise both outcomes.
   CHECK(nonempty > 200);
   CHECK(empty > 200);
+}
+
+// ---------------------------------------------------------------------------
+// Typed guards (the planner's form): the same interval as their seed 002
+// documents, derived by the document evaluator above from a body that holds
+// each guard's value at its path.
+
+namespace {
+
+using gitlocks::TimeGuard;
+
+// {"ops":[{"v":value0},{"v":value1},...]} and guards over ["ops",k,"v"].
+json body_for(const std::vector<TimeGuard>& guards) {
+  json ops = json::array();
+  for (const auto& g : guards) ops.push_back({{"v", g.value}});
+  return {{"ops", ops}};
+}
+
+TimeGuard typed(TimeGuard::Cmp cmp, std::optional<std::int64_t> add_ms, std::int64_t value, std::size_t k) {
+  return TimeGuard{cmp, add_ms, json::array({"ops", k, "v"}), value};
+}
+
+std::string outcome(const gitlocks::Result<Interval>& r) {
+  if (!r.ok()) return std::string(errc_name(r.error().code)) + ": " + r.error().message;
+  return "[" + std::to_string(r->lo) + ", " + std::to_string(r->hi) + "]";
+}
+
+}  // namespace
+
+TEST_CASE("expr: a typed guard is the seed 002 document the planner always wrote") {
+  const json path = json::array({"ops", 0, "after"});
+  CHECK(gitlocks::time_after(path, 5).document() ==
+        json::parse(R"({"op":"gt","left":{"from":"time"},"right":{"from":"body","path":["ops",0,"after"]}})"));
+  CHECK(gitlocks::time_not_after(path, 5).document() ==
+        json::parse(R"({"op":"lte","left":{"from":"time"},"right":{"from":"body","path":["ops",0,"after"]}})"));
+  gitlocks::Policy p;
+  p.min_ttl_ms = 1000;
+  p.max_ttl_ms = 60000;
+  CHECK(gitlocks::ttl_guards(p, json::array({"ops", 2})) == json::parse(R"([
+    {"op":"lte","left":{"from":"time_add","timestamp":{"from":"time"},"milliseconds":{"from":"literal","value":1000}},
+     "right":{"from":"body","path":["ops",2,"expires_at"]}},
+    {"op":"gte","left":{"from":"time_add","timestamp":{"from":"time"},"milliseconds":{"from":"literal","value":60000}},
+     "right":{"from":"body","path":["ops",2,"expires_at"]}}])"));
+  // The seed's example through the typed list: 1000 <= e - T <= 60000.
+  auto iv = gitlocks::guard_interval(gitlocks::ttl_time_guards(p, json::array({"ops", 0}), 100000));
+  REQUIRE(iv.ok());
+  CHECK(*iv == Interval{40000, 99000});
+}
+
+TEST_CASE("expr: typed guards derive what their documents derive at every boundary") {
+  using Cmp = TimeGuard::Cmp;
+  const std::vector<Cmp> cmps = {Cmp::lt, Cmp::lte, Cmp::gt, Cmp::gte};
+  const std::vector<std::optional<std::int64_t>> adds = {std::nullopt, 0, 1, 1000, MAX - 1, MAX};
+  const std::vector<std::int64_t> values = {-MAX, -1, 0, 1, 999, 1000, 1001, MAX - 1, MAX};
+  std::vector<TimeGuard> singles;
+  for (Cmp c : cmps)
+    for (const auto& a : adds)
+      for (std::int64_t v : values) singles.push_back(typed(c, a, v, 0));
+  std::size_t compared = 0, empty = 0;
+  auto compare = [&](std::vector<TimeGuard> list) {
+    for (std::size_t k = 0; k < list.size(); ++k) list[k].path = json::array({"ops", k, "v"});
+    const auto typed_result = gitlocks::guard_interval(list);
+    const auto document_result = derive_interval(gitlocks::guard_documents(list), body_for(list));
+    CHECK_MESSAGE(outcome(typed_result) == outcome(document_result), shown(gitlocks::guard_documents(list)));
+    ++compared;
+    if (!document_result.ok()) ++empty;
+  };
+  for (const auto& g : singles) compare({g});
+  // Pairs and triples from a fixed linear congruential sequence.
+  std::uint64_t state = 42;
+  auto next = [&]() {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<std::size_t>(state >> 33) % singles.size();
+  };
+  for (int n = 0; n < 2000; ++n) compare({singles[next()], singles[next()]});
+  for (int n = 0; n < 1000; ++n) compare({singles[next()], singles[next()], singles[next()]});
+  CHECK(compared == singles.size() + 3000);
+  // Both outcomes occur: the comparison is not of two always-empty lists.
+  CHECK(empty > 0);
+  CHECK(empty < compared);
+  CHECK(outcome(gitlocks::guard_interval({})) == "[0, " + std::to_string(MAX) + "]");
+}
+
+TEST_CASE("expr: a typed guard outside its domain is bad-expression") {
+  using Cmp = TimeGuard::Cmp;
+  auto code = [](const std::vector<TimeGuard>& list) {
+    auto r = gitlocks::guard_interval(list);
+    return r.ok() ? std::string("ok") : std::string(errc_name(r.error().code));
+  };
+  CHECK(code({typed(Cmp::gt, std::nullopt, MAX, 0)}) == "empty-interval");
+  CHECK(code({typed(Cmp::gte, std::nullopt, MAX, 0)}) == "ok");
+  CHECK(code({typed(Cmp::gt, std::nullopt, MAX + 1, 0)}) == "bad-expression");
+  CHECK(code({typed(Cmp::gt, std::nullopt, -MAX, 0)}) == "ok");
+  CHECK(code({typed(Cmp::gt, std::nullopt, -MAX - 1, 0)}) == "bad-expression");
+  CHECK(code({typed(Cmp::lte, MAX, MAX, 0)}) == "ok");
+  CHECK(code({typed(Cmp::lte, MAX + 1, MAX, 0)}) == "bad-expression");
+  CHECK(code({typed(Cmp::lte, -1, 5, 0)}) == "bad-expression");
+  CHECK(code({typed(Cmp::lte, 0, 5, 0)}) == "ok");
 }

@@ -45,7 +45,7 @@ TEST_CASE("force-release: an admin and the owner may - anyone else is not-admin 
   }
   auto r = h.force("alice");
   REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
-  CHECK(r->outcome.action == "force-release");
+  CHECK(std::string(gitlocks::action_name(r->outcome.action)) == "force-release");
   CHECK(h.s.lease_of("bob", "path:src/x.c").is_null());
   auto rec = h.s.record("path:src/x.c");
   REQUIRE(rec);

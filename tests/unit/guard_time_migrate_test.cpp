@@ -152,7 +152,7 @@ TEST_CASE("guard time migrate: the owner moves to another notary - old commits v
   s.admit = m.b.fn();
   auto mig = set_pins(s, "owner", m.b.pins);
   REQUIRE_MESSAGE(mig.ok(), gitlocks::test::why(mig));
-  CHECK(mig->outcome.action == "guard-time-set");
+  CHECK(std::string(gitlocks::action_name(mig->outcome.action)) == "guard-time-set");
   CHECK(mig->attestation_stored);
   CHECK(gitlocks::open_attestation(*mig->attestation_stored).value().service_key == m.b.pins.service_key);
   CHECK(mig->admitted_at_ms == s.now + 20);

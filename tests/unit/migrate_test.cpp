@@ -92,7 +92,7 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
   auto migrated = gitlocks::build_candidate(store, snap, gitlocks::test::actor_key("carol"), "migrate",
                                             std::string(64, '2'), migrate_body(), w.now);
   REQUIRE_MESSAGE(migrated.ok(), gitlocks::test::why(migrated));
-  CHECK(migrated->outcome.action == "migrate");
+  CHECK(std::string(gitlocks::action_name(migrated->outcome.action)) == "migrate");
   (void)gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, migrated->commit);
   gitlocks::StateReader new_reader(store, migrated->outcome.result_state);
   CHECK(new_reader.format_version().value() == 2);
@@ -131,7 +131,7 @@ TEST_CASE("migrate: a format-1 history is migrated to format 2 and the whole his
       }(),
       w.now);
   REQUIRE_MESSAGE(next.ok(), gitlocks::test::why(next));
-  CHECK(next->outcome.action == "reclaim");
+  CHECK(std::string(gitlocks::action_name(next->outcome.action)) == "reclaim");
   (void)gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, next->commit);
   gitlocks::StateReader r3(store, next->outcome.result_state);
   CHECK((*r3.record("path:src/a.c").value())["generation"] == 2);

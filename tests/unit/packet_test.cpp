@@ -35,7 +35,7 @@ TEST_CASE("an opened packet's fields are typed as they were made") {
   CHECK(f.header.source == before.state);
   CHECK(f.header.epoch == 0);
   CHECK(f.header.command == "claim");
-  CHECK(f.action == c->outcome.action);
+  CHECK(f.action == gitlocks::action_name(c->outcome.action));
   CHECK(f.result == c->outcome.result_state);
   CHECK(f.interval_lo == c->outcome.interval.lo);
   CHECK(f.interval_hi == c->outcome.interval.hi);

@@ -1,6 +1,11 @@
 // Planner behaviour on a real (in-memory libgit2) object store.
 #include <doctest/doctest.h>
 
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "fixture.h"
 #include "why.h"
 
@@ -108,7 +113,7 @@ TEST_CASE("reclaim: refused before and at expiry - admitted after with generatio
   s.now = expiry + 1;
   auto c = s.claim("bob", "f", kTtl);
   REQUIRE(c.ok());
-  CHECK(c->outcome.action == "reclaim");
+  CHECK(std::string(gitlocks::action_name(c->outcome.action)) == "reclaim");
   CHECK(c->outcome.interval.lo == expiry + 1);  // T > prev_expires_at
   auto rec = s.record("path:f");
   REQUIRE(rec);
@@ -223,7 +228,7 @@ TEST_CASE("batch: all or nothing") {
   body["ops"].push_back({{"op", "sem-acquire"}, {"sem", "s"}, {"limit", 1}, {"expires_at", s.now + kTtl}});
   auto ok = s.submit("alice", "batch", body);
   REQUIRE(ok.ok());
-  CHECK(ok->outcome.action == "batch");
+  CHECK(std::string(gitlocks::action_name(ok->outcome.action)) == "batch");
   CHECK(s.record("path:free"));
   CHECK(s.record("sem:s"));
 }
@@ -589,4 +594,36 @@ TEST_CASE("propose: the planner completes each op with what the state says - and
   fresh.erase("after");
   fresh.erase("reclaims");
   CHECK(body_op(s.op("alice", stale)) == fresh);
+}
+
+TEST_CASE("action: every planner action has its own name as docs/FORMAT.md spells it") {
+  using gitlocks::Action;
+  // docs/FORMAT.md, the packet's `action`, and the admin ops' names.
+  const std::vector<std::pair<Action, std::string>> expected = {
+      {Action::init, "init"},
+      {Action::claim, "claim"},
+      {Action::reclaim, "reclaim"},
+      {Action::extend, "extend"},
+      {Action::release, "release"},
+      {Action::sweep, "sweep"},
+      {Action::sem_acquire, "sem-acquire"},
+      {Action::sem_release, "sem-release"},
+      {Action::force_release, "force-release"},
+      {Action::batch, "batch"},
+      {Action::guard_time_enable, "guard-time-enable"},
+      {Action::guard_time_set, "guard-time-set"},
+      {Action::policy_set, "policy-set"},
+      {Action::member_add, "member-add"},
+      {Action::member_remove, "member-remove"},
+      {Action::rekey, "rekey"},
+      {Action::migrate, "migrate"},
+  };
+  std::set<std::string> names;
+  for (const auto& [a, name] : expected) {
+    CHECK(std::string(gitlocks::action_name(a)) == name);
+    names.insert(gitlocks::action_name(a));
+  }
+  CHECK(names.size() == expected.size());
+  // The last enumerator: a new action must be added to this list too.
+  CHECK(static_cast<int>(Action::migrate) + 1 == static_cast<int>(expected.size()));
 }

@@ -54,7 +54,7 @@ TEST_CASE("policy set: the owner changes the settable fields at the expected has
   next["bots"] = {actor_hex("ci")};
   auto r = set_policy(s, "owner", next);
   REQUIRE_MESSAGE(r.ok(), gitlocks::test::why(r));
-  CHECK(r->outcome.action == "policy-set");
+  CHECK(std::string(gitlocks::action_name(r->outcome.action)) == "policy-set");
   // The stored policy is the new document, byte for byte canonical.
   CHECK(current_policy(s) == next);
   CHECK(s.snapshot().policy_hash == gitlocks::sha256_hex(gitlocks::canon_dump(next).value()));

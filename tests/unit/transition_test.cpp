@@ -58,7 +58,7 @@ TEST_CASE("transition: a reopened packet gives the identical request and commit"
   REQUIRE(reopened.ok());
   CHECK(*reopened->request_stored == *p->request_stored);  // Ed25519 signatures are deterministic
   CHECK(reopened->outcome.result_state == p->outcome.result_state);
-  CHECK(reopened->outcome.action == "claim");
+  CHECK(std::string(gitlocks::action_name(reopened->outcome.action)) == "claim");
   auto first = gitlocks::complete_candidate(g.s.objects(), snap, *p, *att);
   auto again = gitlocks::complete_candidate(g.s.objects(), snap, *reopened, *att);
   REQUIRE(first.ok());

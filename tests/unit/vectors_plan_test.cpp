@@ -83,8 +83,8 @@ std::string run_case(const json& c, bool print) {
     if (expect.contains("error")) return where + "expected " + expect["error"].get<std::string>() + ", got success";
     step_leases.push_back(r->outcome.leases);
     (void)memory_store_set_ref(*store, kStateRef, r->commit);
-    if (r->outcome.action != expect.value("action", ""))
-      return where + "action " + r->outcome.action + " != " + expect.value("action", "");
+    if (gitlocks::action_name(r->outcome.action) != expect.value("action", ""))
+      return where + "action " + gitlocks::action_name(r->outcome.action) + " != " + expect.value("action", "");
     json iv = json::array({r->outcome.interval.lo, r->outcome.interval.hi});
     if (iv != expect["interval"]) return where + "interval " + iv.dump() + " != " + expect["interval"].dump();
     if (expect.contains("generations")) {

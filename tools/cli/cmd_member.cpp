@@ -36,7 +36,7 @@ Result<Published> publish_rekey(Context& ctx) {
   });
 }
 
-json membership(const Candidate& c) { return json{{"commit", c.commit}, {"action", c.outcome.action}}; }
+json membership(const Candidate& c) { return json{{"commit", c.commit}, {"action", action_name(c.outcome.action)}}; }
 
 int change(Context& ctx, const Argv& argv, bool add) {
   auto a = ctx.parse(argv);

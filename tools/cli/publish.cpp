@@ -264,7 +264,7 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
   const json& ops = c.outcome.body.contains("ops") ? c.outcome.body["ops"] : json::array();
   json out = {{"op", ctx.op},
               {"commit", c.commit},
-              {"action", c.outcome.action},
+              {"action", action_name(c.outcome.action)},
               {"admitted_at_ms", c.admitted_at_ms},
               {"attempts", ctx.attempts.value_or(0)},
               {"leases", c.outcome.leases},
@@ -301,7 +301,7 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
     }
     human += line + "\n";
   }
-  if (c.outcome.action == "init") human += "initialised the lock store\n";
+  if (c.outcome.action == Action::init) human += "initialised the lock store\n";
   human += "(refs/locks/state -> " + c.commit.hex().substr(0, 12) +
            (extra.contains("waited_ms") ? ", after waiting " + format_duration(extra["waited_ms"].get<std::int64_t>())
                                         : std::string()) +

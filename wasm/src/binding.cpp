@@ -410,9 +410,9 @@ char* gitlocks_plan(const char* state_json, const char* policy_json, const char*
   gitlocks::StateReader reader(**store, r->result_state);
   auto policy_doc = reader.policy();
   if (!policy_doc.ok()) return fail(policy_doc.error());
-  return ok({{"action", r->action},
+  return ok({{"action", gitlocks::action_name(r->action)},
              {"body", r->body},
-             {"guards", r->guards},
+             {"guards", gitlocks::guard_documents(r->guards)},
              {"interval", interval_json(r->interval)},
              {"leases", r->leases},
              {"state", {{"tree", r->result_state}, {"policy", *policy_doc}, {"records", *records}}}});

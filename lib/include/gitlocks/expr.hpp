@@ -16,6 +16,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "gitlocks/canon.hpp"
 #include "gitlocks/result.hpp"
@@ -60,5 +62,31 @@ Result<bool> eval_time_free(const json& expr, const json& body);
 
 // Checked evaluator for a time-free operand.
 Result<std::int64_t> eval_operand(const json& operand, const json& body);
+
+// A guard as the planner states it, typed: T, or T + add_ms (a time_add of
+// a literal), compared with the integer `value` that the body holds at
+// `path` (["ops", i, ...]). The planner reads `value` from the typed op it
+// plans (or writes it there when proposing), so the guard never looks the
+// body up by name. Its seed 002 document is document():
+//   {"op":CMP,"left":{"from":"time"} | {"from":"time_add","timestamp":{"from":"time"},
+//    "milliseconds":{"from":"literal","value":ADD_MS}},"right":{"from":"body","path":PATH}}
+struct TimeGuard {
+  enum class Cmp { lt, lte, gt, gte };
+  Cmp cmp = Cmp::gt;
+  std::optional<std::int64_t> add_ms;  // in [0, 2^53-1]
+  json path;                           // where the body holds `value`
+  std::int64_t value = 0;              // in [-(2^53-1), 2^53-1]
+  json document() const;
+};
+// T > body[path], T <= body[path].
+TimeGuard time_after(json path, std::int64_t value);
+TimeGuard time_not_after(json path, std::int64_t value);
+// The guard list's seed 002 documents, in order (what a host shows).
+json guard_documents(const std::vector<TimeGuard>& guards);
+// The exact interval of T in which every guard holds: for a body that holds
+// each guard's `value` at its `path`, exactly what
+// derive_interval(guard_documents(guards), body) gives, errors included
+// (empty_interval). A guard outside its documented domain is bad_expression.
+Result<Interval> guard_interval(const std::vector<TimeGuard>& guards);
 
 }  // namespace gitlocks

@@ -64,11 +64,36 @@ struct IssuedLease {
 // {"expires_at", "generation", "lease", "resource"}: how hosts print it.
 void to_json(json& j, const IssuedLease& l);
 
+// What the planner made of a body (docs/FORMAT.md, the packet's `action`):
+// `init` for creation, the admin op, `migrate`; for ops, `batch` when there
+// are several, else the op's own kind, except that a claim declaring
+// `after` is `reclaim`. The packet spells it action_name().
+enum class Action {
+  init,
+  claim,
+  reclaim,
+  extend,
+  release,
+  sweep,
+  sem_acquire,
+  sem_release,
+  force_release,
+  batch,
+  guard_time_enable,
+  guard_time_set,
+  policy_set,
+  member_add,
+  member_remove,
+  rekey,
+  migrate,
+};
+const char* action_name(Action a);
+
 struct PlanOutcome {
   json body;                        // the complete body (as proposed or as given)
-  std::string action;               // packet action: init, claim, reclaim, extend, ...
+  Action action = Action::init;     // the packet's action (action_name)
   Oid result_state;                 // successor state tree id
-  json guards;                      // every guard expression of the transition
+  std::vector<TimeGuard> guards;    // every guard of the transition (guard_documents: as seed 002 writes them)
   Interval interval;                // exact admission interval of T
   std::size_t records_written = 0;  // record blobs in the successor
   std::vector<IssuedLease> leases;  // leases created or renewed, in the order of their ops

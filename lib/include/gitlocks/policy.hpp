@@ -38,6 +38,7 @@
 
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
+#include "gitlocks/expr.hpp"
 #include "gitlocks/path.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -149,8 +150,11 @@ bool families_differ(const json& a, const json& b);
 // A policy document with defaults for a new store.
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex);
 
-// seed 002's TTL window over body path `prefix + ["expires_at"]`:
-// MIN_TTL <= expires_at - T <= MAX_TTL.
+// seed 002's TTL window over body path `prefix + ["expires_at"]`, which
+// holds `expires_at`: MIN_TTL <= expires_at - T <= MAX_TTL, as
+// T + MIN_TTL <= expires_at and T + MAX_TTL >= expires_at.
+std::vector<TimeGuard> ttl_time_guards(const Policy& p, const json& prefix, std::int64_t expires_at);
+// The same as seed 002 documents (guard_documents of ttl_time_guards).
 json ttl_guards(const Policy& p, const json& prefix);
 
 }  // namespace gitlocks
