@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "gitlocks/crypto.hpp"
+#include "gitlocks/hex.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
@@ -538,6 +539,17 @@ MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair*
   out.is_private = true;
   if (!member) return out;
   if (auto vault = Vault::open(*pol, *member); vault.ok()) out.vault = std::move(vault).value();
+  return out;
+}
+
+Result<VerifierKeys> verifier_keys(ObjectStore& store, const Oid& tip, const MemberKeyFn& key) {
+  VerifierKeys out;
+  out.member = open_member_vault(store, tip, nullptr);
+  if (!out.member.is_private) return out;
+  GITLOCKS_TRY(member, key());
+  if (!member) return out;
+  out.member = open_member_vault(store, tip, member);
+  if (out.member.vault) out.verifier = to_hex(member->public_key);
   return out;
 }
 

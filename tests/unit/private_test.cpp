@@ -273,6 +273,60 @@ TEST_CASE("private: state_codec is the one rule for which keys open a state") {
   CHECK(*plain == nullptr);
 }
 
+TEST_CASE("private: verifier_keys asks for a key only for a PRIVATE store and names whose keys opened it") {
+  World w;
+  auto& s = w.s;
+  const Oid tip = *s.tip();
+  int asked = 0;
+  auto keys_with = [&](const gitlocks::KeyPair* key) {
+    return gitlocks::verifier_keys(s.objects(), tip, [&, key]() -> gitlocks::Result<const gitlocks::KeyPair*> {
+      ++asked;
+      return key;
+    });
+  };
+  // A member: the tip's keyring opens her epoch keys, and she is the verifier.
+  const gitlocks::KeyPair alice = actor_key("alice");
+  auto member = keys_with(&alice);
+  REQUIRE_MESSAGE(member.ok(), gitlocks::test::why(member));
+  CHECK(asked == 1);
+  CHECK(member->member.is_private);
+  REQUIRE(member->vault() != nullptr);
+  CHECK(member->vault()->key(2) != nullptr);
+  CHECK(member->verifier == actor_hex("alice"));
+  // Not a member, or no key: no vault and nobody's keys (structural).
+  const gitlocks::KeyPair mallory = actor_key("mallory");
+  auto outsider = keys_with(&mallory);
+  REQUIRE(outsider.ok());
+  CHECK(outsider->member.is_private);
+  CHECK(outsider->vault() == nullptr);
+  CHECK(outsider->verifier.empty());
+  auto keyless = keys_with(nullptr);
+  REQUIRE(keyless.ok());
+  CHECK(keyless->vault() == nullptr);
+  CHECK(keyless->verifier.empty());
+  // The host's failure to load its key is the answer (verify and doctor
+  // report a broken key file, not "no key").
+  auto broken = gitlocks::verifier_keys(s.objects(), tip, []() -> gitlocks::Result<const gitlocks::KeyPair*> {
+    return gitlocks::make_error(Errc::usage, "the key file is broken");
+  });
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.error().code == Errc::usage);
+  CHECK(broken.error().message == "the key file is broken");
+  // A public store: the key is never asked for.
+  gitlocks::test::Store pub;
+  REQUIRE(pub.claim("owner", "a.txt", 60'000).ok());
+  asked = 0;
+  auto none = gitlocks::verifier_keys(pub.objects(), *pub.tip(), [&]() -> gitlocks::Result<const gitlocks::KeyPair*> {
+    ++asked;
+    return &alice;
+  });
+  REQUIRE(none.ok());
+  CHECK(asked == 0);
+  CHECK_FALSE(none->member.is_private);
+  CHECK(none->vault() == nullptr);
+  CHECK(none->verifier.empty());
+}
+
 TEST_CASE("private: full and structural verification agree on everything structural") {
   World w;
   auto& s = w.s;

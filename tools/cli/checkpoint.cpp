@@ -84,6 +84,15 @@ std::string recovery_command(Context& ctx, const std::string& last_valid, const 
   return "git update-ref refs/locks/state " + last_valid + " " + tip;
 }
 
+Result<VerifierKeys> identity_keys(Context& ctx, ObjectStore& store, const Oid& tip, bool required) {
+  return verifier_keys(store, tip, [&]() -> Result<const KeyPair*> {
+    auto me = ctx.identity();
+    if (me.ok()) return &(*me)->key;
+    if (required) return me.error();
+    return static_cast<const KeyPair*>(nullptr);
+  });
+}
+
 namespace {
 
 // One verification of the history ending at `tip` from `anchor` (or the root).
@@ -95,16 +104,12 @@ Result<Trusted> verify_tip(Context& ctx, ObjectStore& store, const std::optional
   // A PRIVATE store's commits are re-executed in full with the member's keys
   // (as `verify` does); without them, structurally. Needed only to replay,
   // or to know whether a structural anchor is our own.
-  std::optional<Vault> vault;
+  VerifierKeys keys;
   if (tip && !(anchor && anchor->commit == *tip && anchor->full)) {
-    MemberVault member = open_member_vault(store, *tip, nullptr);
-    if (member.is_private)
-      if (auto me = ctx.identity(); me.ok()) {
-        member = open_member_vault(store, *tip, &(*me)->key);
-        if (member.vault) options.verifier = (*me)->actor;
-      }
-    vault = std::move(member.vault);
-    if (vault) options.vault = &*vault;
+    GITLOCKS_TRY(k, identity_keys(ctx, store, *tip, false));
+    keys = std::move(k);
+    options.vault = keys.vault();
+    options.verifier = keys.verifier;
   }
   return verified_snapshot(store, tip, options);
 }

@@ -28,6 +28,14 @@ namespace gitlocks::cli {
 // git-locks files live.
 Result<std::filesystem::path> git_common_dir(Context& ctx);
 
+// The keys this identity brings to the history ending at `tip`
+// (gitlocks::verifier_keys: for a PRIVATE store only, the identity is
+// loaded, which may create its key). `required`: an identity that cannot be
+// loaded is an error (`verify`, `doctor`: a broken key file is not "no
+// key"); otherwise the store is verified structurally and the command's own
+// reading of the records reports it.
+Result<VerifierKeys> identity_keys(Context& ctx, ObjectStore& store, const Oid& tip, bool required);
+
 // Verifies the history ending at `tip` (as just read by ctx.read_tip()) from
 // the checkpoint, records the new checkpoint, and returns the snapshot. When
 // `tip` does not descend from the checkpoint, the ref is read once more

@@ -55,19 +55,14 @@ int cmd_doctor(Context& ctx, const Argv& argv) {
   // A PRIVATE store's records are opened with a member's keys (as `verify`
   // does); any other key leaves them sealed: doctor then counts them only.
   // The key is loaded only for a PRIVATE store (loading may create one).
-  MemberVault member = open_member_vault(**store, **tip, nullptr);
+  auto keys = identity_keys(ctx, **store, **tip, true);
+  if (!keys.ok()) return ctx.fail(keys.error());
   std::unique_ptr<RecordCodec> codec;
-  if (member.is_private) {
-    auto me = ctx.identity();
-    if (!me.ok()) return ctx.fail(me.error());
-    member = open_member_vault(**store, **tip, &(*me)->key);
-    if (member.vault) {
-      auto doc = StateReader(**store, commit->state).policy();
-      auto policy = doc.ok() ? parse_policy(*doc) : Result<Policy>(doc.error());
-      auto opened =
-          policy.ok() ? state_codec(*policy, &*member.vault) : Result<std::unique_ptr<RecordCodec>>(policy.error());
-      if (opened.ok()) codec = std::move(opened).value();
-    }
+  if (const Vault* vault = keys->vault()) {
+    auto doc = StateReader(**store, commit->state).policy();
+    auto policy = doc.ok() ? parse_policy(*doc) : Result<Policy>(doc.error());
+    auto opened = policy.ok() ? state_codec(*policy, vault) : Result<std::unique_ptr<RecordCodec>>(policy.error());
+    if (opened.ok()) codec = std::move(opened).value();
   }
   auto findings = diagnose(**store, commit->state, *now, parent_state, codec.get());
   if (!findings.ok()) return ctx.fail(findings.error());

@@ -171,8 +171,8 @@ int refuse_failed(Context& ctx, const json& rec) {
 Status verify_source(Context& ctx, ObjectStore& store, const Oid& tip, const KeyPair& owner) {
   ReplayOptions opts;
   opts.allow_test_clock = ctx.allow_test_clock;
-  MemberVault member = open_member_vault(store, tip, &owner);
-  if (member.vault) opts.vault = &*member.vault;
+  GITLOCKS_TRY(keys, verifier_keys(store, tip, [&owner]() -> Result<const KeyPair*> { return &owner; }));
+  opts.vault = keys.vault();
   std::optional<Verdict> bad, partial;
   GITLOCKS_TRY(summary, replay_chain(store, tip, opts, [&](const Verdict& v) {
                  if (!v.ok && !bad) bad = v;

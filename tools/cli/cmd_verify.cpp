@@ -200,17 +200,12 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   // A PRIVATE store is verified in full with a member's keys; any other key
   // verifies it structurally. A broken key file is an error, not "no key".
   // The key is loaded only for a PRIVATE store (loading may create one).
-  MemberVault member = open_member_vault(**store, tip, nullptr);
-  std::string verifier;  // whose keys verified it (the checkpoint's "verifier")
-  if (member.is_private) {
-    auto me = ctx.identity();
-    if (!me.ok()) return ctx.fail(me.error());
-    member = open_member_vault(**store, tip, &(*me)->key);
-    if (member.vault) verifier = (*me)->actor;
-  }
-  const bool is_private = member.is_private;
-  std::optional<Vault>& vault = member.vault;
-  if (vault) options.vault = &*vault;
+  auto keys = identity_keys(ctx, **store, tip, true);
+  if (!keys.ok()) return ctx.fail(keys.error());
+  const std::string& verifier = keys->verifier;  // whose keys verified it (the checkpoint's "verifier")
+  const bool is_private = keys->member.is_private;
+  const std::optional<Vault>& vault = keys->member.vault;
+  options.vault = keys->vault();
 
   // Fork detection against the tip this clone last verified.
   auto memo = verified_tip_file(ctx);
@@ -326,7 +321,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     text += forgotten ? "accepted rewrite: forgot the last verified tip " + *forgotten + "\n"
                       : std::string("accepted rewrite: no verified tip was remembered\n");
   }
-  if (needs_structural_note(*summary, member)) {
+  if (needs_structural_note(*summary, keys->member)) {
     s["note"] = std::string(kStructuralNote);
     text += std::string(kStructuralNote) + " for " + std::to_string(summary->structural) + " commit(s)" +
             (is_private && !vault ? " (this key is not a member of the PRIVATE store)" : "") + "\n";

@@ -95,7 +95,11 @@ int main(int argc, char** argv) {
     if (!kp.ok()) return fail(kp.error().message);
     key = *kp;
   }
-  gitlocks::MemberVault vault = gitlocks::open_member_vault(**store, tip, key ? &*key : nullptr);
+  const gitlocks::KeyPair* member = key ? &*key : nullptr;
+  auto keys = gitlocks::verifier_keys(**store, tip,
+                                      [member]() -> gitlocks::Result<const gitlocks::KeyPair*> { return member; });
+  if (!keys.ok()) return fail(keys.error().message);
+  gitlocks::MemberVault vault = std::move(keys->member);
   if (vault.vault) options.vault = &*vault.vault;
   const double open_ms = ms_since(t0);
   auto t1 = std::chrono::steady_clock::now();

@@ -295,7 +295,11 @@ gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall
     p->options.progress = [progress_token](std::size_t done, std::size_t total) {
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
     };
-  p->vault = gitlocks::open_member_vault(call.store(), p->tip, call.member().get());
+  const gitlocks::KeyPair* member = call.member().get();
+  GITLOCKS_TRY(keys,
+               gitlocks::verifier_keys(call.store(), p->tip,
+                                       [member]() -> gitlocks::Result<const gitlocks::KeyPair*> { return member; }));
+  p->vault = std::move(keys.member);
   if (p->vault.vault) p->options.vault = &*p->vault.vault;
   return p;
 }
@@ -315,13 +319,13 @@ gitlocks::Result<Verified> verified_at(gitlocks::ObjectStore& store, const char*
                                        const gitlocks::KeyPair* member, bool allow_test_clock) {
   GITLOCKS_TRY(tip, tip_of(store, commit));
   Verified out;
-  out.vault = gitlocks::open_member_vault(store, tip, member);
+  GITLOCKS_TRY(keys, gitlocks::verifier_keys(
+                         store, tip, [member]() -> gitlocks::Result<const gitlocks::KeyPair*> { return member; }));
+  out.vault = std::move(keys.member);
   gitlocks::TrustOptions to;
   to.allow_test_clock = allow_test_clock;
-  if (out.vault.vault) {
-    to.vault = &*out.vault.vault;
-    to.verifier = gitlocks::to_hex(member->public_key);
-  }
+  to.vault = out.vault.vault ? &*out.vault.vault : nullptr;
+  to.verifier = keys.verifier;
   GITLOCKS_TRY(trusted, gitlocks::verified_snapshot(store, tip, to));
   out.snap = std::move(trusted.snapshot);
   GITLOCKS_TRY(view, gitlocks::commit_view(store, tip, out.vault.vault ? member : nullptr));

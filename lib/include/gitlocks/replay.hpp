@@ -83,6 +83,23 @@ struct MemberVault {
 };
 MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member);
 
+// The keys a verifier brings to the history ending at `tip`, the one rule
+// of every host (`verify`, every writer's and query's verification, `doctor`,
+// the npm module, the page): a public store needs none; for a PRIVATE one
+// `key()` is asked for the member's key (only then: a host may create or
+// load its key lazily; nullptr: none) and its vault opened from the tip's
+// keyring. `verifier` is that key's actor (hex) when it opened a vault, ""
+// otherwise: whose keys a structural-or-full verification was made with
+// (TrustOptions::verifier, the checkpoint's "verifier"). Errors: those of
+// `key()`.
+struct VerifierKeys {
+  MemberVault member;
+  std::string verifier;
+  const Vault* vault() const { return member.vault ? &*member.vault : nullptr; }
+};
+using MemberKeyFn = std::function<Result<const KeyPair*>()>;
+Result<VerifierKeys> verifier_keys(ObjectStore& store, const Oid& tip, const MemberKeyFn& key);
+
 // What a verified history establishes at its tip, and all a later
 // verification needs to continue from it (the checkpoint, docs/FORMAT.md).
 struct TrustState {
