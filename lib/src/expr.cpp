@@ -445,6 +445,39 @@ std::string mirrored(const std::string& op) {
   return "lte";  // "gte"
 }
 
+// An ordering comparison's op as a typed one.
+TimeGuard::Cmp ordering(const std::string& op) {
+  if (op == "lt") return TimeGuard::Cmp::lt;
+  if (op == "lte") return TimeGuard::Cmp::lte;
+  if (op == "gte") return TimeGuard::Cmp::gte;
+  return TimeGuard::Cmp::gt;  // "gt"
+}
+
+// T + s CMP v, with s >= 0 the sum of a time_add chain's milliseconds: the
+// half-line of T it admits. Both guard forms end here (the documents'
+// apply_timed_comparison and the typed guard_interval).
+void bound_time(Bounds& b, TimeGuard::Cmp cmp, i128 s, i128 v) {
+  // Every time_add result T + m1 + ... + mj must stay <= MAX; the ms are
+  // non-negative, so the outermost one is the binding one. (If s > MAX this
+  // bound is negative and the interval is empty.)
+  b.at_most(static_cast<i128>(kMax) - s);
+  const i128 edge = v - s;
+  switch (cmp) {
+    case TimeGuard::Cmp::lte:
+      b.at_most(edge);
+      break;
+    case TimeGuard::Cmp::lt:
+      b.at_most(edge - 1);
+      break;
+    case TimeGuard::Cmp::gte:
+      b.at_least(edge);
+      break;
+    case TimeGuard::Cmp::gt:
+      b.at_least(edge + 1);
+      break;
+  }
+}
+
 // One ordering comparison with time on exactly one side.
 Status apply_timed_comparison(const json& e, const json& body, Bounds& b) {
   auto op = *string_field(e, "op");
@@ -456,16 +489,7 @@ Status apply_timed_comparison(const json& e, const json& body, Bounds& b) {
   }
   GITLOCKS_TRY(s, chain_offset(*timed, body));
   GITLOCKS_TRY(v, eval_value(*other, body));
-  // Every time_add result T + m1 + ... + mj must stay <= MAX; the ms are
-  // non-negative, so the outermost one is the binding one. (If s > MAX this
-  // bound is negative and the interval is empty.)
-  b.at_most(static_cast<i128>(kMax) - s);
-  // chain op v  with chain = T + s.
-  i128 edge = static_cast<i128>(v) - s;
-  if (op == "lte") b.at_most(edge);
-  else if (op == "lt") b.at_most(edge - 1);
-  else if (op == "gte") b.at_least(edge);
-  else b.at_least(edge + 1);  // "gt"
+  bound_time(b, ordering(op), s, v);
   return Ok{};
 }
 
@@ -560,9 +584,9 @@ json guard_documents(const std::vector<TimeGuard>& guards) {
   return out;
 }
 
-// The arithmetic of apply_timed_comparison for the one shape a TimeGuard
-// has (time, or one time_add of a literal, on the left; a body value on the
-// right), on values the planner has already checked.
+// The one shape a TimeGuard has (time, or one time_add of a literal, on the
+// left; a body value on the right), on values the planner has already
+// checked: bound_time, as for a document.
 Result<Interval> guard_interval(const std::vector<TimeGuard>& guards) {
   Bounds b;
   for (std::size_t i = 0; i < guards.size(); ++i) {
@@ -571,23 +595,7 @@ Result<Interval> guard_interval(const std::vector<TimeGuard>& guards) {
       return bad("guards[" + std::to_string(i) + "]: a typed guard outside its domain (milliseconds " +
                  (g.add_ms ? std::to_string(*g.add_ms) : std::string("none")) + ", value " + std::to_string(g.value) +
                  ")");
-    const i128 s = g.add_ms ? *g.add_ms : 0;
-    b.at_most(static_cast<i128>(kMax) - s);
-    const i128 edge = static_cast<i128>(g.value) - s;
-    switch (g.cmp) {
-      case TimeGuard::Cmp::lte:
-        b.at_most(edge);
-        break;
-      case TimeGuard::Cmp::lt:
-        b.at_most(edge - 1);
-        break;
-      case TimeGuard::Cmp::gte:
-        b.at_least(edge);
-        break;
-      case TimeGuard::Cmp::gt:
-        b.at_least(edge + 1);
-        break;
-    }
+    bound_time(b, g.cmp, g.add_ms ? *g.add_ms : 0, g.value);
   }
   return interval_of(b);
 }

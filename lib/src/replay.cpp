@@ -527,30 +527,48 @@ std::optional<PrivateBreach> check_private_commit(const Policy& source, const Oi
   return std::nullopt;
 }
 
-MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member) {
-  MemberVault out;
+namespace {
+// The policy `tip` records when it is a readable PRIVATE one (else nullopt:
+// a public or unreadable store, which replay reports).
+std::optional<Policy> private_policy_at(ObjectStore& store, const Oid& tip) {
   auto tc = read_transition_commit(store, tip);
-  if (!tc.ok()) return out;
-  StateReader reader(store, tc->state);
-  auto doc = reader.policy();
-  if (!doc.ok()) return out;
+  if (!tc.ok()) return std::nullopt;
+  auto doc = StateReader(store, tc->state).policy();
+  if (!doc.ok()) return std::nullopt;
   auto pol = parse_policy(*doc);
-  if (!pol.ok() || !pol->is_private) return out;
-  out.is_private = true;
-  if (!member) return out;
+  if (!pol.ok() || !pol->is_private) return std::nullopt;
+  return std::move(pol).value();
+}
+
+MemberVault vault_of(const std::optional<Policy>& pol, const KeyPair* member) {
+  MemberVault out;
+  out.is_private = pol.has_value();
+  if (!pol || !member) return out;
   if (auto vault = Vault::open(*pol, *member); vault.ok()) out.vault = std::move(vault).value();
   return out;
 }
 
-Result<VerifierKeys> verifier_keys(ObjectStore& store, const Oid& tip, const MemberKeyFn& key) {
+VerifierKeys keys_of(const std::optional<Policy>& pol, const KeyPair* member) {
   VerifierKeys out;
-  out.member = open_member_vault(store, tip, nullptr);
-  if (!out.member.is_private) return out;
-  GITLOCKS_TRY(member, key());
-  if (!member) return out;
-  out.member = open_member_vault(store, tip, member);
+  out.member = vault_of(pol, member);
   if (out.member.vault) out.verifier = to_hex(member->public_key);
   return out;
+}
+}  // namespace
+
+MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member) {
+  return vault_of(private_policy_at(store, tip), member);
+}
+
+Result<VerifierKeys> verifier_keys(ObjectStore& store, const Oid& tip, const MemberKeyFn& key) {
+  const std::optional<Policy> pol = private_policy_at(store, tip);  // read once
+  if (!pol) return VerifierKeys{};
+  GITLOCKS_TRY(member, key());
+  return keys_of(pol, member);
+}
+
+VerifierKeys verifier_keys(ObjectStore& store, const Oid& tip, const KeyPair* member) {
+  return keys_of(private_policy_at(store, tip), member);
 }
 
 Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const ReplayOptions& options,

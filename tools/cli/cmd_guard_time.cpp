@@ -171,7 +171,7 @@ int refuse_failed(Context& ctx, const json& rec) {
 Status verify_source(Context& ctx, ObjectStore& store, const Oid& tip, const KeyPair& owner) {
   ReplayOptions opts;
   opts.allow_test_clock = ctx.allow_test_clock;
-  GITLOCKS_TRY(keys, verifier_keys(store, tip, [&owner]() -> Result<const KeyPair*> { return &owner; }));
+  const VerifierKeys keys = verifier_keys(store, tip, &owner);
   opts.vault = keys.vault();
   std::optional<Verdict> bad, partial;
   GITLOCKS_TRY(summary, replay_chain(store, tip, opts, [&](const Verdict& v) {

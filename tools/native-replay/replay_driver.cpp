@@ -95,11 +95,7 @@ int main(int argc, char** argv) {
     if (!kp.ok()) return fail(kp.error().message);
     key = *kp;
   }
-  const gitlocks::KeyPair* member = key ? &*key : nullptr;
-  auto keys = gitlocks::verifier_keys(**store, tip,
-                                      [member]() -> gitlocks::Result<const gitlocks::KeyPair*> { return member; });
-  if (!keys.ok()) return fail(keys.error().message);
-  gitlocks::MemberVault vault = std::move(keys->member);
+  gitlocks::MemberVault vault = gitlocks::verifier_keys(**store, tip, key ? &*key : nullptr).member;
   if (vault.vault) options.vault = &*vault.vault;
   const double open_ms = ms_since(t0);
   auto t1 = std::chrono::steady_clock::now();

@@ -295,11 +295,7 @@ gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall
     p->options.progress = [progress_token](std::size_t done, std::size_t total) {
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
     };
-  const gitlocks::KeyPair* member = call.member().get();
-  GITLOCKS_TRY(keys,
-               gitlocks::verifier_keys(call.store(), p->tip,
-                                       [member]() -> gitlocks::Result<const gitlocks::KeyPair*> { return member; }));
-  p->vault = std::move(keys.member);
+  p->vault = gitlocks::verifier_keys(call.store(), p->tip, call.member().get()).member;
   if (p->vault.vault) p->options.vault = &*p->vault.vault;
   return p;
 }
@@ -319,8 +315,7 @@ gitlocks::Result<Verified> verified_at(gitlocks::ObjectStore& store, const char*
                                        const gitlocks::KeyPair* member, bool allow_test_clock) {
   GITLOCKS_TRY(tip, tip_of(store, commit));
   Verified out;
-  GITLOCKS_TRY(keys, gitlocks::verifier_keys(
-                         store, tip, [member]() -> gitlocks::Result<const gitlocks::KeyPair*> { return member; }));
+  gitlocks::VerifierKeys keys = gitlocks::verifier_keys(store, tip, member);
   out.vault = std::move(keys.member);
   gitlocks::TrustOptions to;
   to.allow_test_clock = allow_test_clock;

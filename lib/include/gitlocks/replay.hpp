@@ -99,6 +99,8 @@ struct VerifierKeys {
 };
 using MemberKeyFn = std::function<Result<const KeyPair*>()>;
 Result<VerifierKeys> verifier_keys(ObjectStore& store, const Oid& tip, const MemberKeyFn& key);
+// The same with a key already at hand (nullptr: none).
+VerifierKeys verifier_keys(ObjectStore& store, const Oid& tip, const KeyPair* member);
 
 // What a verified history establishes at its tip, and all a later
 // verification needs to continue from it (the checkpoint, docs/FORMAT.md).
