@@ -61,8 +61,8 @@ class ConflictFinder {
       claims.push_back(ops::claim(paths[i], ops::Mode::shared, view_.now + probe_ttl_));
     json body = {{"created_at", view_.now}, {"name", "git-locks check"}, {"ops", std::move(claims)}};
     HashOnlyScope dry_run(store_);
-    return plan(store_, view_.snap->state, {signer_ ? *signer_ : kNoHolder, kProbeInstance, view_.vault, true}, body,
-                view_.now);
+    return plan(store_, view_.snap->state, {signer_ ? *signer_ : kNoHolder, kProbeInstance, view_.snap->vault(), true},
+                body, view_.now);
   }
 
   // Probes [from, to) at once; a refusal splits the range until each
@@ -219,7 +219,7 @@ Result<std::vector<std::optional<Error>>> path_refusals(ObjectStore& store, cons
                                                         const std::vector<std::string>& paths) {
   std::vector<std::optional<Error>> out(paths.size());
   if (!view.snap || !view.snap->commit) return out;
-  StateReader reader(store, view.snap->state, view.codec);
+  StateReader reader(store, view.snap->state, view.snap->codec());
   const Policy& policy = view.snap->policy;
   std::map<std::string, std::vector<std::size_t>> uses;  // canonical form -> indexes in `paths`
   for (std::size_t i = 0; i < paths.size(); ++i) {

@@ -277,21 +277,21 @@ Result<std::string> resource_of(const std::string& typed, PathCase path_case) {
   return path_resource(p.key());
 }
 
-Result<json> readable_policy(StateReader& reader, const Vault* vault, std::int64_t epoch, const std::string& store_id) {
+Result<json> readable_policy(StateReader& reader, const Snapshot& snap) {
   GITLOCKS_TRY(policy, reader.policy());
-  if (vault && policy.contains("families")) {  // PRIVATE: the sealed families
-    const EpochKey* key = vault->key(epoch);
-    if (!key) return make_error(Errc::not_member, "no key of epoch " + std::to_string(epoch) + " in this vault");
-    auto families = open_document(policy["families"], *key, store_id, "policy.json#families");
+  if (const Vault* vault = snap.vault(); vault && policy.contains("families")) {  // PRIVATE: the sealed families
+    const EpochKey* key = vault->key(snap.epoch());
+    if (!key) return make_error(Errc::not_member, "no key of epoch " + std::to_string(snap.epoch()) + " in this vault");
+    auto families = open_document(policy["families"], *key, snap.store_id, "policy.json#families");
     if (!families.ok()) return make_error(Errc::store_read, "policy.json families: " + families.error().message);
     policy["families"] = std::move(*families);
   }
   return policy;
 }
 
-Result<json> status_head(StateReader& reader, const Snapshot& snap, const Vault* vault, std::int64_t now) {
+Result<json> status_head(StateReader& reader, const Snapshot& snap, std::int64_t now) {
   if (!snap.commit) return make_error(Errc::usage, "status_head needs a store");
-  GITLOCKS_TRY(policy, readable_policy(reader, vault, snap.epoch(), snap.store_id));
+  GITLOCKS_TRY(policy, readable_policy(reader, snap));
   json out = {{"store", snap.store_id}, {"commit", *snap.commit}, {"now_ms", now}};
   out["policy"] = {{"min_ttl_ms", policy["min_ttl_ms"]},
                    {"max_ttl_ms", policy["max_ttl_ms"]},
@@ -306,8 +306,8 @@ Result<json> status_head(StateReader& reader, const Snapshot& snap, const Vault*
   return out;
 }
 
-Result<json> status_document(StateReader& reader, const Snapshot& snap, const Vault* vault, const StatusQuery& q) {
-  GITLOCKS_TRY(doc, status_head(reader, snap, vault, q.now));
+Result<json> status_document(StateReader& reader, const Snapshot& snap, const StatusQuery& q) {
+  GITLOCKS_TRY(doc, status_head(reader, snap, q.now));
   GITLOCKS_TRY(rows, list_leases(reader, q.now, q.paths, q.include_expired, q.me));
   doc["leases"] = std::move(rows);
   return doc;

@@ -62,6 +62,19 @@ Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust) {
   return with_trust(std::move(snap), trust);
 }
 
+// The member's keys on a verified snapshot of a PRIVATE store (the vault
+// the verifier brought opened from the tip's keyring: its epoch's codec,
+// state_codec's one rule). A public store or no vault: none.
+static void attach_keys(Snapshot& snap, const Vault* vault) {
+  if (!vault || !snap.commit || !snap.is_private()) return;
+  auto keys = std::make_shared<SnapshotKeys>();
+  keys->vault = *vault;
+  auto codec = state_codec(snap.policy, &keys->vault);
+  if (codec.ok()) keys->codec = std::shared_ptr<const RecordCodec>(std::move(codec).value());
+  else keys->codec_error = codec.error();
+  snap.keys = std::move(keys);
+}
+
 Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& tip, const TrustOptions& options) {
   Trusted out;
   std::optional<TrustState> anchor = options.anchor;
@@ -128,6 +141,7 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     GITLOCKS_TRY(snap, snapshot_at(store, trust));
     out.snapshot = std::move(snap);
   }
+  attach_keys(out.snapshot, options.vault);
   out.trust = std::move(trust);
   return out;
 }

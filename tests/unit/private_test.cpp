@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "fixture.h"
@@ -11,6 +12,7 @@
 #include "gitlocks/model.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/replay.hpp"
+#include "gitlocks/trust.hpp"
 #include "gitlocks/vault.hpp"
 #include "why.h"
 
@@ -325,6 +327,72 @@ TEST_CASE("private: verifier_keys asks for a key only for a PRIVATE store and na
   CHECK_FALSE(none->member.is_private);
   CHECK(none->vault() == nullptr);
   CHECK(none->verifier.empty());
+}
+
+TEST_CASE("private: a verified snapshot carries the member keys and the codec of its epoch") {
+  World w;
+  auto& s = w.s;
+  REQUIRE(s.claim("owner", "epoch2/notes.md", 60'000).ok());
+  auto snapshot_with = [&](const gitlocks::KeyPair* key) {
+    const gitlocks::VerifierKeys keys = gitlocks::verifier_keys(s.objects(), *s.tip(), key);
+    gitlocks::TrustOptions to;
+    to.vault = keys.vault();
+    to.verifier = keys.verifier;
+    auto t = gitlocks::verified_snapshot(s.objects(), s.tip(), to);
+    REQUIRE_MESSAGE(t.ok(), gitlocks::test::why(t));
+    return std::move(t->snapshot);
+  };
+  auto holder_in = [](gitlocks::ObjectStore& store, const gitlocks::Snapshot& snap,
+                      const std::string& path) -> gitlocks::Result<std::string> {
+    gitlocks::StateReader r(store, snap.state, snap.codec());
+    GITLOCKS_TRY(rec, r.record(gitlocks::path_resource(path)));
+    if (!rec) return gitlocks::make_error(Errc::store_read, "no record");
+    return gitlocks::leases_of(*rec).front().holder;
+  };
+  // A member: her vault from the tip's keyring, and the codec of epoch 2,
+  // which reads the owner's sealed claim.
+  const gitlocks::KeyPair alice = actor_key("alice");
+  const gitlocks::Snapshot member = snapshot_with(&alice);
+  REQUIRE(member.vault() != nullptr);
+  CHECK(member.vault()->key(2) != nullptr);
+  REQUIRE(member.codec() != nullptr);
+  CHECK_FALSE(member.keys->codec_error.has_value());
+  CHECK(holder_in(s.objects(), member, "epoch2/notes.md").value() == actor_hex("owner"));
+  const gitlocks::Snapshot copy = member;  // copies share the keys
+  CHECK(copy.codec() == member.codec());
+  // No member key: no keys, and the records stay sealed.
+  const gitlocks::KeyPair mallory = actor_key("mallory");
+  for (const gitlocks::KeyPair* key : {static_cast<const gitlocks::KeyPair*>(nullptr), &mallory}) {
+    const gitlocks::Snapshot keyless = snapshot_with(key);
+    CHECK(keyless.keys == nullptr);
+    CHECK(keyless.vault() == nullptr);
+    CHECK(keyless.codec() == nullptr);
+    auto sealed = holder_in(s.objects(), keyless, "epoch2/notes.md");
+    REQUIRE_FALSE(sealed.ok());
+    CHECK(sealed.error().code == Errc::not_member);
+  }
+  // Removed: her vault still opens epoch 2 but not the tip's epoch 3, and
+  // the snapshot says why it has no codec.
+  w.remove_alice();
+  const gitlocks::Snapshot removed = snapshot_with(&alice);
+  REQUIRE(removed.keys != nullptr);
+  CHECK(removed.vault()->key(2) != nullptr);
+  CHECK(removed.codec() == nullptr);
+  REQUIRE(removed.keys->codec_error.has_value());
+  CHECK(removed.keys->codec_error->code == Errc::not_member);
+  CHECK(removed.keys->codec_error->message ==
+        "this key cannot open epoch 3 of the PRIVATE store: only the keys of its members at that epoch do");
+  // A public store needs no keys: a vault given is not attached.
+  gitlocks::test::Store pub;
+  REQUIRE(pub.claim("owner", "a.txt", 60'000).ok());
+  gitlocks::TrustOptions to;
+  to.vault = &w.owner_vault;
+  auto t = gitlocks::verified_snapshot(pub.objects(), pub.tip(), to);
+  REQUIRE(t.ok());
+  CHECK(t->snapshot.keys == nullptr);
+  auto plain = holder_in(pub.objects(), t->snapshot, "a.txt");
+  REQUIRE_MESSAGE(plain.ok(), gitlocks::test::why(plain));
+  CHECK(*plain == actor_hex("owner"));
 }
 
 TEST_CASE("private: full and structural verification agree on everything structural") {

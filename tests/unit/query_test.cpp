@@ -309,7 +309,7 @@ TEST_CASE("query: status_document has the policy and the rows of list_leases") {
   gitlocks::StatusQuery q;
   q.now = s.now;
   q.me = gitlocks::test::actor_hex("bob");
-  auto doc = gitlocks::status_document(reader, snap, nullptr, q);
+  auto doc = gitlocks::status_document(reader, snap, q);
   REQUIRE(doc.ok());
   CHECK((*doc)["commit"] == *snap.commit);
   CHECK((*doc)["store"] == snap.store_id);
@@ -319,15 +319,15 @@ TEST_CASE("query: status_document has the policy and the rows of list_leases") {
   CHECK((*doc)["leases"][0]["mine"] == true);
   CHECK((*doc)["leases"][1]["expires_in_ms"] == 60'000);
   q.paths = gitlocks::path_filters({"src/"}, gitlocks::PathCase::sensitive).value();
-  auto filtered = gitlocks::status_document(reader, snap, nullptr, q);
+  auto filtered = gitlocks::status_document(reader, snap, q);
   REQUIRE(filtered.ok());
   REQUIRE((*filtered)["leases"].size() == 1);
   CHECK((*filtered)["leases"][0]["path"] == "src/a.c");
   q.now = s.now + 30'001;  // bob's lease expired: shown only with include_expired
   q.paths.clear();
-  CHECK(gitlocks::status_document(reader, snap, nullptr, q).value()["leases"].size() == 1);
+  CHECK(gitlocks::status_document(reader, snap, q).value()["leases"].size() == 1);
   q.include_expired = true;
-  CHECK(gitlocks::status_document(reader, snap, nullptr, q).value()["leases"].size() == 2);
+  CHECK(gitlocks::status_document(reader, snap, q).value()["leases"].size() == 2);
 }
 
 TEST_CASE("query: the timeline says how each lease ended - release or expiry or reclaim") {

@@ -102,10 +102,11 @@ Result<Trusted> verify_tip(Context& ctx, ObjectStore& store, const std::optional
   options.anchor = anchor;
   options.allow_test_clock = ctx.allow_test_clock;
   // A PRIVATE store's commits are re-executed in full with the member's keys
-  // (as `verify` does); without them, structurally. Needed only to replay,
-  // or to know whether a structural anchor is our own.
+  // (as `verify` does); without them, structurally. The snapshot carries
+  // them, with the codec of the tip's epoch, for the command to read and
+  // write the records (a public store asks for no key).
   VerifierKeys keys;
-  if (tip && !(anchor && anchor->commit == *tip && anchor->full)) {
+  if (tip) {
     GITLOCKS_TRY(k, identity_keys(ctx, store, *tip, false));
     keys = std::move(k);
     options.vault = keys.vault();

@@ -434,14 +434,11 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   auto now = check_time(*snap);
   if (!now.ok()) return ctx.fail(now.error());
-  auto vault = open_vault(ctx, *snap);
-  if (!vault.ok()) return ctx.fail(vault.error());
+  if (auto keys = require_keys(ctx, *snap); !keys.ok()) return ctx.fail(keys.error());
   // The core's rule, asked as this writer: the commit or push will carry
   // its signature.
   EnforcementView view;
   view.snap = &*snap;
-  view.vault = (*vault)->get();
-  view.codec = (*vault)->codec.get();
   view.now = *now;
   const std::vector<std::string> all(paths.begin(), paths.end());
   auto refusals = path_refusals(**store, view, (*me)->actor, all);

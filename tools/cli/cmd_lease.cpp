@@ -100,7 +100,7 @@ int release_landed(Context& ctx, const Parsed& a) {
   json released = json::array();
   auto p = publish(ctx, ctx.op, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(ctx, snap));
-    StateReader reader(**store, snap.state, opened_codec(snap));
+    StateReader reader(**store, snap.state, snap.codec());
     std::vector<Lease> live;
     GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
       if (rec.resource.kind == RecordKind::path)
@@ -271,7 +271,7 @@ int cmd_sweep(Context& ctx, const Argv& argv) {
   if (!store.ok()) return ctx.fail(store.error());
   auto p = publish(ctx, "sweep", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(ctx, snap));
-    GITLOCKS_TRY(op, propose_sweep(**store, snap.state, now, opened_vault(snap)));
+    GITLOCKS_TRY(op, propose_sweep(**store, snap.state, now, snap.vault()));
     if (!op) return std::optional<json>{};
     return std::optional<json>{transition_body(ctx, now, json::array({*op}))};
   });

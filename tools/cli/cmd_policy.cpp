@@ -63,10 +63,9 @@ int cmd_policy_show(Context& ctx, const Argv& argv) {
   if (auto s = require_store(ctx, *snap); !s.ok()) return ctx.fail(s.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto vault = open_vault(ctx, *snap);
-  if (!vault.ok()) return ctx.fail(vault.error());
-  StateReader reader(**store, snap->state, (*vault)->codec.get());
-  auto policy = readable_policy(reader, (*vault)->get(), snap->epoch(), snap->store_id);
+  if (auto keys = require_keys(ctx, *snap); !keys.ok()) return ctx.fail(keys.error());
+  StateReader reader(**store, snap->state, snap->codec());
+  auto policy = readable_policy(reader, *snap);
   if (!policy.ok()) return ctx.fail(policy.error());
   json out = {{"op", ctx.op},
               {"store", snap->store_id},

@@ -80,22 +80,21 @@ int cmd_status(Context& ctx, const Argv& argv) {
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   if (auto id = ctx.identity(); id.ok()) q.me = (*id)->actor;  // only marks "mine"
-  auto vault = open_vault(ctx, *snap);
-  if (!vault.ok()) return ctx.fail(vault.error());
-  StateReader reader(**store, snap->state, (*vault)->codec.get());
+  if (auto keys = require_keys(ctx, *snap); !keys.ok()) return ctx.fail(keys.error());
+  StateReader reader(**store, snap->state, snap->codec());
   auto header = [&](std::size_t n) {
     return "refs/locks/state -> " + snap->commit->hex().substr(0, 12) + " (store " + snap->store_id.substr(0, 12) +
            "): " + std::to_string(n) + (a->has("all") ? " leases\n" : " live leases\n");
   };
   if (!q.paths.empty()) {  // the core's answer, by index
-    auto doc = status_document(reader, *snap, (*vault)->get(), q);
+    auto doc = status_document(reader, *snap, q);
     if (!doc.ok()) return ctx.fail(doc.error());
     return ctx.done(*doc, header((*doc)["leases"].size()) + status_table((*doc)["leases"]));
   }
   // Every lease: streamed row by row (the core's for_each_lease), so memory
   // does not grow with the rows. The JSON is byte for byte the one document
   // it would be: the rows go where the "leases" placeholder is.
-  auto head = status_head(reader, *snap, (*vault)->get(), q.now);
+  auto head = status_head(reader, *snap, q.now);
   if (!head.ok()) return ctx.fail(head.error());
   json out = std::move(*head);
   static const std::string kMark = "\x01leases\x01";
@@ -156,9 +155,8 @@ int cmd_fence(Context& ctx, const Argv& argv) {
     return ctx.fail(fence_record(std::nullopt, *resource, *generation, *now).error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto vault = open_vault(ctx, *snap);
-  if (!vault.ok()) return ctx.fail(vault.error());
-  StateReader reader(**store, snap->state, (*vault)->codec.get());
+  if (auto keys = require_keys(ctx, *snap); !keys.ok()) return ctx.fail(keys.error());
+  StateReader reader(**store, snap->state, snap->codec());
   auto answer = fence(reader, *resource, *generation, *now);
   if (!answer.ok()) return ctx.fail(answer.error());
   json out = {{"op", "fence"}};

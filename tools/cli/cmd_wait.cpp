@@ -63,13 +63,12 @@ int cmd_wait(Context& ctx, const Argv& argv) {
     if (auto st = require_store(ctx, *snap); !st.ok()) return st.error();
     auto now = now_ms();
     if (!now.ok()) return now.error();
-    auto vault = open_vault(ctx, *snap);
-    if (!vault.ok()) return vault.error();
+    if (auto keys = require_keys(ctx, *snap); !keys.ok()) return keys.error();
     json body = body_at(*now);
     if (auto st = canonical_op_paths(body, *snap); !st.ok()) return st.error();
     HashOnlyScope dry_run(**store);
     auto plan_result =
-        plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), (*vault)->get()}, body, *now);
+        plan(**store, snap->state, {(*me)->actor, random_hex(kInstanceBytes), snap->vault()}, body, *now);
     if (!plan_result.ok()) return plan_result.error();
     return std::nullopt;
   });

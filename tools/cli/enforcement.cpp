@@ -82,11 +82,7 @@ Result<std::vector<CommitCheck>> check_commits(Context& ctx, const Snapshot& sna
   EnforcementView view;
   view.snap = &snap;
   view.now = now;
-  if (snap.commit && snap.is_private()) {
-    GITLOCKS_TRY(vault, open_vault(ctx, snap));
-    view.vault = vault->get();
-    view.codec = vault->codec.get();
-  }
+  GITLOCKS_CHECK(require_keys(ctx, snap));
   return gitlocks::check_commits(*store, view, commits);
 }
 

@@ -15,7 +15,7 @@ namespace gitlocks::cli {
 bool is_lease_id(const std::string& s) { return is_hex(s, kLeaseIdHexDigits); }
 
 Result<std::optional<Record>> LeaseResolver::record(const std::string& resource) {
-  StateReader reader(store_, snap_.state, opened_codec(snap_));
+  StateReader reader(store_, snap_.state, snap_.codec());
   return reader.valid_record(resource);
 }
 
@@ -48,7 +48,7 @@ Result<const ops::Target*> LeaseResolver::find_id(const std::string& id) {
   }
   if (!ids_) {
     std::map<std::string, ops::Target> ids;
-    StateReader reader(store_, snap_.state, opened_codec(snap_));
+    StateReader reader(store_, snap_.state, snap_.codec());
     GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
       for (const Lease& l : rec.leases) ids[l.id] = target_of(rec, l);  // none in a family record
       if (const auto& gone = rec.released) released_.emplace(gone->lease.id, ops::Target::path(gone->lease.path));

@@ -119,10 +119,10 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     if (hooks.source_commit && snap.commit != hooks.source_commit)
       return stale_resume("refs/locks/state is at " + (snap.commit ? snap.commit->hex() : std::string("(missing)")) +
                           ", not at " + *hooks.source_commit);
-    GITLOCKS_TRY(vault, open_vault(ctx, snap));  // PRIVATE stores: the member's epoch keys
+    GITLOCKS_CHECK(require_keys(ctx, snap));  // PRIVATE stores: the member's epoch keys
     std::optional<Prepared> prepared;
     if (hooks.packet) {
-      GITLOCKS_TRY(p, reopen_prepared(*store, snap, me->key, *hooks.packet, vault->get()));
+      GITLOCKS_TRY(p, reopen_prepared(*store, snap, me->key, *hooks.packet, snap.vault()));
       prepared = std::move(p);
     } else {
       // With guard time, T is the notary's alone: the local clock only proposes.
@@ -134,7 +134,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       // for an admin body the core decides (guard-time disable needs none).
       if (snap.guard_time() && !body->contains("admin")) GITLOCKS_CHECK(need_notary());
       timings::Scope plan_time("plan and sign");
-      GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now, vault->get()));
+      GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now, snap.vault()));
       prepared = std::move(p);
     }
     if (prepared->pins) {

@@ -2,8 +2,6 @@
 
 #include <sodium.h>
 
-#include <map>
-
 #include "gitlocks/policy.hpp"
 #include "gitlocks/replay.hpp"
 
@@ -25,48 +23,22 @@ EpochKey random_epoch_key() {
   return k;
 }
 
-namespace {
-
-// Views opened in this process, by policy hash (the policy names the epoch
-// and the keyring, so one view serves every snapshot with that policy).
-std::map<std::string, std::unique_ptr<VaultView>> opened;
-
-}  // namespace
-
-const Vault* opened_vault(const Snapshot& snap) {
-  auto it = opened.find(snap.policy_hash);
-  return snap.is_private() && it != opened.end() ? it->second->get() : nullptr;
-}
-
-const RecordCodec* opened_codec(const Snapshot& snap) {
-  auto it = opened.find(snap.policy_hash);
-  return snap.is_private() && it != opened.end() ? it->second->codec.get() : nullptr;
-}
-
-Result<const VaultView*> open_vault(Context& ctx, const Snapshot& snap) {
-  static const VaultView kPublic;
-  if (!snap.commit || !snap.is_private()) return &kPublic;
-  if (auto it = opened.find(snap.policy_hash); it != opened.end()) return it->second.get();
+Status require_keys(Context& ctx, const Snapshot& snap) {
+  if (!snap.commit || !snap.is_private() || snap.codec()) return Ok{};
   GITLOCKS_TRY(me, ctx.identity());
-  const Policy& policy = snap.policy;
-  auto vault = Vault::open(policy, me->key);
-  if (!vault.ok()) {
-    if (vault.error().code == Errc::not_member)
-      return make_error(Errc::not_member,
-                        "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
-                            ") is not one of its members: ask the owner to run `git-locks member add " + me->actor +
-                            "`");
-    return vault.error();
+  const std::string who = me->actor.substr(0, 12);
+  if (!snap.keys) {
+    // The snapshot was verified without this identity's keys: it is not in
+    // the tip's keyring (or its key is unreadable there).
+    auto vault = Vault::open(snap.policy, me->key);
+    if (!vault.ok() && vault.error().code != Errc::not_member) return vault.error();
+    return make_error(Errc::not_member, "this store is PRIVATE and your key (" + who +
+                                            ") is not one of its members: ask the owner to run `git-locks member add " +
+                                            me->actor + "`");
   }
-  auto view = std::make_unique<VaultView>();
-  view->vault = std::move(*vault);
-  auto codec = state_codec(policy, &*view->vault);
-  if (!codec.ok())
-    return make_error(Errc::not_member, "this store is PRIVATE and your key (" + me->actor.substr(0, 12) +
-                                            ") cannot open its current epoch " + std::to_string(policy.epoch) +
-                                            " (removed from the members?)");
-  view->codec = std::move(codec).value();
-  return opened.emplace(snap.policy_hash, std::move(view)).first->second.get();
+  return make_error(Errc::not_member, "this store is PRIVATE and your key (" + who +
+                                          ") cannot open its current epoch " + std::to_string(snap.epoch()) +
+                                          " (removed from the members?)");
 }
 
 void open_sealed_body(Context& ctx, ObjectStore& store, json& packet) {

@@ -17,25 +17,13 @@
 
 namespace gitlocks::cli {
 
-// What a command needs to read and write a snapshot's records: for a public
-// store both members are empty (plain records); for a PRIVATE store the
-// identity's epoch keys and a codec for the current epoch.
-struct VaultView {
-  std::optional<Vault> vault;
-  std::unique_ptr<RecordCodec> codec;
-  const Vault* get() const { return vault ? &*vault : nullptr; }
-};
-
-// The vault of the current identity on `snap` (the tip's policy), opened
-// once per policy and kept for the life of the process. Public stores and
-// "no store yet" give an empty view. Errors: not_member (the key is not a
-// member, or cannot open the current epoch), usage (no identity), store_read.
-Result<const VaultView*> open_vault(Context& ctx, const Snapshot& snap);
-
-// What open_vault opened for `snap` (publish() opens it before building a
-// body), or nullptr: for a public store, or when nothing was opened.
-const Vault* opened_vault(const Snapshot& snap);
-const RecordCodec* opened_codec(const Snapshot& snap);
+// Requires what a command needs to read and write `snap`'s records: for a
+// public store (or no store yet) nothing; for a PRIVATE one the member's
+// keys and the codec of its epoch, which the verified snapshot carries
+// (Snapshot::vault(), codec(): verified_tip_snapshot opens them from the
+// tip's keyring with the current identity). Errors: not_member (the key is
+// not a member, or cannot open the current epoch), usage (no identity).
+Status require_keys(Context& ctx, const Snapshot& snap);
 
 // Replaces a PRIVATE packet's sealed body by its plaintext when the current
 // identity holds the key of the packet's epoch (from the tip's keyring);

@@ -301,31 +301,23 @@ gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall
 }
 
 // The snapshot at `commit` (tip_of: "" is refs/locks/state) after verifying
-// its whole history from the root
-// (gitlocks::verified_snapshot): a query never answers from a forged
-// commit. With a member's key a PRIVATE store is replayed in full and its
-// records read with the key of the tip's epoch.
-struct Verified {
-  gitlocks::Snapshot snap;
-  gitlocks::MemberVault vault;
-  gitlocks::CommitView view;
-};
-
-gitlocks::Result<Verified> verified_at(gitlocks::ObjectStore& store, const char* commit,
-                                       const gitlocks::KeyPair* member, bool allow_test_clock) {
+// its whole history from the root (gitlocks::verified_snapshot): a query
+// never answers from a forged commit. With a member's key a PRIVATE store
+// is replayed in full and the snapshot carries the member's keys and the
+// codec of the tip's epoch (Snapshot::vault(), codec()); a key that opens
+// no key of that epoch is not-member.
+gitlocks::Result<gitlocks::Snapshot> verified_at(gitlocks::ObjectStore& store, const char* commit,
+                                                 const gitlocks::KeyPair* member, bool allow_test_clock) {
   GITLOCKS_TRY(tip, tip_of(store, commit));
-  Verified out;
-  gitlocks::VerifierKeys keys = gitlocks::verifier_keys(store, tip, member);
-  out.vault = std::move(keys.member);
+  const gitlocks::VerifierKeys keys = gitlocks::verifier_keys(store, tip, member);
   gitlocks::TrustOptions to;
   to.allow_test_clock = allow_test_clock;
-  to.vault = out.vault.vault ? &*out.vault.vault : nullptr;
+  to.vault = keys.vault();
   to.verifier = keys.verifier;
   GITLOCKS_TRY(trusted, gitlocks::verified_snapshot(store, tip, to));
-  out.snap = std::move(trusted.snapshot);
-  GITLOCKS_TRY(view, gitlocks::commit_view(store, tip, out.vault.vault ? member : nullptr));
-  out.view = std::move(view);
-  return out;
+  if (trusted.snapshot.keys && trusted.snapshot.keys->codec_error)
+    return trusted.snapshot.keys->codec_error->prefixed("commit " + tip + ": ");
+  return std::move(trusted.snapshot);
 }
 
 }  // namespace
@@ -584,12 +576,11 @@ char* gitlocks_store_status(int handle, const char* commit, const char* options_
     return fail(checked.error());
   auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
-  auto filters = gitlocks::path_filters(typed, at->snap.path_case());
+  auto filters = gitlocks::path_filters(typed, at->path_case());
   if (!filters.ok()) return fail(filters.error());
   q.paths = std::move(*filters);
-  gitlocks::StateReader reader(*store, at->snap.state, at->view.codec.get());
-  const gitlocks::Vault* vault = at->vault.vault ? &*at->vault.vault : nullptr;
-  auto doc = gitlocks::status_document(reader, at->snap, vault, q);
+  gitlocks::StateReader reader(*store, at->state, at->codec());
+  auto doc = gitlocks::status_document(reader, *at, q);
   if (!doc.ok()) return fail(doc.error());
   return ok(*doc);
 }
@@ -627,13 +618,11 @@ char* gitlocks_store_check(int handle, const char* tip, const char* commits_json
   auto at = verified_at(call.store(), tip, call.member().get(), options.value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
   gitlocks::EnforcementView view;
-  view.snap = &at->snap;
-  view.vault = at->vault.vault ? &*at->vault.vault : nullptr;
-  view.codec = at->view.codec.get();
-  view.now = gitlocks::check_instant(at->snap, *clock);
+  view.snap = &*at;
+  view.now = gitlocks::check_instant(*at, *clock);
   auto checks = gitlocks::check_commits(call.store(), view, ids);
   if (!checks.ok()) return fail(checks.error());
-  const json doc = gitlocks::check_report_json(at->snap, view.now, *checks);
+  const json doc = gitlocks::check_report_json(*at, view.now, *checks);
   return ok(doc.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
@@ -662,12 +651,12 @@ char* gitlocks_store_fence(int handle, const char* commit, const char* resource_
     return fail(checked.error());
   auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false));
   if (!at.ok()) return fail(at.error());
-  auto resource = gitlocks::resource_of(typed, at->snap.path_case());
+  auto resource = gitlocks::resource_of(typed, at->path_case());
   if (!resource.ok()) return fail(resource.error());
-  gitlocks::StateReader reader(*store, at->snap.state, at->view.codec.get());
+  gitlocks::StateReader reader(*store, at->state, at->codec());
   auto answer = gitlocks::fence(reader, *resource, *generation, *now);
   if (!answer.ok()) return fail(answer.error());
-  (*answer)["commit"] = *at->snap.commit;
+  (*answer)["commit"] = *at->commit;
   return ok(*answer);
 }
 

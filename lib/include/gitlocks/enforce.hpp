@@ -36,9 +36,6 @@
 
 namespace gitlocks {
 
-class Vault;
-class RecordCodec;
-
 // Who signed a commit, as the rule sees it.
 struct CommitSigner {
   // The signer's actor key (64 hex) when the commit carries a valid SSHSIG
@@ -54,12 +51,10 @@ struct CommitSigner {
 Result<CommitSigner> commit_signer_of(ObjectStore& store, const Oid& commit);
 
 // The state a check is judged on: a verified snapshot (verified_snapshot or
-// a verified replay), the member's vault and codec for a PRIVATE store
-// (nullptr for a public one), and the instant of the check.
+// a verified replay; for a PRIVATE store it carries the member's keys and
+// codec, Snapshot::keys) and the instant of the check.
 struct EnforcementView {
   const Snapshot* snap = nullptr;
-  const Vault* vault = nullptr;
-  const RecordCodec* codec = nullptr;
   std::int64_t now = 0;
 };
 

@@ -147,16 +147,19 @@ Result<std::vector<RepoPath>> path_filters(const std::vector<std::string>& typed
 // "path:KEY"). Errors: bad_path.
 Result<std::string> resource_of(const std::string& typed, PathCase path_case);
 
-// The policy of `reader`'s state as a host shows it: a PRIVATE store's
-// sealed families opened with `vault`'s key of epoch `epoch`. Errors:
-// store_read (families that do not open), not_member (no key of the epoch).
-Result<json> readable_policy(StateReader& reader, const Vault* vault, std::int64_t epoch, const std::string& store_id);
+// The policy of the verified snapshot `snap` (read through `reader`, a
+// reader of its state) as a host shows it: a PRIVATE store's sealed
+// families opened with the member's key of its epoch (Snapshot::vault()).
+// Errors: store_read (families that do not open), not_member (no key of
+// the epoch).
+Result<json> readable_policy(StateReader& reader, const Snapshot& snap);
 
 // What `git-locks status --json` prints for the verified snapshot `snap`
 // (docs/CLI.md): {"store","commit","now_ms","policy":{"min_ttl_ms",
 // "max_ttl_ms","families","owner"},"policy_hash","guard_time":{"enabled",
 // "audience"?,"service_key"?},"leases":[ROW...]} with the rows of
-// list_leases. `snap.commit` must be set. status_head is the same document
+// list_leases. `snap.commit` must be set; a PRIVATE store's families are
+// opened with the snapshot's member keys. status_head is the same document
 // with no rows (a host that streams them).
 struct StatusQuery {
   std::int64_t now = 0;
@@ -164,8 +167,8 @@ struct StatusQuery {
   bool include_expired = false;
   std::string me;  // the actor whose rows are "mine"
 };
-Result<json> status_head(StateReader& reader, const Snapshot& snap, const Vault* vault, std::int64_t now);
-Result<json> status_document(StateReader& reader, const Snapshot& snap, const Vault* vault, const StatusQuery& q);
+Result<json> status_head(StateReader& reader, const Snapshot& snap, std::int64_t now);
+Result<json> status_document(StateReader& reader, const Snapshot& snap, const StatusQuery& q);
 
 // Whether `generation` of `resource` (resource_of) is live at `now`: the
 // answer of `git-locks fence`, {"resource","generation","live":true,

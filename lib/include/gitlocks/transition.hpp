@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,6 +18,17 @@
 #include "gitlocks/vault.hpp"
 
 namespace gitlocks {
+
+class RecordCodec;  // gitlocks/state.hpp
+
+// The member's keys a verified snapshot of a PRIVATE store was opened with:
+// the vault the verifier brought (verifier_keys: the tip's keyring) and the
+// codec of the snapshot's epoch it opens (state_codec), or why it opens none.
+struct SnapshotKeys {
+  Vault vault;
+  std::shared_ptr<const RecordCodec> codec;  // null: see codec_error
+  std::optional<Error> codec_error;          // not_member: no key of the current epoch
+};
 
 // What a writer builds on: the tip and the facts of the verified history.
 struct Snapshot {
@@ -41,6 +53,14 @@ struct Snapshot {
   // How the store compares paths (Policy::case_insensitive): hosts turn a
   // user's path into an op with normalize_path_input(text, path_case()).
   PathCase path_case() const { return policy.path_case(); }
+  // A PRIVATE store's member keys, when the verifier brought them (set by
+  // verified_snapshot from TrustOptions::vault; shared by every copy, never
+  // changed): the vault, and the codec that reads and writes this state's
+  // records. Both nullptr for a public store (records in the clear) and
+  // without a member's keys.
+  std::shared_ptr<const SnapshotKeys> keys;
+  const Vault* vault() const { return keys ? &keys->vault : nullptr; }
+  const RecordCodec* codec() const { return keys ? keys->codec.get() : nullptr; }
 };
 
 // A Snapshot is obtained only from verified_snapshot() (gitlocks/trust.hpp):

@@ -24,7 +24,9 @@ struct TrustOptions {
   std::optional<TrustState> anchor;
   // Accept attestations of a notary running its test clock (--allow-test-clock).
   bool allow_test_clock = false;
-  // A member's keys: PRIVATE commits are verified in full only with them.
+  // A member's keys (verifier_keys): PRIVATE commits are verified in full
+  // only with them, and the snapshot of a PRIVATE store carries them with
+  // the codec of its epoch (Snapshot::keys).
   const Vault* vault = nullptr;
   // Who verifies: the actor whose keys `vault` holds ("" without keys). An
   // anchor that is not `full` is used only by its own verifier; anyone else
