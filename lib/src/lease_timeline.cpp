@@ -14,13 +14,25 @@ namespace gitlocks {
 namespace {
 
 // What the vault at the tip adds to a member's view of older commits: its
-// keyring holds every epoch's key the member was given.
-Result<CommitView> view_with(ObjectStore& store, const Oid& commit, const KeyPair* member, const MemberVault* at_tip) {
+// keyring holds every epoch's key the member was given. `same`: a view
+// already made (the timeline's previous commit), whose policy, keys and
+// codec this commit shares when its policy.json is the same blob: the
+// keyrings are then the same, and so are the keys that open them.
+Result<CommitView> view_with(ObjectStore& store, const Oid& commit, const KeyPair* member, const MemberVault* at_tip,
+                             const CommitView* same = nullptr) {
   CommitView out;
   GITLOCKS_TRY(tc, read_transition_commit(store, commit));
   out.commit = std::move(tc);
   StateReader reader(store, out.commit.state);
   GITLOCKS_CHECK(reader.check_format());
+  GITLOCKS_TRY(policy_id, reader.policy_id());
+  out.policy_id = policy_id;
+  if (same && same->policy_id == policy_id) {
+    out.policy = same->policy;
+    out.codec = same->codec;
+    out.epoch = same->epoch;
+    return out;
+  }
   GITLOCKS_TRY(policy, reader.policy());
   out.policy = std::move(policy);
   GITLOCKS_TRY(is_private, reader.is_private());
@@ -35,7 +47,7 @@ Result<CommitView> view_with(ObjectStore& store, const Oid& commit, const KeyPai
   out.epoch = pol.epoch;
   auto codec = state_codec(pol, vault ? &*vault : nullptr);
   if (!codec.ok()) return codec.error().prefixed("commit " + commit + ": ");
-  out.codec = std::move(codec).value();
+  out.codec = std::shared_ptr<const RecordCodec>(std::move(codec).value());
   return out;
 }
 
@@ -161,8 +173,8 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
       if (auto gone = released_of(r)) released[gone->lease.id] = std::move(*gone);
   };
   auto read = [&]() -> Status {
-    GITLOCKS_TRY(at, view_with(store, v.commit, member, &b.at_tip));
-    out.policy = at.policy;
+    GITLOCKS_TRY(at, view_with(store, v.commit, member, &b.at_tip, b.previous ? &*b.previous : nullptr));
+    if (!b.previous || b.previous->policy_id != at.policy_id) out.policy = at.policy;
     if (gap) {
       StateReader reader(store, at.commit.state, at.codec.get());
       std::vector<json> records;

@@ -167,20 +167,24 @@ Status StateReader::check_format() {
   return Ok{};
 }
 
-Result<std::string> StateReader::policy_bytes() {
+Result<Oid> StateReader::policy_id() {
   GITLOCKS_TRY(id, lookup({"policy.json"}));
   if (!id) return make_error(Errc::store_read, "state tree has no policy.json");
-  return store_.read_blob(*id);
+  return *id;
+}
+
+Result<std::string> StateReader::policy_bytes() {
+  GITLOCKS_TRY(id, policy_id());
+  return store_.read_blob(id);
 }
 
 Result<json> StateReader::policy() {
-  GITLOCKS_TRY(id, lookup({"policy.json"}));
-  if (!id) return make_error(Errc::store_read, "state tree has no policy.json");
-  if (auto hit = store_.parsed_blob(*id)) return json(*hit);
-  GITLOCKS_TRY(bytes, store_.read_blob(*id));
+  GITLOCKS_TRY(id, policy_id());
+  if (auto hit = store_.parsed_blob(id)) return json(*hit);
+  GITLOCKS_TRY(bytes, store_.read_blob(id));
   auto v = canon_parse(bytes, CanonMode::strict);
   if (!v.ok()) return make_error(Errc::store_read, "policy.json: " + v.error().message);
-  store_.keep_parsed(*id, *v);
+  store_.keep_parsed(id, *v);
   return std::move(v).value();
 }
 

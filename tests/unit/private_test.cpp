@@ -11,6 +11,7 @@
 #include "forgery.h"
 #include "gitlocks/model.hpp"
 #include "gitlocks/ops.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/trust.hpp"
 #include "gitlocks/vault.hpp"
@@ -393,6 +394,53 @@ TEST_CASE("private: a verified snapshot carries the member keys and the codec of
   auto plain = holder_in(pub.objects(), t->snapshot, "a.txt");
   REQUIRE_MESSAGE(plain.ok(), gitlocks::test::why(plain));
   CHECK(*plain == actor_hex("owner"));
+}
+
+TEST_CASE("private: the timeline reads each epoch with its own key across a rekey") {
+  World w;
+  auto& s = w.s;
+  REQUIRE(s.claim("owner", "epoch2/a.md", 60'000).ok());
+  REQUIRE(s.claim("owner", "epoch2/b.md", 60'000).ok());
+  w.remove_alice();  // a new policy blob: epoch 3, sealed to the owner only
+  REQUIRE(s.claim("owner", "epoch3/c.md", 60'000).ok());
+  REQUIRE(s.claim("owner", "epoch3/d.md", 60'000).ok());
+  const std::vector<gitlocks::Verdict> verdicts = verify(s, &w.owner_vault);
+  auto timeline_of = [&](const std::string& who) {
+    const gitlocks::KeyPair key = actor_key(who);
+    auto t = gitlocks::lease_timeline(s.objects(), verdicts, &key);
+    REQUIRE_MESSAGE(t.ok(), gitlocks::test::why(t));
+    return std::move(t).value();
+  };
+  auto touched = [](const gitlocks::LeaseTimeline& t) {
+    std::map<std::string, std::string> out;  // resource -> the error of the commit that touched it, or ""
+    for (const auto& tr : t.transitions)
+      for (const auto& r : tr.resources) out[r] = tr.state_error.value_or("");
+    return out;
+  };
+  // The owner holds every epoch's key: all four claims, in the clear.
+  const gitlocks::LeaseTimeline owner = timeline_of("owner");
+  for (const auto& tr : owner.transitions) CHECK_MESSAGE(!tr.state_error, tr.commit.hex());
+  const std::map<std::string, std::string> expected = {
+      {"epoch2/a.md", ""}, {"epoch2/b.md", ""}, {"epoch3/c.md", ""}, {"epoch3/d.md", ""}};
+  CHECK(touched(owner) == expected);
+  // Alice kept epoch 2's key only: epoch 2's claims read, epoch 3's do not
+  // (not-member), though her key opens the commits of epoch 2 before them.
+  const gitlocks::LeaseTimeline alice = timeline_of("alice");
+  const auto seen = touched(alice);
+  CHECK(seen.count("epoch2/a.md") == 1);
+  CHECK(seen.count("epoch2/b.md") == 1);
+  CHECK(seen.count("epoch3/c.md") == 0);
+  CHECK(seen.count("epoch3/d.md") == 0);
+  // Her unreadable states: epoch 1's (init, the pending member-add: before
+  // she joined) and epoch 3's (the rekey that removed her, both claims).
+  REQUIRE(alice.transitions.size() == 9);
+  std::vector<std::size_t> sealed;
+  for (const auto& tr : alice.transitions)
+    if (tr.state_error) {
+      CHECK(*tr.state_error == "not-member");
+      sealed.push_back(tr.index);
+    }
+  CHECK(sealed == std::vector<std::size_t>{0, 1, 6, 7, 8});
 }
 
 TEST_CASE("private: full and structural verification agree on everything structural") {

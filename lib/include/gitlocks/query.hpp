@@ -198,8 +198,9 @@ json replay_summary_json(const ReplaySummary& s, const MemberVault& mv);
 struct CommitView {
   TransitionCommit commit;
   json policy;
-  std::unique_ptr<RecordCodec> codec;
-  std::int64_t epoch = -1;  // the codec's epoch (-1: no codec)
+  Oid policy_id;                             // its policy.json blob
+  std::shared_ptr<const RecordCodec> codec;  // shared by the views of one policy
+  std::int64_t epoch = -1;                   // the codec's epoch (-1: no codec)
 };
 Result<CommitView> commit_view(ObjectStore& store, const Oid& commit, const KeyPair* member);
 

@@ -93,6 +93,9 @@ class StateReader {
   Status check_format();
   Result<json> policy();
   Result<std::string> policy_bytes();
+  // The id of the policy.json blob (two states with the same id have the
+  // same policy, byte for byte). Errors: store_read (none).
+  Result<Oid> policy_id();
   // The record of a resource, or nullopt.
   Result<std::optional<json>> record(const std::string& resource);
   // Every record, in tree order. The callback may stop the walk by
