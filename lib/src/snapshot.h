@@ -15,4 +15,10 @@ namespace gitlocks::detail {
 
 Result<Snapshot> read_unverified_snapshot(ObjectStore& store, const std::optional<Oid>& tip);
 
+// Gives a snapshot of a PRIVATE store the member's keys `vault` and the
+// codec of its epoch (Snapshot::keys); a public store or no vault: none.
+// verified_snapshot's, with the vault the verifier brought; fixtures use it
+// on the snapshots of their in-memory chains.
+void attach_keys(Snapshot& snap, const Vault* vault);
+
 }  // namespace gitlocks::detail

@@ -39,7 +39,8 @@ Result<Snapshot> detail::read_unverified_snapshot(ObjectStore& store, const std:
 
 Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                    const std::string& command, const std::string& instance, const json& body,
-                                   std::int64_t now_ms, const Vault* vault) {
+                                   std::int64_t now_ms) {
+  const Vault* vault = snap.vault();
   PlanContext ctx{to_hex(key.public_key), instance, vault};
   // Old formats are read and migrated, never written.
   if (snap.commit && snap.format != 2 && !body.contains("migrate"))
@@ -95,7 +96,7 @@ Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, con
 }
 
 Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
-                                 const std::string& packet_stored, const Vault* vault) {
+                                 const std::string& packet_stored) {
   auto opened = open_packet(packet_stored);
   if (!opened.ok()) return make_error(Errc::store_read, "saved packet: " + opened.error().message);
   const PacketHeader& h = opened->fields.header;
@@ -107,6 +108,7 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
                                                   ", refs/locks/state is at state " +
                                                   (snap.commit ? snap.state.hex() : std::string("(none)")))
         .because(reason::source_changed);
+  const Vault* vault = snap.vault();
   json body = opened->body;
   if (body.contains("sealed")) {
     const EpochKey* k = vault ? vault->key(snap.epoch()) : nullptr;
@@ -173,9 +175,8 @@ Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, P
 
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms, const AdmitFn& admit, const Vault* vault,
-                                  bool allow_test_clock) {
-  GITLOCKS_TRY(prepared, prepare_candidate(store, snap, key, command, instance, body, now_ms, vault));
+                                  std::int64_t now_ms, const AdmitFn& admit, bool allow_test_clock) {
+  GITLOCKS_TRY(prepared, prepare_candidate(store, snap, key, command, instance, body, now_ms));
   std::optional<std::string> attestation;
   if (prepared.pins) {
     if (!admit) return make_error(Errc::usage, "this store requires trusted admission time: configure a notary");

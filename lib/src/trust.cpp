@@ -65,7 +65,7 @@ Result<Snapshot> snapshot_at(ObjectStore& store, const TrustState& trust) {
 // The member's keys on a verified snapshot of a PRIVATE store (the vault
 // the verifier brought opened from the tip's keyring: its epoch's codec,
 // state_codec's one rule). A public store or no vault: none.
-static void attach_keys(Snapshot& snap, const Vault* vault) {
+void detail::attach_keys(Snapshot& snap, const Vault* vault) {
   if (!vault || !snap.commit || !snap.is_private()) return;
   auto keys = std::make_shared<SnapshotKeys>();
   keys->vault = *vault;
@@ -141,7 +141,7 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     GITLOCKS_TRY(snap, snapshot_at(store, trust));
     out.snapshot = std::move(snap);
   }
-  attach_keys(out.snapshot, options.vault);
+  detail::attach_keys(out.snapshot, options.vault);
   out.trust = std::move(trust);
   return out;
 }

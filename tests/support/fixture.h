@@ -43,7 +43,13 @@ class Store {
 
   ObjectStore& objects() { return *store_; }
   std::optional<Oid> tip() { return store_->read_ref(kStateRef).value(); }
-  Snapshot snapshot() { return detail::read_unverified_snapshot(*store_, tip()).value(); }
+  // The tip's snapshot, with `vault`'s keys on a PRIVATE store (as
+  // verified_snapshot gives them).
+  Snapshot snapshot() {
+    Snapshot snap = detail::read_unverified_snapshot(*store_, tip()).value();
+    detail::attach_keys(snap, vault);
+    return snap;
+  }
   Oid state() { return snapshot().state; }
 
   // Builds and publishes one transition as `actor` at local time `now`.
@@ -52,11 +58,12 @@ class Store {
       if (!body.contains("created_at")) body["created_at"] = now;
       if (!body.contains("name")) body["name"] = actor;
     }
-    auto snap = detail::read_unverified_snapshot(*store_, tip());
-    if (!snap.ok()) return snap.error();
+    auto read = detail::read_unverified_snapshot(*store_, tip());
+    if (!read.ok()) return read.error();
+    Snapshot snap = std::move(read).value();
+    detail::attach_keys(snap, vault);  // as verified_snapshot does with the verifier's vault
     std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
-    auto c =
-        build_candidate(*store_, *snap, actor_key(actor), command, instance, body, now, admit, vault, allow_test_clock);
+    auto c = build_candidate(*store_, snap, actor_key(actor), command, instance, body, now, admit, allow_test_clock);
     if (c.ok()) (void)memory_store_set_ref(*store_, kStateRef, c->commit);
     return c;
   }

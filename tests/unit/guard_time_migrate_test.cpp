@@ -83,7 +83,7 @@ std::string attest(const Notary& n, const std::string& packet_stored, const std:
 // admitted (no notary asked).
 gitlocks::Prepared prepare_set(Store& s, const std::optional<Pins>& pins) {
   auto p = gitlocks::prepare_candidate(s.objects(), s.snapshot(), actor_key("owner"), "guard-time",
-                                       std::string(64, 'e'), set_body(s, pins), s.now, s.vault);
+                                       std::string(64, 'e'), set_body(s, pins), s.now);
   REQUIRE_MESSAGE(p.ok(), gitlocks::test::why(p));
   return *p;
 }
@@ -119,7 +119,7 @@ struct Migrating {
 // the local clock): those of the policy in its result, as replay judges it.
 std::optional<Pins> prepared_pins(Store& s, const json& body) {
   auto p = gitlocks::prepare_candidate(s.objects(), s.snapshot(), actor_key("owner"), "test", std::string(64, 'e'),
-                                       body, s.now, s.vault);
+                                       body, s.now);
   REQUIRE_MESSAGE(p.ok(), gitlocks::test::why(p));
   return p->pins;
 }

@@ -43,7 +43,7 @@ gitlocks::Candidate bobs_claim(Store& s, TestNotary& n) {
                {"name", "bob"},
                {"ops", {{{"op", "claim"}, {"path", "b"}, {"mode", "exclusive"}, {"expires_at", s.now + 60'000}}}}};
   auto cand = gitlocks::build_candidate(s.objects(), snap->snapshot, gitlocks::test::actor_key("bob"), "claim",
-                                        std::string(64, '7'), body, s.now, n.fn(), nullptr, false);
+                                        std::string(64, '7'), body, s.now, n.fn(), false);
   REQUIRE(cand.ok());
   return *cand;
 }

@@ -122,7 +122,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     GITLOCKS_CHECK(require_keys(ctx, snap));  // PRIVATE stores: the member's epoch keys
     std::optional<Prepared> prepared;
     if (hooks.packet) {
-      GITLOCKS_TRY(p, reopen_prepared(*store, snap, me->key, *hooks.packet, snap.vault()));
+      GITLOCKS_TRY(p, reopen_prepared(*store, snap, me->key, *hooks.packet));
       prepared = std::move(p);
     } else {
       // With guard time, T is the notary's alone: the local clock only proposes.
@@ -134,7 +134,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       // for an admin body the core decides (guard-time disable needs none).
       if (snap.guard_time() && !body->contains("admin")) GITLOCKS_CHECK(need_notary());
       timings::Scope plan_time("plan and sign");
-      GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now, snap.vault()));
+      GITLOCKS_TRY(p, prepare_candidate(*store, snap, me->key, command, instance, *body, now));
       prepared = std::move(p);
     }
     if (prepared->pins) {

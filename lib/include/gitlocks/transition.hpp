@@ -96,13 +96,13 @@ struct Prepared {
 };
 
 // Plans `body` against the snapshot, proposing with `now_ms`, and signs the
-// packet. Without guard time T = max(now_ms, snapshot.last_time) (admission
-// time never decreases along the chain), recorded as claimed_at_ms. Errors:
-// the planner's refusals, guard_window when T is outside the derived
-// interval, unknown_format on a store of an older format.
+// packet; on a PRIVATE store with the snapshot's member keys
+// (Snapshot::vault(): they open the records and seal the body). Without guard time T = max(now_ms, snapshot.last_time)
+// (admission time never decreases along the chain), recorded as claimed_at_ms. Errors: the planner's refusals,
+// guard_window when T is outside the derived interval, unknown_format on a store of an older format.
 Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                    const std::string& command, const std::string& instance, const json& body,
-                                   std::int64_t now_ms, const Vault* vault = nullptr);
+                                   std::int64_t now_ms);
 
 // The prepared candidate of an earlier run, from its signed packet (a host's
 // saved operation): the packet must be signed by `key` and built on this
@@ -112,7 +112,7 @@ Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, con
 // else store_read. Its admission request is made again (deterministic:
 // Ed25519 signatures are).
 Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
-                                 const std::string& packet_stored, const Vault* vault = nullptr);
+                                 const std::string& packet_stored);
 
 // Writes the candidate commit. Under guard time `attestation_stored` is the
 // notary's answer to the request: it must bind this packet and carry the
@@ -128,8 +128,7 @@ Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, P
 // no `admit` is given, and admit's errors.
 Result<Candidate> build_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                   const std::string& command, const std::string& instance, const json& body,
-                                  std::int64_t now_ms, const AdmitFn& admit = nullptr, const Vault* vault = nullptr,
-                                  bool allow_test_clock = false);
+                                  std::int64_t now_ms, const AdmitFn& admit = nullptr, bool allow_test_clock = false);
 
 // Where a PRIVATE packet's sealed body lives, for the associated data.
 std::string sealed_body_location(const std::string& instance);
