@@ -97,9 +97,11 @@ struct Prepared {
 
 // Plans `body` against the snapshot, proposing with `now_ms`, and signs the
 // packet; on a PRIVATE store with the snapshot's member keys
-// (Snapshot::vault(): they open the records and seal the body). Without guard time T = max(now_ms, snapshot.last_time)
-// (admission time never decreases along the chain), recorded as claimed_at_ms. Errors: the planner's refusals,
-// guard_window when T is outside the derived interval, unknown_format on a store of an older format.
+// (Snapshot::vault(): they open the records and seal the body). Without
+// guard time T = max(now_ms, snapshot.last_time) (admission time never
+// decreases along the chain), recorded as claimed_at_ms. Errors: the
+// planner's refusals, guard_window when T is outside the derived interval,
+// unknown_format on a store of an older format.
 Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, const KeyPair& key,
                                    const std::string& command, const std::string& instance, const json& body,
                                    std::int64_t now_ms);
