@@ -55,12 +55,12 @@ RULES = [
             "lib/include/gitlocks/replay.hpp": "its declaration",
             "lib/src/replay.cpp": "its definition and verifier_keys",
             "lib/src/lease_timeline.cpp": "the timeline's keys at the tip, added to each commit's own keyring",
-            "tools/cli/vault_host.cpp": "`log` shows sealed bodies with the tip's keys (display, no verification)",
         },
         "users": {
             "tools/cli/checkpoint.cpp": r"verifier_keys\(",
             "tools/cli/cmd_verify.cpp": r"identity_keys\(",
             "tools/cli/cmd_doctor.cpp": r"identity_keys\(",
+            "tools/cli/cmd_query.cpp": r"identity_keys\(",
             "tools/cli/cmd_guard_time.cpp": r"verifier_keys\(",
             "tools/native-replay/replay_driver.cpp": r"verifier_keys\(",
             "wasm/src/binding.cpp": r"verifier_keys\(",

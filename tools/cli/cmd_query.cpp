@@ -1,6 +1,7 @@
 // Read-only commands: status, fence, log, whoami.
 #include <algorithm>
 
+#include "checkpoint.h"
 #include "cli.h"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
@@ -181,6 +182,15 @@ int cmd_log(Context& ctx, const Argv& argv) {
   auto tip = ctx.read_tip();
   if (!tip.ok()) return ctx.fail(tip.error());
   std::optional<Oid> at = *tip;
+  // A member sees PRIVATE bodies, opened with the keys of the tip's keyring
+  // (a public store asks for no key; a key that cannot be loaded shows the
+  // bodies sealed).
+  VerifierKeys keys;
+  if (*tip) {
+    auto k = identity_keys(ctx, **store, **tip, false);
+    if (!k.ok()) return ctx.fail(k.error());
+    keys = std::move(k).value();
+  }
   std::string text;
   for (std::int64_t n = 0; at && n < limit; ++n) {
     auto tc = read_transition_commit(**store, *at);
@@ -189,7 +199,7 @@ int cmd_log(Context& ctx, const Argv& argv) {
     if (!doc.ok() || !doc->contains("packet") || !(*doc)["packet"].is_object())
       return ctx.fail(make_error(Errc::store_read, "commit " + *at + " carries an unreadable packet"));
     json& p = (*doc)["packet"];
-    open_sealed_body(ctx, **store, p);  // PRIVATE stores: members see the body
+    open_sealed_body(keys.vault(), p);
     // An unverified commit may say anything: actor, name, command and
     // action are shown when they are strings ("" otherwise), the body as
     // stored.

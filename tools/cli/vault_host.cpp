@@ -41,25 +41,13 @@ Status require_keys(Context& ctx, const Snapshot& snap) {
                                           " (removed from the members?)");
 }
 
-void open_sealed_body(Context& ctx, ObjectStore& store, json& packet) {
-  if (!packet.contains("body") || !packet["body"].is_object() || !packet["body"].contains("sealed")) return;
-  static std::optional<std::optional<Vault>> tip_vault;  // opened once, from the tip's keyring
-  if (!tip_vault) {
-    tip_vault.emplace();
-    auto ref = ctx.state_ref();  // as read (and fetched) by the caller
-    auto tip = ref.ok() ? store.read_ref(*ref) : Result<std::optional<Oid>>(ref.error());
-    auto me = ctx.identity();
-    if (tip.ok() && *tip && me.ok()) {
-      MemberVault member = open_member_vault(store, **tip, &(*me)->key);
-      if (member.vault) *tip_vault = std::move(member.vault);
-    }
-  }
-  if (!*tip_vault) return;
+void open_sealed_body(const Vault* vault, json& packet) {
+  if (!vault || !packet.contains("body") || !packet["body"].is_object() || !packet["body"].contains("sealed")) return;
   auto epoch = sealed_epoch(packet["body"]);
   if (!epoch.ok() || !packet.contains("instance") || !packet["instance"].is_string() || !packet.contains("store") ||
       !packet["store"].is_string())
     return;
-  const EpochKey* key = (*tip_vault)->key(*epoch);
+  const EpochKey* key = vault->key(*epoch);
   if (!key) return;
   auto plain = open_document(packet["body"], *key, packet["store"].get<std::string>(),
                              sealed_body_location(packet["instance"].get<std::string>()));

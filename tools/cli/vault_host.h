@@ -25,10 +25,11 @@ namespace gitlocks::cli {
 // not a member, or cannot open the current epoch), usage (no identity).
 Status require_keys(Context& ctx, const Snapshot& snap);
 
-// Replaces a PRIVATE packet's sealed body by its plaintext when the current
-// identity holds the key of the packet's epoch (from the tip's keyring);
-// otherwise leaves the packet as it is. For display only (`git-locks log`).
-void open_sealed_body(Context& ctx, ObjectStore& store, json& packet);
+// Replaces a PRIVATE packet's sealed body by its plaintext when `vault` (a
+// member's keys from the tip's keyring: identity_keys) holds the key of the
+// packet's epoch; otherwise leaves the packet as it is. For display only
+// (`git-locks log`).
+void open_sealed_body(const Vault* vault, json& packet);
 
 // 32 fresh random bytes (libsodium randombytes_buf).
 EpochKey random_epoch_key();
