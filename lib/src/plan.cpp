@@ -170,7 +170,7 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
       return make_error(Errc::usage, "a keyring transition to epoch " + std::to_string(policy.epoch + 1) +
                                          " is pending: run `git-locks member rekey` first");
     reader.set_codec(sealed.get());
-    GITLOCKS_CHECK(unseal_families(policy, policy_doc, *ctx.vault));
+    GITLOCKS_CHECK(unseal_families(policy, *ctx.vault));
   }
   const RecordCodec& codec = sealed ? *sealed : plain_codec();
   PlanOutcome out;

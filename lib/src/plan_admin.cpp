@@ -116,13 +116,14 @@ AdminOp read_admin(const json& a) {
   return out;
 }
 
-// The state with policy.json replaced by `next` (checked as a policy first):
-// the outcome of a time-free admin transition `action`.
-Result<PlanOutcome> with_new_policy(ObjectStore& store, StateReader& reader, const json& body, const json& next,
+// The state with policy.json replaced by the document of `next` (checked as
+// a policy first): the outcome of a time-free admin transition `action`.
+Result<PlanOutcome> with_new_policy(ObjectStore& store, StateReader& reader, const json& body, const Policy& next,
                                     Action action) {
-  GITLOCKS_TRY(parsed, parse_policy(next));
+  const json doc = policy_document(next);
+  GITLOCKS_TRY(parsed, parse_policy(doc));
   (void)parsed;
-  GITLOCKS_TRY(bytes, canon_dump(next));
+  GITLOCKS_TRY(bytes, canon_dump(doc));
   GITLOCKS_TRY(blob, store.write_blob(bytes));
   GITLOCKS_TRY(root, detail::tree_apply(store, reader.root(), {{{"policy.json"}, blob}}));
   return time_free_outcome(body, action, *root, 0);
@@ -145,8 +146,8 @@ Result<Pins> requested_pins(const PinsRequest& r) {
 // PRIVATE membership: add/remove start a keyring transition to epoch E+1
 // (the new epoch key sealed to the new member list); rekey completes it by
 // re-sealing every record, and the families, under the new key.
-Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, const json& policy_doc,
-                                    const Policy& policy, const PlanContext& ctx, const json& body, const AdminOp& a) {
+Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, const Policy& policy,
+                                    const PlanContext& ctx, const json& body, const AdminOp& a) {
   if (!policy.is_private) return make_error(Errc::usage, "membership applies to PRIVATE stores only");
   if (a.kind == AdminKind::rekey) {
     GITLOCKS_CHECK(a.keys);
@@ -162,10 +163,9 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
       records.push_back(r);
       return true;
     }));
-    GITLOCKS_TRY(families,
-                 resealed_families(policy_doc, policy, *vault.key(policy.epoch), *vault.key(policy.epoch + 1)));
-    const json next = policy_rekeyed(policy_doc, policy, families);
-    GITLOCKS_TRY(root, write_state(store, next, records, 2, new_codec.get()));
+    GITLOCKS_TRY(families, resealed_families(policy, *vault.key(policy.epoch), *vault.key(policy.epoch + 1)));
+    GITLOCKS_TRY(root,
+                 write_state(store, policy_document(policy_rekeyed(policy, families)), records, 2, new_codec.get()));
     return time_free_outcome(body, Action::rekey, root, records.size());
   }
   GITLOCKS_CHECK(a.keys);
@@ -176,7 +176,11 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
   (void)pk;
   GITLOCKS_TRY(members, next_members(policy.members, member, a.kind == AdminKind::member_add, policy.owner));
   if (!a.keyring) return make_error(Errc::bad_json, "membership change needs the new epoch's keyring");
-  const json next = policy_with_pending(policy_doc, policy.epoch + 1, members, *a.keyring);
+  GITLOCKS_TRY(keyring, parse_pending_keyring(*a.keyring));
+  Policy next = policy;
+  next.pending = true;
+  next.pending_members = std::move(members);
+  next.pending_keyring = std::move(keyring);
   return with_new_policy(store, reader, body, next,
                          a.kind == AdminKind::member_add ? Action::member_add : Action::member_remove);
 }
@@ -205,7 +209,7 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   GITLOCKS_TRY(bytes, canon_dump(next));
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
   if (bytes == current_bytes) return make_error(Errc::usage, "the new policy is the current one: nothing to change");
-  if (families_differ(next, policy_doc)) {
+  if (parsed.families != policy.families) {
     std::vector<Lease> leases;
     GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& r) {
       if (r.resource.kind == RecordKind::path) leases.insert(leases.end(), r.leases.begin(), r.leases.end());
@@ -247,8 +251,8 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
 // notary attests it, and a switch-off carries the owner's clock reading, so
 // a lost notary key stops no store. Commits before it keep the pins they
 // were attested under.
-Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader, const json& policy_doc,
-                                        const Policy& policy, const json& body, const AdminOp& a) {
+Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader, const Policy& policy, const json& body,
+                                        const AdminOp& a) {
   GITLOCKS_CHECK(a.keys);
   if (!policy.guard_time)
     return make_error(Errc::usage, "guard time is not enabled: turn it on with `git-locks guard-time enable`");
@@ -273,7 +277,9 @@ Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader,
       break;
     }
   }
-  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, next), Action::guard_time_set);
+  Policy edited = policy;
+  edited.guard_time = next;
+  return with_new_policy(store, reader, body, edited, Action::guard_time_set);
 }
 
 }  // namespace
@@ -301,11 +307,11 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
     case AdminKind::member_add:
     case AdminKind::member_remove:
     case AdminKind::rekey:
-      return plan_membership(store, reader, policy_doc, policy, ctx, body, a);
+      return plan_membership(store, reader, policy, ctx, body, a);
     case AdminKind::policy_set:
       return plan_policy_set(store, reader, policy_doc, policy, body, a);
     case AdminKind::guard_time_set:
-      return plan_guard_time_set(store, reader, policy_doc, policy, body, a);
+      return plan_guard_time_set(store, reader, policy, body, a);
     case AdminKind::unknown:
       return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
     case AdminKind::guard_time_enable:
@@ -327,7 +333,9 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
     return make_error(Errc::usage,
                       "guard time is enabled with other pins; replace them with `git-locks guard-time migrate` "
                       "(an owner-signed guard-time-set)");
-  return with_new_policy(store, reader, body, policy_with_guard_time(policy_doc, pins), Action::guard_time_enable);
+  Policy next = policy;
+  next.guard_time = pins;
+  return with_new_policy(store, reader, body, next, Action::guard_time_enable);
 }
 
 }  // namespace gitlocks::detail

@@ -113,6 +113,7 @@ Status parse_private(const json& doc, Policy& p) {
   if (doc.contains("families")) {
     GITLOCKS_CHECK(sealed_epoch(doc["families"]));
     p.families_sealed = true;
+    p.sealed_families = doc["families"];
   }
   return Ok{};
 }
@@ -160,7 +161,9 @@ Status check_ref_pattern(const json& p) {
 Status parse_enforcement(const json& doc, Policy& p) {
   if (auto rc = doc.find("require_claim"); rc != doc.end()) {
     GITLOCKS_CHECK(check_keys(*rc, {"paths", "families"}, "require_claim"));
+    p.stated.require_claim = true;
     if (auto paths = rc->find("paths"); paths != rc->end()) {
+      p.stated.require_claim_paths = true;
       if (!paths->is_array()) return make_error(Errc::bad_json, "require_claim 'paths' must be an array");
       for (const auto& m : *paths) {
         if (!m.is_string()) return make_error(Errc::bad_json, "require_claim paths must be strings");
@@ -169,6 +172,7 @@ Status parse_enforcement(const json& doc, Policy& p) {
       }
     }
     if (auto fams = rc->find("families"); fams != rc->end()) {
+      p.stated.require_claim_families = true;
       if (!fams->is_array()) return make_error(Errc::bad_json, "require_claim 'families' must be an array");
       for (const auto& f : *fams) {
         if (!f.is_string()) return make_error(Errc::bad_json, "require_claim families must be names");
@@ -196,6 +200,8 @@ Status parse_enforcement(const json& doc, Policy& p) {
   GITLOCKS_TRY(bots, parse_keys(doc, "bots"));
   p.admins = std::move(admins);
   p.bots = std::move(bots);
+  p.stated.admins = doc.contains("admins");
+  p.stated.bots = doc.contains("bots");
   return Ok{};
 }
 
@@ -268,6 +274,7 @@ Result<Policy> parse_policy(const json& doc) {
   if (auto ci = doc.find("case_insensitive"); ci != doc.end()) {
     if (!ci->is_boolean()) return make_error(Errc::bad_json, "policy 'case_insensitive' must be true or false");
     p.case_insensitive = ci->get<bool>();
+    p.stated.case_insensitive = true;
   }
   if (!p.is_private) {
     auto fams = doc.find("families");
@@ -306,13 +313,13 @@ Result<Policy> parse_policy(const json& doc) {
   return p;
 }
 
-Status unseal_families(Policy& policy, const json& doc, const Vault& vault) {
-  if (!policy.families_sealed) return Ok{};
+Status unseal_families(Policy& policy, const Vault& vault) {
+  if (!policy.families_sealed || !policy.sealed_families) return Ok{};
   const EpochKey* key = vault.key(policy.epoch);
   if (!key) return make_error(Errc::not_member, "no key for epoch " + std::to_string(policy.epoch));
-  GITLOCKS_TRY(epoch, sealed_epoch(doc["families"]));
+  GITLOCKS_TRY(epoch, sealed_epoch(*policy.sealed_families));
   if (epoch != policy.epoch) return make_error(Errc::bad_json, "families are sealed under another epoch");
-  GITLOCKS_TRY(plain, open_document(doc["families"], *key, policy.store, "policy.json#families"));
+  GITLOCKS_TRY(plain, open_document(*policy.sealed_families, *key, policy.store, "policy.json#families"));
   GITLOCKS_TRY(families, parse_families(plain, policy.path_case()));
   policy.families = std::move(families);
   policy.families_sealed = false;
@@ -330,33 +337,76 @@ json guard_time_doc(const Pins& pins) {
               {"scope", "ALL_COMMITS"}};
 }
 
-json policy_with_guard_time(json doc, const std::optional<Pins>& pins) {
-  if (pins) doc["guard_time"] = guard_time_doc(*pins);
-  else doc.erase("guard_time");
+namespace {
+json keyring_document(const Policy::Keyring& ring) {
+  json out = json::object();
+  for (const auto& [epoch, sealed_to] : ring) out[std::to_string(epoch)] = sealed_to;
+  return out;
+}
+
+json path_texts(const std::vector<RepoPath>& paths) {
+  json out = json::array();
+  for (const auto& rp : paths) out.push_back(rp.display());
+  return out;
+}
+}  // namespace
+
+json families_document(const std::vector<Family>& families) {
+  json out = json::array();
+  for (const auto& f : families)
+    out.push_back(
+        {{"name", f.name}, {"policy", f.exclusive ? "exclusive" : "shared"}, {"members", path_texts(f.members)}});
+  return out;
+}
+
+json policy_document(const Policy& p) {
+  json doc{{"format", std::string(p.is_private ? kPrivatePolicyFormat : kPolicyFormat)},
+           {"store", p.store},
+           {"owner", p.owner},
+           {"min_ttl_ms", p.min_ttl_ms},
+           {"max_ttl_ms", p.max_ttl_ms}};
+  if (p.stated.case_insensitive) doc["case_insensitive"] = p.case_insensitive;
+  if (p.is_private) {
+    doc["visibility"] = "PRIVATE";
+    doc["epoch"] = p.epoch;
+    doc["members"] = p.members;
+    doc["keyring"] = keyring_document(p.keyring);
+    if (p.pending)
+      doc["pending"] = {
+          {"epoch", p.epoch + 1}, {"members", p.pending_members}, {"keyring", keyring_document(p.pending_keyring)}};
+    if (p.sealed_families) doc["families"] = *p.sealed_families;
+  } else {
+    doc["families"] = families_document(p.families);
+  }
+  if (p.guard_time) doc["guard_time"] = guard_time_doc(*p.guard_time);
+  if (p.stated.require_claim) {
+    json rc = json::object();
+    if (p.stated.require_claim_paths) rc["paths"] = path_texts(p.require_claim_paths);
+    if (p.stated.require_claim_families) rc["families"] = p.require_claim_families;
+    doc["require_claim"] = std::move(rc);
+  }
+  if (p.enforce) doc["enforce"] = *p.enforce;
+  if (p.stated.admins) doc["admins"] = p.admins;
+  if (p.stated.bots) doc["bots"] = p.bots;
   return doc;
 }
 
-json policy_with_pending(json doc, std::int64_t epoch, const std::vector<std::string>& members, const json& keyring) {
-  doc["pending"] = {{"epoch", epoch}, {"members", members}, {"keyring", keyring}};
-  return doc;
+Policy policy_rekeyed(Policy p, const std::optional<json>& families) {
+  p.epoch += 1;
+  p.members = std::move(p.pending_members);
+  p.keyring[p.epoch] = p.pending_keyring.at(p.epoch);
+  p.pending = false;
+  p.pending_members.clear();
+  p.pending_keyring.clear();
+  if (families) p.sealed_families = *families;
+  return p;
 }
 
-json policy_rekeyed(json doc, const Policy& p, const std::optional<json>& families) {
-  const std::string next_epoch = std::to_string(p.epoch + 1);
-  const json pending = doc.at("pending");
-  doc["epoch"] = p.epoch + 1;
-  doc["members"] = pending.at("members");
-  doc["keyring"][next_epoch] = pending.at("keyring").at(next_epoch);
-  doc.erase("pending");
-  if (families) doc["families"] = *families;
-  return doc;
-}
+Result<Policy::Keyring> parse_pending_keyring(const json& keyring) { return parse_keyring(keyring, "pending keyring"); }
 
-Result<std::optional<json>> resealed_families(const json& doc, const Policy& p, const EpochKey& from,
-                                              const EpochKey& to) {
-  auto sealed = doc.find("families");
-  if (sealed == doc.end()) return std::optional<json>();
-  GITLOCKS_TRY(plain, open_document(*sealed, from, p.store, "policy.json#families"));
+Result<std::optional<json>> resealed_families(const Policy& p, const EpochKey& from, const EpochKey& to) {
+  if (!p.sealed_families) return std::optional<json>();
+  GITLOCKS_TRY(plain, open_document(*p.sealed_families, from, p.store, "policy.json#families"));
   GITLOCKS_TRY(resealed, seal_document(plain, to, p.epoch + 1, p.store, "policy.json#families"));
   return std::optional<json>(json::parse(resealed));
 }
@@ -370,14 +420,6 @@ std::optional<std::string> unsettable_difference(const json& a, const json& b) {
       if (it == other.end() || *it != v) return k;
     }
   return std::nullopt;
-}
-
-bool families_differ(const json& a, const json& b) {
-  auto families = [](const json& doc) {
-    auto it = doc.find("families");
-    return it == doc.end() ? json::array() : *it;
-  };
-  return families(a) != families(b);
 }
 
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex) {

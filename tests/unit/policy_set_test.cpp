@@ -4,7 +4,10 @@
 // case makes, not read back from the planner.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "fixture.h"
+#include "forgery.h"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/enforce.hpp"
@@ -13,6 +16,7 @@
 #include "gitlocks/policy.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
+#include "gitlocks/vault.hpp"
 #include "why.h"
 
 using gitlocks::Errc;
@@ -239,4 +243,114 @@ TEST_CASE("require_claim: a family member needs a claim - and a bot is still ref
   REQUIRE(bot.ok());
   REQUIRE(bot->front());
   CHECK(bot->front()->code == Errc::held_path);
+}
+
+namespace {
+
+// Each document written out by hand; policy_document of its parse must give
+// it back byte for byte (the expected value is the input, not the writer's
+// output).
+void round_trips(const json& doc) {
+  auto parsed = gitlocks::parse_policy(doc);
+  REQUIRE_MESSAGE(parsed.ok(), gitlocks::test::why(parsed) << " in " << doc.dump());
+  const auto written = gitlocks::canon_dump(gitlocks::policy_document(*parsed));
+  REQUIRE(written.ok());
+  CHECK_MESSAGE(*written == gitlocks::canon_dump(doc).value(), "read " << doc.dump());
+}
+
+gitlocks::EpochKey epoch_key(std::uint8_t fill) {
+  gitlocks::EpochKey k{};
+  k.fill(fill);
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("policy: a parsed policy writes back the document it was read from - every optional member stated or not") {
+  const std::string store(64, 'a');
+  const std::string owner = actor_hex("owner");
+  const std::string alice = actor_hex("alice");
+  const std::string bob = actor_hex("bob");
+  const json base = {
+      {"format", "gitlocks-policy-v1"}, {"store", store},           {"owner", owner}, {"min_ttl_ms", 1000},
+      {"max_ttl_ms", 3600000},          {"families", json::array()}};
+  round_trips(base);
+
+  json stated_defaults = base;  // every optional member stating its default or nothing
+  stated_defaults["case_insensitive"] = false;
+  stated_defaults["require_claim"] = json::object();
+  stated_defaults["enforce"] = json::array();
+  stated_defaults["admins"] = json::array();
+  stated_defaults["bots"] = json::array();
+  round_trips(stated_defaults);
+
+  std::vector<std::string> keys{alice, bob};
+  std::sort(keys.begin(), keys.end());
+  json full = base;
+  full["min_ttl_ms"] = 5;
+  full["max_ttl_ms"] = 9007199254740991;
+  full["families"] =
+      json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/schema.sql", "db/migrations/"}}},
+                   {{"name", "docs"}, {"policy", "shared"}, {"members", {"docs/", "README.md"}}}});
+  full["guard_time"] = {{"audience", "notary.example"},
+                        {"service_key", std::string(64, 'c')},
+                        {"disclosure", "GUARD_WINDOW"},
+                        {"profiles", {"signed-private-guard-time-v1", "time-add-guard-window-v1"}},
+                        {"scope", "ALL_COMMITS"}};
+  full["require_claim"] = {{"paths", {"src/", "Makefile"}}, {"families", {"db"}}};
+  full["enforce"] = {"refs/heads/main", "refs/heads/release/*"};
+  full["admins"] = keys;
+  full["bots"] = {keys.front()};
+  round_trips(full);
+
+  for (const char* part : {"paths", "families"}) {
+    json only = full;
+    only["require_claim"].erase(part);
+    round_trips(only);
+  }
+  json folded = base;
+  folded["case_insensitive"] = true;
+  folded["families"] = json::array({{{"name", "İ"}, {"policy", "shared"}, {"members", {"café/", "ñ.txt"}}}});
+  round_trips(folded);
+
+  // PRIVATE: epochs 9 and 10 (keys sort as text, "10" before "9"), a
+  // pending epoch 11, and the families as sealed.
+  const gitlocks::SeedSource seeds = [n = std::uint8_t{0}]() mutable {
+    std::array<std::uint8_t, 32> s{};
+    s.fill(++n);
+    return s;
+  };
+  json priv = base;
+  priv.erase("families");
+  priv["format"] = "gitlocks-policy-v3";
+  priv["visibility"] = "PRIVATE";
+  priv["epoch"] = 10;
+  priv["members"] = {owner, alice};
+  priv["keyring"] = json::object();
+  priv["keyring"].update(gitlocks::seal_keyring(epoch_key(9), 9, {owner}, seeds).value());
+  priv["keyring"].update(gitlocks::seal_keyring(epoch_key(10), 10, {owner, alice}, seeds).value());
+  round_trips(priv);
+  priv["families"] = json::parse(
+      gitlocks::seal_document(json::array({{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/"}}}}),
+                              epoch_key(10), 10, store, "policy.json#families")
+          .value());
+  priv["require_claim"] = {{"families", {"db"}}};
+  round_trips(priv);
+  priv["pending"] = {{"epoch", 11},
+                     {"members", {alice, owner, bob}},
+                     {"keyring", gitlocks::seal_keyring(epoch_key(11), 11, {alice, owner, bob}, seeds).value()}};
+  round_trips(priv);
+
+  // Every field of the full public and PRIVATE documents dropped or
+  // retyped: each forgery the parser accepts writes back as it was read.
+  std::size_t accepted = 0;
+  for (const json& doc : {full, priv})
+    gitlocks::test::for_each_forgery(doc, [&](const std::string& how, const json& forged) {
+      CAPTURE(how);
+      if (!gitlocks::parse_policy(forged).ok()) return;
+      ++accepted;
+      round_trips(forged);
+    });
+  MESSAGE(accepted << " forged documents accepted and written back");
+  CHECK(accepted >= 10);
 }

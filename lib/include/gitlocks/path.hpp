@@ -41,6 +41,8 @@ struct RepoPath {
   std::string key() const;
   // As the user wrote it (with the trailing '/' of a directory claim).
   std::string display() const;
+
+  bool operator==(const RepoPath& o) const { return directory == o.directory && components == o.components; }
 };
 
 // Validates a path in the store's canonical form (NFC; folded when

@@ -52,6 +52,8 @@ struct Family {
   std::string name;
   bool exclusive = true;
   std::vector<RepoPath> members;
+
+  bool operator==(const Family& o) const { return name == o.name && exclusive == o.exclusive && members == o.members; }
 };
 
 struct Policy {
@@ -89,6 +91,22 @@ struct Policy {
   std::vector<std::string> admins;
   std::vector<std::string> bots;
 
+  // What writing the policy back (policy_document) needs besides its rules,
+  // so that a parsed policy writes the bytes it was read from: which
+  // optional members the document states (an absent member and one stating
+  // its default are different documents, with different hashes), and a
+  // PRIVATE store's families as stored, sealed (kept when they are opened).
+  struct Stated {
+    bool case_insensitive = false;
+    bool require_claim = false;
+    bool require_claim_paths = false;
+    bool require_claim_families = false;
+    bool admins = false;
+    bool bots = false;
+  };
+  Stated stated;
+  std::optional<json> sealed_families;
+
   bool is_admin(const std::string& key) const;
   bool is_bot(const std::string& key) const;
   // Whether a change of canonical path `path` needs the signer's claim.
@@ -102,6 +120,13 @@ struct Policy {
 // (0 < min_ttl <= max_ttl violated, duplicate family).
 Result<Policy> parse_policy(const json& doc);
 
+// The policy document of `p`: for a policy parse_policy gave, the document it
+// was read from (canonical JSON, byte for byte); for an edited one, the
+// document of the edit. The one writer of policy.json after creation.
+json policy_document(const Policy& p);
+// The families member of a public policy document (policy_document's).
+json families_document(const std::vector<Family>& families);
+
 // The families `path` belongs to: those with a member that overlaps it (a
 // member directory covers everything below it; a path above a member holds
 // it too). The planner's rule, also the waiting queue's and doctor's.
@@ -109,7 +134,7 @@ std::vector<const Family*> families_of(const Policy& policy, const RepoPath& pat
 
 class Vault;
 // Opens the sealed families of a PRIVATE policy (members only).
-Status unseal_families(Policy& policy, const json& doc, const Vault& vault);
+Status unseal_families(Policy& policy, const Vault& vault);
 
 // The guard_time member written by activation.
 json guard_time_doc(const Pins& pins);
@@ -125,27 +150,23 @@ inline bool is_settable_policy_field(std::string_view field) {
   return false;
 }
 
-// Edits of a policy document by the owner's admin transitions
-// (plan_admin.cpp); every other field stays byte for byte as it was.
+// The owner's admin transitions edit the typed policy and write it with
+// policy_document (plan_admin.cpp); every field they do not change stays
+// byte for byte as it was.
 //
-// Guard time set to `pins`, or removed (nullopt).
-json policy_with_guard_time(json doc, const std::optional<Pins>& pins);
-// A keyring transition to `epoch` pending: its members and the new epoch
-// key sealed to each of them (as the request gave it).
-json policy_with_pending(json doc, std::int64_t epoch, const std::vector<std::string>& members, const json& keyring);
-// The pending transition of `p` (parsed from `doc`) completed: its epoch,
-// members and key become current and `families`, when the store has them,
-// replace the sealed families.
-json policy_rekeyed(json doc, const Policy& p, const std::optional<json>& families);
+// The pending keyring transition of `p` completed: its epoch, members and
+// key become current, and `families`, when the store has them, replace the
+// sealed families.
+Policy policy_rekeyed(Policy p, const std::optional<json>& families);
+// The pending keyring of a membership request (`keyring`, the new epoch's
+// key sealed to each member), read as a policy's pending keyring is.
+Result<Policy::Keyring> parse_pending_keyring(const json& keyring);
 // A PRIVATE policy's families opened under `from` and sealed again under
 // `to` (epoch p.epoch + 1); nullopt when the policy declares none.
-Result<std::optional<json>> resealed_families(const json& doc, const Policy& p, const EpochKey& from,
-                                              const EpochKey& to);
+Result<std::optional<json>> resealed_families(const Policy& p, const EpochKey& from, const EpochKey& to);
 // The first field other than the settable ones (kSettablePolicyFields) in
 // which two policy documents differ, if any.
 std::optional<std::string> unsettable_difference(const json& a, const json& b);
-// Whether two policy documents declare different families.
-bool families_differ(const json& a, const json& b);
 
 // A policy document with defaults for a new store.
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex);
