@@ -200,22 +200,21 @@ Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::ve
   return json{{std::to_string(epoch), ring}};
 }
 
-Result<json> make_private_policy(json policy, const EpochKey& key, const SeedSource& seeds) {
-  const std::string owner = policy["owner"].get<std::string>();
-  const std::string store = policy["store"].get<std::string>();
-  policy["format"] = kPrivatePolicyFormat;
-  policy["visibility"] = "PRIVATE";
-  policy["members"] = json::array({owner});
-  policy["epoch"] = 1;
-  GITLOCKS_TRY(ring, seal_keyring(key, 1, {owner}, seeds));
-  policy["keyring"] = ring;
-  json families = policy.contains("families") ? policy["families"] : json::array();
-  policy.erase("families");
-  if (!families.empty()) {
-    GITLOCKS_TRY(sealed, seal_document(families, key, 1, store, "policy.json#families"));
-    policy["families"] = json::parse(sealed);
+Result<json> make_private_policy(const json& policy, const EpochKey& key, const SeedSource& seeds) {
+  GITLOCKS_TRY(p, parse_policy(policy));
+  if (p.is_private) return make_error(Errc::usage, "the policy is PRIVATE already");
+  GITLOCKS_TRY(owner, public_key_from_hex(p.owner));
+  GITLOCKS_TRY(sealed_key, seal_epoch_key(key, owner, seeds()));
+  p.is_private = true;
+  p.epoch = 1;
+  p.members = {p.owner};
+  p.keyring[1][p.owner] = sealed_key;
+  if (!p.families.empty()) {
+    GITLOCKS_TRY(sealed, seal_document(families_document(p.families), key, 1, p.store, "policy.json#families"));
+    p.sealed_families = json::parse(sealed);
+    p.families_sealed = true;
   }
-  return policy;
+  return policy_document(p);
 }
 
 Result<std::vector<std::string>> next_members(std::vector<std::string> members, const std::string& member, bool add,

@@ -119,6 +119,20 @@ RULES = [
         },
     },
     {
+        "rule": "a policy document is written from the typed Policy by policy_document (guard time, membership, "
+        "a PRIVATE store's creation): no member of a stored policy is edited by name",
+        "pattern": r"\[\"(guard_time|pending|keyring|visibility|require_claim|enforce|admins|bots|case_insensitive)\"\]"
+        r"\s*=[^=]",
+        "homes": {
+            "lib/src/policy.cpp": "policy_document",
+            "lib/src/trust.cpp": "the trust checkpoint's own document (its guard_time), not a policy",
+            "lib/src/query.cpp": "status's answer (its guard_time), not a policy",
+            "tools/cli/cmd_lease.cpp": "init's creation policy from --case-insensitive, before it is parsed",
+            "tools/cli/cmd_member.cpp": "member's answer (pending), not a policy",
+        },
+        "users": {"lib/src/plan_admin.cpp": r"policy_document\(", "lib/src/vault.cpp": r"policy_document\("},
+    },
+    {
         "rule": "a file that a crash never leaves torn: fsio.h write_file",
         "pattern": r"\bfsync\(",
         "homes": {"tools/common/fsio.cpp": "write_file"},

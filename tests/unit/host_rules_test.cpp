@@ -119,3 +119,36 @@ TEST_CASE("private policy: the owner opens epoch 1 and the families are sealed u
   // A keyring for a member that is not an actor key is refused.
   CHECK_FALSE(gitlocks::seal_keyring(key, 2, {"not-hex"}, counting_seeds()).ok());
 }
+
+TEST_CASE("private policy: made from a valid public policy only - its other members stay as they were") {
+  gitlocks::crypto_init();
+  json policy = gitlocks::default_policy(std::string(64, 'a'), actor_hex("owner"));
+  policy["case_insensitive"] = false;
+  policy["require_claim"] = {{"paths", {"src/"}}};
+  policy["admins"] = json::array();
+  gitlocks::EpochKey key{};
+  key[0] = 7;
+  auto priv = gitlocks::make_private_policy(policy, key, counting_seeds());
+  REQUIRE(priv.ok());
+  for (const auto& [k, v] : policy.items()) {
+    CAPTURE(k);
+    if (k == "format" || k == "families") continue;
+    REQUIRE(priv->contains(k));
+    CHECK((*priv)[k] == v);
+  }
+  CHECK((*priv)["format"] == "gitlocks-policy-v3");
+  CHECK_FALSE(priv->contains("families"));  // none declared: nothing sealed
+  CHECK(gitlocks::parse_policy(*priv).ok());
+
+  // A PRIVATE policy is not made PRIVATE again, and a document that is no
+  // policy is refused with parse_policy's error, never an exception.
+  auto again = gitlocks::make_private_policy(*priv, key, counting_seeds());
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().code == gitlocks::Errc::usage);
+  CHECK(again.error().message == "the policy is PRIVATE already");
+  json no_owner = policy;
+  no_owner.erase("owner");
+  auto bad = gitlocks::make_private_policy(no_owner, key, counting_seeds());
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == gitlocks::Errc::bad_json);
+}

@@ -55,8 +55,9 @@ Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::ve
 // A public policy document (default_policy + a --policy file) made
 // PRIVATE (docs/PRIVATE.md): format v3, visibility PRIVATE, members
 // [owner], epoch 1, `key` (fresh, from the host) sealed to the owner, and
-// the families sealed under it.
-Result<json> make_private_policy(json policy, const EpochKey& key, const SeedSource& seeds);
+// the families sealed under it, written by policy_document. Errors: those
+// of parse_policy, and usage for a policy that is PRIVATE already.
+Result<json> make_private_policy(const json& policy, const EpochKey& key, const SeedSource& seeds);
 
 // The members after adding (`add`) or removing `member` of a store owned by
 // `owner`. Errors: usage ("already a member", "not a member", "the owner
