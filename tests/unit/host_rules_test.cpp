@@ -130,7 +130,9 @@ TEST_CASE("private policy: made from a valid public policy only - its other memb
   key[0] = 7;
   auto priv = gitlocks::make_private_policy(policy, key, counting_seeds());
   REQUIRE(priv.ok());
-  for (const auto& [k, v] : policy.items()) {
+  for (const auto& item : policy.items()) {
+    const std::string k = item.key();
+    const json& v = item.value();
     CAPTURE(k);
     if (k == "format" || k == "families") continue;
     REQUIRE(priv->contains(k));
