@@ -98,11 +98,11 @@ class ConflictFinder {
     e.fields["claimed_path"] = claimed;
     auto filter = parse_repo_path(claimed);
     if (!filter.ok()) return;
-    auto rows = list_leases(reader_, view_.now, {*filter}, false, "");
-    if (!rows.ok()) return;
-    for (const auto& row : *rows) {
-      if (row.value("holder", "") != holder || row.value("path", "") != claimed) continue;
-      e.fields["lease"] = row.value("lease", "");
+    auto leases = listed_leases(reader_, view_.now, {*filter}, false);
+    if (!leases.ok()) return;
+    for (const ListedLease& listed : *leases) {
+      if (listed.lease.holder != holder || listed.lease.path != claimed) continue;
+      e.fields["lease"] = listed.lease.id;
       return;
     }
   }

@@ -54,16 +54,16 @@ void Planner::name_from_lease(Conflict& c) {
     filters = c.family->members;
   }
   if (filters.empty()) return;
-  auto rows = list_leases(reader_, *now_, filters, false, "");
-  if (!rows.ok()) return;
+  auto leases = listed_leases(reader_, *now_, filters, false);
+  if (!leases.ok()) return;
   const bool want_exclusive = c.mode == "exclusive";
-  for (const auto& r : *rows) {
-    if (r.value("holder", "") != c.holder || !r.contains("path")) continue;
-    const std::string path = r["path"].get<std::string>();
-    if (!c.below.empty() && (path == c.below || path == c.below + "/")) continue;
-    if (!c.below.empty() && want_exclusive && r.value("mode", "") != "exclusive") continue;
-    c.name = r.value("name", "");
-    c.path = path;
+  for (const ListedLease& listed : *leases) {
+    const Lease& l = listed.lease;
+    if (l.holder != c.holder || listed.resource.kind != RecordKind::path) continue;
+    if (!c.below.empty() && (l.path == c.below || l.path == c.below + "/")) continue;
+    if (!c.below.empty() && want_exclusive && l.mode != "exclusive") continue;
+    c.name = l.name;
+    c.path = l.path;
     return;
   }
 }

@@ -12,8 +12,9 @@
 namespace gitlocks {
 namespace {
 
-json lease_row(const Record& rec, const Lease& l, std::int64_t now, const std::string& me) {
-  const Resource& r = rec.resource;
+json lease_row(const ListedLease& listed, std::int64_t now, const std::string& me) {
+  const Resource& r = listed.resource;
+  const Lease& l = listed.lease;
   json e = {{"kind", record_kind_name(r.kind)},
             {"resource", r.key()},
             {"lease", l.id},
@@ -30,33 +31,28 @@ json lease_row(const Record& rec, const Lease& l, std::int64_t now, const std::s
     e["mode"] = l.mode;
   } else {
     e["sem"] = r.name;
-    e["limit"] = rec.limit;
+    e["limit"] = listed.limit;
   }
   if (l.note) e["note"] = *l.note;
+  if (const auto& gone = listed.released) {
+    e["live"] = false;
+    e["released_by"] = gone->by;
+    e["released_by_name"] = gone->by_name;
+    e["release_reason"] = gone->reason;
+  }
   return e;
 }
 
-// The rows a record shows: its live leases, with `include_expired` also the
-// expired ones and the lease an admin force-released last ("live": false,
-// "released_by", "released_by_name", "release_reason"); each with the lease
-// it shows.
-std::vector<std::pair<const Lease*, json>> rows_of(const Record& rec, std::int64_t now, const std::string& me,
-                                                   bool include_expired) {
-  std::vector<std::pair<const Lease*, json>> out;
+// The leases a record shows: its live leases, with `include_expired` also
+// the expired ones and the lease an admin force-released last (not live).
+void listed_of(const Record& rec, std::int64_t now, bool include_expired, std::vector<ListedLease>& out) {
   for (const Lease& l : rec.leases)
-    if (include_expired || l.live_at(now)) out.emplace_back(&l, lease_row(rec, l, now, me));
-  if (const auto& gone = rec.released; include_expired && gone) {
-    json row = lease_row(rec, gone->lease, now, me);
-    row["live"] = false;
-    row["released_by"] = gone->by;
-    row["released_by_name"] = gone->by_name;
-    row["release_reason"] = gone->reason;
-    out.emplace_back(&gone->lease, std::move(row));
-  }
-  return out;
+    if (include_expired || l.live_at(now)) out.push_back({rec.resource, rec.limit, l, std::nullopt});
+  if (const auto& gone = rec.released; include_expired && gone)
+    out.push_back({rec.resource, rec.limit, gone->lease, gone});
 }
 
-// How many rows rows_of() gives, without building them.
+// How many leases listed_of() gives, without listing them.
 std::size_t row_count(const Record& rec, std::int64_t now, bool include_expired) {
   if (include_expired) return rec.leases.size() + (rec.released ? 1 : 0);
   return static_cast<std::size_t>(
@@ -69,32 +65,42 @@ bool overlaps_any(const Lease& lease, const std::vector<RepoPath>& filters) {
          std::any_of(filters.begin(), filters.end(), [&](const RepoPath& f) { return paths_overlap(f, *lp); });
 }
 
-void sort_rows(json& rows) {
-  std::sort(rows.begin(), rows.end(), [](const json& x, const json& y) {
-    const auto& rx = x["resource"].get_ref<const std::string&>();
-    const auto& ry = y["resource"].get_ref<const std::string&>();
+// By resource, then generation.
+void sort_listed(std::vector<ListedLease>& leases) {
+  std::sort(leases.begin(), leases.end(), [](const ListedLease& x, const ListedLease& y) {
+    const std::string rx = x.resource.key();
+    const std::string ry = y.resource.key();
     if (rx != ry) return rx < ry;
-    return x["generation"].get<std::int64_t>() < y["generation"].get<std::int64_t>();
+    return x.lease.generation < y.lease.generation;
   });
+}
+
+json rows_of(const std::vector<ListedLease>& leases, std::int64_t now, const std::string& me) {
+  json rows = json::array();
+  for (const auto& l : leases) rows.push_back(lease_row(l, now, me));
+  return rows;
 }
 
 // Every record read: what a listing without filters, or with a filter that
 // has leases below it, needs.
-Result<json> scan(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters, bool include_expired,
-                  const std::string& me) {
-  json rows = json::array();
+Result<std::vector<ListedLease>> scan(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
+                                      bool include_expired) {
+  std::vector<ListedLease> out;
+  std::vector<ListedLease> of_record;
   GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& rec) {
     const RecordKind kind = rec.resource.kind;
     if (!holds_leases(kind)) return true;
     if (kind == RecordKind::sem && !filters.empty()) return true;
-    for (auto& [l, row] : rows_of(rec, now, me, include_expired)) {
-      if (kind == RecordKind::path && !filters.empty() && !overlaps_any(*l, filters)) continue;
-      rows.push_back(std::move(row));
+    of_record.clear();
+    listed_of(rec, now, include_expired, of_record);
+    for (auto& l : of_record) {
+      if (kind == RecordKind::path && !filters.empty() && !overlaps_any(l.lease, filters)) continue;
+      out.push_back(std::move(l));
     }
     return true;
   }));
-  sort_rows(rows);
-  return rows;
+  sort_listed(out);
+  return out;
 }
 
 }  // namespace
@@ -105,9 +111,9 @@ std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const jso
   return (*recorded)->ms;
 }
 
-Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
-                         bool include_expired, const std::string& me) {
-  if (filters.empty()) return scan(reader, now, filters, include_expired, me);
+Result<std::vector<ListedLease>> listed_leases(StateReader& reader, std::int64_t now,
+                                               const std::vector<RepoPath>& filters, bool include_expired) {
+  if (filters.empty()) return scan(reader, now, filters, include_expired);
   // The records that can hold a lease overlapping a filter without a scan:
   // the filter's own and its ancestors' (by resource, each read once).
   std::map<std::string, std::optional<Record>> records;
@@ -124,19 +130,26 @@ Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vecto
       // Leases strictly below a filter are known only to its markers: when
       // any holder has some, the listing needs every record.
       const std::optional<Record>& rec = at->second;
-      if (i + 1 == keys.size() && rec && !rec->below.empty()) return scan(reader, now, filters, include_expired, me);
+      if (i + 1 == keys.size() && rec && !rec->below.empty()) return scan(reader, now, filters, include_expired);
     }
   }
-  json rows = json::array();
+  std::vector<ListedLease> out;
+  std::vector<ListedLease> of_record;
   for (const auto& [resource, rec] : records) {
     if (!rec || rec->resource.kind != RecordKind::path) continue;
-    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) {
-      if (!overlaps_any(*l, filters)) continue;
-      rows.push_back(std::move(row));
-    }
+    of_record.clear();
+    listed_of(*rec, now, include_expired, of_record);
+    for (auto& l : of_record)
+      if (overlaps_any(l.lease, filters)) out.push_back(std::move(l));
   }
-  sort_rows(rows);
-  return rows;
+  sort_listed(out);
+  return out;
+}
+
+Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
+                         bool include_expired, const std::string& me) {
+  GITLOCKS_TRY(leases, listed_leases(reader, now, filters, include_expired));
+  return rows_of(leases, now, me);
 }
 
 Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expired, const std::string& me,
@@ -160,11 +173,11 @@ Status for_each_lease(StateReader& reader, std::int64_t now, bool include_expire
   for (const auto& resource : resources) {
     GITLOCKS_TRY(rec, reader.valid_record(resource));
     if (!rec) return make_error(Errc::store_read, "record of " + resource + " vanished between two reads");
-    json batch = json::array();
-    for (auto& [l, row] : rows_of(*rec, now, me, include_expired)) batch.push_back(std::move(row));
-    sort_rows(batch);
-    for (const auto& row : batch)
-      if (!fn(row)) return Ok{};
+    std::vector<ListedLease> batch;
+    listed_of(*rec, now, include_expired, batch);
+    sort_listed(batch);
+    for (const auto& l : batch)
+      if (!fn(lease_row(l, now, me))) return Ok{};
   }
   return Ok{};
 }

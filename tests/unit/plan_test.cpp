@@ -48,6 +48,41 @@ TEST_CASE("claim: a directory covers the paths below it and vice versa") {
   CHECK(t.claim("alice", "src/deep/", kTtl).ok());  // the same holder never conflicts with itself
 }
 
+TEST_CASE("claim: a refusal through an intention marker or a family names the lease in the way") {
+  Store t;
+  REQUIRE(
+      t.submit(
+           "alice", "claim",
+           {{"name", "alice-agent"},
+            {"ops",
+             {{{"op", "claim"}, {"path", "src/deep/file.c"}, {"mode", "exclusive"}, {"expires_at", t.now + kTtl}}}}})
+          .ok());
+  auto below = t.claim("bob", "src/", kTtl);
+  REQUIRE(code_of(below) == Errc::held_path);
+  CHECK(below.error().fields.at("holder") == actor_hex("alice"));
+  CHECK(below.error().fields.at("holder_name") == "alice-agent");
+  CHECK(below.error().fields.at("path") == "src/deep/file.c");
+  CHECK(below.error().message.rfind("'src/deep/file.c' (below 'src/') is held exclusive by alice-agent (" +
+                                        actor_hex("alice").substr(0, 12) + ")",
+                                    0) == 0);
+
+  json db = {{"families", {{{"name", "db"}, {"policy", "exclusive"}, {"members", {"db/a.sql", "db/b.sql"}}}}}};
+  Store f(db);
+  REQUIRE(f.submit("alice", "claim",
+                   {{"name", "alice-agent"},
+                    {"ops",
+                     {{{"op", "claim"}, {"path", "db/a.sql"}, {"mode", "exclusive"}, {"expires_at", f.now + kTtl}}}}})
+              .ok());
+  auto family = f.claim("bob", "db/b.sql", kTtl);
+  REQUIRE_FALSE(family.ok());
+  CHECK(family.error().fields.at("holder_name") == "alice-agent");
+  CHECK(family.error().fields.at("path") == "db/a.sql");
+  CHECK(family.error().fields.at("family") == "db");
+  CHECK(family.error().message.rfind(
+            "family 'db' is held by alice-agent (" + actor_hex("alice").substr(0, 12) + "), through 'db/a.sql'", 0) ==
+        0);
+}
+
 TEST_CASE("claim: the same holder claiming a live lease again is told to extend") {
   Store s;
   REQUIRE(s.claim("alice", "a", kTtl).ok());

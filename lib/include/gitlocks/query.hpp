@@ -52,6 +52,21 @@ std::optional<std::int64_t> admission_time(const TransitionCommit& tc, const jso
 Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
                          bool include_expired, const std::string& me);
 
+// A lease a listing shows, typed: its record's resource (and a semaphore's
+// limit), the lease, and for the lease an admin force-released last
+// (include_expired only) who did it and why.
+struct ListedLease {
+  Resource resource;
+  std::int64_t limit = 0;
+  Lease lease;
+  std::optional<Released> released;
+};
+// What list_leases(reader, now, filters, include_expired, me) shows, typed,
+// in the same order, read the same way: what the planner's and the server
+// hook's refusals read to name the lease in the way.
+Result<std::vector<ListedLease>> listed_leases(StateReader& reader, std::int64_t now,
+                                               const std::vector<RepoPath>& filters, bool include_expired);
+
 // The rows of list_leases(reader, now, {}, include_expired, me), in the same
 // order, handed to `row` one at a time (it returns false to stop), after
 // `begin` was told how many there are: memory holds each record's resource
