@@ -65,12 +65,14 @@ bool overlaps_any(const Lease& lease, const std::vector<RepoPath>& filters) {
          std::any_of(filters.begin(), filters.end(), [&](const RepoPath& f) { return paths_overlap(f, *lp); });
 }
 
-// By resource, then generation.
+// By resource key ("KIND:NAME"), then generation. Keys of one kind share
+// their prefix, so their names decide (no key is built).
 void sort_listed(std::vector<ListedLease>& leases) {
   std::sort(leases.begin(), leases.end(), [](const ListedLease& x, const ListedLease& y) {
-    const std::string rx = x.resource.key();
-    const std::string ry = y.resource.key();
-    if (rx != ry) return rx < ry;
+    const Resource& rx = x.resource;
+    const Resource& ry = y.resource;
+    if (rx.kind != ry.kind) return rx.key() < ry.key();
+    if (rx.name != ry.name) return rx.name < ry.name;
     return x.lease.generation < y.lease.generation;
   });
 }
