@@ -189,26 +189,31 @@ std::string private_resource_hash(const EpochKey& key, const std::string& resour
 
 namespace gitlocks {
 
-Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members,
-                          const SeedSource& seeds) {
-  json ring = json::object();
+Result<std::map<std::string, std::string>> seal_to_members(const EpochKey& key, const std::vector<std::string>& members,
+                                                           const SeedSource& seeds) {
+  std::map<std::string, std::string> out;
   for (const auto& m : members) {
     GITLOCKS_TRY(pk, public_key_from_hex(m));
     GITLOCKS_TRY(sealed, seal_epoch_key(key, pk, seeds()));
-    ring[m] = sealed;
+    out[m] = sealed;
   }
+  return out;
+}
+
+Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members,
+                          const SeedSource& seeds) {
+  GITLOCKS_TRY(ring, seal_to_members(key, members, seeds));
   return json{{std::to_string(epoch), ring}};
 }
 
 Result<json> make_private_policy(const json& policy, const EpochKey& key, const SeedSource& seeds) {
   GITLOCKS_TRY(p, parse_policy(policy));
   if (p.is_private) return make_error(Errc::usage, "the policy is PRIVATE already");
-  GITLOCKS_TRY(owner, public_key_from_hex(p.owner));
-  GITLOCKS_TRY(sealed_key, seal_epoch_key(key, owner, seeds()));
   p.is_private = true;
   p.epoch = 1;
   p.members = {p.owner};
-  p.keyring[1][p.owner] = sealed_key;
+  GITLOCKS_TRY(sealed_to, seal_to_members(key, p.members, seeds));
+  p.keyring[1] = std::move(sealed_to);
   if (!p.families.empty()) {
     GITLOCKS_TRY(sealed, seal_document(families_document(p.families), key, 1, p.store, "policy.json#families"));
     p.sealed_families = json::parse(sealed);

@@ -45,9 +45,10 @@ class Store {
   std::optional<Oid> tip() { return store_->read_ref(kStateRef).value(); }
   // The tip's snapshot, with `vault`'s keys on a PRIVATE store (as
   // verified_snapshot gives them).
-  Snapshot snapshot() {
-    Snapshot snap = detail::read_unverified_snapshot(*store_, tip()).value();
-    detail::attach_keys(snap, vault);
+  Snapshot snapshot() { return read_snapshot().value(); }
+  Result<Snapshot> read_snapshot() {
+    GITLOCKS_TRY(snap, detail::read_unverified_snapshot(*store_, tip()));
+    detail::attach_keys(snap, vault);  // as verified_snapshot does with the verifier's vault
     return snap;
   }
   Oid state() { return snapshot().state; }
@@ -58,10 +59,7 @@ class Store {
       if (!body.contains("created_at")) body["created_at"] = now;
       if (!body.contains("name")) body["name"] = actor;
     }
-    auto read = detail::read_unverified_snapshot(*store_, tip());
-    if (!read.ok()) return read.error();
-    Snapshot snap = std::move(read).value();
-    detail::attach_keys(snap, vault);  // as verified_snapshot does with the verifier's vault
+    GITLOCKS_TRY(snap, read_snapshot());
     std::string instance = sha256_hex("instance:" + std::to_string(counter_++));
     auto c = build_candidate(*store_, snap, actor_key(actor), command, instance, body, now, admit, allow_test_clock);
     if (c.ok()) (void)memory_store_set_ref(*store_, kStateRef, c->commit);

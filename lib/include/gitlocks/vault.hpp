@@ -46,9 +46,14 @@ Result<std::string> seal_epoch_key(const EpochKey& key, const PublicKey& member,
 // random bytes per call.
 using SeedSource = std::function<std::array<std::uint8_t, 32>()>;
 
+// `key` sealed to each member (member hex -> sealed hex), each box with a
+// fresh seed from `seeds`, in the members' order. Errors: bad_json (a member
+// that is not an actor key).
+Result<std::map<std::string, std::string>> seal_to_members(const EpochKey& key, const std::vector<std::string>& members,
+                                                           const SeedSource& seeds);
+
 // A PRIVATE policy's keyring entry for one epoch: {"<epoch>": {"<member
-// hex>": sealed}} — `key` sealed to each member, each box with a fresh
-// seed from `seeds`. Errors: bad_json (a member that is not an actor key).
+// hex>": sealed}} (seal_to_members).
 Result<json> seal_keyring(const EpochKey& key, std::int64_t epoch, const std::vector<std::string>& members,
                           const SeedSource& seeds);
 
