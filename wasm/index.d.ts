@@ -212,6 +212,8 @@ export interface ReplayOptions {
 export interface ReadStateOptions {
   /** A member's key: the records of a PRIVATE state are decrypted with it (else not-member). */
   memberKey?: MemberKey;
+  /** Accept attestations of a notary running its test clock while verifying the history. */
+  allowTestClock?: boolean;
 }
 
 export interface StateSnapshot {
@@ -254,8 +256,9 @@ export declare class Store {
   /** The bundle's refs (refs/locks/state when present). */
   readonly refs: { [name: string]: Oid };
   replay(options?: ReplayOptions): ReplayResult;
+  /** The state of a commit once the history that ends there verifies (else invalid-history). */
   readState(commit: Oid, options?: ReadStateOptions): StateSnapshot;
-  /** The records a commit changed: O(its changes), not O(its state). */
+  /** The records a commit changed, verified as readState: O(its changes), not O(its state). */
   readChanges(commit: Oid, options?: ReadStateOptions): StateChanges;
   /** The policy a commit recorded; in the clear in PRIVATE stores too. */
   readPolicy(commit: Oid): PolicySnapshot;

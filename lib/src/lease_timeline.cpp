@@ -7,78 +7,27 @@
 #include "gitlocks/model.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/query.hpp"
+#include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
+#include "gitlocks/trust.hpp"
 #include "gitlocks/vault.hpp"
 
 namespace gitlocks {
 namespace {
 
-// What the vault at the tip adds to a member's view of older commits: its
-// keyring holds every epoch's key the member was given. `same`: a view
-// already made (the timeline's previous commit), whose policy, keys and
-// codec this commit shares when its policy.json is the same blob: the
-// keyrings are then the same, and so are the keys that open them.
-Result<CommitView> view_with(ObjectStore& store, const Oid& commit, const KeyPair* member, const MemberVault* at_tip,
-                             const CommitView* same = nullptr) {
-  CommitView out;
-  GITLOCKS_TRY(tc, read_transition_commit(store, commit));
-  out.commit = std::move(tc);
-  StateReader reader(store, out.commit.state);
-  GITLOCKS_CHECK(reader.check_format());
-  GITLOCKS_TRY(policy_id, reader.policy_id());
-  out.policy_id = policy_id;
-  if (same && same->policy_id == policy_id) {
-    out.policy = same->policy;
-    out.codec = same->codec;
-    out.epoch = same->epoch;
-    return out;
-  }
-  GITLOCKS_TRY(policy, reader.policy());
-  out.policy = std::move(policy);
-  GITLOCKS_TRY(is_private, reader.is_private());
-  if (!is_private || !member) return out;
-  GITLOCKS_TRY(pol, parse_policy(out.policy));
-  std::optional<Vault> vault;
-  if (auto own = Vault::open(pol, *member); own.ok()) vault = std::move(own).value();
-  if (at_tip && at_tip->vault) {
-    if (vault) vault->merge(*at_tip->vault);
-    else vault = *at_tip->vault;
-  }
-  out.epoch = pol.epoch;
-  auto codec = state_codec(pol, vault ? &*vault : nullptr);
-  if (!codec.ok()) return codec.error().prefixed("commit " + commit + ": ");
-  out.codec = std::shared_ptr<const RecordCodec>(std::move(codec).value());
-  return out;
-}
-
-MemberVault tip_vault(ObjectStore& store, const KeyPair* member) {
-  if (!member) return {};
-  auto ref = store.read_ref(kStateRef);
-  if (!ref.ok() || !*ref) return {};
-  return open_member_vault(store, **ref, member);
-}
-
-// `known_parent`: the view of the commit's parent when the caller has it
-// (the timeline's previous commit), else nullptr: it is read here.
-Result<RecordChanges> changes_with(ObjectStore& store, const CommitView& at, const KeyPair* member,
-                                   const MemberVault* at_tip, const CommitView* known_parent = nullptr) {
-  Oid parent_state;
-  std::optional<CommitView> read_parent;
-  const RecordCodec* new_codec = at.codec.get();
-  const RecordCodec* old_codec = nullptr;
-  if (!at.commit.parents.empty()) {
-    const CommitView* parent = known_parent;
-    if (!parent || parent->commit.commit != at.commit.parents.front()) {
-      GITLOCKS_TRY(p, view_with(store, at.commit.parents.front(), member, at_tip));
-      read_parent = std::move(p);
-      parent = &*read_parent;
-    }
-    parent_state = parent->commit.state;
-    old_codec = parent->codec.get();
-    // record_changes tells a rekey by the codec: states of one epoch share one.
-    if (old_codec && new_codec && parent->epoch == at.epoch) old_codec = new_codec;
-  }
-  return record_changes(store, parent_state, at.commit.state, old_codec, new_codec);
+// Why a commit the replay could not read (ReplayedCommit::state null) has
+// no records to show: the error code of reading its layout, format and
+// policy, in that order.
+std::string unreadable(ObjectStore& store, const Oid& commit) {
+  auto tc = read_transition_commit(store, commit);
+  if (!tc.ok()) return std::string(errc_name(tc.error().code));
+  StateReader reader(store, tc->state);
+  if (auto st = reader.check_format(); !st.ok()) return std::string(errc_name(st.error().code));
+  auto doc = reader.policy();
+  if (!doc.ok()) return std::string(errc_name(doc.error().code));
+  auto pol = parse_policy(*doc);
+  if (!pol.ok()) return std::string(errc_name(pol.error().code));
+  return std::string(errc_name(Errc::invalid));
 }
 
 // A lease as the timeline sees it, from its record (its life not yet known).
@@ -112,39 +61,102 @@ json opt_time(const std::optional<std::int64_t>& t) { return t ? json(*t) : json
 
 }  // namespace
 
-Result<CommitView> commit_view(ObjectStore& store, const Oid& commit, const KeyPair* member) {
-  const MemberVault at_tip = tip_vault(store, member);
-  return view_with(store, commit, member, &at_tip);
+namespace {
+// verified_snapshot of `commit` for `keys`: from the anchor naming it, or
+// continuing from the newest anchor when the commit descends from it (else
+// from the root).
+Result<Trusted> verified_for(ObjectStore& store, const Oid& commit, const VerifierKeys& keys, bool allow_test_clock,
+                             const std::vector<TrustState>& anchors) {
+  TrustOptions to;
+  to.allow_test_clock = allow_test_clock;
+  to.vault = keys.vault();
+  to.verifier = keys.verifier;
+  std::optional<TrustState> anchor;
+  for (const TrustState& a : anchors)
+    if (a.commit == commit) anchor = a;
+  if (!anchor && !anchors.empty()) anchor = anchors.back();
+  to.anchor = anchor;
+  auto trusted = verified_snapshot(store, commit, to);
+  if (!trusted.ok() && anchor) {
+    auto verdict = trusted.error().fields.find("verdict");
+    if (verdict != trusted.error().fields.end() && verdict->second == "rewrite") {
+      to.anchor.reset();  // an earlier commit, or another branch: from the root
+      return verified_snapshot(store, commit, to);
+    }
+  }
+  return trusted;
 }
 
-Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& at, const KeyPair* member) {
-  const MemberVault at_tip = tip_vault(store, member);
-  return changes_with(store, at, member, &at_tip);
+// A view's snapshot must open its records when the verifier brought keys.
+Status readable(const Snapshot& snap) {
+  if (snap.keys && snap.keys->codec_error) return snap.keys->codec_error->prefixed("commit " + *snap.commit + ": ");
+  return Ok{};
 }
+}  // namespace
+
+Result<CommitView> commit_view(ObjectStore& store, const Oid& commit, const CommitViewOptions& options) {
+  GITLOCKS_TRY(c, store.read_commit(commit));
+  const VerifierKeys keys = verifier_keys(store, commit, options.member);
+  CommitView out;
+  std::vector<TrustState> anchors = options.anchors;
+  if (options.with_parent && !c.parents.empty()) {
+    GITLOCKS_TRY(parent, verified_for(store, c.parents.front(), keys, options.allow_test_clock, anchors));
+    GITLOCKS_CHECK(readable(parent.snapshot));
+    anchors.push_back(*parent.trust);
+    out.parent_trust = std::move(parent.trust);
+    out.replayed = parent.replayed;
+    out.parent = std::move(parent.snapshot);
+  }
+  GITLOCKS_TRY(at, verified_for(store, commit, keys, options.allow_test_clock, anchors));
+  GITLOCKS_CHECK(readable(at.snapshot));
+  out.at = std::move(at.snapshot);
+  out.trust = std::move(*at.trust);
+  out.replayed += at.replayed;
+  return out;
+}
+
+Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& view) {
+  const RecordCodec* new_codec = view.at.codec();
+  const RecordCodec* old_codec = nullptr;
+  Oid parent_state;
+  if (view.parent) {
+    parent_state = view.parent->state;
+    old_codec = view.parent->codec();
+    // record_changes tells a rekey by the codec: states of one epoch share one.
+    if (old_codec && new_codec && view.parent->epoch() == view.at.epoch()) old_codec = new_codec;
+  }
+  return record_changes(store, parent_state, view.at.state, old_codec, new_codec);
+}
+
+// A commit the timeline read: the next one's parent.
+struct ReadCommit {
+  Oid commit, state, policy_blob;
+  std::shared_ptr<const RecordCodec> codec;
+  std::int64_t epoch = -1;
+};
 
 struct LeaseTimelineBuilder::Impl {
   ObjectStore& store;
-  const KeyPair* member;
-  MemberVault at_tip;
   LeaseTimeline out;
   std::map<std::string, std::size_t> open;  // lease id -> index in out.leases
   std::map<std::string, Seen> live;         // in force after the last readable commit
   bool gap = false;                         // the last commit's records could not be read
   std::size_t next = 0;                     // the index of the next transition
-  std::optional<CommitView> previous;       // the last commit read: the next one's parent
+  std::optional<ReadCommit> previous;       // the last commit read
+  Oid policy_blob;                          // of out.policy
 };
 
-LeaseTimelineBuilder::LeaseTimelineBuilder(ObjectStore& store, const KeyPair* member)
-    : impl_(new Impl{store, member, tip_vault(store, member), {}, {}, {}, false, 0, std::nullopt}) {
+LeaseTimelineBuilder::LeaseTimelineBuilder(ObjectStore& store)
+    : impl_(new Impl{store, {}, {}, {}, false, 0, std::nullopt, Oid()}) {
   impl_->out.policy = nullptr;
 }
 
 LeaseTimelineBuilder::~LeaseTimelineBuilder() = default;
 
-TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
+TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
+  const Verdict& v = rc.verdict;
   Impl& b = *impl_;
   ObjectStore& store = b.store;
-  const KeyPair* member = b.member;
   LeaseTimeline& out = b.out;
   auto& open = b.open;
   auto& live = b.live;
@@ -172,11 +184,26 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
     for (const auto& r : records)
       if (auto gone = released_of(r)) released[gone->lease.id] = std::move(*gone);
   };
+  // The commit's state, policy and codec are the replay's (ReplayedCommit):
+  // the keys that open its records are the verifier's, as for every host.
   auto read = [&]() -> Status {
-    GITLOCKS_TRY(at, view_with(store, v.commit, member, &b.at_tip, b.previous ? &*b.previous : nullptr));
-    if (!b.previous || b.previous->policy_id != at.policy_id) out.policy = at.policy;
-    if (gap) {
-      StateReader reader(store, at.commit.state, at.codec.get());
+    if (!rc.state) return make_error(Errc::invalid, "unreadable");
+    const Oid& state = *rc.state;
+    GITLOCKS_CHECK(StateReader(store, state).check_format());
+    if (b.policy_blob.empty() || b.policy_blob != rc.policy_blob) {
+      out.policy = policy_document(rc.policy);
+      b.policy_blob = rc.policy_blob;
+    }
+    if (rc.policy.is_private && !rc.codec)
+      return make_error(Errc::not_member, "commit " + v.commit + ": no key of epoch " +
+                                              std::to_string(rc.policy.epoch) + " among the verifier's");
+    ReadCommit at{v.commit, state, rc.policy_blob, rc.codec, rc.codec ? rc.policy.epoch : -1};
+    std::optional<Oid> parent;
+    if (auto c = store.read_commit(v.commit); c.ok() && !c->parents.empty()) parent = c->parents.front();
+    if (gap || !b.previous || !parent || b.previous->commit != *parent) {
+      // After a commit whose records could not be read (or the first one
+      // read): the whole state against the leases last seen.
+      StateReader reader(store, state, at.codec.get());
       std::vector<json> records;
       GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
         records.push_back(r);
@@ -186,7 +213,10 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
       after = leases_of(records);
       note_released(records);
     } else {
-      GITLOCKS_TRY(changes, changes_with(store, at, member, &b.at_tip, b.previous ? &*b.previous : nullptr));
+      const ReadCommit& p = *b.previous;
+      // record_changes tells a rekey by the codec: states of one epoch share one.
+      const RecordCodec* old_codec = p.codec && at.codec && p.epoch == at.epoch ? at.codec.get() : p.codec.get();
+      GITLOCKS_TRY(changes, record_changes(store, p.state, state, old_codec, at.codec.get()));
       before = leases_of(changes.before);
       after = leases_of(changes.after);
       note_released(changes.after);
@@ -196,11 +226,11 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
   };
   if (auto st = read(); !st.ok()) {
     b.previous.reset();
-    tr.state_error = std::string(errc_name(st.error().code));
+    tr.state_error = rc.state ? std::string(errc_name(st.error().code)) : unreadable(store, v.commit);
     // A PRIVATE state without the key of its epoch: the policy is in the clear.
-    if (auto tc = read_transition_commit(store, v.commit); tc.ok()) {
-      StateReader reader(store, tc->state);
-      if (auto p = reader.policy(); p.ok()) out.policy = std::move(*p);
+    if (rc.state && (b.policy_blob.empty() || b.policy_blob != rc.policy_blob)) {
+      out.policy = policy_document(rc.policy);
+      b.policy_blob = rc.policy_blob;
     }
   } else {
     std::map<std::string, const Seen*> before_by_id, after_by_id;
@@ -267,15 +297,11 @@ TimelineTransition LeaseTimelineBuilder::add(const Verdict& v) {
 
 LeaseTimeline LeaseTimelineBuilder::finish() && { return std::move(impl_->out); }
 
-Result<LeaseTimeline> lease_timeline(ObjectStore& store, const std::vector<Verdict>& verdicts, const KeyPair* member,
-                                     const std::function<void(std::size_t, std::size_t)>& progress) {
-  LeaseTimelineBuilder builder(store, member);
+Result<LeaseTimeline> lease_timeline(ObjectStore& store, const Oid& tip, const ReplayOptions& options) {
+  LeaseTimelineBuilder builder(store);
   std::vector<TimelineTransition> transitions;
-  transitions.reserve(verdicts.size());
-  for (std::size_t i = 0; i < verdicts.size(); ++i) {
-    transitions.push_back(builder.add(verdicts[i]));
-    if (progress) progress(i + 1, verdicts.size());
-  }
+  GITLOCKS_CHECK(
+      replay_commits(store, tip, options, [&](const ReplayedCommit& rc) { transitions.push_back(builder.add(rc)); }));
   LeaseTimeline out = std::move(builder).finish();
   out.transitions = std::move(transitions);
   return out;

@@ -150,11 +150,12 @@ struct ChainState {
   std::optional<std::int64_t> last_time;           // last local-clock T
   std::optional<std::int64_t> last_attested_time;  // last notary T
   Oid policy_blob;                                 // cache key of `policy`
+  Oid policy_state;                                // the state `policy` was read from last
   std::string policy_hash;
   Policy policy;
   // PRIVATE stores: the codec of cs.state's epoch (null when the verifier
   // holds no key for it), and whether the timeline model follows the chain.
-  std::unique_ptr<RecordCodec> codec;
+  std::shared_ptr<const RecordCodec> codec;
   std::int64_t codec_epoch = -1;
   bool timeline_synced = true;
 };
@@ -174,7 +175,7 @@ std::optional<const RecordCodec*> codec_for(ChainState& cs, const Policy& policy
   if (cs.codec && cs.codec_epoch == policy.epoch) return cs.codec.get();
   auto c = state_codec(policy, options.vault);
   if (!c.ok()) return std::nullopt;
-  cs.codec = std::move(c).value();
+  cs.codec = std::shared_ptr<const RecordCodec>(std::move(c).value());
   cs.codec_epoch = policy.epoch;
   return cs.codec.get();
 }
@@ -183,7 +184,10 @@ Status load_policy(ObjectStore& store, ChainState& cs) {
   StateReader reader(store, cs.state);
   GITLOCKS_TRY(id, reader.lookup({"policy.json"}));
   if (!id) return make_error(Errc::invalid, "state has no policy.json");
-  if (*id == cs.policy_blob) return Ok{};
+  if (*id == cs.policy_blob) {
+    cs.policy_state = cs.state;
+    return Ok{};
+  }
   GITLOCKS_TRY(bytes, store.read_blob(*id));
   auto doc = canon_parse(bytes, CanonMode::strict);
   if (!doc.ok()) return make_error(Errc::invalid, "policy.json: " + doc.error().message);
@@ -192,6 +196,7 @@ Status load_policy(ObjectStore& store, ChainState& cs) {
   cs.policy = std::move(pol).value();
   cs.policy_blob = *id;
   cs.policy_hash = sha256_hex(bytes);
+  cs.policy_state = cs.state;
   return Ok{};
 }
 
@@ -419,7 +424,7 @@ void check_invariant(ObjectStore& store, const Oid& parent_state, const Policy& 
                      const RecordCodec* old_codec, const Oid& state, std::int64_t at, ChainState& cs,
                      detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
   // Keep the old epoch's codec alive while computing the new one.
-  std::unique_ptr<RecordCodec> keep_old =
+  std::shared_ptr<const RecordCodec> keep_old =
       old_codec && cs.codec_epoch != cs.policy.epoch ? std::move(cs.codec) : nullptr;
   if (keep_old) cs.codec_epoch = -1;
   auto new_codec = codec_for(cs, cs.policy, options);
@@ -571,8 +576,12 @@ VerifierKeys verifier_keys(ObjectStore& store, const Oid& tip, const KeyPair* me
   return keys_of(private_policy_at(store, tip), member);
 }
 
-Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const ReplayOptions& options,
-                                   const std::function<void(const Verdict&)>& on_verdict) {
+namespace {
+// The one walk of both: `on_commit` set, each commit's facts are handed out
+// (its codec made for the purpose when the verifier did not need one).
+Result<ReplaySummary> replay(ObjectStore& raw_store, const Oid& tip, const ReplayOptions& options,
+                             const std::function<void(const Verdict&)>& on_verdict,
+                             const std::function<void(const ReplayedCommit&)>& on_commit) {
   // The chain is walked twice: once from the tip to count it, keeping every
   // kSegment-th id, then segment by segment from the root, each segment's ids
   // read again from its mark. Memory is O(count / kSegment + kSegment) ids,
@@ -665,7 +674,16 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
         summary.first_invalid_verdict = v;
       }
     }
-    on_verdict(v);
+    if (on_verdict) on_verdict(v);
+    if (on_commit) {
+      // The commit's own state and policy, when the replay could read them.
+      const bool read = tc.ok() && cs.state == tc->state && cs.policy_state == cs.state;
+      std::shared_ptr<const RecordCodec> codec;
+      if (read && cs.policy.is_private)
+        if (auto c = codec_for(cs, cs.policy, options); c && *c) codec = cs.codec;
+      on_commit(ReplayedCommit{v, read ? &cs.state : nullptr, cs.policy, cs.policy_blob, last_admission(cs),
+                               std::move(codec)});
+    }
     if (options.progress) options.progress(i + 1, count);
   }
   if (count == 0) {  // nothing after the trusted commit: its pins must still be the expected ones
@@ -681,6 +699,18 @@ Result<ReplaySummary> replay_chain(ObjectStore& raw_store, const Oid& tip, const
   summary.end.full = summary.structural == 0;
   summary.end.last_time = last_admission(cs);
   return summary;
+}
+
+}  // namespace
+
+Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const ReplayOptions& options,
+                                   const std::function<void(const Verdict&)>& on_verdict) {
+  return replay(store, tip, options, on_verdict, {});
+}
+
+Result<ReplaySummary> replay_commits(ObjectStore& store, const Oid& tip, const ReplayOptions& options,
+                                     const std::function<void(const ReplayedCommit&)>& on_commit) {
+  return replay(store, tip, options, {}, on_commit);
 }
 
 }  // namespace gitlocks

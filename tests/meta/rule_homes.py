@@ -31,7 +31,6 @@ RULES = [
         "users": {
             "lib/src/replay.cpp": r"state_codec\(",
             "lib/src/plan.cpp": r"state_codec\(",
-            "lib/src/lease_timeline.cpp": r"state_codec\(",
             "lib/src/trust.cpp": r"state_codec\(",
             "tools/cli/cmd_doctor.cpp": r"state_codec\(",
         },
@@ -42,7 +41,6 @@ RULES = [
         "homes": {
             "lib/src/vault.cpp": "its definition",
             "lib/src/replay.cpp": "open_member_vault: the keyring of the history's tip",
-            "lib/src/lease_timeline.cpp": "the timeline adds the commit's own keyring",
             "tools/cli/vault_host.cpp": "why a snapshot carries no keys for this identity (not a member, or its key "
             "does not open): the error a command gets",
         },
@@ -54,9 +52,9 @@ RULES = [
         "homes": {
             "lib/include/gitlocks/replay.hpp": "its declaration",
             "lib/src/replay.cpp": "its definition and verifier_keys",
-            "lib/src/lease_timeline.cpp": "the timeline's keys at the tip, added to each commit's own keyring",
         },
         "users": {
+            "lib/src/lease_timeline.cpp": r"verifier_keys\(",
             "tools/cli/checkpoint.cpp": r"verifier_keys\(",
             "tools/cli/cmd_verify.cpp": r"identity_keys\(",
             "tools/cli/cmd_doctor.cpp": r"identity_keys\(",

@@ -404,10 +404,14 @@ TEST_CASE("private: the timeline reads each epoch with its own key across a reke
   w.remove_alice();  // a new policy blob: epoch 3, sealed to the owner only
   REQUIRE(s.claim("owner", "epoch3/c.md", 60'000).ok());
   REQUIRE(s.claim("owner", "epoch3/d.md", 60'000).ok());
-  const std::vector<gitlocks::Verdict> verdicts = verify(s, &w.owner_vault);
+  // Each reader's timeline replays with that reader's keys (verifier_keys
+  // of the tip: the rule of every host).
   auto timeline_of = [&](const std::string& who) {
     const gitlocks::KeyPair key = actor_key(who);
-    auto t = gitlocks::lease_timeline(s.objects(), verdicts, &key);
+    const gitlocks::VerifierKeys keys = gitlocks::verifier_keys(s.objects(), *s.tip(), &key);
+    gitlocks::ReplayOptions ro;
+    ro.vault = keys.vault();
+    auto t = gitlocks::lease_timeline(s.objects(), *s.tip(), ro);
     REQUIRE_MESSAGE(t.ok(), gitlocks::test::why(t));
     return std::move(t).value();
   };

@@ -11,6 +11,7 @@
 #include "fixture.h"
 #include "gitlocks/attest.hpp"
 #include "gitlocks/packet.hpp"
+#include "gitlocks/query.hpp"
 #include "why.h"
 
 using gitlocks::Errc;
@@ -282,4 +283,71 @@ TEST_CASE("trust: a test-clock attestation is accepted only when the caller allo
   TrustOptions allow;
   allow.allow_test_clock = true;
   CHECK(gitlocks::verified_snapshot(s.objects(), s.tip(), allow).ok());
+}
+
+// The npm module's readState / readChanges read a commit through its
+// verified view (commit_view): a forged commit gives no state to read, and a
+// reader walking the history in order re-executes each commit once.
+TEST_CASE("trust: a commit's view is that of its verified history - a forged commit gives none") {
+  Store s;
+  const Oid root = *s.tip();
+  const Oid root_state = s.state();
+  REQUIRE(s.claim("alice", "src/a.c", 60'000).ok());
+  const Oid first = *s.tip();
+  REQUIRE(s.claim("bob", "docs/b.md", 60'000).ok());
+  const Oid honest = *s.tip();
+  auto& o = s.objects();
+  // In order from the root, each view anchored on the one before.
+  gitlocks::CommitViewOptions in_order;
+  auto at_root = gitlocks::commit_view(o, root, in_order);
+  REQUIRE_MESSAGE(at_root.ok(), gitlocks::test::why(at_root));
+  CHECK(at_root->replayed == 1);
+  in_order.anchors = {at_root->trust};
+  auto at_first = gitlocks::commit_view(o, first, in_order);
+  REQUIRE(at_first.ok());
+  CHECK(at_first->replayed == 1);
+  in_order.anchors = {at_first->trust};
+  in_order.with_parent = true;
+  auto at_honest = gitlocks::commit_view(o, honest, in_order);
+  REQUIRE(at_honest.ok());
+  CHECK(at_honest->replayed == 1);  // the parent was the anchor: only bob's claim re-executed
+  CHECK(*at_honest->at.commit == honest);
+  REQUIRE(at_honest->parent.has_value());
+  CHECK(*at_honest->parent->commit == first);
+  auto changes = gitlocks::commit_changes(o, *at_honest);
+  REQUIRE(changes.ok());
+  CHECK(changes->before.empty());  // neither docs/b.md nor docs had a record before bob's claim
+  // bob's lease, and the intention marker of its ancestor (docs/FORMAT.md).
+  REQUIRE(changes->after.size() == 2);
+  CHECK(changes->after[0]["name"] == "docs/b.md");
+  CHECK(changes->after[0]["leases"][0]["name"] == "bob");
+  CHECK(changes->after[1]["name"] == "docs");
+  CHECK(changes->after[1]["leases"].empty());
+  // An anchor the commit does not descend from: replayed from the root.
+  gitlocks::CommitViewOptions late;
+  late.anchors = {at_honest->trust};
+  auto back = gitlocks::commit_view(o, first, late);
+  REQUIRE(back.ok());
+  CHECK(back->replayed == 2);
+  CHECK(back->at.state == at_first->at.state);
+  // An anchor naming the commit itself: nothing re-executed, whatever came after it.
+  gitlocks::CommitViewOptions named;
+  named.anchors = {at_first->trust, at_honest->trust};
+  named.with_parent = true;
+  auto again = gitlocks::commit_view(o, honest, named);
+  REQUIRE(again.ok());
+  CHECK(again->replayed == 0);
+  CHECK(again->parent->state == at_first->at.state);
+  // The state without alice's and bob's leases under bob's packet: valid in
+  // every respect but its link to the chain.
+  const Oid forged = forge(s, root_state, honest);
+  for (const auto& anchors : {std::vector<gitlocks::TrustState>(), std::vector{at_honest->trust}}) {
+    gitlocks::CommitViewOptions o2;
+    o2.anchors = anchors;
+    auto refused_view = gitlocks::commit_view(o, forged, o2);
+    REQUIRE_FALSE(refused_view.ok());
+    check_invalid(refused_view.error(), forged, honest);
+    // bob's packet names the state after alice's claim as its source.
+    CHECK(refused_view.error().fields.at("verdict") == "source-mismatch");
+  }
 }

@@ -104,19 +104,19 @@ int main(int argc, char** argv) {
   std::string out, lines;
   std::optional<gitlocks::LeaseTimelineBuilder> builder;
   std::vector<gitlocks::TimelineTransition> transitions;
-  if (timeline) builder.emplace(**store, vault.vault && key ? &*key : nullptr);
-  auto r = gitlocks::replay_chain(**store, tip, options, [&](const gitlocks::Verdict& v) {
-    if (!timeline && quiet) return;
-    const std::string line = gitlocks::canon_dump(gitlocks::verdict_json(v)).value();
-    if (!timeline) {
-      out += line;
-      out += '\n';
-      return;
-    }
+  if (timeline) builder.emplace(**store);
+  auto on_verdict = [&](const gitlocks::Verdict& v) {
+    if (quiet) return;
+    out += gitlocks::canon_dump(gitlocks::verdict_json(v)).value();
+    out += '\n';
+  };
+  auto on_commit = [&](const gitlocks::ReplayedCommit& rc) {
     lines += lines.empty() ? "[" : ",";
-    lines += line;
-    transitions.push_back(builder->add(v));
-  });
+    lines += gitlocks::canon_dump(gitlocks::verdict_json(rc.verdict)).value();
+    transitions.push_back(builder->add(rc));
+  };
+  auto r = timeline ? gitlocks::replay_commits(**store, tip, options, on_commit)
+                    : gitlocks::replay_chain(**store, tip, options, on_verdict);
   const double replay_ms = ms_since(t1);
   if (!r.ok()) {
     if (key) gitlocks::wipe(*key);

@@ -356,23 +356,29 @@ function createGitLocksApi(factory, host) {
           call('gitlocks_store_replay', [this._live(), str(o, 'options'), ...key, token])));
     }
 
-    // The state recorded by a commit: {commit, tree, policy, records}. The
-    // records of a PRIVATE store need options.memberKey (decrypted with it).
+    // The state recorded by a commit, {commit, tree, policy, records}, once
+    // the history that ends there verifies (else invalid-history): the
+    // snapshot status() would answer from. The records of a PRIVATE store
+    // need options.memberKey (decrypted with it); options.allowTestClock as
+    // for status(). The store keeps the last commit it verified here, so
+    // reading a history from the root verifies each commit once.
     readState(commit, options) {
       options = options || {};
+      const o = options.allowTestClock ? { allow_test_clock: true } : {};
       return withMemberKey(options.memberKey, (key) =>
-        call('gitlocks_store_read_state', [this._live(), { bytes: encoder.encode(String(commit)) }, ...key]));
+        call('gitlocks_store_read_state', [this._live(), { bytes: encoder.encode(String(commit)) }, str(o, 'options'), ...key]));
     }
 
     // The records a commit changed, against its parent's state:
     // {commit, tree, policy, before, after} (before: the parent's records
     // that changed or went; after: this commit's that changed or are new).
-    // O(the commit's changes), where readState is O(the state): what a
-    // timeline of leases reads per commit. options.memberKey as readState.
+    // Verified as readState is; then O(the commit's changes), where
+    // readState is O(the state). options as for readState.
     readChanges(commit, options) {
       options = options || {};
+      const o = options.allowTestClock ? { allow_test_clock: true } : {};
       return withMemberKey(options.memberKey, (key) =>
-        call('gitlocks_store_read_changes', [this._live(), { bytes: encoder.encode(String(commit)) }, ...key]));
+        call('gitlocks_store_read_changes', [this._live(), { bytes: encoder.encode(String(commit)) }, str(o, 'options'), ...key]));
     }
 
     // What `git-locks status --json` prints at `commit` (default: the

@@ -13,8 +13,10 @@
 // wasm/exports.json.
 #include <emscripten/emscripten.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
 #include <optional>
@@ -320,6 +322,45 @@ gitlocks::Result<gitlocks::Snapshot> verified_at(gitlocks::ObjectStore& store, c
   return std::move(trusted.snapshot);
 }
 
+// The trust states of the last commits a store handle's readState or
+// readChanges verified, per handle and clock setting: the next call starts
+// from the one naming its commit, or continues from the newest when its
+// commit descends from it (a reader walking a history from the root
+// verifies each commit once).
+struct ReadAnchors {
+  std::vector<gitlocks::TrustState> trust;  // newest last, at most kReadAnchors
+  bool allow_test_clock = false;
+};
+constexpr std::size_t kReadAnchors = 4;
+std::map<int, ReadAnchors>& read_anchors() {
+  static std::map<int, ReadAnchors> anchors;
+  return anchors;
+}
+
+// The verified view of `commit` for store_read_state / store_read_changes
+// (gitlocks::commit_view), options {"allow_test_clock":BOOL?}.
+gitlocks::Result<gitlocks::CommitView> read_view(StoreCall& call, int handle, const char* commit, bool with_parent) {
+  GITLOCKS_CHECK(gitlocks::check_keys(call.options(), {"allow_test_clock"}, "read options"));
+  GITLOCKS_TRY(id, id_arg(commit ? commit : ""));
+  gitlocks::CommitViewOptions o;
+  o.member = call.member().get();
+  o.allow_test_clock = call.options().value("allow_test_clock", false);
+  o.with_parent = with_parent;
+  ReadAnchors& kept = read_anchors()[handle];
+  if (kept.allow_test_clock != o.allow_test_clock) kept = ReadAnchors{{}, o.allow_test_clock};
+  o.anchors = kept.trust;
+  GITLOCKS_TRY(view, gitlocks::commit_view(call.store(), id, o));
+  auto keep = [&](const gitlocks::TrustState& t) {
+    auto& list = kept.trust;
+    list.erase(std::remove(list.begin(), list.end(), t), list.end());
+    list.push_back(t);
+    if (list.size() > kReadAnchors) list.erase(list.begin());
+  };
+  if (view.parent_trust) keep(*view.parent_trust);
+  keep(view.trust);
+  return view;
+}
+
 }  // namespace
 
 extern "C" {
@@ -445,7 +486,10 @@ char* gitlocks_verify_attestation(const char* att, std::size_t att_len, const ch
   return ok({{"attestation", opened->document}, {"admitted_at_ms", opened->admitted_at_ms}});
 }
 
-void gitlocks_store_free(int handle) { delete store_of(handle); }
+void gitlocks_store_free(int handle) {
+  read_anchors().erase(handle);
+  delete store_of(handle);
+}
 
 // A store opened from a bundle or packfile given in pieces
 // (gitlocks::PackStoreBuilder), so the JS side never copies the whole bundle
@@ -519,11 +563,11 @@ char* gitlocks_store_timeline(int handle, const char* options_json, const char* 
   const gitlocks::Oid& tip = p.tip;
   const gitlocks::ReplayOptions& ro = p.options;
   const gitlocks::MemberVault& vault = p.vault;
-  gitlocks::LeaseTimelineBuilder builder(*store, vault.vault ? call.member().get() : nullptr);
+  gitlocks::LeaseTimelineBuilder builder(*store);
   Batches transitions(sink_token, 0), verdicts(sink_token, 1);
-  auto r = gitlocks::replay_chain(*store, tip, ro, [&](const gitlocks::Verdict& v) {
-    verdicts.add(encode(gitlocks::verdict_json(v)));
-    transitions.add(encode(gitlocks::timeline_transition_json(builder.add(v))));
+  auto r = gitlocks::replay_commits(*store, tip, ro, [&](const gitlocks::ReplayedCommit& rc) {
+    verdicts.add(encode(gitlocks::verdict_json(rc.verdict)));
+    transitions.add(encode(gitlocks::timeline_transition_json(builder.add(rc))));
   });
   if (!r.ok()) return fail(r.error());
   verdicts.flush();
@@ -660,46 +704,49 @@ char* gitlocks_store_fence(int handle, const char* commit, const char* resource_
   return ok(*answer);
 }
 
-// store_read_state(handle, commit, member key) -> {"ok":{"commit","tree",
-// "policy","records"}}. The records of a PRIVATE state are decrypted with a
-// member key whose keyring (the commit's own policy, or the tip's: a member
-// keeps old epochs' keys) holds the state's epoch; otherwise not-member. The
-// policy is returned as stored (its families stay sealed).
-char* gitlocks_store_read_state(int handle, const char* commit, const char* key, std::size_t key_len) {
-  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  gitlocks::ObjectStore* store = store_of(handle);
-  MemberKey member;
-  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto id = id_arg(commit ? commit : "");
-  if (!id.ok()) return fail(id.error());
-  auto c = gitlocks::commit_view(*store, *id, member.get());
-  if (!c.ok()) return fail(c.error());
-  gitlocks::StateReader reader(*store, c->commit.state, c->codec.get());  // format checked by commit_view
+// store_read_state(handle, commit, options, member key) ->
+// {"ok":{"commit","tree","policy","records"}}: the state of `commit` after
+// verifying the history that ends there (gitlocks::commit_view: the
+// snapshot `status` would build on at that commit). The records of a
+// PRIVATE state are decrypted with a member key of the commit's keyring
+// (a member keeps old epochs' keys); otherwise not-member. The policy is
+// the one in force there, as stored (its families stay sealed). Errors:
+// invalid-history, unknown-format, not-member, store-read.
+char* gitlocks_store_read_state(int handle, const char* commit, const char* options_json, const char* key,
+                                std::size_t key_len) {
+  StoreCall call;
+  if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  auto view = read_view(call, handle, commit, false);
+  if (!view.ok()) return fail(view.error());
+  const gitlocks::Snapshot& at = view->at;
+  gitlocks::StateReader reader(call.store(), at.state, at.codec());
   auto records = records_of(reader);
   if (!records.ok()) return fail(records.error());
-  return ok({{"commit", c->commit.commit}, {"tree", c->commit.state}, {"policy", c->policy}, {"records", *records}});
+  return ok({{"commit", *at.commit},
+             {"tree", at.state},
+             {"policy", gitlocks::policy_document(at.policy)},
+             {"records", *records}});
 }
 
-// store_read_changes(handle, commit, member key) ->
+// store_read_changes(handle, commit, options, member key) ->
 // {"ok":{"commit","tree","policy","before":[RECORD,...],"after":[RECORD,...]}}:
 // the records the commit changed (gitlocks::commit_changes against its first
-// parent's state; the root commit against no records). Costs O(the
-// commit's changes), where read_state costs O(its state). The key as for
+// parent's state; the root commit against no records), verified as for
+// read_state. Costs O(the commit's changes) once the history is verified;
+// the handle keeps the last verified commit, so a reader walking the
+// history in order verifies each commit once. Key and options as for
 // read_state.
-char* gitlocks_store_read_changes(int handle, const char* commit, const char* key, std::size_t key_len) {
-  if (!module_ready()) return fail(Errc::invalid, "libsodium did not initialise");
-  gitlocks::ObjectStore* store = store_of(handle);
-  MemberKey member;
-  if (auto s = member.read(key, key_len); !s.ok()) return fail(s.error());
-  auto id = id_arg(commit ? commit : "");
-  if (!id.ok()) return fail(id.error());
-  auto c = gitlocks::commit_view(*store, *id, member.get());
-  if (!c.ok()) return fail(c.error());
-  auto changes = gitlocks::commit_changes(*store, *c, member.get());
+char* gitlocks_store_read_changes(int handle, const char* commit, const char* options_json, const char* key,
+                                  std::size_t key_len) {
+  StoreCall call;
+  if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
+  auto view = read_view(call, handle, commit, true);
+  if (!view.ok()) return fail(view.error());
+  auto changes = gitlocks::commit_changes(call.store(), *view);
   if (!changes.ok()) return fail(changes.error());
-  return ok({{"commit", c->commit.commit},
-             {"tree", c->commit.state},
-             {"policy", c->policy},
+  return ok({{"commit", *view->at.commit},
+             {"tree", view->at.state},
+             {"policy", gitlocks::policy_document(view->at.policy)},
              {"before", changes->before},
              {"after", changes->after}});
 }

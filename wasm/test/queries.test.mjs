@@ -67,6 +67,21 @@ test('a tampered history: status and fence refuse it as invalid-history on both 
     const t = s.timeline();
     assert.equal(t.summary.invalid > 0, true);
     assert.equal(JSON.stringify(t) + '\n', nativeTimeline(store.repo));
+    // readState and readChanges read a commit through its verified view:
+    // the last valid commit reads, the tampered one and those built on it
+    // do not, in whichever order they are asked for.
+    const verdicts = s.replay().verdicts;
+    const k = verdicts.findIndex((v) => !v.ok);
+    assert.ok(k > 1, `first invalid verdict at ${k}`);
+    const refusedAt = (e, v) =>
+      e.code === 'invalid-history' && e.fields.commit === verdicts[k].commit &&
+      e.fields.verdict === verdicts[k].reason && e.fields.last_valid === verdicts[k - 1].commit && Boolean(v);
+    for (const i of [k, verdicts.length - 1, k]) {
+      assert.throws(() => s.readState(verdicts[i].commit), (e) => refusedAt(e, 'readState'));
+      assert.throws(() => s.readChanges(verdicts[i].commit), (e) => refusedAt(e, 'readChanges'));
+    }
+    assert.equal(s.readState(verdicts[k - 1].commit).commit, verdicts[k - 1].commit);
+    assert.equal(s.readChanges(verdicts[k - 1].commit).commit, verdicts[k - 1].commit);
   } finally {
     s.delete();
   }

@@ -204,24 +204,38 @@ Result<json> fence_record(const std::optional<Record>& record, const std::string
 bool needs_structural_note(const ReplaySummary& s, const MemberVault& mv);
 json replay_summary_json(const ReplaySummary& s, const MemberVault& mv);
 
-// A commit of a store with the policy its state records and the codec a
-// member's key gives its records: none for a state in the clear or without
-// a key; for a PRIVATE state, the codec of its epoch from the member's
-// vault (the commit's keyring merged with the tip's: members keep old
-// epochs' keys). Errors: store_read, unknown_format, not_member (the key
-// opens no key of the commit's epoch).
-struct CommitView {
-  TransitionCommit commit;
-  json policy;
-  Oid policy_id;                             // its policy.json blob
-  std::shared_ptr<const RecordCodec> codec;  // shared by the views of one policy
-  std::int64_t epoch = -1;                   // the codec's epoch (-1: no codec)
+// One commit of a verified history as a host reads it (the npm module's
+// Store.readState and readChanges): the verified snapshot at the commit —
+// its state, policy, pins in force, last T and the member keys that open
+// its records — after verifying the history that ends there
+// (verified_snapshot, with verifier_keys at the commit: the rule of
+// `status` at a commit), and with `with_parent` its first parent's, from
+// the same verification. `anchors`: trust states of earlier views of the
+// same store (CommitView::trust, parent_trust), newest last; one naming the
+// commit (or its parent) is used as it is, else the replay continues from
+// the newest when the commit descends from it, else starts at the root. Errors: those of
+// verified_snapshot (invalid_history when the history to the commit does
+// not verify, unknown_format, store_read); not_member when the key given
+// opens no key of the commit's (or its parent's) epoch.
+struct CommitViewOptions {
+  const KeyPair* member = nullptr;
+  bool allow_test_clock = false;
+  bool with_parent = false;
+  std::vector<TrustState> anchors;
 };
-Result<CommitView> commit_view(ObjectStore& store, const Oid& commit, const KeyPair* member);
+struct CommitView {
+  Snapshot at;
+  std::optional<Snapshot> parent;  // with_parent, and the commit is not the root
+  TrustState trust;                // at.commit's
+  std::optional<TrustState> parent_trust;
+  std::size_t replayed = 0;  // commits re-executed for this view (0: the anchor was the commit)
+};
+Result<CommitView> commit_view(ObjectStore& store, const Oid& commit, const CommitViewOptions& options);
 
-// The records `commit` changed against its first parent's state (the root:
-// against no records), as record_changes, with the codecs `member` gives.
-Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& at, const KeyPair* member);
+// The records a view's commit changed against its first parent's state (the
+// root: against no records), as record_changes, with the codecs of the two
+// snapshots. The view must have been made with_parent.
+Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& view);
 
 // The timeline of leases over a replayed history: for every verdict (in
 // order from the root) a transition, and for every lease issued its life:
@@ -230,6 +244,11 @@ Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& at, c
 // commit, not a sweep); none while open. A commit whose records cannot be
 // read (a PRIVATE state without the key of its epoch) has its state_error
 // set; the next readable one is compared with the leases last seen, whole.
+// Each commit's state, policy and codec are the replay's own
+// (ReplayedCommit): its records open with the verifier's keys
+// (ReplayOptions::vault, verifier_keys of the tip), the one rule of every
+// host, so what the timeline shows was verified as far as `verify` with the
+// same key verifies it.
 // Typed and compact: a host streams it out as text (lease_timeline_text)
 // instead of holding a JSON tree of the whole history.
 struct TimelineTransition {
@@ -261,17 +280,17 @@ struct LeaseTimeline {
   json policy;                           // the last readable policy, as stored (null: none)
   std::optional<std::int64_t> end_time;  // the last known T
 };
-// The timeline built one verdict at a time, in order from the root (as
-// replay_chain hands them out): add() returns each transition, finish()
-// the leases, policy and end time (no transitions: the caller has them).
-// Memory: the leases, not the history.
+// The timeline built one commit at a time, in order from the root, from
+// the facts replay_commits hands out: add() returns each transition,
+// finish() the leases, policy and end time (no transitions: the caller has
+// them). Memory: the leases, not the history.
 class LeaseTimelineBuilder {
  public:
-  LeaseTimelineBuilder(ObjectStore& store, const KeyPair* member);
+  explicit LeaseTimelineBuilder(ObjectStore& store);
   ~LeaseTimelineBuilder();
   LeaseTimelineBuilder(const LeaseTimelineBuilder&) = delete;
   LeaseTimelineBuilder& operator=(const LeaseTimelineBuilder&) = delete;
-  TimelineTransition add(const Verdict& v);
+  TimelineTransition add(const ReplayedCommit& commit);
   LeaseTimeline finish() &&;
 
  private:
@@ -279,9 +298,10 @@ class LeaseTimelineBuilder {
   std::unique_ptr<Impl> impl_;
 };
 
-// The whole timeline of `verdicts`; `progress(done, total)` is told each commit.
-Result<LeaseTimeline> lease_timeline(ObjectStore& store, const std::vector<Verdict>& verdicts, const KeyPair* member,
-                                     const std::function<void(std::size_t, std::size_t)>& progress = {});
+// The whole timeline of the history ending at `tip`, replayed with
+// `options` (progress and the verifier's vault included) in one pass.
+// Errors: those of replay_commits.
+Result<LeaseTimeline> lease_timeline(ObjectStore& store, const Oid& tip, const ReplayOptions& options);
 
 // {"index","commit","time","command","actor","ok","level","reason","detail",
 //  "resources","generations","reclaims","state_error"} and

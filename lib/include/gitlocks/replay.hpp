@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include "gitlocks/attest.hpp"
 #include "gitlocks/canon.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
 #include "gitlocks/store.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -160,5 +162,26 @@ struct ReplaySummary {
 // all (verdicts carry everything that is merely invalid).
 Result<ReplaySummary> replay_chain(ObjectStore& store, const Oid& tip, const ReplayOptions& options,
                                    const std::function<void(const Verdict&)>& on_verdict);
+
+// One commit as the replay established it, for a host that shows more than
+// its verdict (the timeline of leases): the facts the verifier itself went
+// on, never read from the commit again. Valid during the callback only;
+// `codec` may be kept (the next commits share it while the epoch lasts).
+struct ReplayedCommit {
+  const Verdict& verdict;
+  // Its recorded state tree; nullptr when the replay could not read it or
+  // its policy (the verdict says why): policy and codec are then not its.
+  const Oid* state;
+  const Policy& policy;                   // the policy of that state (pins in force: policy.guard_time)
+  const Oid& policy_blob;                 // its policy.json blob: commits with the same one share policy and codec
+  std::optional<std::int64_t> last_time;  // the last admitted T along the chain, this commit's included
+  // The codec of the state's epoch from the verifier's vault
+  // (ReplayOptions::vault): null for a state in the clear and when the
+  // vault holds no key of that epoch (the records stay sealed).
+  std::shared_ptr<const RecordCodec> codec;
+};
+// replay_chain, calling `on_commit` with each commit's facts.
+Result<ReplaySummary> replay_commits(ObjectStore& store, const Oid& tip, const ReplayOptions& options,
+                                     const std::function<void(const ReplayedCommit&)>& on_commit);
 
 }  // namespace gitlocks
