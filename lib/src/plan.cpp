@@ -137,6 +137,15 @@ Result<PlanOutcome> plan_init(ObjectStore& store, const PlanContext& ctx, const 
 
 }  // namespace
 
+Result<std::optional<Creation>> creation_of(const json& body) {
+  if (!body.is_object()) return std::optional<Creation>();
+  auto init = body.find("init");
+  if (init == body.end()) return std::optional<Creation>();
+  GITLOCKS_TRY(policy, parse_policy(*init));
+  GITLOCKS_TRY(bytes, canon_dump(*init));
+  return std::optional<Creation>(Creation{std::move(policy), sha256_hex(bytes)});
+}
+
 Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,
                          std::optional<std::int64_t> now) {
   // A proposed expiry beyond the safe timestamp domain (a host's now + TTL
@@ -163,7 +172,7 @@ Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const Plan
   GITLOCKS_TRY(policy_doc, reader.policy());
   GITLOCKS_TRY(policy, parse_policy(policy_doc));
   if (body.contains("migrate")) return detail::plan_migrate(store, reader, version, policy_doc, body);
-  if (body.contains("admin")) return detail::plan_admin(store, reader, policy_doc, policy, ctx, body);
+  if (body.contains("admin")) return detail::plan_admin(store, reader, policy, ctx, body);
   GITLOCKS_TRY(sealed, state_codec(policy, ctx.vault));
   if (policy.is_private) {
     if (policy.pending)

@@ -192,8 +192,8 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
 // the records still hold counts (expired or not: the check cannot depend
 // on T, which a time-free transition does not bound), so sweep or release
 // them first. The reference verifier's exclusion check at T is then implied.
-Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, const json& policy_doc,
-                                    const Policy& policy, const json& body, const AdminOp& a) {
+Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, const Policy& policy, const json& body,
+                                    const AdminOp& a) {
   GITLOCKS_CHECK(a.keys);
   if (policy.is_private)
     return make_error(Errc::usage,
@@ -202,7 +202,7 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   if (!a.policy) return make_error(Errc::bad_json, "policy-set needs the new 'policy' object");
   const json& next = *a.policy;
   GITLOCKS_TRY(parsed, parse_policy(next));
-  if (auto field = unsettable_difference(next, policy_doc))
+  if (auto field = unsettable_difference(parsed, policy))
     return make_error(Errc::usage, "policy set cannot change '" + *field +
                                        "': only min_ttl_ms, max_ttl_ms, families, require_claim, enforce, "
                                        "admins and bots change this way");
@@ -288,8 +288,8 @@ Result<PlanOutcome> plan_guard_time_set(ObjectStore& store, StateReader& reader,
 // checked here for every op. guard-time-enable pins a notary:
 //   {"admin":{"op":"guard-time-enable","audience":A,"service_key":HEX,
 //             "disclosure":"GUARD_WINDOW","expected_policy_hash":HEX}}
-Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
-                               const PlanContext& ctx, const json& body) {
+Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const Policy& policy, const PlanContext& ctx,
+                               const json& body) {
   GITLOCKS_CHECK(check_keys(body, {"admin"}, "admin body"));
   const AdminOp a = read_admin(body.at("admin"));
   GITLOCKS_TRY(op, a.op);
@@ -309,7 +309,7 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const js
     case AdminKind::rekey:
       return plan_membership(store, reader, policy, ctx, body, a);
     case AdminKind::policy_set:
-      return plan_policy_set(store, reader, policy_doc, policy, body, a);
+      return plan_policy_set(store, reader, policy, body, a);
     case AdminKind::guard_time_set:
       return plan_guard_time_set(store, reader, policy, body, a);
     case AdminKind::unknown:

@@ -36,8 +36,8 @@ namespace gitlocks::detail {
 PlanOutcome time_free_outcome(const json& body, Action action, const Oid& root, std::size_t records);
 
 // Owner-signed policy changes ({"admin":{"op":...}}), plan_admin.cpp.
-Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const json& policy_doc, const Policy& policy,
-                               const PlanContext& ctx, const json& body);
+Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const Policy& policy, const PlanContext& ctx,
+                               const json& body);
 
 // The layout migration ({"migrate":{...}}) of a store in format `version`,
 // plan_migrate.cpp.

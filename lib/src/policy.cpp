@@ -411,14 +411,21 @@ Result<std::optional<json>> resealed_families(const Policy& p, const EpochKey& f
   return std::optional<json>(json::parse(resealed));
 }
 
-std::optional<std::string> unsettable_difference(const json& a, const json& b) {
-  for (const json* doc : {&a, &b})
-    for (const auto& [k, v] : doc->items()) {
-      if (is_settable_policy_field(k)) continue;
-      const json& other = doc == &a ? b : a;
-      auto it = other.find(k);
-      if (it == other.end() || *it != v) return k;
-    }
+std::optional<std::string> unsettable_difference(const Policy& a, const Policy& b) {
+  if (a.case_insensitive != b.case_insensitive || a.stated.case_insensitive != b.stated.case_insensitive)
+    return "case_insensitive";
+  if (a.epoch != b.epoch) return "epoch";
+  if (a.is_private != b.is_private) return "format";
+  if (!(a.guard_time == b.guard_time)) return "guard_time";
+  if (a.keyring != b.keyring) return "keyring";
+  if (a.members != b.members) return "members";
+  if (a.owner != b.owner) return "owner";
+  if (a.pending != b.pending || a.pending_members != b.pending_members || a.pending_keyring != b.pending_keyring)
+    return "pending";
+  if (a.store != b.store) return "store";
+  // A PRIVATE store's families are sealed (settable only in the clear, and
+  // policy set applies to public stores): as stored, they are its own.
+  if (a.families_sealed != b.families_sealed || a.sealed_families != b.sealed_families) return "families";
   return std::nullopt;
 }
 

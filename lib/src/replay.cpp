@@ -305,19 +305,18 @@ void check_chain_link(const OpenedPacket& op, bool root, ChainState& cs, const R
   const json& body = op.body;
   const PacketHeader& h = op.fields.header;
   if (root) {
-    if (!h.source.empty() || !body.contains("init")) fail(v, "bad-packet", "the root commit must create the store");
-    auto pol =
-        body.contains("init") ? parse_policy(body["init"]) : Result<Policy>(make_error(Errc::bad_json, "no policy"));
-    if (!pol.ok()) {
-      fail(v, "bad-packet", "creation policy: " + pol.error().message);
-    } else {
-      cs.store_id = pol->store;
-      cs.owner = pol->owner;
+    auto created = creation_of(body);
+    if (!h.source.empty() || (created.ok() && !*created))
+      fail(v, "bad-packet", "the root commit must create the store");
+    if (!created.ok()) {
+      fail(v, "bad-packet", "creation policy: " + created.error().message);
+    } else if (*created) {
+      cs.store_id = (*created)->policy.store;
+      cs.owner = (*created)->policy.owner;
       if (v.actor != cs.owner) fail(v, "not-owner", "the store was not created by its owner");
       if (options.expected_owner && cs.owner != *options.expected_owner)
         fail(v, "owner-mismatch", "the store's owner is " + cs.owner + ", expected " + *options.expected_owner);
-      auto pb = canon_dump(body["init"]);
-      if (!pb.ok() || sha256_hex(*pb) != h.policy_hash)
+      if ((*created)->policy_hash != h.policy_hash)
         fail(v, "policy-mismatch", "policy_hash is not the creation policy's");
     }
   } else {
@@ -340,12 +339,13 @@ json open_body(const OpenedPacket& op, bool root, const ChainState& cs, const Re
   const bool source_private = !root && cs.policy.is_private;
   const std::int64_t want_epoch = source_private ? cs.policy.epoch : 0;
   // A root may start at its creation policy's epoch (a PRIVATE store's
-  // first). That policy is unchecked here: an epoch that is not a number is
-  // simply not this one (check_chain_link refuses the policy).
+  // first). A policy that does not parse has none (check_chain_link has
+  // refused it already: the first failure decides).
   auto creation_epoch = [&]() -> std::optional<std::int64_t> {
-    if (!root || !body.contains("init")) return std::nullopt;
-    auto e = get_int(body["init"], "epoch");
-    return e.ok() ? std::optional<std::int64_t>(*e) : std::nullopt;
+    if (!root) return std::nullopt;
+    auto created = creation_of(body);
+    if (!created.ok() || !*created) return std::nullopt;
+    return (*created)->policy.epoch;
   };
   if (h.epoch != want_epoch && creation_epoch() != h.epoch)
     fail(v, "wrong-epoch",

@@ -68,10 +68,10 @@ Result<Prepared> prepare_candidate(ObjectStore& store, const Snapshot& snap, con
     h.store = snap.store_id;
     h.policy_hash = snap.policy_hash;
   } else {
-    const json& pol = outcome.body["init"];
-    h.store = pol["store"].get<std::string>();
-    GITLOCKS_TRY(pb, canon_dump(pol));
-    h.policy_hash = sha256_hex(pb);
+    GITLOCKS_TRY(created, creation_of(outcome.body));
+    if (!created) return make_error(Errc::usage, "the store does not exist yet: its first transition creates it");
+    h.store = created->policy.store;
+    h.policy_hash = created->policy_hash;
   }
   h.epoch = snap.epoch();
   PlanOutcome sent = outcome;

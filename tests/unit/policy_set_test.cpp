@@ -115,14 +115,35 @@ TEST_CASE("policy set: an unknown field - a fixed field - and malformed new fiel
   auto r = set_policy(s, "owner", unknown);
   refused(s, r, Errc::bad_json, "bad-json", tip);
   CHECK(r.error().message.find("unknown field 'approvers'") != std::string::npos);
+  // Each fixed member, changed alone in a document valid in every other
+  // respect, is refused and named.
+  auto names = [](const gitlocks::Result<gitlocks::Candidate>& res, const std::string& field) {
+    return !res.ok() && res.error().message.rfind("policy set cannot change '" + field + "': ", 0) == 0;
+  };
   for (const char* fixed : {"owner", "store"}) {
     json changed = base;
     changed[fixed] = std::string(64, 'b');
-    refused(s, set_policy(s, "owner", changed), Errc::usage, "usage", tip);
+    auto res = set_policy(s, "owner", changed);
+    refused(s, res, Errc::usage, "usage", tip);
+    CHECK_MESSAGE(names(res, fixed), res.error().message);
   }
-  json ci = base;
-  ci["case_insensitive"] = true;
-  refused(s, set_policy(s, "owner", ci), Errc::usage, "usage", tip);
+  // Guard time, written as the policy writes pins.
+  gitlocks::Policy with_guard = gitlocks::parse_policy(base).value();
+  with_guard.guard_time = gitlocks::Pins{"ci", std::string(64, 'c')};
+  const json pinned = gitlocks::policy_document(with_guard);
+  REQUIRE(pinned.contains("guard_time"));
+  auto with_pins = set_policy(s, "owner", pinned);
+  refused(s, with_pins, Errc::usage, "usage", tip);
+  CHECK_MESSAGE(names(with_pins, "guard_time"), with_pins.error().message);
+  // case_insensitive stated, true or false: both are another document.
+  REQUIRE_FALSE(base.contains("case_insensitive"));
+  for (bool value : {true, false}) {
+    json ci = base;
+    ci["case_insensitive"] = value;
+    auto stated = set_policy(s, "owner", ci);
+    refused(s, stated, Errc::usage, "usage", tip);
+    CHECK_MESSAGE(names(stated, "case_insensitive"), stated.error().message);
+  }
   struct Bad {
     const char* field;
     json value;

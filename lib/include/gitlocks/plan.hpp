@@ -34,6 +34,7 @@
 
 #include "gitlocks/canon.hpp"
 #include "gitlocks/expr.hpp"
+#include "gitlocks/policy.hpp"
 #include "gitlocks/store.hpp"
 
 namespace gitlocks {
@@ -112,6 +113,18 @@ Error guard_window_error(const PlanOutcome& o, std::int64_t t);
 // The same TTL check made at proposal time `now` (before a notary gives T):
 // the error for the first lease whose expires_at - now is out of bounds.
 std::optional<Error> ttl_bound_error(const PlanOutcome& o, std::int64_t now);
+
+// The store a creation body makes ({"init":POLICY}, the root transition's):
+// its policy, parsed once, and the sha256 of the policy's canonical text,
+// the policy hash the root's packet binds. nullopt: not a creation body.
+// Errors: those of parse_policy (and canon_dump) for a policy that does not
+// parse. The one reader of a creation body beside the planner's plan_init:
+// the writer's packet header and replay's check of the root.
+struct Creation {
+  Policy policy;
+  std::string policy_hash;
+};
+Result<std::optional<Creation>> creation_of(const json& body);
 
 // source_state: the parent's state tree id, or the null id to create a store (body
 // {"init":POLICY}). Objects of the successor are written to `store`.

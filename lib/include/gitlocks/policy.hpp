@@ -164,9 +164,14 @@ Result<Policy::Keyring> parse_pending_keyring(const json& keyring);
 // A PRIVATE policy's families opened under `from` and sealed again under
 // `to` (epoch p.epoch + 1); nullopt when the policy declares none.
 Result<std::optional<json>> resealed_families(const Policy& p, const EpochKey& from, const EpochKey& to);
-// The first field other than the settable ones (kSettablePolicyFields) in
-// which two policy documents differ, if any.
-std::optional<std::string> unsettable_difference(const json& a, const json& b);
+// The first member of the policy document, other than the settable ones
+// (kSettablePolicyFields), in which two parsed policies differ, if any, in
+// the order of the document's keys. Typed: every member parse_policy reads
+// is compared, stated or not (an absent case_insensitive and a stated false
+// differ, as their documents do); parse_policy is one to one on the
+// documents it accepts (policy_document writes each back), so two
+// documents differ outside the settable members exactly when this names one.
+std::optional<std::string> unsettable_difference(const Policy& a, const Policy& b);
 
 // A policy document with defaults for a new store.
 json default_policy(const std::string& store_id_hex, const std::string& owner_hex);
