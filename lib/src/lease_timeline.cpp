@@ -59,9 +59,6 @@ std::vector<std::pair<std::string, Seen>> leases_of(const std::vector<json>& rec
 
 json opt_time(const std::optional<std::int64_t>& t) { return t ? json(*t) : json(nullptr); }
 
-}  // namespace
-
-namespace {
 // verified_snapshot of `commit` for `keys`: from the anchor naming it, or
 // continuing from the newest anchor when the commit descends from it (else
 // from the root).
@@ -130,7 +127,7 @@ Result<RecordChanges> commit_changes(ObjectStore& store, const CommitView& view)
 
 // A commit the timeline read: the next one's parent.
 struct ReadCommit {
-  Oid commit, state, policy_blob;
+  Oid state;
   std::shared_ptr<const RecordCodec> codec;
   std::int64_t epoch = -1;
 };
@@ -184,25 +181,27 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
     for (const auto& r : records)
       if (auto gone = released_of(r)) released[gone->lease.id] = std::move(*gone);
   };
+  // The last policy read, in the clear in every store (a PRIVATE state
+  // without the key of its epoch too).
+  if (rc.state && (b.policy_blob.empty() || b.policy_blob != rc.policy_blob)) {
+    out.policy = policy_document(rc.policy);
+    b.policy_blob = rc.policy_blob;
+  }
   // The commit's state, policy and codec are the replay's (ReplayedCommit):
   // the keys that open its records are the verifier's, as for every host.
   auto read = [&]() -> Status {
     if (!rc.state) return make_error(Errc::invalid, "unreadable");
     const Oid& state = *rc.state;
     GITLOCKS_CHECK(StateReader(store, state).check_format());
-    if (b.policy_blob.empty() || b.policy_blob != rc.policy_blob) {
-      out.policy = policy_document(rc.policy);
-      b.policy_blob = rc.policy_blob;
-    }
     if (rc.policy.is_private && !rc.codec)
       return make_error(Errc::not_member, "commit " + v.commit + ": no key of epoch " +
                                               std::to_string(rc.policy.epoch) + " among the verifier's");
-    ReadCommit at{v.commit, state, rc.policy_blob, rc.codec, rc.codec ? rc.policy.epoch : -1};
-    std::optional<Oid> parent;
-    if (auto c = store.read_commit(v.commit); c.ok() && !c->parents.empty()) parent = c->parents.front();
-    if (gap || !b.previous || !parent || b.previous->commit != *parent) {
-      // After a commit whose records could not be read (or the first one
-      // read): the whole state against the leases last seen.
+    ReadCommit at{state, rc.codec, rc.codec ? rc.policy.epoch : -1};
+    // The replay hands commits out along first parents: the last commit
+    // read is this one's parent. After a commit whose records could not be
+    // read (or for the first one: the root, or the first after a trusted
+    // start), the whole state against the leases last seen.
+    if (gap || !b.previous) {
       StateReader reader(store, state, at.codec.get());
       std::vector<json> records;
       GITLOCKS_CHECK(reader.for_each_record([&](const json& r) {
@@ -227,11 +226,6 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
   if (auto st = read(); !st.ok()) {
     b.previous.reset();
     tr.state_error = rc.state ? std::string(errc_name(st.error().code)) : unreadable(store, v.commit);
-    // A PRIVATE state without the key of its epoch: the policy is in the clear.
-    if (rc.state && (b.policy_blob.empty() || b.policy_blob != rc.policy_blob)) {
-      out.policy = policy_document(rc.policy);
-      b.policy_blob = rc.policy_blob;
-    }
   } else {
     std::map<std::string, const Seen*> before_by_id, after_by_id;
     for (const auto& [id, s] : before) before_by_id[id] = &s;
