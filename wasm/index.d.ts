@@ -81,7 +81,11 @@ export interface VersionInfo {
 }
 
 /** A capability of the core (seed 002); names are only ever added. */
-export type Capability = 'owner_guard_time_enable' | 'private_time_add_guard_windows' | 'owner_guard_time_migrate';
+export type Capability =
+  | 'owner_guard_time_enable'
+  | 'private_time_add_guard_windows'
+  | 'owner_guard_time_migrate'
+  | 'owner_checkpoint';
 
 /** What this core can do: the same report as `git-locks capabilities --json`. */
 export interface Capabilities {

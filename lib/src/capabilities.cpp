@@ -12,6 +12,8 @@ std::string_view capability_name(Capability c) {
       return "private_time_add_guard_windows";
     case Capability::owner_guard_time_migrate:
       return "owner_guard_time_migrate";
+    case Capability::owner_checkpoint:
+      return "owner_checkpoint";
   }
   return "";
 }
@@ -19,7 +21,7 @@ std::string_view capability_name(Capability c) {
 const std::vector<Capability>& capabilities() {
   static const std::vector<Capability> all = {Capability::owner_guard_time_enable,
                                               Capability::private_time_add_guard_windows,
-                                              Capability::owner_guard_time_migrate};
+                                              Capability::owner_guard_time_migrate, Capability::owner_checkpoint};
   return all;
 }
 

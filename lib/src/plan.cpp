@@ -87,6 +87,8 @@ const char* action_name(Action a) {
       return "rekey";
     case Action::migrate:
       return "migrate";
+    case Action::checkpoint:
+      return "checkpoint";
   }
   return "batch";
 }
@@ -144,6 +146,16 @@ Result<std::optional<Creation>> creation_of(const json& body) {
   GITLOCKS_TRY(policy, parse_policy(*init));
   GITLOCKS_TRY(bytes, canon_dump(*init));
   return std::optional<Creation>(Creation{std::move(policy), sha256_hex(bytes)});
+}
+
+std::optional<Oid> checkpoint_of(const json& body) {
+  if (!body.is_object()) return std::nullopt;
+  auto admin = body.find("admin");
+  if (admin == body.end() || !admin->is_object()) return std::nullopt;
+  auto op = admin->find("op");
+  auto prev = admin->find("prev");
+  if (op == admin->end() || *op != "checkpoint" || prev == admin->end() || !prev->is_string()) return std::nullopt;
+  return Oid::from_hex(prev->get_ref<const std::string&>());
 }
 
 Result<PlanOutcome> plan(ObjectStore& store, const Oid& source_state, const PlanContext& ctx, const json& body,

@@ -17,7 +17,16 @@ namespace gitlocks::detail {
 namespace {
 
 // The admin ops.
-enum class AdminKind { guard_time_enable, guard_time_set, policy_set, member_add, member_remove, rekey, unknown };
+enum class AdminKind {
+  guard_time_enable,
+  guard_time_set,
+  policy_set,
+  member_add,
+  member_remove,
+  rekey,
+  checkpoint,
+  unknown
+};
 
 // A notary-pins request: {"audience","service_key","disclosure"}.
 struct PinsRequest {
@@ -48,6 +57,7 @@ struct AdminOp {
   const json* policy;          // policy-set: the new policy object (null: absent or not an object)
   Result<std::string> member;  // member-add, member-remove
   const json* keyring;         // member-add, member-remove: the new epoch key sealed to each member
+  Result<std::string> prev;    // checkpoint: the commit it follows
 };
 
 AdminKind admin_kind(const std::string& op) {
@@ -57,6 +67,7 @@ AdminKind admin_kind(const std::string& op) {
   if (op == "member-add") return AdminKind::member_add;
   if (op == "member-remove") return AdminKind::member_remove;
   if (op == "rekey") return AdminKind::rekey;
+  if (op == "checkpoint") return AdminKind::checkpoint;
   return AdminKind::unknown;
 }
 
@@ -71,7 +82,8 @@ AdminOp read_admin(const json& a) {
               Ok{},
               nullptr,
               get_string(a, "member"),
-              nullptr};
+              nullptr,
+              get_string(a, "prev")};
   if (out.op.ok()) out.kind = admin_kind(*out.op);
   switch (out.kind) {
     case AdminKind::guard_time_enable:
@@ -109,6 +121,9 @@ AdminOp read_admin(const json& a) {
     }
     case AdminKind::rekey:
       out.keys = check_keys(a, {"op", "expected_policy_hash"}, "admin op");
+      break;
+    case AdminKind::checkpoint:
+      out.keys = check_keys(a, {"op", "expected_policy_hash", "prev"}, "admin op");
       break;
     case AdminKind::unknown:
       break;
@@ -183,6 +198,18 @@ Result<PlanOutcome> plan_membership(ObjectStore& store, StateReader& reader, con
   next.pending_keyring = std::move(keyring);
   return with_new_policy(store, reader, body, next,
                          a.kind == AdminKind::member_add ? Action::member_add : Action::member_remove);
+}
+
+// The owner's checkpoint: the state as it is, vouched for at the commit the
+// body names (replay checks that `prev` is the commit's parent: the planner
+// sees states, not commits).
+//   {"admin":{"op":"checkpoint","expected_policy_hash":HEX,"prev":COMMIT}}
+Result<PlanOutcome> plan_checkpoint(StateReader& reader, const json& body, const AdminOp& a) {
+  GITLOCKS_CHECK(a.keys);
+  GITLOCKS_TRY(prev, a.prev);
+  if (!Oid::from_hex(prev))
+    return make_error(Errc::bad_json, "checkpoint: prev must be a commit id (40 lowercase hex digits)");
+  return time_free_outcome(body, Action::checkpoint, reader.root(), 0);
 }
 
 // The owner's policy-set: a whole new policy document in which only the
@@ -295,7 +322,8 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const Po
   GITLOCKS_TRY(op, a.op);
   if (ctx.actor != policy.owner)
     return make_error(Errc::not_holder,
-                      "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy")
+                      "only the store's owner (" + policy.owner.substr(0, 12) + ") may " +
+                          (a.kind == AdminKind::checkpoint ? "publish a checkpoint" : "change its policy"))
         .because(reason::not_owner);
   GITLOCKS_TRY(expected, a.expected_policy_hash);
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
@@ -312,6 +340,8 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const Po
       return plan_policy_set(store, reader, policy, body, a);
     case AdminKind::guard_time_set:
       return plan_guard_time_set(store, reader, policy, body, a);
+    case AdminKind::checkpoint:
+      return plan_checkpoint(reader, body, a);
     case AdminKind::unknown:
       return make_error(Errc::bad_json, "unknown admin op '" + op + "'");
     case AdminKind::guard_time_enable:

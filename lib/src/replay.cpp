@@ -301,7 +301,8 @@ bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const Pac
 // its owner, with that policy's hash; sets the chain's store and owner);
 // any other commit names the parent's state, the store and the policy in
 // force.
-void check_chain_link(const OpenedPacket& op, bool root, ChainState& cs, const ReplayOptions& options, Verdict& v) {
+void check_chain_link(const TransitionCommit& tc, const OpenedPacket& op, bool root, ChainState& cs,
+                      const ReplayOptions& options, Verdict& v) {
   const json& body = op.body;
   const PacketHeader& h = op.fields.header;
   if (root) {
@@ -325,6 +326,12 @@ void check_chain_link(const OpenedPacket& op, bool root, ChainState& cs, const R
     if (h.store != cs.store_id) fail(v, "store-mismatch", "packet names another store");
     if (h.policy_hash != cs.policy_hash)
       fail(v, "policy-mismatch", "policy_hash is not the policy in force at the source");
+    // A checkpoint vouches for the history up to the commit it names: that
+    // must be this commit's parent (the planner sees states, not commits).
+    if (auto prev = checkpoint_of(body); prev && (tc.parents.empty() || *prev != tc.parents.front()))
+      fail(v, "checkpoint-mismatch",
+           "the checkpoint names " + prev->hex() + " as the commit it follows, but its parent is " +
+               (tc.parents.empty() ? std::string("none") : tc.parents.front().hex()));
   }
   if (h.store != cs.store_id && root) fail(v, "store-mismatch", "packet store id differs from its policy's");
 }
@@ -362,6 +369,10 @@ json open_body(const OpenedPacket& op, bool root, const ChainState& cs, const Re
       auto opened_body = open_document(body, *k, cs.store_id, sealed_body_location(h.instance));
       if (!opened_body.ok()) fail(v, "bad-sealed-body", opened_body.error().message);
       else plain_body = std::move(opened_body).value();
+      // Only ops are sealed: creation, migration and admin bodies (a
+      // checkpoint's `prev` among them) are read by every verifier as stored.
+      if (opened_body.ok() && !plain_body.contains("ops"))
+        fail(v, "bad-sealed-body", "a sealed body must hold ops: admin and other bodies are not sealed");
     } else {
       v.level = VerifyLevel::structural;
     }
@@ -483,7 +494,7 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     check_private_signer(store, tc, root, cs, opened->body, v);
     const bool attested = check_time_source(store, tc, opened->fields, cs, options, t, v);
     v.time = t;
-    check_chain_link(*opened, root, cs, options, v);
+    check_chain_link(tc, *opened, root, cs, options, v);
     if (!t) fail(v, "missing-time", "packet carries no admission time");
     const json plain_body = open_body(*opened, root, cs, options, v);
     check_replan(store, opened->fields, plain_body, root, cs, options, interval, v);

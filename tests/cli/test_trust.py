@@ -271,6 +271,94 @@ class LocalTrustTest(CliTest, Refusals):
         self.claimed(r, "bob", "src/b.c", ttl="2h")  # over the old max_ttl_ms (600 s), under the new one
         self.assertNotEqual(r.tip(), owners)
 
+    def test_owner_checkpoint_verified_and_one_naming_another_commit_refused(self):
+        """`git-locks checkpoint` (docs/FORMAT.md "Checkpoints"): the owner's signed checkpoint of the
+        state at the tip, which every verifier checks follows the commit it names."""
+        r, p = self.honest()
+        first = p.chain()[0]
+        tip = p.chain()[-1]
+        state = p.get(p.tree_of(tip), "state")
+        policy_hash = json.loads(r.run("bob", "--json", "policy", "show").out)["policy_hash"]
+        # Anyone but the owner: refused, nothing published.
+        self.assertRefused(r.run("alice", "--json", "checkpoint"), "not-holder", "not-owner")
+        self.assertEqual(r.tip(), tip)
+        # A forgery first: the owner's own checkpoint of the tip, unpublished, re-signed by the owner
+        # naming the root instead of its parent. Right in every other respect.
+        genuine = genuine_elsewhere(r, "owner", "checkpoint")
+        forged = forge_result(p, genuine, seed_key(r.key("owner")), lambda s: s,
+                              lambda packet: packet["body"]["admin"].update(prev=first))
+        self.refused_everywhere(r, forged, "checkpoint-mismatch")
+        r.git("update-ref", "refs/locks/state", tip, forged)
+        # The owner's checkpoint: published, the state unchanged, and every verifier accepts it.
+        res = r.run("owner", "--json", "checkpoint")
+        self.assertEqual(res.code, 0, res)
+        out = json.loads(res.out)
+        self.assertEqual((out["op"], out["prev"], out["commit"]), ("checkpoint", tip, r.tip()))
+        self.assertEqual(p.git("rev-parse", r.tip() + "^").decode().strip(), tip)
+        self.assertEqual(p.get(p.tree_of(r.tip()), "state"), state)
+        packet = json.loads(p.cat(p.get(p.tree_of(r.tip()), "txn/packet.json")))["packet"]
+        self.assertEqual((packet["action"], packet["command"], packet["source"], packet["result"]),
+                         ("checkpoint", "checkpoint", state, state))
+        self.assertEqual(packet["body"],
+                         {"admin": {"op": "checkpoint", "expected_policy_hash": policy_hash, "prev": tip}})
+        self.assertOk(r.run("owner", "verify", "--full"))
+        self.claimed(r, "bob", "src/b.c")
+
+    def fresh_clone(self, r, name):
+        """A new clone of r's store (keys shared): it has never verified anything."""
+        fresh = copy.copy(r)
+        fresh.path = os.path.join(r.root, name)
+        subprocess.run(["git", "init", "-q", fresh.path], check=True)
+        fresh.git("fetch", "-q", r.path, "refs/locks/state:refs/locks/state")
+        self.assertFalse(os.path.exists(checkpoint_file(fresh.path)))
+        return fresh
+
+    def test_fresh_clone_starts_at_the_owners_checkpoint(self):
+        """A clone that trusts nothing yet replays from the newest checkpoint of the owner (pinned by
+        `git config locks.owner`, or trusted on first use); `verify --full` replays from the root."""
+        r, p = self.honest()                                 # creation, alice's claim
+        self.claimed(r, "bob", "src/b.c")
+        self.assertOk(r.run("owner", "checkpoint"))          # commit 3
+        checkpoint = r.tip()
+        self.claimed(r, "carol", "src/c.c")
+        self.claimed(r, "dave", "src/d.c")
+        tip = r.tip()
+        # A fresh clone's verify: the checkpoint and the 2 commits after it.
+        fresh = self.fresh_clone(r, "fresh")
+        v = fresh.run("erin", "--json", "verify")
+        self.assertEqual(v.code, 0, v)
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["start_commit"], summary["commits"], summary["tip"]),
+                         ("checkpoint", checkpoint, 2, tip), summary)
+        self.assertEqual([json.loads(l)["commit"] for l in v.out.splitlines()],
+                         p.git("rev-list", "--reverse", checkpoint + ".." + tip).decode().split())
+        # Its first claim and status: the state of the whole history.
+        self.claimed(fresh, "erin", "src/e.c")
+        status = json.loads(fresh.run("erin", "--json", "status").out)
+        self.assertEqual(sorted(l["path"] for l in status["leases"]),
+                         ["src/a.c", "src/b.c", "src/c.c", "src/d.c", "src/e.c"])
+        self.assertRefused(self.claim(fresh, "erin", "src/b.c"), "held-path")
+        # --full replays all 7 commits and says the checkpoint matched.
+        full = fresh.run("erin", "--json", "verify", "--full")
+        self.assertEqual(full.code, 0, full)
+        summary = json.loads(full.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["commits"], summary["checkpoints"]),
+                         ("root", 7, {"valid": 1, "invalid": 0}), summary)
+        # Pinned to the owner's key, another fresh clone starts there too; pinned to another key it
+        # refuses the store (its root and its checkpoint are the owner's).
+        pinned = self.fresh_clone(r, "pinned")
+        owner_key = json.loads(r.run("owner", "--json", "whoami").out)["actor"]
+        pinned.git("config", "locks.owner", owner_key.upper())
+        v = pinned.run("erin", "--json", "verify")
+        self.assertEqual(json.loads(v.err.splitlines()[-1])["start"], "checkpoint", v)
+        other = self.fresh_clone(r, "other")
+        other.git("config", "locks.owner", "ab" * 32)
+        res = self.claim(other, "erin", "src/f.c")
+        self.assertEqual(res.code, 2, res)
+        self.assertEqual((res.error["code"], res.error["verdict"]), ("invalid-history", "owner-mismatch"), res)
+        other.git("config", "locks.owner", "not-a-key")
+        self.assertUsage(self.claim(other, "erin", "src/f.c"))
+
     def test_rewrite_below_the_checkpoint_refused(self):
         r, p = self.honest()
         r.now += 1000
@@ -531,6 +619,36 @@ class RemoteTrustTest(unittest.TestCase, Refusals):
 
     def test_forgeries_through_smart_http(self):
         self.forgeries_through("http")
+
+    def test_fresh_clone_through_git_daemon_starts_at_the_checkpoint(self):
+        """A clone of a remote store that has verified nothing replays from the owner's newest checkpoint:
+        the checkpoint and what follows, and its first claim publishes through the server."""
+        root = tempfile.mkdtemp(prefix="gitlocks-trust-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", root])
+        server = Server.start("daemon", root)
+        self.addCleanup(server.close)
+        a = Repo(self, "a")
+        a.git("remote", "add", "origin", server.url)
+        a.git("config", "locks.remote", "origin")
+        self.assertEqual(a.run("owner", "init").code, 0)
+        for path in ("src/a.c", "src/b.c", "src/c.c"):
+            self.assertEqual(a.run("alice", "claim", "--ttl", "60s", path).code, 0)
+        self.assertEqual(a.run("owner", "checkpoint").code, 0)
+        checkpoint = server.tip()
+        self.assertEqual(a.run("alice", "claim", "--ttl", "60s", "src/d.c").code, 0)
+        b = Repo(self, "b")
+        b.git("remote", "add", "origin", server.url)
+        b.git("config", "locks.remote", "origin")
+        v = b.run("bob", "--json", "verify")
+        self.assertEqual(v.code, 0, v)
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["start_commit"], summary["commits"], summary["tip"]),
+                         ("checkpoint", checkpoint, 1, server.tip()), summary)
+        res = b.run("bob", "--json", "claim", "--ttl", "60s", "src/e.c")
+        self.assertEqual(res.code, 0, res)
+        self.assertEqual(json.loads(res.out)["commit"], server.tip())
+        res = b.run("bob", "--json", "claim", "--ttl", "60s", "src/a.c")
+        self.assertEqual((res.code, res.error["reason"]), (1, "held-path"), res)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ checks, for every commit on refs/locks/state from the root:
   a known profile, the clock (`test` only with --allow-test-clock), and T
   non-decreasing along the chain (local admission times too);
 - a force-release (public stores) signed by the owner or a policy admin;
+- a checkpoint (FORMAT.md "Checkpoints"): the owner's, naming its parent
+  commit as `prev`, and leaving the state as it is;
 - every record name and lease path in NFC (public stores);
 - the exclusion invariant over the timeline (public stores): at the
   admission time of every state, no two live leases (T <= expires_at) with
@@ -63,7 +65,8 @@ PACKET_DOMAIN = b"gitlocks/packet/v1\x00"
 ATTESTATION_DOMAIN = b"gitlocks/attestation/v1\x00"
 PROFILES = {"signed-private-guard-time-v1", "time-add-guard-window-v1"}
 STATE_FORMATS = {"gitlocks-state-v1": 1, "gitlocks-state-v2": 2}
-ADMIN_ACTIONS = {"init", "guard-time-enable", "guard-time-set", "member-add", "member-remove", "rekey", "policy-set"}
+ADMIN_ACTIONS = {"init", "guard-time-enable", "guard-time-set", "member-add", "member-remove", "rekey", "policy-set",
+                 "checkpoint"}
 # The fields an owner's policy-set may change (FORMAT.md "Changing the policy").
 SETTABLE_POLICY = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim", "enforce", "admins", "bots"}
 PACKET_FIELDS = {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
@@ -463,6 +466,15 @@ class Verifier:
                     raise Invalid("policy-changed", "policy-set changed the fixed field %r" % k)
             if body.get("admin", {}).get("policy") != new_policy:
                 raise Invalid("bad-body", "the policy-set body's policy is not the new policy.json")
+        if action == "checkpoint":
+            # FORMAT.md "Checkpoints": the state as it is, and `prev` names the parent commit.
+            admin_op = body.get("admin", {})
+            if set(admin_op) != {"op", "expected_policy_hash", "prev"} or not hex_of(admin_op.get("prev"), 40):
+                raise Invalid("bad-body", "checkpoint body %r" % (admin_op,))
+            if admin_op["prev"] != parent:
+                raise Invalid("checkpoint-mismatch", "checkpoint names %s, parent %s" % (admin_op["prev"], parent))
+            if state != parent_state:
+                raise Invalid("state-changed", "a checkpoint changed the state")
 
         # The actor's signature (the owner's for creation and admin).
         owner = src_policy.get("owner")

@@ -10,8 +10,10 @@ canonical bytes), its reason is asserted too: the reference can fail."""
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,7 +23,7 @@ import nacl.signing  # noqa: E402  Debian's python3-nacl (toolchains/setup.sh): 
 
 import refverify  # noqa: E402
 import test_verify  # noqa: E402  its tamper corpus is replayed below with both verifiers
-from support import CliTest, Repo, T0  # noqa: E402
+from support import CliTest, Repo, T0, skip  # noqa: E402
 from test_guard_time import Notary  # noqa: E402
 from test_verify import Plumbing  # noqa: E402
 
@@ -702,6 +704,104 @@ class PolicySetStoreTest(SharedStore):
         f.trees[2] = f.resign(tree, packet, "owner")
         f.publish()
         self.assertBothFlag(self.r, 2, "policy-changed")
+
+
+class CheckpointStoreTest(SharedStore):
+    """A public store with the owner's checkpoint (FORMAT.md "Checkpoints"): both verifiers accept it,
+    and refuse one that names another commit than its parent, signed and bound like the real one."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.run_ok("owner", "init")
+        r.now += 1000
+        cls.run_ok("alice", "claim", "--ttl", "60s", "src/a.c")                              # 1
+        r.now += 1000
+        cls.run_ok("owner", "checkpoint")                                                   # 2
+        r.now += 1000
+        cls.run_ok("bob", "claim", "--ttl", "60s", "src/b.c")                                # 3
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 4)
+
+    def test_untouched_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertTrue(all(v["ok"] for v in rv), rv)
+        self.assertEqual([v["command"] for v in pv], ["init", "claim", "checkpoint", "claim"])
+        f = self.f
+        packet = f.packet(2)
+        self.assertEqual(packet["action"], "checkpoint")
+        self.assertEqual(packet["body"]["admin"]["prev"], f.ids[1])
+        # Nothing changes: the checkpoint's state is its parent's.
+        self.assertEqual(f.p.get(f.trees[2], "state"), f.p.get(f.trees[1], "state"))
+        self.assertEqual(packet["source"], packet["result"])
+
+    def checkpoint_naming(self, prev):
+        """The owner's checkpoint (commit 2) re-signed by the owner with `prev`, on its own parent; the ref
+        moves to it."""
+        f = self.f
+        packet = f.packet(2)
+        packet["body"]["admin"]["prev"] = prev
+        tree = f.resign(f.trees[2], packet, "owner")
+        commit = f.p.git("commit-tree", tree, "-p", f.ids[1], "-m", f.messages[2]).decode().strip()
+        f.p.git("update-ref", "refs/locks/state", commit)
+
+    def test_checkpoint_re_signed_unchanged_is_valid(self):
+        # The control of the test below: the same construction with the true parent.
+        self.checkpoint_naming(self.f.ids[1])
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 3, rv)
+
+    def test_checkpoint_naming_another_commit(self):
+        self.checkpoint_naming(self.f.ids[0])
+        pv, rv = self.assertBothFlag(self.r, 2, "checkpoint-mismatch")
+        self.assertEqual(pv[2]["reason"], "checkpoint-mismatch")
+
+    def test_checkpoint_signed_by_another_key(self):
+        f = self.f
+        packet = f.packet(2)
+        packet["actor"] = nacl.signing.SigningKey(seed_of(self.r.key("alice"))).verify_key.encode().hex()
+        f.trees[2] = f.resign(f.trees[2], packet, "alice")
+        commit = f.p.git("commit-tree", f.trees[2], "-p", f.ids[1], "-m", f.messages[2]).decode().strip()
+        f.p.git("update-ref", "refs/locks/state", commit)
+        self.assertBothFlag(self.r, 2, "not-owner")
+
+
+class GeneratedCheckpointsTest(unittest.TestCase):
+    """`gitlocks-gen-history --checkpoint-every N` writes the owner's checkpoints into a generated history:
+    both verifiers accept every commit, and the checkpoints are where the flag puts them."""
+
+    def test_checkpoint_every_50_of_300_commits(self):
+        gen = os.environ.get("GITLOCKS_GEN_HISTORY")
+        if not gen:
+            skip("GITLOCKS_GEN_HISTORY is not set")
+        tmp = tempfile.mkdtemp(prefix="gitlocks-gen-checkpoints-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        bundle, repo = os.path.join(tmp, "h.bundle"), os.path.join(tmp, "r.git")
+        subprocess.run([gen, "--commits", "300", "--checkpoint-every", "50", "--seed", "7", "--bundle", bundle],
+                       check=True, capture_output=True)
+        subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
+        subprocess.run(["git", "-C", repo, "fetch", "-q", bundle, "refs/locks/state:refs/locks/state"], check=True)
+        prod = subprocess.run([os.environ["GIT_LOCKS_BIN"], "--repo", repo, "--json", "verify", "--full"],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(prod.returncode, 0, prod.stderr[-2000:])
+        pv = [json.loads(line) for line in prod.stdout.splitlines()]
+        ref = subprocess.run([sys.executable, REFVERIFY, repo], capture_output=True, text=True, timeout=120)
+        self.assertEqual((ref.returncode, ref.stderr), (0, ""))
+        rv = [json.loads(line) for line in ref.stdout.splitlines()]
+        self.assertEqual(len(pv), 300)
+        self.assertEqual([v["ok"] for v in rv], [True] * 300)
+        # A checkpoint follows the 50th, 100th, ... commit: at indexes 50, 100, 150, 200 and 250 (the
+        # 300th commit ends the history), each naming the commit before it.
+        chain = [v["commit"] for v in pv]
+        self.assertEqual([i for i, v in enumerate(pv) if v["command"] == "checkpoint"], [50, 100, 150, 200, 250])
+        for i in (50, 100, 150, 200, 250):
+            packet = json.loads(subprocess.run(["git", "-C", repo, "show", chain[i] + ":txn/packet.json"],
+                                               capture_output=True, text=True, check=True).stdout)["packet"]
+            self.assertEqual(packet["action"], "checkpoint")
+            self.assertEqual(packet["body"]["admin"]["prev"], chain[i - 1])
+            self.assertEqual(packet["source"], packet["result"])
 
 
 class IdentityAndTimeTest(SharedStore):

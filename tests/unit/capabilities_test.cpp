@@ -15,14 +15,14 @@ using gitlocks::test::actor_hex;
 using gitlocks::test::actor_key;
 
 TEST_CASE(
-    "capabilities: the report names owner_guard_time_enable - private_time_add_guard_windows and "
-    "owner_guard_time_migrate") {
-  CHECK(gitlocks::capabilities() == std::vector<Capability>{Capability::owner_guard_time_enable,
-                                                            Capability::private_time_add_guard_windows,
-                                                            Capability::owner_guard_time_migrate});
+    "capabilities: the report names owner_guard_time_enable - private_time_add_guard_windows - "
+    "owner_guard_time_migrate and owner_checkpoint") {
+  CHECK(gitlocks::capabilities() ==
+        std::vector<Capability>{Capability::owner_guard_time_enable, Capability::private_time_add_guard_windows,
+                                Capability::owner_guard_time_migrate, Capability::owner_checkpoint});
   CHECK(gitlocks::canon_dump(gitlocks::capabilities_json()).value() ==
-        R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate"],)"
-        R"("format":"gitlocks-capabilities-v1"})");
+        R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate",)"
+        R"("owner_checkpoint"],"format":"gitlocks-capabilities-v1"})");
 }
 
 // The two features the names stand for, together: the owner of a PRIVATE
@@ -84,6 +84,14 @@ TEST_CASE("capabilities: each named feature works - guard time enabled by the ow
                             s.snapshot().policy_hash));
   REQUIRE_MESSAGE(moved.ok(), gitlocks::test::why(moved));
   CHECK(s.snapshot().guard_time() == next.pins);
+  // owner_checkpoint: the owner's checkpoint of the tip, attested like any
+  // transition, in a PRIVATE store: the state stays as it is.
+  const gitlocks::Oid before = s.state();
+  auto checkpointed =
+      s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(s.tip()->hex(), s.snapshot().policy_hash));
+  REQUIRE_MESSAGE(checkpointed.ok(), gitlocks::test::why(checkpointed));
+  CHECK(s.state() == before);
+  CHECK(checkpointed->packet["action"] == "checkpoint");
   gitlocks::ReplayOptions with_keys;
   with_keys.vault = &vault;
   std::size_t bad = 0;

@@ -652,6 +652,7 @@ TEST_CASE("action: every planner action has its own name as docs/FORMAT.md spell
       {Action::member_remove, "member-remove"},
       {Action::rekey, "rekey"},
       {Action::migrate, "migrate"},
+      {Action::checkpoint, "checkpoint"},
   };
   std::set<std::string> names;
   for (const auto& [a, name] : expected) {
@@ -660,5 +661,5 @@ TEST_CASE("action: every planner action has its own name as docs/FORMAT.md spell
   }
   CHECK(names.size() == expected.size());
   // The last enumerator: a new action must be added to this list too.
-  CHECK(static_cast<int>(Action::migrate) + 1 == static_cast<int>(expected.size()));
+  CHECK(static_cast<int>(Action::checkpoint) + 1 == static_cast<int>(expected.size()));
 }

@@ -530,6 +530,36 @@ TEST_CASE("private: tampered - swapped - wrong-epoch and replayed sealed data ar
   CHECK(vs2.back().reason == "bad-sealed-body");
 }
 
+TEST_CASE("private: a sealed body that is not ops is bad-sealed-body - a checkpoint is read as stored") {
+  World w;
+  auto& s = w.s;
+  REQUIRE(s.claim("owner", "a", 60'000).ok());
+  const std::string store_id(64, 'b');
+  // The owner's checkpoint, published as every writer does (plain): valid.
+  const Oid tip = *s.tip();
+  REQUIRE(s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(tip.hex(), s.snapshot().policy_hash)).ok());
+  auto honest = verify(s, &w.owner_vault);
+  for (const auto& v : honest) CHECK_MESSAGE(v.ok, v.reason << ": " << v.detail);
+  CHECK(honest.back().action == "checkpoint");
+  // The same checkpoint body sealed under the current epoch by the owner,
+  // in a packet valid in every other respect: a keyless verifier could not
+  // read its `prev`, so only ops are ever sealed.
+  auto tc = gitlocks::read_transition_commit(s.objects(), *s.tip()).value();
+  json packet = json::parse(tc.packet_stored)["packet"];
+  const std::string instance = packet["instance"];
+  packet["body"] = json::parse(
+      gitlocks::seal_document(packet["body"], epoch_key(2), 2, store_id, gitlocks::sealed_body_location(instance))
+          .value());
+  auto stored = gitlocks::seal_packet(packet, actor_key("owner")).value();
+  Oid forged = gitlocks::write_transition_commit(s.objects(), tip, tc.state, stored, "x\n", 0).value();
+  (void)gitlocks::memory_store_set_ref(s.objects(), gitlocks::kStateRef, forged);
+  auto vs = verify(s, &w.owner_vault);
+  REQUIRE(vs.size() == honest.size());
+  CHECK_FALSE(vs.back().ok);
+  CHECK(vs.back().reason == "bad-sealed-body");
+  CHECK(vs.back().detail.find("a sealed body must hold ops") != std::string::npos);
+}
+
 TEST_CASE("private: sealing is deterministic - sealed epoch keys open only for their member") {
   auto k = epoch_key(7);
   auto a = gitlocks::seal_document(json{{"x", 1}}, k, 7, std::string(64, 'b'), "records/aa/bb/c.json");

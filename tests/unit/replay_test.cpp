@@ -826,6 +826,92 @@ TEST_CASE("replay: a policy-set signed by anyone but the owner is refused on rep
   CHECK(r.verdicts[2].detail.find("only the store's owner") != std::string::npos);
 }
 
+TEST_CASE("replay: a checkpoint changes nothing and must follow the commit it names - another is checkpoint-mismatch") {
+  Store s;
+  REQUIRE(s.claim("alice", "a", 60'000).ok());
+  const Oid first = *s.tip();
+  REQUIRE(s.claim("bob", "b", 60'000).ok());
+  const Oid second = *s.tip();
+  const Oid state = s.state();
+  // The owner's checkpoint of the tip: the state stays, every verifier agrees.
+  REQUIRE(
+      s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(second.hex(), s.snapshot().policy_hash)).ok());
+  CHECK(s.state() == state);
+  Run honest = verify(s.objects(), *s.tip());
+  REQUIRE(honest.verdicts.size() == 4);
+  CHECK(honest.summary.invalid == 0);
+  CHECK(honest.verdicts[3].action == "checkpoint");
+  // The owner's checkpoint naming an earlier commit of this very chain: the
+  // same state, a good signature and every binding of the packet hold (the
+  // planner cannot see commits), only `prev` is not the parent.
+  const Oid third = *s.tip();
+  REQUIRE(s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(first.hex(), s.snapshot().policy_hash)).ok());
+  const std::string detail = only_invalid(s.objects(), *s.tip(), 4, "checkpoint-mismatch");
+  CHECK(detail.find(first.hex()) != std::string::npos);
+  CHECK(detail.find(third.hex()) != std::string::npos);
+}
+
+TEST_CASE("checkpoint: the planner admits only the owner at the expected policy hash naming a commit id") {
+  using gitlocks::Errc;
+  Store s;
+  REQUIRE(s.claim("alice", "a", 60'000).ok());
+  const Oid tip = *s.tip();
+  const std::string hash = s.snapshot().policy_hash;
+  auto refused = [&](const gitlocks::Result<gitlocks::Candidate>& r, Errc code, const std::string& reason) {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == code);
+    CHECK(r.error().reason() == reason);
+    CHECK(*s.tip() == tip);  // nothing published
+  };
+  // Another key than the owner's, an admin included.
+  refused(s.submit("alice", "checkpoint", gitlocks::ops::admin_checkpoint(tip.hex(), hash)), Errc::not_holder,
+          "not-owner");
+  // A policy hash other than the one in force.
+  refused(s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(tip.hex(), std::string(64, 'a'))),
+          Errc::stale_generation, "policy-changed");
+  // prev not a commit id: 39 or 41 digits, upper case, absent, a number.
+  for (const json& prev : {json(tip.hex().substr(1)), json(tip.hex() + "0"), json(std::string(40, 'A')), json(7)}) {
+    json body = gitlocks::ops::admin_checkpoint(tip.hex(), hash);
+    body["admin"]["prev"] = prev;
+    auto r = s.submit("owner", "checkpoint", body);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::bad_json);
+    CHECK(*s.tip() == tip);
+  }
+  json missing = gitlocks::ops::admin_checkpoint(tip.hex(), hash);
+  missing["admin"].erase("prev");
+  CHECK_FALSE(s.submit("owner", "checkpoint", missing).ok());
+  // A field the op does not name.
+  json extra = gitlocks::ops::admin_checkpoint(tip.hex(), hash);
+  extra["admin"]["state"] = s.state().hex();
+  auto r = s.submit("owner", "checkpoint", extra);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("state") != std::string::npos);
+  CHECK(*s.tip() == tip);
+  // The owner, at the hash in force, naming the tip.
+  auto ok = s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(tip.hex(), hash));
+  REQUIRE_MESSAGE(ok.ok(), gitlocks::test::why(ok));
+  CHECK(*s.tip() != tip);
+}
+
+TEST_CASE("replay: a checkpoint signed by anyone but the owner is refused on replay") {
+  Store s;
+  REQUIRE(s.claim("alice", "a", 60'000).ok());
+  REQUIRE(
+      s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(s.tip()->hex(), s.snapshot().policy_hash)).ok());
+  all_valid(s.objects(), *s.tip());
+  // The same transition signed by alice, as its actor, on the same parent:
+  // only the signer differs.
+  auto tc = gitlocks::read_transition_commit(s.objects(), *s.tip()).value();
+  json packet = json::parse(tc.packet_stored)["packet"];
+  packet["actor"] = gitlocks::test::actor_hex("alice");
+  auto stored = gitlocks::seal_packet(packet, gitlocks::test::actor_key("alice")).value();
+  Oid forged =
+      gitlocks::write_transition_commit(s.objects(), tc.parents.front(), tc.state, stored, "x\n", tc.time_seconds)
+          .value();
+  CHECK(only_invalid(s.objects(), forged, 2, "replay-refused").find("only the store's owner") != std::string::npos);
+}
+
 TEST_CASE("replay: a force-release signed by a key that is not an admin is refused on replay") {
   Store s(json{{"admins", {gitlocks::test::actor_hex("alice")}}});
   REQUIRE(s.claim("bob", "a", 60'000).ok());

@@ -7,9 +7,11 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "fixture.h"
 #include "gitlocks/attest.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/packet.hpp"
 #include "gitlocks/query.hpp"
 #include "why.h"
@@ -350,4 +352,137 @@ TEST_CASE("trust: a commit's view is that of its verified history - a forged com
     // bob's packet names the state after alice's claim as its source.
     CHECK(refused_view.error().fields.at("verdict") == "source-mismatch");
   }
+}
+
+namespace {
+
+// Three claims, the owner's checkpoint of the tip, two more claims.
+struct CheckpointedHistory {
+  Store s;
+  Oid checkpoint;
+  CheckpointedHistory() {
+    REQUIRE(s.claim("alice", "a", 60'000).ok());
+    REQUIRE(s.claim("bob", "b", 60'000).ok());
+    REQUIRE(s.claim("carol", "c", 60'000).ok());
+    auto cp =
+        s.submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(s.tip()->hex(), s.snapshot().policy_hash));
+    REQUIRE_MESSAGE(cp.ok(), gitlocks::test::why(cp));
+    checkpoint = cp->commit;
+    REQUIRE(s.claim("dave", "d", 60'000).ok());
+    REQUIRE(s.claim("erin", "e", 60'000).ok());
+  }
+};
+
+TrustOptions fresh_start(std::optional<std::string> owner = std::nullopt) {
+  TrustOptions o;
+  o.start_at_checkpoint = true;
+  o.expected_owner = std::move(owner);
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("trust: a fresh start begins at the newest checkpoint - only what follows it is replayed") {
+  CheckpointedHistory h;
+  // From the root: creation, 3 claims, the checkpoint, 2 claims.
+  auto full = gitlocks::verified_snapshot(h.s.objects(), h.s.tip(), {});
+  REQUIRE_MESSAGE(full.ok(), gitlocks::test::why(full));
+  CHECK(full->replayed == 7);
+  CHECK_FALSE(full->from_checkpoint);
+  // From the checkpoint: the 2 claims after it (the checkpoint itself was
+  // re-executed from its parent to be started at).
+  auto fresh = gitlocks::verified_snapshot(h.s.objects(), h.s.tip(), fresh_start());
+  REQUIRE_MESSAGE(fresh.ok(), gitlocks::test::why(fresh));
+  CHECK(fresh->replayed == 2);
+  CHECK(fresh->from_checkpoint);
+  CHECK(fresh->anchored);
+  // The same trust state and snapshot as the replay from the root.
+  REQUIRE(fresh->trust);
+  CHECK(*fresh->trust == *full->trust);
+  CHECK(fresh->snapshot.state == full->snapshot.state);
+  // The checkpoint as the start: its trust state is the one the root replay
+  // reaches at that commit.
+  auto at = gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), {});
+  REQUIRE(at.ok());
+  REQUIRE(*at);
+  CHECK((*at)->commit == h.checkpoint);
+  auto upto = gitlocks::verified_snapshot(h.s.objects(), h.checkpoint, {});
+  REQUIRE(upto.ok());
+  CHECK(**at == *upto->trust);
+  // Out of reach (within 2 commits of the tip): none, so the root.
+  gitlocks::CheckpointSearch near;
+  near.within = 2;
+  auto none = gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), near);
+  REQUIRE(none.ok());
+  CHECK_FALSE(*none);
+  near.within = 3;
+  CHECK(gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), near).value());
+}
+
+TEST_CASE("trust: a pinned owner starts only at that owner's checkpoint - another owner's store is refused") {
+  CheckpointedHistory h;
+  auto owners = gitlocks::verified_snapshot(h.s.objects(), h.s.tip(), fresh_start(gitlocks::test::actor_hex("owner")));
+  REQUIRE_MESSAGE(owners.ok(), gitlocks::test::why(owners));
+  CHECK(owners->from_checkpoint);
+  CHECK(owners->replayed == 2);
+  // Pinned to alice: the checkpoint is not hers, and neither is the store.
+  gitlocks::CheckpointSearch search;
+  search.expected_owner = gitlocks::test::actor_hex("alice");
+  CHECK_FALSE(gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), search).value());
+  auto alices = gitlocks::verified_snapshot(h.s.objects(), h.s.tip(), fresh_start(gitlocks::test::actor_hex("alice")));
+  REQUIRE_FALSE(alices.ok());
+  CHECK(alices.error().code == Errc::invalid_history);
+  CHECK(alices.error().fields.at("verdict").text() == "owner-mismatch");
+}
+
+TEST_CASE(
+    "trust: a history rewritten below a checkpoint breaks it - the fresh start replays from the root and refuses") {
+  CheckpointedHistory h;
+  // Every commit written again with another message: the same transitions,
+  // each valid (verifiers ignore messages), but new commit ids, so the
+  // checkpoint names a commit that is no longer its parent.
+  auto& store = h.s.objects();
+  std::vector<Oid> chain;
+  for (auto cur = h.s.tip(); cur;) {
+    chain.insert(chain.begin(), *cur);
+    auto c = store.read_commit(*cur).value();
+    if (c.parents.empty()) break;
+    cur = c.parents.front();
+  }
+  std::optional<Oid> parent;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    auto tc = gitlocks::read_transition_commit(store, chain[i]).value();
+    std::string message = store.read_commit(chain[i]).value().message;
+    if (chain[i] != h.checkpoint) message += "rewritten\n";  // the checkpoint keeps its own
+    parent = gitlocks::write_transition_commit(store, parent, tc.state, tc.packet_stored, message, tc.time_seconds,
+                                               tc.attestation_stored)
+                 .value();
+  }
+  REQUIRE(gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, *parent).ok());
+  // The rewritten checkpoint is still found by its message, and refused.
+  auto rewritten = gitlocks::read_transition_commit(store, *parent).value().parents.front();
+  rewritten = store.read_commit(rewritten).value().parents.front();
+  CHECK(store.read_commit(rewritten).value().message.rfind("git-locks: checkpoint", 0) == 0);
+  CHECK_FALSE(gitlocks::checkpoint_anchor(store, *parent, {}).value());
+  auto fresh = gitlocks::verified_snapshot(store, *parent, fresh_start());
+  REQUIRE_FALSE(fresh.ok());
+  CHECK(fresh.error().code == Errc::invalid_history);
+  CHECK(fresh.error().fields.at("verdict").text() == "checkpoint-mismatch");
+}
+
+TEST_CASE("trust: a commit whose message says checkpoint is not started at unless its verified action is one") {
+  CheckpointedHistory h;
+  // erin's claim (the tip) written again with a checkpoint's message: a valid
+  // commit (verifiers ignore messages), and the newest hinted one.
+  auto& store = h.s.objects();
+  auto tc = gitlocks::read_transition_commit(store, *h.s.tip()).value();
+  Oid lying = gitlocks::write_transition_commit(store, tc.parents.front(), tc.state, tc.packet_stored,
+                                                "git-locks: checkpoint\n", tc.time_seconds, tc.attestation_stored)
+                  .value();
+  REQUIRE(gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, lying).ok());
+  CHECK_FALSE(gitlocks::checkpoint_anchor(store, lying, {}).value());
+  auto fresh = gitlocks::verified_snapshot(store, lying, fresh_start());
+  REQUIRE_MESSAGE(fresh.ok(), gitlocks::test::why(fresh));
+  CHECK_FALSE(fresh->from_checkpoint);
+  CHECK(fresh->replayed == 7);
 }

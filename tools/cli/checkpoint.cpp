@@ -101,6 +101,12 @@ Result<Trusted> verify_tip(Context& ctx, ObjectStore& store, const std::optional
   TrustOptions options;
   options.anchor = anchor;
   options.allow_test_clock = ctx.allow_test_clock;
+  // A clone that trusts nothing yet starts at the newest checkpoint of the
+  // owner (`git config locks.owner` when pinned; else the one the history
+  // names, trusted on first use as its root would be).
+  GITLOCKS_TRY(owner, ctx.pinned_owner());
+  options.expected_owner = owner;
+  options.start_at_checkpoint = true;
   // A PRIVATE store's commits are re-executed in full with the member's keys
   // (as `verify` does); without them, structurally. The snapshot carries
   // them, with the codec of the tip's epoch, for the command to read and

@@ -53,6 +53,9 @@ class Context {
   // in milliseconds, `fallback` when unset. Errors: usage, unless it is a
   // duration from 1 ms to `max_ms`.
   Result<std::int64_t> duration_config(const std::string& name, std::int64_t fallback, std::int64_t max_ms);
+  // The store owner's key pinned by `git config locks.owner` (nullopt when
+  // unset). Errors: usage, unless it is 64 hex digits (read in lower case).
+  Result<std::optional<std::string>> pinned_owner();
   // The display name ("" when user.name is unset).
   std::string display_name() { return config("user.name"); }
 
@@ -129,6 +132,7 @@ int cmd_hook_check(Context& ctx, const Argv& argv);
 int cmd_check(Context& ctx, const Argv& argv);
 int cmd_policy_show(Context& ctx, const Argv& argv);
 int cmd_policy_set(Context& ctx, const Argv& argv);
+int cmd_checkpoint(Context& ctx, const Argv& argv);
 int cmd_web(Context& ctx, const Argv& argv);
 int cmd_mcp(Context& ctx, const Argv& argv);
 int cmd_notary(Context& ctx, const Argv& argv);

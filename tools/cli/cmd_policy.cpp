@@ -10,6 +10,10 @@
 // keeps its value. Fixed fields (store, owner, case_insensitive, ...) may
 // appear only with their current value, so the output of
 // `policy show --json | jq .policy` edited in place is a valid FILE.
+//
+// `checkpoint` publishes the owner's signed checkpoint of the state at the
+// tip (docs/FORMAT.md "Checkpoints"): an admin transition that changes
+// nothing and names the commit it follows.
 #include <algorithm>
 
 #include "cli.h"
@@ -111,6 +115,22 @@ int cmd_policy_set(Context& ctx, const Argv& argv) {
        {"policy_hash", hash},
        {"policy", next}},
       "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
+}
+
+int cmd_checkpoint(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv);
+  if (!a.ok()) return ctx.fail(a.error());
+  Oid prev;
+  auto p = publish(ctx, "checkpoint", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    prev = *snap.commit;
+    return std::optional<json>{ops::admin_checkpoint(prev.hex(), snap.policy_hash)};
+  });
+  if (!p.ok()) return ctx.fail(p.error());
+  const Candidate& c = *p->candidate;
+  return ctx.done({{"op", ctx.op}, {"commit", c.commit}, {"prev", prev}},
+                  "checkpoint " + c.commit.hex().substr(0, 12) + " of the state at " + prev.hex().substr(0, 12) +
+                      " (refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
 
 }  // namespace gitlocks::cli

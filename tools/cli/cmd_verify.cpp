@@ -187,6 +187,11 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   ReplayOptions options;
   options.allow_test_clock = ctx.allow_test_clock;  // global flag, before or after the command
   options.expected_owner = expected->first;
+  // `git config locks.owner` pins the owner as --expect-owner does, without
+  // asking for a replay from the root.
+  auto config_owner = ctx.pinned_owner();
+  if (!config_owner.ok()) return ctx.fail(config_owner.error());
+  if (!options.expected_owner) options.expected_owner = *config_owner;
   options.expected_pins = expected->second;
   if (auto from = a->value("from")) {
     auto r = ctx.git().run({"rev-parse", "--verify", "--quiet", *from + "^{commit}"});
@@ -244,6 +249,24 @@ int cmd_verify(Context& ctx, const Argv& argv) {
         if (anchor) options.from = anchor->commit;
       }
     }
+  // Nothing trusted yet (a fresh clone): start at the newest checkpoint in the
+  // history, as every command does (trust.hpp checkpoint_anchor); `--full`
+  // replays from the root and checks every checkpoint on the way.
+  std::optional<TrustState> start;
+  if (!anchor && !fork_from && !user_from && !a->has("full") && !pinned && !a->has("accept-rewrite")) {
+    CheckpointSearch search;
+    search.expected_owner = options.expected_owner;
+    search.allow_test_clock = options.allow_test_clock;
+    search.vault = options.vault;
+    search.verifier = verifier;
+    auto found = checkpoint_anchor(**store, tip, search);
+    if (!found.ok()) return ctx.fail(found.error());
+    start = *found;
+    if (start) {
+      anchor = start;
+      options.from = start->commit;
+    }
+  }
 
   // Git-style progress on a terminal's stderr (progress.h), never in the way
   // of the verdicts when stdout is the same terminal.
@@ -258,7 +281,9 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     if (stdout_tty) std::fflush(stdout);
     out.clear();
   };
+  std::size_t checkpoints = 0, invalid_checkpoints = 0;  // the checkpoints this replay passed
   auto summary = replay_chain(**store, tip, options, [&](const Verdict& v) {
+    if (v.action == "checkpoint") ++(v.ok ? checkpoints : invalid_checkpoints);
     if (ctx.json_output) {
       auto line = canon_dump(verdict_json(v));
       out += line.ok() ? *line : json_line(verdict_json(v));
@@ -308,7 +333,15 @@ int cmd_verify(Context& ctx, const Argv& argv) {
             {"ok", valid},
             {"first_invalid", summary->first_invalid ? json(*summary->first_invalid) : json(nullptr)},
             {"from", user_from ? json(*options.from) : json(nullptr)},
-            {"checkpoint", anchor ? json(anchor->commit) : json(nullptr)},
+            {"checkpoint", anchor && !start ? json(anchor->commit) : json(nullptr)},
+            {"start", user_from ? "from"
+                      : start   ? "checkpoint"
+                      : anchor  ? "trust-checkpoint"
+                                : "root"},
+            {"start_commit", anchor      ? json(anchor->commit)
+                             : user_from ? json(*options.from)
+                                         : json(nullptr)},
+            {"checkpoints", {{"valid", checkpoints}, {"invalid", invalid_checkpoints}}},
             {"recovery", recovery ? json(*recovery) : json(nullptr)}};
   std::string text;
   if (fork_from) {
@@ -328,9 +361,15 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   }
   // Says which it did: from the checkpoint (new commits only) or from the root.
   const std::string what =
-      anchor ? std::to_string(summary->commits) + " new commit(s) since the trust checkpoint at " +
-                   short_id(anchor->commit.hex()) + " (`--full` replays from the root)"
-             : std::to_string(summary->commits) + " commit(s)" + (user_from ? std::string() : " from the root");
+      start
+          ? std::to_string(summary->commits) + " commit(s) since the owner's checkpoint at " +
+                short_id(start->commit.hex()) + ", trusted as the start of this clone (`--full` replays from the root)"
+      : anchor ? std::to_string(summary->commits) + " new commit(s) since the trust checkpoint at " +
+                     short_id(anchor->commit.hex()) + " (`--full` replays from the root)"
+               : std::to_string(summary->commits) + " commit(s)" + (user_from ? std::string() : " from the root");
+  if (checkpoints + invalid_checkpoints > 0)
+    text += std::to_string(checkpoints) + " checkpoint(s) on the way matched the replayed history" +
+            (invalid_checkpoints ? ", " + std::to_string(invalid_checkpoints) + " did not" : std::string()) + "\n";
   text += valid ? "verified " + what + " up to " + tip + ": all valid\n"
                 : "verified " + what + " up to " + tip + ": " + std::to_string(summary->invalid) + " invalid" +
                       (summary->first_invalid ? ", first at " + *summary->first_invalid : std::string()) +

@@ -147,6 +147,12 @@ const std::vector<CommandDecl>& commands() {
        "diagnose the reservation data and a leftover refs/locks/state.lock (exit 0 healthy, 1 problems, 2 "
        "unreadable); repairs nothing"},
       {"migrate", {}, "", V::none, "rewrite a format-1 store as the current format (one ordinary transition)"},
+      {"checkpoint",
+       {},
+       "",
+       V::none,
+       "owner: publish a signed checkpoint of the state at the tip (nothing changes; every verifier checks that it "
+       "follows the commit it names)"},
       {"notary keygen",
        {{"out", V::file, "FILE", "the key file to write", false, true}},
        "",

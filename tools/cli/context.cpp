@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli.h"
+#include "gitlocks/hex.hpp"
 #include "gitlocks/state.hpp"
 #include "report.h"
 #include "timings.h"
@@ -53,7 +54,8 @@ void Context::prefetch_config() {
   // --get-regexp matches the lower-cased key: locks.notaryConnectTimeout, locks.notaryReadTimeout.
   if (!config_)
     config_.emplace(git().begin_configs(
-        "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.notary|locks\\.notary(connect|read)timeout)$"));
+        "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.owner|locks\\.notary|locks\\.notary(connect|read)"
+        "timeout)$"));
 }
 
 std::string Context::config(const std::string& key) {
@@ -61,6 +63,17 @@ std::string Context::config(const std::string& key) {
   const auto& values = config_->values();
   auto it = values.find(key);
   return it == values.end() ? std::string() : it->second;
+}
+
+Result<std::optional<std::string>> Context::pinned_owner() {
+  std::string key = config("locks.owner");
+  if (key.empty()) return std::optional<std::string>();
+  for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (!is_hex(key, 64))
+    return make_error(Errc::usage,
+                      "git config locks.owner must be the store owner's public key (64 hex digits), not '" +
+                          config("locks.owner") + "'");
+  return std::optional<std::string>(key);
 }
 
 Result<std::int64_t> Context::duration_config(const std::string& name, std::int64_t fallback, std::int64_t max_ms) {

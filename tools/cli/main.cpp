@@ -45,6 +45,7 @@ constexpr Handler kHandlers[] = {
     {"export", cmd_export},
     {"doctor", cmd_doctor},
     {"migrate", cmd_migrate},
+    {"checkpoint", cmd_checkpoint},
     {"notary keygen", cmd_notary},
     {"notary serve", cmd_notary},
     {"guard-time enable", cmd_guard_time_enable},

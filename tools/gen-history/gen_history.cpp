@@ -5,7 +5,12 @@
 // commit tampered. Deterministic for a given --seed.
 //
 //   gitlocks-gen-history --commits N (--pack FILE | --bundle FILE)
-//                        [--attested] [--tamper K:MODE] [--seed S]
+//                        [--attested] [--checkpoint-every N] [--tamper K:MODE] [--seed S]
+//
+// --checkpoint-every N: the owner's checkpoint (docs/FORMAT.md
+// "Checkpoints") follows every N-th commit (counted from the root, the
+// checkpoints included); the other commits are those of the same seed
+// without it.
 //
 // Prints the tip commit id. --pack writes a bare packfile (load it into a
 // repository with `git index-pack --stdin` and point refs/locks/state at the
@@ -105,6 +110,13 @@ class Generator {
   std::size_t commits() const { return commits_; }
   gitlocks::ObjectStore& store() { return *store_; }
   const Oid& tip() const { return *tip_; }
+
+  // The owner's checkpoint of the tip.
+  void checkpoint() {
+    auto snap = must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snapshot");
+    auto r = submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(tip_->hex(), snap.policy_hash));
+    if (!r.ok()) die("checkpoint: " + r.error().message);
+  }
 
   // One more commit of a randomly chosen kind (refusals are retried).
   void step() {
@@ -312,6 +324,7 @@ Oid tamper(gitlocks::ObjectStore& store, const Oid& tip, std::size_t k, const st
 
 int main(int argc, char** argv) {
   std::size_t commits = 100;
+  std::size_t checkpoint_every = 0;
   std::uint64_t seed = 1;
   bool attested = false;
   std::string pack_out, bundle_out, tamper_spec;
@@ -327,13 +340,17 @@ int main(int argc, char** argv) {
     else if (a == "--pack") pack_out = val();
     else if (a == "--bundle") bundle_out = val();
     else if (a == "--tamper") tamper_spec = val();
+    else if (a == "--checkpoint-every") checkpoint_every = std::stoul(val());
     else die("unknown argument " + a);
   }
   if (pack_out.empty() == bundle_out.empty()) die("give exactly one of --pack FILE, --bundle FILE");
   if (!gitlocks::crypto_init()) die("libsodium");
   auto started = std::chrono::steady_clock::now();
   Generator g(seed, attested);
-  while (g.commits() < commits) g.step();
+  while (g.commits() < commits) {
+    g.step();
+    if (checkpoint_every && g.commits() < commits && g.commits() % checkpoint_every == 0) g.checkpoint();
+  }
   Oid tip = g.tip();
   if (!tamper_spec.empty()) {
     auto colon = tamper_spec.find(':');

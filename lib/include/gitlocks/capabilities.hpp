@@ -32,6 +32,11 @@ enum class Capability {
   // explicit migration before any signer change), attested by the notary
   // it installs, with its replay; older commits keep their pins.
   owner_guard_time_migrate,
+  // The owner's checkpoint: the admin transition {"admin":{"op":
+  // "checkpoint",...}} (plan.hpp checkpoint_of; docs/FORMAT.md
+  // "Checkpoints"), which changes nothing and names the commit it follows,
+  // with its replay.
+  owner_checkpoint,
 };
 
 // The stable name of a capability, e.g. "owner_guard_time_enable".

@@ -31,4 +31,9 @@ inline constexpr std::size_t kLeaseIdHexDigits = 24;
 // A host's lease TTL when the user gives none: 10 minutes.
 inline constexpr std::int64_t kDefaultTtlMs = 10 * 60 * 1000;
 
+// How far below the tip a clone that trusts nothing yet looks for a
+// checkpoint to start at (trust.hpp checkpoint_anchor): past it, it replays
+// from the root.
+inline constexpr std::size_t kCheckpointSearchCommits = 100000;
+
 }  // namespace gitlocks

@@ -136,4 +136,11 @@ inline json admin_policy_set(const json& policy, const std::string& expected_pol
   return {{"admin", {{"op", "policy-set"}, {"expected_policy_hash", expected_policy_hash}, {"policy", policy}}}};
 }
 
+// The owner's checkpoint of the state at commit `prev` (the tip it is
+// published on): nothing changes; every verifier checks `prev` is the
+// commit's parent (docs/FORMAT.md "Checkpoints").
+inline json admin_checkpoint(const std::string& prev, const std::string& expected_policy_hash) {
+  return {{"admin", {{"op", "checkpoint"}, {"expected_policy_hash", expected_policy_hash}, {"prev", prev}}}};
+}
+
 }  // namespace gitlocks::ops

@@ -24,7 +24,9 @@
 // Owner-signed admin bodies {"admin":{"op":...}}: guard-time-enable,
 // guard-time-set (other notary pins, or guard time off), policy-set, and for
 // PRIVATE stores member-add, member-remove (both leave a pending keyring
-// transition) and rekey (re-seals every record under the pending epoch).
+// transition) and rekey (re-seals every record under the pending epoch); and
+// checkpoint (the state unchanged, vouched for at the commit it names as
+// `prev`: checkpoint_of).
 #pragma once
 
 #include <cstdint>
@@ -87,6 +89,7 @@ enum class Action {
   member_remove,
   rekey,
   migrate,
+  checkpoint,
 };
 const char* action_name(Action a);
 
@@ -125,6 +128,14 @@ struct Creation {
   std::string policy_hash;
 };
 Result<std::optional<Creation>> creation_of(const json& body);
+
+// The commit a checkpoint body vouches for ({"admin":{"op":"checkpoint",
+// "prev":C,...}}): the commit it follows, whose state it leaves as it is
+// (docs/FORMAT.md "Checkpoints"). The planner checks the body; replay
+// checks `prev` against the commit's parent, which the planner cannot see.
+// nullopt: not a checkpoint body (or one whose prev is not a commit id, which
+// the planner refuses).
+std::optional<Oid> checkpoint_of(const json& body);
 
 // source_state: the parent's state tree id, or the null id to create a store (body
 // {"init":POLICY}). Objects of the successor are written to `store`.

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "gitlocks/canon.hpp"
+#include "gitlocks/limits.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/transition.hpp"
 
@@ -32,13 +33,40 @@ struct TrustOptions {
   // anchor that is not `full` is used only by its own verifier; anyone else
   // replays from the root (and must still find the anchor on the chain).
   std::string verifier;
+  // The owner the store must have (`git config locks.owner`): a history
+  // whose root, trusted commit or checkpoint names another is refused
+  // (owner-mismatch), and only that owner's checkpoints are started at.
+  std::optional<std::string> expected_owner;
+  // Without a usable anchor, start at the newest checkpoint on the chain
+  // (checkpoint_anchor) rather than at the root: a fresh clone replays only
+  // what follows it.
+  bool start_at_checkpoint = false;
 };
+
+// Where a clone that trusts nothing yet may start (docs/FORMAT.md
+// "Checkpoints"): the newest checkpoint among the `within` commits of the
+// first-parent chain ending at `tip`, re-executed from its parent by the
+// verifier of `git-locks verify` (replay_chain: the owner's signature — the
+// expected owner's when one is given — its `prev`, the state it leaves
+// unchanged, the store, policy hash, epoch and time bindings; the parent's
+// state is what the checkpoint vouches for). Its trust state, or nullopt
+// when there is none within reach or the newest does not verify (a replay
+// from the root then says why). Errors: store_read.
+struct CheckpointSearch {
+  std::optional<std::string> expected_owner;
+  bool allow_test_clock = false;
+  const Vault* vault = nullptr;
+  std::string verifier;
+  std::size_t within = kCheckpointSearchCommits;
+};
+Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oid& tip, const CheckpointSearch& search);
 
 struct Trusted {
   Snapshot snapshot;                // commit == nullopt: there is no store
   std::optional<TrustState> trust;  // the new checkpoint (nullopt: no store)
   std::size_t replayed = 0;         // commits re-executed
   bool anchored = false;            // the anchor was used (else: from the root)
+  bool from_checkpoint = false;     // the anchor was the newest checkpoint (start_at_checkpoint)
 };
 
 // Errors: invalid_history when a commit between the anchor (or the root) and
