@@ -157,6 +157,13 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     GITLOCKS_TRY(snap, snapshot_at(store, trust));
     out.snapshot = std::move(snap);
   }
+  // The pinned owner, whichever way the trust came (a trusted anchor at the
+  // tip replays nothing): the store's owner never changes, so the tip's is
+  // the root's.
+  if (options.expected_owner && out.snapshot.policy.owner != *options.expected_owner)
+    return history_error("the store's owner is " + out.snapshot.policy.owner + ", not the pinned owner " +
+                             *options.expected_owner + "; nothing was done",
+                         *tip, "owner-mismatch", "");
   detail::attach_keys(out.snapshot, options.vault);
   out.trust = std::move(trust);
   return out;

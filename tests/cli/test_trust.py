@@ -351,6 +351,22 @@ class LocalTrustTest(CliTest, Refusals):
         pinned.git("config", "locks.owner", owner_key.upper())
         v = pinned.run("erin", "--json", "verify")
         self.assertEqual(json.loads(v.err.splitlines()[-1])["start"], "checkpoint", v)
+        # Pinned to another key after it trusted the store: the store is refused all the same (its
+        # trusted tip replays nothing, and the owner is checked there too), and verify judges it from
+        # the root: owner-mismatch, no reset offered.
+        pinned.git("config", "locks.owner", "cd" * 32)
+        res = self.claim(pinned, "erin", "src/g.c")
+        self.assertEqual(res.code, 2, res)
+        self.assertEqual((res.error["code"], res.error["verdict"], res.error["commit"]),
+                         ("invalid-history", "owner-mismatch", tip), res)
+        self.assertNotIn("recovery", res.error, res)
+        v = pinned.run("erin", "--json", "verify")
+        self.assertEqual(v.code, 1, v)
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["first_invalid"], summary["recovery"]),
+                         ("root", p.chain()[0], None), summary)
+        self.assertEqual(json.loads(v.out.splitlines()[0])["reason"], "owner-mismatch")
+        self.assertEqual(r.tip(), tip)
         other = self.fresh_clone(r, "other")
         other.git("config", "locks.owner", "ab" * 32)
         res = self.claim(other, "erin", "src/f.c")

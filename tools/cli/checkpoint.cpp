@@ -151,7 +151,11 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   }
   if (!trusted.ok()) {
     Error e = trusted.error();
-    if (e.code == Errc::invalid_history && tip) {
+    if (e.code == Errc::invalid_history && tip && e.fields["verdict"].text() == "owner-mismatch") {
+      // Not this store's history gone wrong but another store than the one
+      // pinned: no reset makes it that one.
+      e.message += " (git config locks.owner pins the store's owner: this is another store)";
+    } else if (e.code == Errc::invalid_history && tip) {
       const std::string recovery = recovery_command(ctx, e.fields["last_valid"].text(), *tip);
       e.fields["recovery"] = recovery;
       e.message += e.fields["verdict"].text() == "rewrite"

@@ -192,6 +192,18 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   auto config_owner = ctx.pinned_owner();
   if (!config_owner.ok()) return ctx.fail(config_owner.error());
   if (!options.expected_owner) options.expected_owner = *config_owner;
+  // A store whose owner is not the pinned one is judged from the root, where
+  // its verdict is owner-mismatch (as with --expect-owner): no trusted
+  // commit of it is continued from. Its owner never changes, so the tip's
+  // policy names it.
+  bool other_owner = false;
+  if (*config_owner && !expected->first) {
+    auto tc = read_transition_commit(**store, tip);
+    auto doc = tc.ok() ? StateReader(**store, tc->state).policy() : Result<json>(make_error(Errc::store_read, ""));
+    auto pol = doc.ok() ? parse_policy(*doc) : Result<Policy>(doc.error());
+    other_owner = !pol.ok() || pol->owner != **config_owner;
+  }
+  const bool from_root = pinned || other_owner;
   options.expected_pins = expected->second;
   if (auto from = a->value("from")) {
     auto r = ctx.git().run({"rev-parse", "--verify", "--quiet", *from + "^{commit}"});
@@ -244,7 +256,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
       if (!d.ok()) return ctx.fail(d.error());
       if (!*d) {
         if (!fork_from) fork_from = checkpoint->commit;
-      } else if (!user_from && !a->has("full") && !pinned) {
+      } else if (!user_from && !a->has("full") && !from_root) {
         anchor = usable_anchor(**store, *checkpoint, verifier);
         if (anchor) options.from = anchor->commit;
       }
@@ -253,7 +265,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   // history, as every command does (trust.hpp checkpoint_anchor); `--full`
   // replays from the root and checks every checkpoint on the way.
   std::optional<TrustState> start;
-  if (!anchor && !fork_from && !user_from && !a->has("full") && !pinned && !a->has("accept-rewrite")) {
+  if (!anchor && !fork_from && !user_from && !a->has("full") && !from_root && !a->has("accept-rewrite")) {
     CheckpointSearch search;
     search.expected_owner = options.expected_owner;
     search.allow_test_clock = options.allow_test_clock;
