@@ -144,6 +144,18 @@ class EndToEnd(RemoteTest):
         self.assertOk(bob.run("--json", "sem", "acquire", "runners", "--limit", "1"))
         self.assertRefused(alice.run("--json", "sem", "acquire", "runners", "--limit", "1"), "full-semaphore")
 
+        # The owner's checkpoint, through the server's hook; then a host that has verified nothing yet
+        # (carol) starts there: the checkpoint and the commits after it, not the root.
+        before = srv.tip()
+        cp = self.assertOk(alice.run("--json", "checkpoint")).json
+        self.assertEqual((cp["commit"], cp["prev"]), (srv.tip(), before))
+        self.assertOk(bob.run("--json", "sem", "release", "runners"))
+        carol = self.host(srv, "carol")
+        v = self.assertOk(carol.run("--json", "verify"))
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["start_commit"], summary["commits"]),
+                         ("checkpoint", cp["commit"], 1), summary)
+
         log = bob.run("--json", "log")
         self.assertOk(log)
         self.assertEqual(len(log.out.splitlines()), len(srv.history()))
