@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Benchmark of a fresh clone's first claim (issue 33): a host that has never
+verified the store (a new CI runner, a new agent machine) clones it through
+`git daemon --enable=receive-pack` on 127.0.0.1 and claims one path, which
+fetches refs/locks/state, verifies the history and publishes the claim.
+
+Side by side in one run, on generated histories (gitlocks-gen-history
+--seed 42):
+  - a small store of SMALL commits without checkpoints (the baseline);
+  - a store of COMMITS commits with the owner's checkpoint after every
+    EVERY-th commit (--checkpoint-every): the fresh clone starts at the
+    newest one (docs/FORMAT.md "Checkpoints");
+  - the same COMMITS commits without checkpoints (a full replay: today's
+    cost for a store that has none).
+For each: the first claim's wall time and CPU time (git-locks and the git
+children it waited for: the fetch and the push), and the bytes the clone
+fetched (its object database afterwards). Goal (issue 33): the checkpointed
+store's first claim within 1.2x of the small store's. The bytes fetched are
+printed too: history older than a checkpoint still travels until the store
+can cut it onto an archive ref (not built yet), so they grow with COMMITS.
+
+usage: fresh_clone_bench.py GIT_LOCKS GEN_HISTORY [--commits 20000]
+                            [--small 1000] [--checkpoint-every 1000] [--reps 3]
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "remote"))
+from cli_bench import last_cpu, spawn  # noqa: E402
+import servers  # noqa: E402
+
+STATE = "refs/locks/state"
+
+
+def object_bytes(repo):
+    """Bytes of the repository's object database (packs and loose objects)."""
+    out = subprocess.run(["git", "-C", repo, "count-objects", "-v"], capture_output=True, text=True,
+                         check=True).stdout
+    kib = dict(line.split(": ") for line in out.splitlines())
+    return (int(kib["size"]) + int(kib["size-pack"])) * 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cli", help="git-locks")
+    ap.add_argument("gen", help="gitlocks-gen-history")
+    ap.add_argument("--commits", type=int, default=20000, help="commits of the large stores")
+    ap.add_argument("--small", type=int, default=1000, help="commits of the baseline store")
+    ap.add_argument("--checkpoint-every", type=int, default=1000, help="a checkpoint after every N-th commit")
+    ap.add_argument("--reps", type=int, default=3, help="fresh clones per store (medians are printed)")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="gitlocks-fresh-clone-bench-")
+    servers_started = []
+    try:
+        stores = [("small", args.small, 0), ("checkpointed", args.commits, args.checkpoint_every),
+                  ("plain", args.commits, 0)]
+        rows = {}
+        for kind, commits, every in stores:
+            bundle = os.path.join(tmp, kind + ".bundle")
+            gen = [args.gen, "--commits", str(commits), "--seed", "42", "--bundle", bundle]
+            if every:
+                gen += ["--checkpoint-every", str(every)]
+            subprocess.run(gen, check=True, capture_output=True)
+            srv = servers.Server.start("daemon", os.path.join(tmp, kind))
+            servers_started.append(srv)
+            subprocess.run(["git", "-C", srv.bare, "fetch", "-q", bundle, f"{STATE}:{STATE}"], check=True)
+            walls, cpus, fetched = [], [], []
+            for rep in range(args.reps):
+                host = servers.clone(srv.url, os.path.join(tmp, f"{kind}-host{rep}"), f"host{rep}")
+                subprocess.run(["git", "-C", host, "config", "locks.remote", "origin"], check=True)
+                env = dict(os.environ)
+                for k in ("GIT_LOCKS_NOW_MS", "GIT_LOCKS_GIT", "GIT_LOCKS_REMOTE"):
+                    env.pop(k, None)
+                env["GIT_LOCKS_KEY"] = os.path.join(tmp, f"host{rep}.key")
+                before = object_bytes(host)
+                wall, code, _, out, err = spawn([args.cli, "--repo", host, "--json", "claim", "--ttl", "10m",
+                                                 f"bench/{kind}-{rep}.txt"], env)
+                if code != 0:
+                    sys.exit(f"{kind}: the first claim failed ({code}): {err.decode()[-2000:]}")
+                walls.append(wall)
+                cpus.append(last_cpu())
+                fetched.append(object_bytes(host) - before)
+            rows[kind] = (commits, statistics.median(walls), statistics.median(cpus), statistics.median(fetched))
+        print(f"fresh clone + first claim through git daemon (medians of {args.reps}):")
+        for kind, label in (("small", "no checkpoint"),
+                            ("checkpointed", f"a checkpoint every {args.checkpoint_every}"),
+                            ("plain", "no checkpoint")):
+            commits, wall, cpu, nbytes = rows[kind]
+            print(f"  {commits:>7,} commits, {label:<26} wall {wall * 1000:9.1f} ms, CPU {cpu * 1000:9.1f} ms, "
+                  f"fetched {nbytes / 1e6:8.2f} MB")
+        small, cp, plain = rows["small"], rows["checkpointed"], rows["plain"]
+        print(f"checkpointed vs small store: wall {cp[1] / small[1]:.2f}x, CPU {cp[2] / small[2]:.2f}x "
+              f"(goal <= 1.2x); bytes fetched {cp[3] / max(1, small[3]):.2f}x")
+        print(f"without checkpoints vs small store: wall {plain[1] / small[1]:.2f}x, CPU {plain[2] / small[2]:.2f}x")
+    finally:
+        for srv in servers_started:
+            srv.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
