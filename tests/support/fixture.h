@@ -4,6 +4,7 @@
 
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,17 @@ inline Result<Candidate> enable_guard_time(Store& s, const std::string& who, con
                          {"service_key", pins.service_key},
                          {"disclosure", "GUARD_WINDOW"},
                          {"expected_policy_hash", expected}}}});
+}
+
+// The first-parent chain ending at `tip`, root first.
+inline std::vector<Oid> chain_of(ObjectStore& store, const Oid& tip) {
+  std::vector<Oid> chain;
+  for (std::optional<Oid> cur = tip; cur;) {
+    chain.insert(chain.begin(), *cur);
+    auto c = store.read_commit(*cur).value();
+    cur = c.parents.empty() ? std::nullopt : std::optional<Oid>(c.parents.front());
+  }
+  return chain;
 }
 
 // How many commits of the store's history the replay finds invalid.

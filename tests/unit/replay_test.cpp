@@ -60,13 +60,7 @@ Store history() {
 // applied to its (state, packet) pair. Returns the new tip.
 Oid rewrite(Store& s, const std::function<void(gitlocks::TransitionCommit&)>& edit, std::size_t target_from_root) {
   auto& store = s.objects();
-  std::vector<Oid> chain;
-  for (auto cur = s.tip(); cur;) {
-    chain.insert(chain.begin(), *cur);
-    auto c = store.read_commit(*cur).value();
-    if (c.parents.empty()) break;
-    cur = c.parents.front();
-  }
+  const std::vector<Oid> chain = gitlocks::test::chain_of(store, *s.tip());
   std::optional<Oid> parent;
   for (std::size_t i = 0; i < chain.size(); ++i) {
     auto tc = gitlocks::read_transition_commit(store, chain[i]).value();

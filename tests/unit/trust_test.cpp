@@ -442,13 +442,7 @@ TEST_CASE(
   // each valid (verifiers ignore messages), but new commit ids, so the
   // checkpoint names a commit that is no longer its parent.
   auto& store = h.s.objects();
-  std::vector<Oid> chain;
-  for (auto cur = h.s.tip(); cur;) {
-    chain.insert(chain.begin(), *cur);
-    auto c = store.read_commit(*cur).value();
-    if (c.parents.empty()) break;
-    cur = c.parents.front();
-  }
+  const std::vector<Oid> chain = gitlocks::test::chain_of(store, *h.s.tip());
   std::optional<Oid> parent;
   for (std::size_t i = 0; i < chain.size(); ++i) {
     auto tc = gitlocks::read_transition_commit(store, chain[i]).value();
