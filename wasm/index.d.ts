@@ -180,6 +180,10 @@ export interface ReplaySummary {
    * PRIVATE store was verified without a member's key.
    */
   note?: string;
+  /** Where the replay started: the root, `from`, or the newest checkpoint (`fromCheckpoint`). */
+  start?: 'root' | 'from' | 'checkpoint';
+  /** The commit it continued from (`from` or the checkpoint); null from the root. */
+  start_commit?: Oid | null;
 }
 
 export interface ReplayResult {
@@ -197,6 +201,13 @@ export interface ReplayOptions {
   tip?: Oid;
   /** Trust this commit and its ancestors; verify from here on. */
   from?: Oid;
+  /**
+   * Start at the newest checkpoint of the store's owner (of `owner` when
+   * given) within 100,000 commits of the tip, re-executed from its parent,
+   * as a fresh clone of the CLI does; at the root when there is none or it
+   * does not verify (docs/FORMAT.md "Checkpoints"). Not with `from`.
+   */
+  fromCheckpoint?: boolean;
   /** Accept attestations made with a notary's test clock. */
   allowTestClock?: boolean;
   /** Guard-time pins the store must use: every attestation's, and in force at the tip (else the tip is pins-mismatch). */

@@ -348,6 +348,7 @@ function createGitLocksApi(factory, host) {
       const o = {};
       if (options.tip !== undefined) o.tip = options.tip;
       if (options.from !== undefined) o.from = options.from;
+      if (options.fromCheckpoint !== undefined) o.from_checkpoint = options.fromCheckpoint;
       if (options.allowTestClock) o.allow_test_clock = true;
       if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
       if (options.owner !== undefined) o.owner = options.owner;

@@ -237,18 +237,22 @@ gitlocks::Status read_replay_options(const json& options, gitlocks::ReplayOption
   return gitlocks::Ok{};
 }
 
-// What store_replay (with "from") and store_timeline read from their
-// options: the tip (options.tip, else refs/locks/state) and the replay
-// options.
+// What store_replay (with "from" or "from_checkpoint") and store_timeline
+// read from their options: the tip (options.tip, else refs/locks/state) and
+// the replay options. With "from_checkpoint", the replay starts at the
+// newest checkpoint of the owner (the expected owner's when "owner" is
+// given), as a fresh clone of the CLI does (trust.hpp checkpoint_anchor),
+// else at the root.
 struct ReplayRequest {
   gitlocks::Oid tip;
   gitlocks::ReplayOptions options;
+  std::optional<gitlocks::Oid> checkpoint;  // the checkpoint it starts at
 };
 
 gitlocks::Result<ReplayRequest> replay_request(gitlocks::ObjectStore& store, const json& options, bool with_from) {
   if (with_from)
-    GITLOCKS_CHECK(
-        gitlocks::check_keys(options, {"tip", "from", "allow_test_clock", "pins", "owner"}, "replay options"));
+    GITLOCKS_CHECK(gitlocks::check_keys(
+        options, {"tip", "from", "from_checkpoint", "allow_test_clock", "pins", "owner"}, "replay options"));
   else GITLOCKS_CHECK(gitlocks::check_keys(options, {"tip", "allow_test_clock", "pins", "owner"}, "timeline options"));
   ReplayRequest r;
   if (options.contains("tip")) {
@@ -266,6 +270,22 @@ gitlocks::Result<ReplayRequest> replay_request(gitlocks::ObjectStore& store, con
     r.options.from = id;
   }
   GITLOCKS_CHECK(read_replay_options(options, r.options));
+  if (options.contains("from_checkpoint")) {
+    if (!options["from_checkpoint"].is_boolean())
+      return gitlocks::make_error(Errc::usage, "replay options: from_checkpoint must be a boolean");
+    if (options["from_checkpoint"].get<bool>()) {
+      if (r.options.from)
+        return gitlocks::make_error(Errc::usage, "replay options: from and from_checkpoint exclude each other");
+      gitlocks::CheckpointSearch search;
+      search.expected_owner = r.options.expected_owner;
+      search.allow_test_clock = r.options.allow_test_clock;
+      GITLOCKS_TRY(found, gitlocks::checkpoint_anchor(store, r.tip, search));
+      if (found) {
+        r.options.from = found->commit;
+        r.checkpoint = found->commit;
+      }
+    }
+  }
   return r;
 }
 
@@ -285,6 +305,7 @@ struct PreparedReplay {
   gitlocks::Oid tip;
   gitlocks::ReplayOptions options;
   gitlocks::MemberVault vault;
+  std::optional<gitlocks::Oid> checkpoint;  // the checkpoint the replay starts at (from_checkpoint)
 };
 
 gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall& call, bool with_from,
@@ -293,6 +314,7 @@ gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall
   auto p = std::make_unique<PreparedReplay>();
   p->tip = std::move(request.tip);
   p->options = std::move(request.options);
+  p->checkpoint = std::move(request.checkpoint);
   if (progress_token != 0)
     p->options.progress = [progress_token](std::size_t done, std::size_t total) {
       gitlocks_js_progress(progress_token, static_cast<double>(done), static_cast<double>(total));
@@ -522,8 +544,10 @@ char* gitlocks_store_builder_finish(int handle) {
 void gitlocks_store_builder_free(int handle) { delete reinterpret_cast<gitlocks::PackStoreBuilder*>(handle); }
 
 // store_replay(handle, options, member key, progress token): options
-// {"tip":OID?, "from":OID?, "allow_test_clock":BOOL?,
-// "pins":{"audience","service_key"}?}; the tip defaults to refs/locks/state.
+// {"tip":OID?, "from":OID? | "from_checkpoint":BOOL?, "allow_test_clock":BOOL?,
+// "pins":{"audience","service_key"}?, "owner":HEX?}; the tip defaults to
+// refs/locks/state. The summary says where the replay started ("start":
+// "root", "from" or "checkpoint"; "start_commit").
 // With the key of a member of a PRIVATE store (its vault opened from the
 // tip's keyring, as `git-locks verify` does), sealed commits replay in full;
 // without one, or with a key that is not a member's, structurally. A key
@@ -541,7 +565,11 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
   auto r = gitlocks::replay_chain(call.store(), p.tip, p.options,
                                   [&](const gitlocks::Verdict& v) { verdicts.push_back(gitlocks::verdict_json(v)); });
   if (!r.ok()) return fail(r.error());
-  return ok({{"verdicts", std::move(verdicts)}, {"summary", gitlocks::replay_summary_json(*r, p.vault)}});
+  json summary = gitlocks::replay_summary_json(*r, p.vault);
+  // Where it started, as `git-locks verify --json` says it.
+  summary["start"] = p.checkpoint ? "checkpoint" : p.options.from ? "from" : "root";
+  summary["start_commit"] = p.options.from ? json(*p.options.from) : json(nullptr);
+  return ok({{"verdicts", std::move(verdicts)}, {"summary", std::move(summary)}});
 }
 
 // store_timeline(handle, options, member key, progress token, sink token):

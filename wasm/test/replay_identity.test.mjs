@@ -78,6 +78,29 @@ for (const [mode, reason] of tampered) {
     checkIdentity(store, reason);
   });
 }
+test('a history with the owner\'s checkpoints replays identically - and fromCheckpoint starts at the newest', () => {
+  // A checkpoint after the 50th and the 100th commit (gitlocks-gen-history --checkpoint-every).
+  const store = makeStore('checkpoints', ['--commits', '120', '--seed', '7', '--checkpoint-every', '50']);
+  const full = checkIdentity(store, null);
+  assert.deepEqual(full.verdicts.map((v, i) => [v.command, i]).filter(([c]) => c === 'checkpoint').map(([, i]) => i),
+    [50, 100]);
+  assert.equal(full.summary.start, 'root');
+  assert.equal(full.summary.start_commit, null);
+  // From the newest checkpoint: the 19 commits after it, each verdict as in the full replay.
+  const fresh = gl.replay(fs.readFileSync(store.bundle), { fromCheckpoint: true });
+  assert.equal(fresh.summary.start, 'checkpoint');
+  assert.equal(fresh.summary.start_commit, full.verdicts[100].commit);
+  assert.equal(fresh.summary.commits, 19);
+  assert.deepEqual(fresh.verdicts, full.verdicts.slice(101));
+  // Another expected owner: no checkpoint of hers to start at, and the root is owner-mismatch.
+  const other = gl.replay(fs.readFileSync(store.bundle), { fromCheckpoint: true, owner: 'ab'.repeat(32) });
+  assert.equal(other.summary.start, 'root');
+  assert.equal(other.verdicts[0].reason, 'owner-mismatch');
+  // With `from` as well: a usage error.
+  assert.throws(() => gl.replay(fs.readFileSync(store.bundle), { fromCheckpoint: true, from: store.tip }),
+    (e) => e.code === 'usage' && /exclude each other/.test(e.message));
+});
+
 test('a tampered attested store (state-byte) gives the same verdicts', () => {
   const store = makeStore('tamper-attested', ['--commits', '40', '--seed', '5', '--attested', '--tamper', '20:state-byte']);
   checkIdentity(store, 'state-mismatch');
