@@ -180,6 +180,8 @@ export interface ReplaySummary {
    * PRIVATE store was verified without a member's key.
    */
   note?: string;
+  /** The checkpoints among the replayed commits: those that verified, and those that did not. */
+  checkpoints: { valid: number; invalid: number };
   /** Where the replay started: the root, `from`, or the newest checkpoint (`fromCheckpoint`). */
   start?: 'root' | 'from' | 'checkpoint';
   /** The commit it continued from (`from` or the checkpoint); null from the root. */

@@ -363,7 +363,8 @@ json replay_summary_json(const ReplaySummary& s, const MemberVault& mv) {
               {"tip", opt(s.tip)},
               {"first_invalid", opt(s.first_invalid)},
               {"private", mv.is_private},
-              {"member", mv.vault.has_value()}};
+              {"member", mv.vault.has_value()},
+              {"checkpoints", {{"valid", s.checkpoints}, {"invalid", s.invalid_checkpoints}}}};
   if (needs_structural_note(s, mv)) out["note"] = std::string(kStructuralNote);
   return out;
 }

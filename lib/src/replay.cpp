@@ -678,6 +678,7 @@ Result<ReplaySummary> replay(ObjectStore& raw_store, const Oid& tip, const Repla
     root = false;
     ++summary.commits;
     if (v.level == VerifyLevel::structural) ++summary.structural;
+    if (v.action == "checkpoint") ++(v.ok ? summary.checkpoints : summary.invalid_checkpoints);
     if (!v.ok) {
       ++summary.invalid;
       if (!summary.first_invalid) {

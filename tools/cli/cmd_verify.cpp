@@ -293,9 +293,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     if (stdout_tty) std::fflush(stdout);
     out.clear();
   };
-  std::size_t checkpoints = 0, invalid_checkpoints = 0;  // the checkpoints this replay passed
   auto summary = replay_chain(**store, tip, options, [&](const Verdict& v) {
-    if (v.action == "checkpoint") ++(v.ok ? checkpoints : invalid_checkpoints);
     if (ctx.json_output) {
       auto line = canon_dump(verdict_json(v));
       out += line.ok() ? *line : json_line(verdict_json(v));
@@ -353,7 +351,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
             {"start_commit", anchor      ? json(anchor->commit)
                              : user_from ? json(*options.from)
                                          : json(nullptr)},
-            {"checkpoints", {{"valid", checkpoints}, {"invalid", invalid_checkpoints}}},
+            {"checkpoints", {{"valid", summary->checkpoints}, {"invalid", summary->invalid_checkpoints}}},
             {"recovery", recovery ? json(*recovery) : json(nullptr)}};
   std::string text;
   if (fork_from) {
@@ -379,9 +377,11 @@ int cmd_verify(Context& ctx, const Argv& argv) {
       : anchor ? std::to_string(summary->commits) + " new commit(s) since the trust checkpoint at " +
                      short_id(anchor->commit.hex()) + " (`--full` replays from the root)"
                : std::to_string(summary->commits) + " commit(s)" + (user_from ? std::string() : " from the root");
-  if (checkpoints + invalid_checkpoints > 0)
-    text += std::to_string(checkpoints) + " checkpoint(s) on the way matched the replayed history" +
-            (invalid_checkpoints ? ", " + std::to_string(invalid_checkpoints) + " did not" : std::string()) + "\n";
+  if (summary->checkpoints + summary->invalid_checkpoints > 0)
+    text += std::to_string(summary->checkpoints) + " checkpoint(s) on the way matched the replayed history" +
+            (summary->invalid_checkpoints ? ", " + std::to_string(summary->invalid_checkpoints) + " did not"
+                                          : std::string()) +
+            "\n";
   text += valid ? "verified " + what + " up to " + tip + ": all valid\n"
                 : "verified " + what + " up to " + tip + ": " + std::to_string(summary->invalid) + " invalid" +
                       (summary->first_invalid ? ", first at " + *summary->first_invalid : std::string()) +

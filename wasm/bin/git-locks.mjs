@@ -207,6 +207,21 @@ function readTip(ctx) {
 
 const noStore = 'no lock store in this repository (refs/locks/state is missing): run `git-locks init`';
 
+// The owner `git config locks.owner` pins (null when unset), as the native
+// CLI reads it: 64 hex digits, in lower case; anything else is a usage error.
+function pinnedOwner(ctx) {
+  const raw = git(ctx, ['config', '--get', 'locks.owner'], { allowStatus: [0, 1] }).stdout.replace(/\n$/, '');
+  if (!raw) return null;
+  const key = raw.toLowerCase();
+  if (!/^[0-9a-f]{64}$/.test(key))
+    throw fail('usage', `git config locks.owner must be the store owner's public key (64 hex digits), not '${raw}'`);
+  return key;
+}
+
+const kUnexpectedStoreNote =
+  "not the expected store: its owner or notary pins are not the ones given (--expect-owner, --expect-pins); " +
+  'check where it came from - resetting the ref cannot repair this';
+
 // A pack streamed from a git command's stdout into the core's indexer.
 async function openFromGit(ctx, args, input) {
   const child = spawn('git', ctx.repo !== undefined ? ['-C', ctx.repo, ...args] : args, {
@@ -392,7 +407,8 @@ async function cmdVerify(ctx, argv) {
   try {
     // A member's key only for a PRIVATE store, as natively.
     if (isPrivate(store, tip)) key = memberKey(ctx);
-    r = store.replay({ tip, memberKey: key, allowTestClock: ctx.allowTestClock });
+    const owner = pinnedOwner(ctx);
+    r = store.replay({ tip, memberKey: key, allowTestClock: ctx.allowTestClock, ...(owner ? { owner } : {}) });
   } finally {
     store.delete();
     if (key) key.fill(0);
@@ -400,7 +416,10 @@ async function cmdVerify(ctx, argv) {
   const sum = r.summary;
   const valid = sum.invalid === 0;
   let recovery = null;
-  if (sum.first_invalid) {
+  // A store of another owner than the pinned one: no reset makes it that one.
+  const firstReason = sum.first_invalid ? r.verdicts.find((v) => !v.ok).reason : '';
+  const unexpectedStore = firstReason === 'owner-mismatch' || firstReason === 'pins-mismatch';
+  if (sum.first_invalid && !unexpectedStore) {
     const p = git(ctx, ['rev-parse', '--verify', '--quiet', `${sum.first_invalid}^1`], { allowStatus: [0, 1] });
     const lastValid = p.status === 0 ? p.stdout.trim() : '';
     recovery = lastValid ? `git update-ref ${kStateRef} ${lastValid} ${tip}` : `git update-ref -d ${kStateRef} ${tip}`;
@@ -414,6 +433,9 @@ async function cmdVerify(ctx, argv) {
     first_invalid: sum.first_invalid,
     from: null,
     checkpoint: null,
+    start: 'root',
+    start_commit: null,
+    checkpoints: sum.checkpoints,
     recovery,
   };
   let text = '';
@@ -422,11 +444,18 @@ async function cmdVerify(ctx, argv) {
     text += `${sum.note} for ${sum.structural} commit(s)${sum.private && !sum.member ? ' (this key is not a member of the PRIVATE store)' : ''}\n`;
   }
   const what = `${sum.commits} commit(s) from the root`;
+  const cp = sum.checkpoints;
+  if (cp.valid + cp.invalid > 0)
+    text += `${cp.valid} checkpoint(s) on the way matched the replayed history${cp.invalid ? `, ${cp.invalid} did not` : ''}\n`;
   text += valid
     ? `verified ${what} up to ${tip}: all valid\n`
     : `verified ${what} up to ${tip}: ${sum.invalid} invalid${sum.first_invalid ? `, first at ${sum.first_invalid}` : ''}\n`;
   if (recovery)
     text += `to recover, the store's owner resets refs/locks/state to the last valid commit (after inspecting the verdicts above): ${recovery}\n`;
+  if (unexpectedStore) {
+    s.note = s.note ? `${s.note}; ${kUnexpectedStoreNote}` : kUnexpectedStoreNote;
+    text += kUnexpectedStoreNote + '\n';
+  }
   if (ctx.json) {
     await write(r.verdicts.map((v) => JSON.stringify(v) + '\n').join(''));
     process.stderr.write(sortedLine(s) + '\n');

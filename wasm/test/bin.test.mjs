@@ -223,6 +223,48 @@ test('verify --full and status: the same bytes and status as the native CLI', { 
   same(['status', '--all'], 0);
 });
 
+test('verify --full of a store with the owner\'s checkpoint, and with another owner pinned: the same bytes', { skip }, () => {
+  const repo = path.join(tempDir('bin-checkpoint'), 'repo');
+  run('git', ['init', '-q', repo]);
+  const env = (who) => s.env({ GIT_LOCKS_KEY: s.key(who), GIT_LOCKS_NOW_MS: String(NOW) });
+  const locks = (who, args) => run(cli, ['--repo', repo, ...args], { env: env(who) });
+  locks('alice', ['init']);
+  locks('alice', ['claim', '--ttl', '1h', 'a']);
+  locks('alice', ['checkpoint']);
+  locks('bob', ['claim', '--ttl', '1h', 'b']);
+  const both = (args) =>
+    [cli, bin].map((program) => {
+      const r = spawnSync(program, args, { cwd: repo, encoding: 'utf8', env: env('bob') });
+      return { out: r.stdout, err: r.stderr, status: r.status };
+    });
+  const compare = (status) => {
+    const [native, wasm] = both(['--json', 'verify', '--full']);
+    assert.equal(native.status, status, native.err);
+    assert.equal(wasm.status, status, wasm.err);
+    assert.equal(wasm.out, native.out);
+    const summary = JSON.parse(wasm.err);
+    assert.deepEqual(summary, JSON.parse(native.err.trim().split('\n').pop()));
+    const [nativeText, wasmText] = both(['verify', '--full']);
+    assert.equal(wasmText.status, status);
+    assert.equal(wasmText.out, nativeText.out);
+    return { summary, text: wasmText.out };
+  };
+  const valid = compare(0);
+  assert.deepEqual(valid.summary.checkpoints, { valid: 1, invalid: 0 });
+  assert.equal(valid.summary.start, 'root');
+  assert.match(valid.text, /^1 checkpoint\(s\) on the way matched the replayed history$/m);
+  // Pinned to another owner (git config locks.owner): the root is owner-mismatch, and no reset is offered.
+  run('git', ['-C', repo, 'config', 'locks.owner', 'AB'.repeat(32)]);
+  const other = compare(1);
+  assert.equal(other.summary.recovery, null);
+  assert.match(other.summary.note, /not the expected store/);
+  run('git', ['-C', repo, 'config', 'locks.owner', 'not-a-key']);
+  const [native, wasm] = both(['--json', 'verify', '--full']);
+  assert.equal(native.status, 64);
+  assert.equal(wasm.status, 64);
+  assert.equal(errorOf(wasm.err).detail, errorOf(native.err).detail);
+});
+
 test('usage errors and a missing store, as natively', { skip }, () => {
   for (const [args, status, code] of [
     [['--json', 'check'], 64, 'usage'],

@@ -198,10 +198,12 @@ Result<json> fence_record(const std::optional<Record>& record, const std::string
                           std::int64_t now);
 
 // {"commits","invalid","structural","tip","first_invalid","private",
-//  "member","note"?} for a replay: "note" (kStructuralNote) exactly when
+//  "member","checkpoints","note"?} for a replay: "note" (kStructuralNote) exactly when
 // some commit was verified structurally only, or a PRIVATE store was
 // verified without a member's keys (needs_structural_note).
 bool needs_structural_note(const ReplaySummary& s, const MemberVault& mv);
+// That summary; "checkpoints" is {"valid","invalid"}, the checkpoints among
+// the replayed commits.
 json replay_summary_json(const ReplaySummary& s, const MemberVault& mv);
 
 // One commit of a verified history as a host reads it (the npm module's

@@ -153,6 +153,10 @@ struct ReplaySummary {
   std::optional<Oid> tip;
   std::optional<Oid> first_invalid;
   std::optional<Verdict> first_invalid_verdict;
+  // The checkpoints among the replayed commits (action "checkpoint"): those
+  // that verified, and those that did not.
+  std::size_t checkpoints = 0;
+  std::size_t invalid_checkpoints = 0;
   // The chain's state after its tip (meaningful when invalid == 0).
   TrustState end;
 };
