@@ -309,6 +309,8 @@ export interface StatusOptions {
   me?: string;
   memberKey?: MemberKey;
   allowTestClock?: boolean;
+  /** The store's expected owner (64 hex, as `git config locks.owner`): another owner's store is invalid-history (owner-mismatch). */
+  owner?: string;
 }
 
 /** One row of `git-locks status --json`. */
@@ -348,6 +350,8 @@ export interface CheckOptions {
   /** A member's key: a PRIVATE store cannot be checked without one (not-member). */
   memberKey?: MemberKey;
   allowTestClock?: boolean;
+  /** The store's expected owner (64 hex, as `git config locks.owner`): another owner's store is invalid-history (owner-mismatch). */
+  owner?: string;
 }
 
 /** A changed path the rule refuses (docs/CLI.md "check"). */

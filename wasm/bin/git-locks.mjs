@@ -344,10 +344,12 @@ async function cmdCheck(ctx, argv) {
   const store = await openFromGit(ctx, ['pack-objects', '--stdout', '-q', '--window=0'], checkObjects(ctx, tip, listed));
   let text;
   try {
+    const owner = pinnedOwner(ctx);
     text = store.checkText(tip, listed.map((l) => l[0]), {
       now,
       memberKey: key,
       allowTestClock: ctx.allowTestClock,
+      ...(owner ? { owner } : {}),
     });
   } finally {
     store.delete();
@@ -514,6 +516,8 @@ async function cmdStatus(ctx, argv) {
   let key = null;
   try {
     const options = { now, all: a.has('all'), allowTestClock: ctx.allowTestClock };
+    const owner = pinnedOwner(ctx);
+    if (owner) options.owner = owner;
     if (a.positionals.length) options.paths = a.positionals;
     // A PRIVATE store is read with a member's key; otherwise the key only
     // marks the rows that are "mine", and a missing or broken one marks none.

@@ -397,6 +397,7 @@ function createGitLocksApi(factory, host) {
       if (options.all) o.all = true;
       if (options.me !== undefined) o.me = options.me;
       if (options.allowTestClock) o.allow_test_clock = true;
+      if (options.owner !== undefined) o.owner = options.owner;
       return withMemberKey(options.memberKey, (key) =>
         call('gitlocks_store_status', [this._live(), commitArg(commit), str(o, 'options'), ...key]));
     }
@@ -422,6 +423,7 @@ function createGitLocksApi(factory, host) {
         throw new GitLocksError('usage', 'check needs an array of commit ids');
       const o = { now: nowOf(options) };
       if (options.allowTestClock) o.allow_test_clock = true;
+      if (options.owner !== undefined) o.owner = options.owner;
       return withMemberKey(options.memberKey, (key) =>
         call('gitlocks_store_check', [this._live(), commitArg(tip), str(commits, 'commits'), str(o, 'options'), ...key]));
     }

@@ -331,17 +331,26 @@ gitlocks::Result<std::unique_ptr<PreparedReplay>> prepare_replay(const StoreCall
 // codec of the tip's epoch (Snapshot::vault(), codec()); a key that opens
 // no key of that epoch is not-member.
 gitlocks::Result<gitlocks::Snapshot> verified_at(gitlocks::ObjectStore& store, const char* commit,
-                                                 const gitlocks::KeyPair* member, bool allow_test_clock) {
+                                                 const gitlocks::KeyPair* member, bool allow_test_clock,
+                                                 const std::optional<std::string>& owner = std::nullopt) {
   GITLOCKS_TRY(tip, tip_of(store, commit));
   const gitlocks::VerifierKeys keys = gitlocks::verifier_keys(store, tip, member);
   gitlocks::TrustOptions to;
   to.allow_test_clock = allow_test_clock;
+  to.expected_owner = owner;  // a store of another owner is invalid-history (owner-mismatch)
   to.vault = keys.vault();
   to.verifier = keys.verifier;
   GITLOCKS_TRY(trusted, gitlocks::verified_snapshot(store, tip, to));
   if (trusted.snapshot.keys && trusted.snapshot.keys->codec_error)
     return trusted.snapshot.keys->codec_error->prefixed("commit " + tip + ": ");
   return std::move(trusted.snapshot);
+}
+
+// The expected owner a query's options name ("owner": 64 hex), if any.
+gitlocks::Result<std::optional<std::string>> owner_option(const json& options) {
+  if (!options.contains("owner")) return std::optional<std::string>();
+  GITLOCKS_TRY(owner, gitlocks::get_string(options, "owner"));
+  return std::optional<std::string>(owner);
 }
 
 // The trust states of the last commits a store handle's readState or
@@ -622,9 +631,12 @@ char* gitlocks_store_status(int handle, const char* commit, const char* options_
   gitlocks::ObjectStore* store = &call.store();
   const MemberKey& member = call.member();
   const json* options = &call.options();
-  if (auto s = gitlocks::check_keys(*options, {"now", "paths", "all", "me", "allow_test_clock"}, "status options");
+  if (auto s =
+          gitlocks::check_keys(*options, {"now", "paths", "all", "me", "allow_test_clock", "owner"}, "status options");
       !s.ok())
     return fail(s.error());
+  auto owner = owner_option(*options);
+  if (!owner.ok()) return fail(owner.error());
   gitlocks::StatusQuery q;
   auto now = gitlocks::get_int(*options, "now");
   if (!now.ok()) return fail(now.error());
@@ -646,7 +658,7 @@ char* gitlocks_store_status(int handle, const char* commit, const char* options_
   }
   if (auto checked = gitlocks::path_filters(typed, gitlocks::PathCase::sensitive); !checked.ok())
     return fail(checked.error());
-  auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false));
+  auto at = verified_at(*store, commit, member.get(), options->value("allow_test_clock", false), *owner);
   if (!at.ok()) return fail(at.error());
   auto filters = gitlocks::path_filters(typed, at->path_case());
   if (!filters.ok()) return fail(filters.error());
@@ -673,8 +685,10 @@ char* gitlocks_store_check(int handle, const char* tip, const char* commits_json
   StoreCall call;
   if (char* refused = call.start(handle, key, key_len, options_json)) return refused;
   const json& options = call.options();
-  if (auto s = gitlocks::check_keys(options, {"now", "allow_test_clock"}, "check options"); !s.ok())
+  if (auto s = gitlocks::check_keys(options, {"now", "allow_test_clock", "owner"}, "check options"); !s.ok())
     return fail(s.error());
+  auto owner = owner_option(options);
+  if (!owner.ok()) return fail(owner.error());
   auto clock = gitlocks::get_int(options, "now");
   if (!clock.ok()) return fail(clock.error());
   auto commits = parse(commits_json, "commits");
@@ -687,7 +701,7 @@ char* gitlocks_store_check(int handle, const char* tip, const char* commits_json
     if (!id) return fail(Errc::bad_json, "'commits' must be an array of commit ids");
     ids.push_back(*id);
   }
-  auto at = verified_at(call.store(), tip, call.member().get(), options.value("allow_test_clock", false));
+  auto at = verified_at(call.store(), tip, call.member().get(), options.value("allow_test_clock", false), *owner);
   if (!at.ok()) return fail(at.error());
   gitlocks::EnforcementView view;
   view.snap = &*at;

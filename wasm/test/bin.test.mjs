@@ -258,6 +258,20 @@ test('verify --full of a store with the owner\'s checkpoint, and with another ow
   const other = compare(1);
   assert.equal(other.summary.recovery, null);
   assert.match(other.summary.note, /not the expected store/);
+  // status and check refuse that store: exit 2, nothing on stdout, invalid-history (owner-mismatch).
+  run('git', ['-C', repo, '-c', 'user.name=n', '-c', 'user.email=e@x', 'commit', '-q', '--allow-empty', '-m', 'x']);
+  for (const args of [['--json', 'status'], ['--json', 'check', 'HEAD']]) {
+    const [n, w] = both(args);
+    assert.equal(n.status, 2, `native ${args.join(' ')}: ${n.err}`);
+    assert.equal(w.status, 2, `bin ${args.join(' ')}: ${w.err}`);
+    assert.equal(w.out, '');
+    assert.equal(n.out, '');
+    for (const r of [n, w]) {
+      const e = errorOf(r.err);
+      assert.equal(e.code, 'invalid-history', r.err);
+      assert.equal(e.verdict, 'owner-mismatch', r.err);
+    }
+  }
   run('git', ['-C', repo, 'config', 'locks.owner', 'not-a-key']);
   const [native, wasm] = both(['--json', 'verify', '--full']);
   assert.equal(native.status, 64);
