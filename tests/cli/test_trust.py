@@ -63,6 +63,16 @@ def forge_on_tip(p, replace, packet_from=None):
     return commit
 
 
+def fresh_clone_of(r, name):
+    """A new clone of r's store (keys shared): it has never verified anything."""
+    fresh = copy.copy(r)
+    fresh.path = os.path.join(r.root, name)
+    subprocess.run(["git", "init", "-q", fresh.path], check=True)
+    fresh.git("fetch", "-q", r.path, "refs/locks/state:refs/locks/state")
+    assert not os.path.exists(checkpoint_file(fresh.path))
+    return fresh
+
+
 def genuine_elsewhere(r, actor, *args, env=None):
     """The commit `actor`'s command `args` makes on the tip, made in a copy of the clone and fetched back
     unpublished: r's ref and trust checkpoint stay where they were."""
@@ -304,15 +314,6 @@ class LocalTrustTest(CliTest, Refusals):
         self.assertOk(r.run("owner", "verify", "--full"))
         self.claimed(r, "bob", "src/b.c")
 
-    def fresh_clone(self, r, name):
-        """A new clone of r's store (keys shared): it has never verified anything."""
-        fresh = copy.copy(r)
-        fresh.path = os.path.join(r.root, name)
-        subprocess.run(["git", "init", "-q", fresh.path], check=True)
-        fresh.git("fetch", "-q", r.path, "refs/locks/state:refs/locks/state")
-        self.assertFalse(os.path.exists(checkpoint_file(fresh.path)))
-        return fresh
-
     def test_fresh_clone_starts_at_the_owners_checkpoint(self):
         """A clone that trusts nothing yet replays from the newest checkpoint of the owner (pinned by
         `git config locks.owner`, or trusted on first use); `verify --full` replays from the root."""
@@ -324,7 +325,7 @@ class LocalTrustTest(CliTest, Refusals):
         self.claimed(r, "dave", "src/d.c")
         tip = r.tip()
         # A fresh clone's verify: the checkpoint and the 2 commits after it.
-        fresh = self.fresh_clone(r, "fresh")
+        fresh = fresh_clone_of(r, "fresh")
         v = fresh.run("erin", "--json", "verify")
         self.assertEqual(v.code, 0, v)
         summary = json.loads(v.err.splitlines()[-1])
@@ -346,7 +347,7 @@ class LocalTrustTest(CliTest, Refusals):
                          ("root", 7, {"valid": 1, "invalid": 0}), summary)
         # Pinned to the owner's key, another fresh clone starts there too; pinned to another key it
         # refuses the store (its root and its checkpoint are the owner's).
-        pinned = self.fresh_clone(r, "pinned")
+        pinned = fresh_clone_of(r, "pinned")
         owner_key = json.loads(r.run("owner", "--json", "whoami").out)["actor"]
         pinned.git("config", "locks.owner", owner_key.upper())
         v = pinned.run("erin", "--json", "verify")
@@ -367,7 +368,7 @@ class LocalTrustTest(CliTest, Refusals):
                          ("root", p.chain()[0], None), summary)
         self.assertEqual(json.loads(v.out.splitlines()[0])["reason"], "owner-mismatch")
         self.assertEqual(r.tip(), tip)
-        other = self.fresh_clone(r, "other")
+        other = fresh_clone_of(r, "other")
         other.git("config", "locks.owner", "ab" * 32)
         res = self.claim(other, "erin", "src/f.c")
         self.assertEqual(res.code, 2, res)
@@ -486,6 +487,19 @@ class GuardTimeTrustTest(GuardTimeBase, Refusals):
                 self.assertEqual(self.repo.tip(), tip)
         self.assertEqual(self.attested("bob", "claim", "--ttl", "60000", "b").code, 0)
 
+    def test_owner_checkpoint_attested_and_a_fresh_clone_starts_there(self):
+        r = self.attested("alice", "checkpoint")  # the owner of this store
+        self.assertEqual(r.code, 0, r)
+        checkpoint = self.repo.tip()
+        self.repo.git("cat-file", "-e", checkpoint + ":txn/attestation.json")  # the notary admitted it
+        self.assertEqual(self.attested("bob", "claim", "--ttl", "60000", "b").code, 0)
+        fresh = fresh_clone_of(self.repo, "fresh")
+        v = fresh.run("carol", "--json", "--allow-test-clock", "verify")
+        self.assertEqual(v.code, 0, v)
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["start_commit"], summary["commits"]),
+                         ("checkpoint", checkpoint, 1), summary)
+
     def test_test_clock_accepted_only_with_allow_test_clock(self):
         # Nothing run with --allow-test-clock (the activation, alice's claim, this status) left a
         # checkpoint: it is still where `init` put it, so a command without the flag replays them.
@@ -499,6 +513,23 @@ class GuardTimeTrustTest(GuardTimeBase, Refusals):
 
 
 class PrivateTrustTest(CliTest, Refusals):
+    def test_fresh_clone_of_a_private_store_starts_at_the_checkpoint_for_members_and_others(self):
+        r = self.repo(init=False)
+        self.assertOk(r.run("owner", "init", "--private"))
+        self.assertOk(r.run("owner", "claim", "--ttl", "60s", "secret/a"))
+        self.assertOk(r.run("owner", "checkpoint"))
+        checkpoint = r.tip()
+        self.assertOk(r.run("owner", "claim", "--ttl", "60s", "secret/b"))
+        for who, level in (("owner", "full"), ("mallory", "structural")):
+            fresh = fresh_clone_of(r, "fresh-" + who)
+            v = fresh.run(who, "--json", "verify")
+            self.assertEqual(v.code, 0, v)
+            summary = json.loads(v.err.splitlines()[-1])
+            self.assertEqual((summary["start"], summary["start_commit"], summary["commits"]),
+                             ("checkpoint", checkpoint, 1), summary)
+            self.assertEqual([json.loads(l)["level"] for l in v.out.splitlines()], [level])
+
+
     def test_a_packet_re_signed_by_a_non_member_refused_by_members_and_non_members(self):
         r = self.repo(init=False)
         self.assertOk(r.run("owner", "init", "--private"))
