@@ -543,17 +543,23 @@ std::optional<PrivateBreach> check_private_commit(const Policy& source, const Oi
   return std::nullopt;
 }
 
-namespace {
-// The policy `tip` records when it is a readable PRIVATE one (else nullopt:
-// a public or unreadable store, which replay reports).
-std::optional<Policy> private_policy_at(ObjectStore& store, const Oid& tip) {
-  auto tc = read_transition_commit(store, tip);
+std::optional<Policy> recorded_policy(ObjectStore& store, const Oid& commit) {
+  auto tc = read_transition_commit(store, commit);
   if (!tc.ok()) return std::nullopt;
   auto doc = StateReader(store, tc->state).policy();
   if (!doc.ok()) return std::nullopt;
   auto pol = parse_policy(*doc);
-  if (!pol.ok() || !pol->is_private) return std::nullopt;
+  if (!pol.ok()) return std::nullopt;
   return std::move(pol).value();
+}
+
+namespace {
+// The policy `tip` records when it is a readable PRIVATE one (else nullopt:
+// a public or unreadable store, which replay reports).
+std::optional<Policy> private_policy_at(ObjectStore& store, const Oid& tip) {
+  auto pol = recorded_policy(store, tip);
+  if (!pol || !pol->is_private) return std::nullopt;
+  return pol;
 }
 
 MemberVault vault_of(const std::optional<Policy>& pol, const KeyPair* member) {

@@ -99,14 +99,13 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     if (anchor) return rewrite_error(tip, anchor->commit);
     return out;
   }
+  ReplayOptions ro;
+  ro.expected_owner = options.expected_owner;
+  ro.allow_test_clock = options.allow_test_clock;
+  ro.vault = options.vault;
   // Nothing trusted yet: the newest checkpoint, when there is one to start at.
   if (!anchor && !must_contain && options.start_at_checkpoint) {
-    CheckpointSearch search;
-    search.expected_owner = options.expected_owner;
-    search.allow_test_clock = options.allow_test_clock;
-    search.vault = options.vault;
-    search.verifier = options.verifier;
-    GITLOCKS_TRY(start, checkpoint_anchor(store, *tip, search));
+    GITLOCKS_TRY(start, checkpoint_anchor(store, *tip, ro, options.verifier));
     if (start) {
       GITLOCKS_TRY(at, detail::read_unverified_snapshot(store, start->commit));
       anchor = std::move(start);
@@ -119,11 +118,7 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     trust = *anchor;
     out.anchored = true;
   } else {
-    ReplayOptions ro;
     if (anchor) ro.from = anchor->commit;
-    ro.expected_owner = options.expected_owner;
-    ro.allow_test_clock = options.allow_test_clock;
-    ro.vault = options.vault;
     bool contained = !must_contain;
     auto summary = replay_chain(store, *tip, ro, [&](const Verdict& v) {
       if (must_contain && v.commit == *must_contain) contained = true;
@@ -169,32 +164,32 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
   return out;
 }
 
-Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oid& tip,
-                                                    const CheckpointSearch& search) {
+Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oid& tip, const ReplayOptions& replay,
+                                                    const std::string& verifier, std::size_t within) {
   // Candidates by their commit message (transition.cpp writes "git-locks:
   // <action>"), which verifiers otherwise ignore: a message that lies costs
   // a wasted replay of one commit or a missed checkpoint, never trust, for
   // the candidate counts only when its verified verdict is a checkpoint.
   constexpr std::string_view kHint = "git-locks: checkpoint";
   Oid cur = tip;
-  for (std::size_t walked = 0; walked < search.within; ++walked) {
+  for (std::size_t walked = 0; walked < within; ++walked) {
     GITLOCKS_TRY(c, store.read_commit(cur));
     if (c.parents.empty()) break;
     const bool hinted =
         c.message.compare(0, kHint.size(), kHint) == 0 &&
         (c.message.size() == kHint.size() || c.message[kHint.size()] == '\n' || c.message[kHint.size()] == ' ');
     if (hinted) {
-      ReplayOptions ro;
+      ReplayOptions ro;  // the following replay's rules, for this one commit
       ro.from = c.parents.front();
-      ro.expected_owner = search.expected_owner;
-      ro.allow_test_clock = search.allow_test_clock;
-      ro.vault = search.vault;
+      ro.expected_owner = replay.expected_owner;
+      ro.allow_test_clock = replay.allow_test_clock;
+      ro.vault = replay.vault;
       std::optional<Verdict> verdict;
       auto summary = replay_chain(store, cur, ro, [&](const Verdict& v) { verdict = v; });
       if (!summary.ok() || summary->invalid != 0 || !verdict || verdict->action != "checkpoint")
         return std::optional<TrustState>();
       TrustState t = summary->end;
-      t.verifier = search.verifier;
+      t.verifier = verifier;
       return std::optional<TrustState>(std::move(t));
     }
     cur = c.parents.front();

@@ -402,7 +402,7 @@ TEST_CASE("trust: a fresh start begins at the newest checkpoint - only what foll
   CHECK(fresh->snapshot.state == full->snapshot.state);
   // The checkpoint as the start: its trust state is the one the root replay
   // reaches at that commit.
-  auto at = gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), {});
+  auto at = gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), {}, "");
   REQUIRE(at.ok());
   REQUIRE(*at);
   CHECK((*at)->commit == h.checkpoint);
@@ -410,13 +410,10 @@ TEST_CASE("trust: a fresh start begins at the newest checkpoint - only what foll
   REQUIRE(upto.ok());
   CHECK(**at == *upto->trust);
   // Out of reach (within 2 commits of the tip): none, so the root.
-  gitlocks::CheckpointSearch near;
-  near.within = 2;
-  auto none = gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), near);
+  auto none = gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), {}, "", 2);
   REQUIRE(none.ok());
   CHECK_FALSE(*none);
-  near.within = 3;
-  CHECK(gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), near).value());
+  CHECK(gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), {}, "", 3).value());
 }
 
 TEST_CASE("trust: a pinned owner starts only at that owner's checkpoint - another owner's store is refused") {
@@ -426,9 +423,9 @@ TEST_CASE("trust: a pinned owner starts only at that owner's checkpoint - anothe
   CHECK(owners->from_checkpoint);
   CHECK(owners->replayed == 2);
   // Pinned to alice: the checkpoint is not hers, and neither is the store.
-  gitlocks::CheckpointSearch search;
-  search.expected_owner = gitlocks::test::actor_hex("alice");
-  CHECK_FALSE(gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), search).value());
+  gitlocks::ReplayOptions alices_store;
+  alices_store.expected_owner = gitlocks::test::actor_hex("alice");
+  CHECK_FALSE(gitlocks::checkpoint_anchor(h.s.objects(), *h.s.tip(), alices_store, "").value());
   auto alices = gitlocks::verified_snapshot(h.s.objects(), h.s.tip(), fresh_start(gitlocks::test::actor_hex("alice")));
   REQUIRE_FALSE(alices.ok());
   CHECK(alices.error().code == Errc::invalid_history);
@@ -457,7 +454,7 @@ TEST_CASE(
   auto rewritten = gitlocks::read_transition_commit(store, *parent).value().parents.front();
   rewritten = store.read_commit(rewritten).value().parents.front();
   CHECK(store.read_commit(rewritten).value().message.rfind("git-locks: checkpoint", 0) == 0);
-  CHECK_FALSE(gitlocks::checkpoint_anchor(store, *parent, {}).value());
+  CHECK_FALSE(gitlocks::checkpoint_anchor(store, *parent, {}, "").value());
   auto fresh = gitlocks::verified_snapshot(store, *parent, fresh_start());
   REQUIRE_FALSE(fresh.ok());
   CHECK(fresh.error().code == Errc::invalid_history);
@@ -474,7 +471,7 @@ TEST_CASE("trust: a commit whose message says checkpoint is not started at unles
                                                 "git-locks: checkpoint\n", tc.time_seconds, tc.attestation_stored)
                   .value();
   REQUIRE(gitlocks::memory_store_set_ref(store, gitlocks::kStateRef, lying).ok());
-  CHECK_FALSE(gitlocks::checkpoint_anchor(store, lying, {}).value());
+  CHECK_FALSE(gitlocks::checkpoint_anchor(store, lying, {}, "").value());
   auto fresh = gitlocks::verified_snapshot(store, lying, fresh_start());
   REQUIRE_MESSAGE(fresh.ok(), gitlocks::test::why(fresh));
   CHECK_FALSE(fresh->from_checkpoint);

@@ -198,10 +198,8 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   // policy names it.
   bool other_owner = false;
   if (*config_owner && !expected->first) {
-    auto tc = read_transition_commit(**store, tip);
-    auto doc = tc.ok() ? StateReader(**store, tc->state).policy() : Result<json>(make_error(Errc::store_read, ""));
-    auto pol = doc.ok() ? parse_policy(*doc) : Result<Policy>(doc.error());
-    other_owner = !pol.ok() || pol->owner != **config_owner;
+    const std::optional<Policy> pol = recorded_policy(**store, tip);
+    other_owner = !pol || pol->owner != **config_owner;
   }
   const bool from_root = pinned || other_owner;
   options.expected_pins = expected->second;
@@ -266,12 +264,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   // replays from the root and checks every checkpoint on the way.
   std::optional<TrustState> start;
   if (!anchor && !fork_from && !user_from && !a->has("full") && !from_root && !a->has("accept-rewrite")) {
-    CheckpointSearch search;
-    search.expected_owner = options.expected_owner;
-    search.allow_test_clock = options.allow_test_clock;
-    search.vault = options.vault;
-    search.verifier = verifier;
-    auto found = checkpoint_anchor(**store, tip, search);
+    auto found = checkpoint_anchor(**store, tip, options, verifier);
     if (!found.ok()) return ctx.fail(found.error());
     start = *found;
     if (start) {

@@ -276,10 +276,7 @@ gitlocks::Result<ReplayRequest> replay_request(gitlocks::ObjectStore& store, con
     if (options["from_checkpoint"].get<bool>()) {
       if (r.options.from)
         return gitlocks::make_error(Errc::usage, "replay options: from and from_checkpoint exclude each other");
-      gitlocks::CheckpointSearch search;
-      search.expected_owner = r.options.expected_owner;
-      search.allow_test_clock = r.options.allow_test_clock;
-      GITLOCKS_TRY(found, gitlocks::checkpoint_anchor(store, r.tip, search));
+      GITLOCKS_TRY(found, gitlocks::checkpoint_anchor(store, r.tip, r.options, ""));
       if (found) {
         r.options.from = found->commit;
         r.checkpoint = found->commit;

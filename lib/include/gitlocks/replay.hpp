@@ -85,6 +85,11 @@ struct MemberVault {
 };
 MemberVault open_member_vault(ObjectStore& store, const Oid& tip, const KeyPair* member);
 
+// The policy a commit records in its own state, parsed, unverified (nullopt:
+// the commit, its state or its policy cannot be read): for a host's choice
+// of keys or of where to start, never a verdict.
+std::optional<Policy> recorded_policy(ObjectStore& store, const Oid& commit);
+
 // The keys a verifier brings to the history ending at `tip`, the one rule
 // of every host (`verify`, every writer's and query's verification, `doctor`,
 // the npm module, the page): a public store needs none; for a PRIVATE one

@@ -46,20 +46,17 @@ struct TrustOptions {
 // Where a clone that trusts nothing yet may start (docs/FORMAT.md
 // "Checkpoints"): the newest checkpoint among the `within` commits of the
 // first-parent chain ending at `tip`, re-executed from its parent by the
-// verifier of `git-locks verify` (replay_chain: the owner's signature — the
-// expected owner's when one is given — its `prev`, the state it leaves
-// unchanged, the store, policy hash, epoch and time bindings; the parent's
-// state is what the checkpoint vouches for). Its trust state, or nullopt
-// when there is none within reach or the newest does not verify (a replay
-// from the root then says why). Errors: store_read.
-struct CheckpointSearch {
-  std::optional<std::string> expected_owner;
-  bool allow_test_clock = false;
-  const Vault* vault = nullptr;
-  std::string verifier;
-  std::size_t within = kCheckpointSearchCommits;
-};
-Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oid& tip, const CheckpointSearch& search);
+// verifier of `git-locks verify` (replay_chain with the options of the
+// replay that will follow it — its expected owner, test clock and keys;
+// `from` is the checkpoint's parent: the owner's signature, its `prev`, the
+// state it leaves unchanged, the store, policy hash, epoch and time
+// bindings; the parent's state is what the checkpoint vouches for). Its
+// trust state, by `verifier`, or nullopt when there is none within reach or
+// the newest does not verify (a replay from the root then says why).
+// Errors: store_read.
+Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oid& tip, const ReplayOptions& replay,
+                                                    const std::string& verifier,
+                                                    std::size_t within = kCheckpointSearchCommits);
 
 struct Trusted {
   Snapshot snapshot;                // commit == nullopt: there is no store
