@@ -6,6 +6,7 @@
 #include "gitlocks/attest.hpp"
 #include "gitlocks/model.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/replay.hpp"
 #include "gitlocks/timefmt.hpp"
 #include "gitlocks/vault.hpp"
 
@@ -221,7 +222,9 @@ Result<std::optional<std::string>> lease_resource_in_history(ObjectStore& store,
         if (auto l = op.find("lease"); l != op.end() && *l == id) return Found{*res};
       }
     }
-    cur = tc.parents.empty() ? Oid{} : tc.parents.front();
+    // Across a cut when the chain it follows is here (docs/FORMAT.md "The cut").
+    GITLOCKS_TRY(c, store.read_commit(cur));
+    cur = chain_parent(store, cur, c).value_or(Oid{});
   }
   return Found{};
 }
@@ -364,7 +367,8 @@ json replay_summary_json(const ReplaySummary& s, const MemberVault& mv) {
               {"first_invalid", opt(s.first_invalid)},
               {"private", mv.is_private},
               {"member", mv.vault.has_value()},
-              {"checkpoints", {{"valid", s.checkpoints}, {"invalid", s.invalid_checkpoints}}}};
+              {"checkpoints", {{"valid", s.checkpoints}, {"invalid", s.invalid_checkpoints}}},
+              {"cut_start", opt(s.cut_start)}};
   if (needs_structural_note(s, mv)) out["note"] = std::string(kStructuralNote);
   return out;
 }

@@ -221,9 +221,20 @@ void fail(Verdict& v, const std::string& reason, const std::string& detail) {
   }
 }
 
-// The commit's shape: one parent (none for the root), no stray tree entries.
-void check_layout(const TransitionCommit& tc, bool root, Verdict& v) {
-  if (root ? !tc.parents.empty() : tc.parents.size() != 1)
+// How a commit joins the chain the replay walks (docs/FORMAT.md "The
+// cut"): the store's creation; an ordinary commit on its Git parent; a cut
+// (a checkpoint with no Git parent) joined to the chain it continues, its
+// `prev`, which is in the store; or a cut where the replay starts, the
+// history before it not being here.
+struct Link {
+  enum Kind { creation, parent, cut, cut_start } kind = parent;
+  Oid below;  // the commit it follows (parent, cut); empty otherwise
+};
+
+// The commit's shape: one parent (none for the root and for a cut), no
+// stray tree entries.
+void check_layout(const TransitionCommit& tc, const Link& link, Verdict& v) {
+  if (link.kind == Link::parent ? tc.parents.size() != 1 : !tc.parents.empty())
     fail(v, "bad-parents", "commit has " + std::to_string(tc.parents.size()) + " parents");
   if (!tc.unexpected.empty()) fail(v, "unexpected-entry", "unexpected tree entry '" + tc.unexpected.front() + "'");
 }
@@ -301,10 +312,17 @@ bool check_time_source(ObjectStore& store, const TransitionCommit& tc, const Pac
 // its owner, with that policy's hash; sets the chain's store and owner);
 // any other commit names the parent's state, the store and the policy in
 // force.
-void check_chain_link(const TransitionCommit& tc, const OpenedPacket& op, bool root, ChainState& cs,
-                      const ReplayOptions& options, Verdict& v) {
+void check_chain_link(const OpenedPacket& op, const Link& link, ChainState& cs, const ReplayOptions& options,
+                      Verdict& v) {
   const json& body = op.body;
   const PacketHeader& h = op.fields.header;
+  const bool root = link.kind == Link::creation;
+  // Where the replay learns the store's owner (its creation, or a cut it
+  // starts at), that owner must be the expected one.
+  auto expect_owner = [&] {
+    if (options.expected_owner && cs.owner != *options.expected_owner)
+      fail(v, "owner-mismatch", "the store's owner is " + cs.owner + ", expected " + *options.expected_owner);
+  };
   if (root) {
     auto created = creation_of(body);
     if (!h.source.empty() || (created.ok() && !*created))
@@ -315,8 +333,7 @@ void check_chain_link(const TransitionCommit& tc, const OpenedPacket& op, bool r
       cs.store_id = (*created)->policy.store;
       cs.owner = (*created)->policy.owner;
       if (v.actor != cs.owner) fail(v, "not-owner", "the store was not created by its owner");
-      if (options.expected_owner && cs.owner != *options.expected_owner)
-        fail(v, "owner-mismatch", "the store's owner is " + cs.owner + ", expected " + *options.expected_owner);
+      expect_owner();
       if ((*created)->policy_hash != h.policy_hash)
         fail(v, "policy-mismatch", "policy_hash is not the creation policy's");
     }
@@ -327,11 +344,17 @@ void check_chain_link(const TransitionCommit& tc, const OpenedPacket& op, bool r
     if (h.policy_hash != cs.policy_hash)
       fail(v, "policy-mismatch", "policy_hash is not the policy in force at the source");
     // A checkpoint vouches for the history up to the commit it names: that
-    // must be this commit's parent (the planner sees states, not commits).
-    if (auto prev = checkpoint_of(body); prev && (tc.parents.empty() || *prev != tc.parents.front()))
+    // must be the commit it follows, its Git parent (a cut's is the one it
+    // was joined to). The planner sees states, not commits. A cut where the
+    // replay starts follows nothing here: it stands on its owner's
+    // signature (its `prev` binds the archive, checked when that is here).
+    const auto prev = checkpoint_of(body);
+    if (link.kind == Link::cut_start) {
+      expect_owner();
+    } else if (prev && *prev != link.below) {
       fail(v, "checkpoint-mismatch",
-           "the checkpoint names " + prev->hex() + " as the commit it follows, but its parent is " +
-               (tc.parents.empty() ? std::string("none") : tc.parents.front().hex()));
+           "the checkpoint names " + prev->hex() + " as the commit it follows, but it follows " + link.below.hex());
+    }
   }
   if (h.store != cs.store_id && root) fail(v, "store-mismatch", "packet store id differs from its policy's");
 }
@@ -477,9 +500,10 @@ void follow_chain(ObjectStore& store, const TransitionCommit& tc, bool root, con
 
 // Checks one commit against the chain so far: fills v and moves cs (and the
 // timeline model) on to the commit's recorded state.
-void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, ChainState& cs,
+void verify_commit(ObjectStore& store, const TransitionCommit& tc, const Link& link, ChainState& cs,
                    detail::Timeline& timeline, const ReplayOptions& options, Verdict& v) {
-  check_layout(tc, root, v);
+  const bool root = link.kind == Link::creation;
+  check_layout(tc, link, v);
   std::optional<std::int64_t> t;
   auto opened = open_packet(tc.packet_stored);
   if (!opened.ok()) {
@@ -494,7 +518,7 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
     check_private_signer(store, tc, root, cs, opened->body, v);
     const bool attested = check_time_source(store, tc, opened->fields, cs, options, t, v);
     v.time = t;
-    check_chain_link(tc, *opened, root, cs, options, v);
+    check_chain_link(*opened, link, cs, options, v);
     if (!t) fail(v, "missing-time", "packet carries no admission time");
     const json plain_body = open_body(*opened, root, cs, options, v);
     check_replan(store, opened->fields, plain_body, root, cs, options, interval, v);
@@ -502,6 +526,24 @@ void verify_commit(ObjectStore& store, const TransitionCommit& tc, bool root, Ch
   }
   // The independent invariant check runs on the recorded states.
   follow_chain(store, tc, root, t, cs, timeline, options, v);
+}
+
+// A replay that starts at a cut: the chain so far is the cut's own state,
+// its store and owner those of the policy it records, no T yet; the leases
+// in force are not read (as from a trusted commit).
+void start_at_cut(ObjectStore& store, const TransitionCommit& tc, ChainState& cs, detail::Timeline& timeline,
+                  const ReplayOptions& options, Verdict& v) {
+  cs.state = tc.state;
+  auto pol = load_policy(store, cs);
+  if (!pol.ok()) {
+    fail(v, "bad-policy", pol.error().message);
+    return;
+  }
+  cs.store_id = cs.policy.store;
+  cs.owner = cs.policy.owner;
+  auto codec = codec_for(cs, cs.policy, options);
+  if (codec) timeline.start_lazy();
+  cs.timeline_synced = codec.has_value();
 }
 
 // At the tip: the expected notary pins are the ones in force (a store
@@ -593,6 +635,28 @@ VerifierKeys verifier_keys(ObjectStore& store, const Oid& tip, const KeyPair* me
   return keys_of(private_policy_at(store, tip), member);
 }
 
+std::optional<Oid> cut_prev(ObjectStore& store, const Oid& commit) {
+  auto tc = read_transition_commit(store, commit);
+  if (!tc.ok() || !tc->parents.empty()) return std::nullopt;
+  auto opened = open_packet(tc->packet_stored);
+  if (!opened.ok()) return std::nullopt;
+  return checkpoint_of(opened->body);
+}
+
+std::optional<Oid> chain_parent(ObjectStore& store, const Oid& commit, const Commit& c) {
+  if (!c.parents.empty()) return c.parents.front();
+  auto prev = cut_prev(store, commit);
+  if (!prev || !store.read_commit(*prev).ok()) return std::nullopt;
+  return prev;
+}
+
+std::optional<Oid> chain_predecessor(ObjectStore& store, const Oid& commit) {
+  auto c = store.read_commit(commit);
+  if (!c.ok()) return std::nullopt;
+  if (!c->parents.empty()) return c->parents.front();
+  return cut_prev(store, commit);
+}
+
 namespace {
 // The one walk of both: `on_commit` set, each commit's facts are handed out
 // (its codec made for the purpose when the verifier did not need one).
@@ -616,12 +680,16 @@ Result<ReplaySummary> replay(ObjectStore& raw_store, const Oid& tip, const Repla
     if (count % kSegment == 0) marks.push_back(cur);
     ++count;
     GITLOCKS_TRY(c, raw_store.read_commit(cur));
-    if (c.parents.empty()) break;
-    cur = c.parents.front();
+    auto below = chain_parent(raw_store, cur, c);
+    if (!below) break;
+    cur = std::move(*below);
   }
   if (options.from && !reached_from) {
     Error e = make_error(Errc::invalid, "trusted commit " + *options.from + " is not an ancestor of " + tip);
     e.fields["rewrite"] = options.from->hex();
+    // The chain reached a cut whose earlier history is not here: the
+    // trusted commit may be in it (a host fetches refs/locks/archive/PREV).
+    if (auto prev = cut_prev(raw_store, cur)) e.fields["archived"] = prev->hex();
     return e;
   }
 
@@ -652,6 +720,7 @@ Result<ReplaySummary> replay(ObjectStore& raw_store, const Oid& tip, const Repla
   }
   ReplaySummary summary;
   summary.tip = tip;
+  Oid previous = options.from.value_or(Oid());  // the commit the next one follows
   std::vector<std::pair<Oid, Commit>> segment;  // the commits of one segment, tip first
   for (std::size_t i = 0; i < count; ++i) {
     if (segment.empty()) {
@@ -660,9 +729,12 @@ Result<ReplaySummary> replay(ObjectStore& raw_store, const Oid& tip, const Repla
       Oid at = marks[m];
       for (std::size_t k = 0; k < len; ++k) {
         GITLOCKS_TRY(c, raw_store.read_commit(at));
-        if (k + 1 < len && c.parents.empty())
-          return make_error(Errc::store_read, "the chain below " + marks[m] + " changed while read");
-        Oid next = k + 1 < len ? c.parents.front() : Oid();
+        Oid next;
+        if (k + 1 < len) {
+          auto below = chain_parent(raw_store, at, c);
+          if (!below) return make_error(Errc::store_read, "the chain below " + marks[m] + " changed while read");
+          next = std::move(*below);
+        }
         segment.emplace_back(std::move(at), std::move(c));
         at = std::move(next);
       }
@@ -678,10 +750,25 @@ Result<ReplaySummary> replay(ObjectStore& raw_store, const Oid& tip, const Repla
       v.reason = "bad-layout";
       v.detail = tc.error().message;
     } else {
-      verify_commit(store, *tc, root, cs, timeline, options, v);
+      Link link{tc->parents.empty() ? Link::cut : Link::parent, previous};
+      if (root && tc->parents.empty()) {
+        // The bottom of the chain: the store's creation, or a cut whose
+        // earlier history is not here. The replay starts from the cut's own
+        // state, as from a trusted commit: it is verified as a checkpoint of
+        // that state (its owner's signature, bindings, time).
+        if (cut_prev(store, v.commit)) {
+          link = Link{Link::cut_start, Oid()};
+          start_at_cut(store, *tc, cs, timeline, options, v);
+          summary.cut_start = v.commit;
+        } else {
+          link = Link{Link::creation, Oid()};
+        }
+      }
+      verify_commit(store, *tc, link, cs, timeline, options, v);
       if (i + 1 == count) check_pins_in_force(cs, options, v);
     }
     root = false;
+    previous = v.commit;
     ++summary.commits;
     if (v.level == VerifyLevel::structural) ++summary.structural;
     if (v.action == "checkpoint") ++(v.ok ? summary.checkpoints : summary.invalid_checkpoints);

@@ -142,7 +142,10 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
 }
 
 Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, Prepared prepared,
-                                     const std::optional<std::string>& attestation_stored, bool allow_test_clock) {
+                                     const std::optional<std::string>& attestation_stored, bool allow_test_clock,
+                                     CommitOn on) {
+  if (on == CommitOn::cut && (!snap.commit || checkpoint_of(prepared.outcome.body) != snap.commit))
+    return make_error(Errc::usage, "only a checkpoint of the tip can start a new chain (a cut)");
   Candidate c;
   c.packet = std::move(prepared.packet);
   c.packet_stored = std::move(prepared.packet_stored);
@@ -166,8 +169,9 @@ Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, P
     return make_error(Errc::usage, "an attestation for a store without guard time");
   }
   GITLOCKS_TRY(commit,
-               write_transition_commit(store, snap.commit, prepared.outcome.result_state, c.packet_stored,
-                                       describe_transition(c.packet), c.admitted_at_ms / 1000, c.attestation_stored));
+               write_transition_commit(store, on == CommitOn::cut ? std::nullopt : snap.commit,
+                                       prepared.outcome.result_state, c.packet_stored, describe_transition(c.packet),
+                                       c.admitted_at_ms / 1000, c.attestation_stored));
   c.commit = commit;
   c.outcome = std::move(prepared.outcome);
   return c;

@@ -24,12 +24,16 @@ Error history_error(const std::string& message, const Oid& commit, const std::st
   return e;
 }
 
-Error rewrite_error(const std::optional<Oid>& tip, const Oid& anchor) {
-  return history_error(
+// `archived`: the tip's chain starts at a cut whose earlier history (that
+// commit) is not in the store; fetched, the anchor may well be below it.
+Error rewrite_error(const std::optional<Oid>& tip, const Oid& anchor, const std::string& archived = "") {
+  Error e = history_error(
       "the history was rewritten: refs/locks/state is " +
           (tip ? "at " + *tip + ", which does not descend from " : std::string("gone, but this clone verified ")) +
           anchor + (tip ? ", the tip this clone last verified" : std::string()),
       tip.value_or(Oid{}), "rewrite", anchor.hex());
+  if (!archived.empty()) e.fields["archived"] = archived;
+  return e;
 }
 
 bool hex_oid(const json& j) {
@@ -124,13 +128,17 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
       if (must_contain && v.commit == *must_contain) contained = true;
     });
     if (!summary.ok()) {
-      if (anchor && summary.error().fields.count("rewrite")) return rewrite_error(tip, anchor->commit);
+      if (anchor && summary.error().fields.count("rewrite")) {
+        auto archived = summary.error().fields.find("archived");
+        return rewrite_error(tip, anchor->commit,
+                             archived == summary.error().fields.end() ? std::string() : archived->second.text());
+      }
       return summary.error();
     }
     if (summary->first_invalid_verdict) {
       const Verdict& v = *summary->first_invalid_verdict;
       std::string parent;
-      if (auto c = store.read_commit(v.commit); c.ok() && !c->parents.empty()) parent = c->parents.front().hex();
+      if (auto below = chain_predecessor(store, v.commit)) parent = below->hex();
       Error e = history_error("the history of refs/locks/state does not verify: commit " + v.commit + " is invalid (" +
                                   v.reason + (v.detail.empty() ? "" : ": " + v.detail) + "); nothing was done",
                               v.commit, v.reason, parent);
@@ -174,13 +182,15 @@ Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oi
   Oid cur = tip;
   for (std::size_t walked = 0; walked < within; ++walked) {
     GITLOCKS_TRY(c, store.read_commit(cur));
-    if (c.parents.empty()) break;
+    // A cut is a checkpoint too: from its prev when that is here, else on
+    // its own (replay's cut start).
+    const std::optional<Oid> below = chain_parent(store, cur, c);
     const bool hinted =
         c.message.compare(0, kHint.size(), kHint) == 0 &&
         (c.message.size() == kHint.size() || c.message[kHint.size()] == '\n' || c.message[kHint.size()] == ' ');
     if (hinted) {
       ReplayOptions ro;  // the following replay's rules, for this one commit
-      ro.from = c.parents.front();
+      ro.from = below;
       ro.expected_owner = replay.expected_owner;
       ro.allow_test_clock = replay.allow_test_clock;
       ro.vault = replay.vault;
@@ -192,7 +202,8 @@ Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oi
       t.verifier = verifier;
       return std::optional<TrustState>(std::move(t));
     }
-    cur = c.parents.front();
+    if (!below) break;
+    cur = *below;
   }
   return std::optional<TrustState>();
 }

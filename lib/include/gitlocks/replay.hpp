@@ -162,9 +162,32 @@ struct ReplaySummary {
   // that verified, and those that did not.
   std::size_t checkpoints = 0;
   std::size_t invalid_checkpoints = 0;
+  // The replay started at this cut (docs/FORMAT.md "The cut"): the chain
+  // before it, its `prev`, is not in the store (not fetched, or archived
+  // elsewhere), so it was verified as its owner's checkpoint of its own
+  // state. nullopt: the replay started at the store's creation or at
+  // ReplayOptions::from.
+  std::optional<Oid> cut_start;
   // The chain's state after its tip (meaningful when invalid == 0).
   TrustState end;
 };
+
+// The cut (docs/FORMAT.md "The cut"): a checkpoint commit with no Git
+// parent starts a new chain of refs/locks/state, so that a fetch of it
+// transfers only what follows; its `prev` names the tip of the chain it
+// continues (kept on refs/locks/archive/PREV). The prev of `commit` when it
+// is such a commit, read as stored (unverified: replay judges it); nullopt
+// otherwise.
+std::optional<Oid> cut_prev(ObjectStore& store, const Oid& commit);
+// The commit below `commit` (`c`, its object) on the chain every verifier
+// walks: its first parent; for a cut whose prev is in the store, that prev;
+// nullopt at the bottom (the store's creation, or a cut whose earlier
+// history is not here).
+std::optional<Oid> chain_parent(ObjectStore& store, const Oid& commit, const Commit& c);
+// The commit `commit` follows on its chain, here or not: its first parent,
+// or a cut's prev (where the store's owner resets the ref to when `commit`
+// is the first invalid one). nullopt for the store's creation.
+std::optional<Oid> chain_predecessor(ObjectStore& store, const Oid& commit);
 
 // Verifies the chain ending at `tip`. Calls `on_verdict` for every commit, in
 // order from the root. Errors: store_read when the chain cannot be read at

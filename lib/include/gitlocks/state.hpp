@@ -27,6 +27,10 @@ inline constexpr std::string_view kStateFormat = "gitlocks-state-v2";
 // replaying old history and for `git-locks migrate`; never written.
 inline constexpr std::string_view kStateFormatV1 = "gitlocks-state-v1";
 inline constexpr std::string_view kStateRef = "refs/locks/state";
+// Where a cut keeps the chain it starts after (docs/FORMAT.md "The cut"):
+// refs/locks/archive/PREV, at PREV, created once and never moved.
+inline constexpr std::string_view kArchivePrefix = "refs/locks/archive/";
+inline std::string archive_ref(const Oid& prev) { return std::string(kArchivePrefix) + prev.hex(); }
 
 // Resource keys.
 std::string path_resource(const std::string& path_key);

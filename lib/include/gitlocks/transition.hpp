@@ -121,9 +121,13 @@ Result<Prepared> reopen_prepared(ObjectStore& store, const Snapshot& snap, const
 // pins (a test clock only with `allow_test_clock`, the host's explicit
 // --allow-test-clock), and its T must not be before the snapshot's last;
 // else store_write. Without guard time the attestation must be absent.
+// `on` cut: the commit has no Git parent (a checkpoint that starts a new
+// chain, docs/FORMAT.md "The cut"); the body must be a checkpoint of the
+// snapshot's commit, else usage.
+enum class CommitOn { tip, cut };
 Result<Candidate> complete_candidate(ObjectStore& store, const Snapshot& snap, Prepared prepared,
                                      const std::optional<std::string>& attestation_stored,
-                                     bool allow_test_clock = false);
+                                     bool allow_test_clock = false, CommitOn on = CommitOn::tip);
 
 // prepare_candidate, then (under guard time) `admit` with its request, then
 // complete_candidate. Errors: those of both, usage when guard time is on and
