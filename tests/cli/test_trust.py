@@ -185,6 +185,34 @@ class LocalTrustTest(CliTest, Refusals):
         self.assertRefused(self.claim(r, "bob", "src/a.c"), "held-path")  # alice's lease is back
         self.claimed(r, "bob", "src/b.c")
 
+    def test_a_forged_cut_is_refused_and_recovery_names_the_commit_it_follows(self):
+        """A cut (`checkpoint --cut`, docs/FORMAT.md "The cut") re-signed by alice, as its actor: no parent,
+        `prev` the tip, right in every respect but the signer. Refused everywhere (only the owner
+        checkpoints), and the recovery resets the ref to the commit the cut follows, not to nothing."""
+        r, p = self.honest()
+        tip = r.tip()
+        genuine = genuine_elsewhere(r, "owner", "checkpoint", "--cut")
+        self.assertEqual(p.git("rev-list", "--parents", "-n", "1", genuine).decode().split(), [genuine])
+        tree = p.tree_of(genuine)
+        packet = json.loads(p.cat(p.get(tree, "txn/packet.json")))["packet"]
+        self.assertEqual(packet["body"]["admin"]["prev"], tip)
+        alice = seed_key(r.key("alice"))
+        packet["actor"] = public_hex(alice)
+        signed = canon({"packet": packet, "sig": alice.sign(PACKET_DOMAIN + canon(packet)).hex()})
+        forged = p.git("commit-tree", p.put(tree, "txn/packet.json", p.blob(signed)), "-m",
+                       p.message(genuine)).decode().strip()
+        p.git("update-ref", "refs/locks/state", forged, tip)
+        self.refused_everywhere(r, forged, "replay-refused")
+        recovery = f"git update-ref refs/locks/state {tip} {forged}"
+        self.assertEqual(self.claim(r, "bob", "src/b.c").error["recovery"], recovery)
+        v = r.run("owner", "--json", "verify")
+        self.assertEqual(v.code, 1, v)
+        self.assertEqual(json.loads(v.err.strip().splitlines()[-1])["recovery"], recovery)
+        # The owner's genuine cut in its place: accepted, and writers go on from it.
+        p.git("update-ref", "refs/locks/state", genuine, forged)
+        self.claimed(r, "bob", "src/b.c")
+        self.assertRefused(self.claim(r, "bob", "src/a.c"), "held-path")
+
     def test_recover_restores_the_last_valid_tip(self):
         r, p = self.honest()
         honest_tip = p.chain()[-1]

@@ -151,6 +151,24 @@ RULES = [
         "homes": {"lib/src/git_store.cpp": "the one libgit2 store"},
     },
     {
+        "rule": "where the chain goes on below a commit: its first parent, or a cut's prev when that is here "
+        "(chain_parent, cut_prev; docs/FORMAT.md \"The cut\")",
+        "pattern": r"checkpoint_of\(",
+        "homes": {
+            "lib/include/gitlocks/plan.hpp": "its declaration",
+            "lib/src/plan.cpp": "its definition",
+            "lib/src/replay.cpp": "the checkpoint's link to the commit it follows, and cut_prev",
+            "lib/src/transition.cpp": "only a checkpoint of the tip is committed as a cut",
+        },
+        "users": {
+            "lib/src/trust.cpp": r"chain_parent\(|chain_predecessor\(",
+            "lib/src/query.cpp": r"chain_parent\(",
+            "tools/cli/cmd_query.cpp": r"chain_parent\(",
+            "tools/cli/cmd_guard_time.cpp": r"chain_parent\(",
+            "tools/cli/cmd_verify.cpp": r"chain_predecessor\(",
+        },
+    },
+    {
         "rule": "no platform switch in the core: hosts pass options in",
         "pattern": r"__EMSCRIPTEN__",
         "homes": {},

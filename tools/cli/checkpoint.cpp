@@ -149,6 +149,15 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
       trusted = verify_tip(ctx, *store, tip, anchor);
     }
   }
+  // The tip's chain starts at a cut (docs/FORMAT.md "The cut") whose
+  // earlier history this clone never fetched: the checkpoint is in that
+  // history, on the remote's refs/locks/archive/PREV. Fetched, the replay
+  // continues from the checkpoint across the cut.
+  if (is_rewrite(trusted) && anchor && trusted.error().fields.count("archived")) {
+    const auto prev = Oid::from_hex(trusted.error().fields.at("archived").text());
+    GITLOCKS_TRY(fetched, prev ? ctx.fetch_archive(prev) : Result<bool>(false));
+    if (fetched) trusted = verify_tip(ctx, *store, tip, anchor);
+  }
   if (!trusted.ok()) {
     Error e = trusted.error();
     if (e.code == Errc::invalid_history && tip && e.fields["verdict"].text() == "owner-mismatch") {

@@ -71,6 +71,11 @@ class Context {
   // The store's current tip; a remote store is fetched first, so every call
   // is a fresh snapshot. Errors: store_read, usage.
   Result<std::optional<Oid>> read_tip();
+  // A remote store's history before its cuts (docs/FORMAT.md "The cut"):
+  // fetches refs/locks/archive/PREV (every archive ref without `prev`) into
+  // refs/locks/remotes/NAME/archive/. False for a local store (its archive
+  // is here). Errors: store_read, usage.
+  Result<bool> fetch_archive(const std::optional<Oid>& prev);
   // Starts one compare-and-swap of the store's refs/locks/state: a local
   // update-ref, or a push to the remote.
   Result<PendingCas> begin_cas();
@@ -97,10 +102,12 @@ class Context {
 // The contents of a file, or of stdin for "-". Errors: usage.
 Result<std::string> read_input(const std::string& name);
 
-// `git bundle create` of the store (PATH, or "-" for stdout): one ref,
-// refs/locks/state, at `tip` (the store's tip as just read). Errors:
-// store_read when git cannot run; git's own failure is in the result.
-Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::string& path);
+// `git bundle create` of the store (PATH, or "-" for stdout): the ref
+// refs/locks/state at `tip` (the store's tip as just read); with `archive`,
+// also every refs/locks/archive/PREV (docs/FORMAT.md "The cut": the history
+// before the store's cuts, fetched first from a remote store's server).
+// Errors: store_read when git cannot run; git's own failure is in the result.
+Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::string& path, bool archive = false);
 
 // `name` when it can name a remote in refs/locks/remotes/NAME/state
 // (letters, digits, - _ . /, no "..", "//", "/.", ".lock"). Errors: usage.

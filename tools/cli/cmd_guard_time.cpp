@@ -142,8 +142,8 @@ Result<std::optional<Oid>> find_accepted(ObjectStore& store, const std::optional
   while (at && at != source) {
     GITLOCKS_TRY(tc, read_transition_commit(store, *at));
     if (tc.packet_stored == rec["packet"].get<std::string>()) return std::optional<Oid>{*at};
-    if (tc.parents.empty()) break;
-    at = tc.parents[0];
+    GITLOCKS_TRY(c, store.read_commit(*at));
+    at = chain_parent(store, *at, c);  // across a cut too
   }
   return std::optional<Oid>{};
 }

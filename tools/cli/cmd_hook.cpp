@@ -166,19 +166,38 @@ Result<std::vector<RefUpdate>> enforced_updates(Context& ctx, const Snapshot& sn
 // of refs/locks/state, then checks the work pushed to enforced refs.
 // Returns the hook's exit status (0 accepts the push).
 int check_pre_receive(Context& ctx, bool allow_test_clock) {
-  std::vector<RefUpdate> updates, work;
-  for (auto& u : read_ref_updates()) (u.ref == kStateRef ? updates : work).push_back(std::move(u));
+  std::vector<RefUpdate> updates, work, archives;
+  for (auto& u : read_ref_updates())
+    (u.ref == kStateRef                                             ? updates
+     : u.ref.compare(0, kArchivePrefix.size(), kArchivePrefix) == 0 ? archives
+                                                                    : work)
+        .push_back(std::move(u));
   work = candidate_updates(std::move(work));
-  if (updates.empty() && work.empty()) return 0;
+  if (updates.empty() && work.empty() && archives.empty()) return 0;
   auto refuse = [&](const std::string& why) {
     return print_error(
         ctx.op, make_error(Errc::invalid, "push rejected by the server's git-locks hook: refs/locks/state: " + why),
         std::nullopt);
   };
+  // The history before a cut (docs/FORMAT.md "The cut") is kept on
+  // refs/locks/archive/PREV at PREV: created once, with the cut, and never
+  // moved or deleted, so every verifier can still replay from the root.
+  std::set<std::string> archived;
+  for (const auto& u : archives) {
+    const auto new_id = Oid::from_hex(u.new_oid);
+    if (u.old_oid != kZeroOid || !new_id || u.ref != archive_ref(*new_id))
+      return print_error(ctx.op,
+                         make_error(Errc::invalid, "push rejected by the server's git-locks hook: " + u.ref +
+                                                       ": an archive ref is created once, at the commit it names, "
+                                                       "and never moved or deleted"),
+                         std::nullopt);
+    archived.insert(u.ref);
+  }
   ctx.extra_object_dirs = quarantine_object_dirs();
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
   std::optional<Oid> last_new;
+  std::set<std::string> cuts;  // the archive refs of this push's cuts
   for (const auto& u : updates) {
     if (u.new_oid == kZeroOid) return refuse("deleting the lock store is refused by the server's git-locks hook");
     const auto new_id = Oid::from_hex(u.new_oid);
@@ -200,7 +219,28 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
     if (bad)
       return refuse("commit " + bad->commit + " (" + (bad->command.empty() ? "?" : bad->command) +
                     ") is not a valid transition: " + bad->reason + (bad->detail.empty() ? "" : ": " + bad->detail));
+    // A cut: the new chain continues the old tip across a commit with no
+    // parent. The old chain must stay reachable, on its archive ref.
+    if (options.from) {
+      auto r = ctx.git().run({"merge-base", "--is-ancestor", u.old_oid, u.new_oid});
+      if (!r.ok()) return ctx.fail(r.error());
+      if (r->status != 0 && r->status != 1) return refuse("git merge-base --is-ancestor: " + r->err);
+      if (r->status == 1) cuts.insert(archive_ref(*old_id));
+      if (r->status == 1 && !archived.count(archive_ref(*old_id))) {
+        auto kept = (*store)->read_ref(archive_ref(*old_id));
+        if (!kept.ok() || !*kept || **kept != *old_id)
+          return refuse(u.new_oid + " starts a new chain after " + u.old_oid + " (a cut) without keeping it: push " +
+                        archive_ref(*old_id) + " at " + u.old_oid + " in the same push");
+      }
+    }
   }
+  for (const std::string& ref : archived)
+    if (!cuts.count(ref))
+      return print_error(ctx.op,
+                         make_error(Errc::invalid, "push rejected by the server's git-locks hook: " + ref +
+                                                       ": an archive ref is created only with the cut that starts "
+                                                       "a new chain after the commit it names"),
+                         std::nullopt);
   if (work.empty()) return 0;
   // The work is judged on the verified store: this push's refs/locks/state
   // when it moves it (verified just above), else the current one.

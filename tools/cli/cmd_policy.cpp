@@ -13,7 +13,9 @@
 //
 // `checkpoint` publishes the owner's signed checkpoint of the state at the
 // tip (docs/FORMAT.md "Checkpoints"): an admin transition that changes
-// nothing and names the commit it follows.
+// nothing and names the commit it follows. With --cut it has no Git parent
+// and starts a new chain (docs/FORMAT.md "The cut"): a fetch of
+// refs/locks/state transfers only what follows it.
 #include <algorithm>
 
 #include "cli.h"
@@ -121,16 +123,24 @@ int cmd_checkpoint(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   Oid prev;
-  auto p = publish(ctx, "checkpoint", [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(ctx, snap));
-    prev = *snap.commit;
-    return std::optional<json>{ops::admin_checkpoint(prev.hex(), snap.policy_hash)};
-  });
+  PublishHooks hooks;
+  hooks.cut = a->has("cut");
+  auto p = publish(
+      ctx, "checkpoint",
+      [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
+        GITLOCKS_CHECK(require_store(ctx, snap));
+        prev = *snap.commit;
+        return std::optional<json>{ops::admin_checkpoint(prev.hex(), snap.policy_hash)};
+      },
+      hooks);
   if (!p.ok()) return ctx.fail(p.error());
   const Candidate& c = *p->candidate;
-  return ctx.done({{"op", ctx.op}, {"commit", c.commit}, {"prev", prev}},
-                  "checkpoint " + c.commit.hex().substr(0, 12) + " of the state at " + prev.hex().substr(0, 12) +
-                      " (refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
+  json out = {{"op", ctx.op}, {"commit", c.commit}, {"prev", prev}, {"cut", hooks.cut}};
+  if (hooks.cut) out["archive"] = archive_ref(prev);
+  return ctx.done(out, "checkpoint " + c.commit.hex().substr(0, 12) + " of the state at " + prev.hex().substr(0, 12) +
+                           (hooks.cut ? ", starting a new chain (the history before it: " + archive_ref(prev) + ")"
+                                      : std::string()) +
+                           " (refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
 
 }  // namespace gitlocks::cli

@@ -219,7 +219,10 @@ int cmd_log(Context& ctx, const Argv& argv) {
                  {"body", body}};
     if (ctx.json_output) text += json_line(line) + "\n";
     else text += at->hex().substr(0, 12) + "  " + (t ? format_time(*t) : std::string(24, ' ')) + "  " + summary + "\n";
-    at = tc->parents.empty() ? std::nullopt : std::optional<Oid>(tc->parents[0]);
+    // Across a cut to the chain it follows when that is here (the archive:
+    // always for a local store; for a remote one once fetched).
+    auto c = (*store)->read_commit(*at);
+    at = c.ok() ? chain_parent(**store, *at, *c) : std::nullopt;
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
   return 0;

@@ -76,18 +76,34 @@ Status forget_verified_tip(const fs::path& file) {
 // Whether `remembered` is `tip` or one of its ancestors (`git merge-base
 // --is-ancestor`); a commit that no longer exists is not.
 Result<bool> descends_from(Context& ctx, ObjectStore& store, const Oid& remembered, const Oid& tip) {
-  if (remembered == tip) return true;
   if (!store.read_commit(remembered).ok()) return false;
-  GITLOCKS_TRY(r, ctx.git().run({"merge-base", "--is-ancestor", remembered.hex(), tip.hex()}));
-  if (r.status == 0) return true;
-  if (r.status == 1) return false;
-  return make_error(Errc::store_read, "git merge-base --is-ancestor: " + r.err);
+  // Across cuts (docs/FORMAT.md "The cut"): a chain that starts at a cut
+  // continues the chain its prev ends, fetched from the remote's archive
+  // when this clone does not have it.
+  for (Oid at = tip;;) {
+    if (remembered == at) return true;
+    GITLOCKS_TRY(r, ctx.git().run({"merge-base", "--is-ancestor", remembered.hex(), at.hex()}));
+    if (r.status == 0) return true;
+    if (r.status != 1) return make_error(Errc::store_read, "git merge-base --is-ancestor: " + r.err);
+    GITLOCKS_TRY(roots, ctx.git().run({"rev-list", "--first-parent", "--max-parents=0", at.hex()}));
+    if (roots.status != 0) return make_error(Errc::store_read, "git rev-list: " + roots.err);
+    std::string root_hex = roots.out;
+    while (!root_hex.empty() && root_hex.back() == '\n') root_hex.pop_back();
+    const auto root = Oid::from_hex(root_hex);
+    const std::optional<Oid> prev = root ? cut_prev(store, *root) : std::nullopt;
+    if (!prev) return false;
+    if (!store.read_commit(*prev).ok()) {
+      GITLOCKS_TRY(fetched, ctx.fetch_archive(prev));
+      if (!fetched || !store.read_commit(*prev).ok()) return false;
+    }
+    at = *prev;
+  }
 }
 
 // A bundle whose one ref is refs/locks/state at `tip` (a remote store's tip
 // lives under another local name): made in a throw-away bare repository that
 // borrows our objects through its alternates file.
-Result<ProcessResult> bundle_of_remote_tip(Context& ctx, const Oid& tip, const std::string& path) {
+Result<ProcessResult> bundle_of_remote_tip(Context& ctx, const Oid& tip, const std::string& path, bool archive) {
   GITLOCKS_TRY(dir, git_dir(ctx));
   std::error_code ec;
   const fs::path tmp = dir / "git-locks" / ("export." + std::to_string(::getpid()));
@@ -111,15 +127,37 @@ Result<ProcessResult> bundle_of_remote_tip(Context& ctx, const Oid& tip, const s
   }
   GITLOCKS_TRY(set, bare.run({"update-ref", std::string(kStateRef), tip.hex()}));
   if (set.status != 0) return set;
-  return bare.run({"bundle", "create", "-q", path, std::string(kStateRef)});
+  std::vector<std::string> args{"bundle", "create", "-q", path, std::string(kStateRef)};
+  if (archive) {
+    // The remote's archive refs as this clone fetched them, under their own names.
+    GITLOCKS_TRY(remote, ctx.remote());
+    const std::string prefix = "refs/locks/remotes/" + remote.value_or("") + "/archive/";
+    GITLOCKS_TRY(list, ctx.git().run({"for-each-ref", "--format=%(objectname) %(refname)", prefix}));
+    if (list.status != 0) return list;
+    for (std::string_view line : split_fields(list.out, '\n')) {
+      const std::size_t sp = line.find(' ');
+      if (sp == std::string_view::npos) continue;
+      const std::string ref = std::string(kArchivePrefix) + std::string(line.substr(sp + 1 + prefix.size()));
+      GITLOCKS_TRY(kept, bare.run({"update-ref", ref, std::string(line.substr(0, sp))}));
+      if (kept.status != 0) return kept;
+      args.push_back(ref);
+    }
+  }
+  return bare.run(args);
 }
 
 }  // namespace
 
-Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::string& path) {
+Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::string& path, bool archive) {
   GITLOCKS_TRY(remote, ctx.remote());
-  if (remote) return bundle_of_remote_tip(ctx, tip, path);
-  return ctx.git().run({"bundle", "create", "-q", path, std::string(kStateRef)});
+  if (remote && archive) {
+    GITLOCKS_TRY(fetched, ctx.fetch_archive(std::nullopt));
+    (void)fetched;
+  }
+  if (remote) return bundle_of_remote_tip(ctx, tip, path, archive);
+  std::vector<std::string> args{"bundle", "create", "-q", path, std::string(kStateRef)};
+  if (archive) args.push_back("--glob=" + std::string(kArchivePrefix) + "*");
+  return ctx.git().run(args);
 }
 
 namespace {
@@ -183,6 +221,9 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   if (!ref.ok()) return ctx.fail(ref.error());
   if (!*ref) return ctx.fail(make_error(Errc::store_read, no_store_message(ctx)));
   const Oid tip = **ref;
+  // From the root: a remote store's history before its cuts too.
+  if (a->has("full"))
+    if (auto fetched = ctx.fetch_archive(std::nullopt); !fetched.ok()) return ctx.fail(fetched.error());
 
   ReplayOptions options;
   options.allow_test_clock = ctx.allow_test_clock;  // global flag, before or after the command
@@ -305,6 +346,19 @@ int cmd_verify(Context& ctx, const Argv& argv) {
     return ctx.fail(summary.error());
   }
 
+  // --full promises the history from the store's creation: a chain that
+  // starts at a cut whose earlier history is neither here nor on the
+  // remote's archive is not that.
+  if (a->has("full") && summary->cut_start) {
+    const std::optional<Oid> prev = cut_prev(**store, *summary->cut_start);
+    return ctx.fail(make_error(
+        Errc::store_read,
+        "verify --full: the history before the cut " + summary->cut_start->hex() + " (" +
+            (prev ? archive_ref(*prev) : std::string("?")) +
+            ") is neither in this clone nor on the store's remote, so it cannot be replayed from the root; the " +
+            std::to_string(summary->commits) + " commit(s) from the cut on " +
+            (summary->invalid == 0 ? "verified" : "did not all verify")));
+  }
   const bool valid = summary->invalid == 0 && !fork_from;
   if (valid) {
     auto st = write_verified_tip(*memo, tip);
@@ -325,8 +379,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   const bool unexpected_store = first_reason == "owner-mismatch" || first_reason == "pins-mismatch";
   if (summary->first_invalid && !unexpected_store) {
     std::string last_valid;
-    if (auto c = (*store)->read_commit(*summary->first_invalid); c.ok() && !c->parents.empty())
-      last_valid = c->parents.front().hex();
+    if (auto below = chain_predecessor(**store, *summary->first_invalid)) last_valid = below->hex();
     recovery = recovery_command(ctx, last_valid, tip);
   }
   json s = {{"tip", tip},
@@ -345,6 +398,7 @@ int cmd_verify(Context& ctx, const Argv& argv) {
                              : user_from ? json(*options.from)
                                          : json(nullptr)},
             {"checkpoints", {{"valid", summary->checkpoints}, {"invalid", summary->invalid_checkpoints}}},
+            {"cut_start", summary->cut_start ? json(*summary->cut_start) : json(nullptr)},
             {"recovery", recovery ? json(*recovery) : json(nullptr)}};
   std::string text;
   if (fork_from) {
@@ -414,13 +468,15 @@ int cmd_export(Context& ctx, const Argv& argv) {
   std::error_code ec;
   const std::string path = fs::absolute(*file, ec).string();  // git runs with -C DIR
   if (ec) return ctx.fail(make_error(Errc::usage, "bad path " + *file));
-  auto made = bundle_of_store(ctx, **ref, path);
+  const bool archive = a->has("archive");
+  auto made = bundle_of_store(ctx, **ref, path, archive);
   if (!made.ok()) return ctx.fail(made.error());
   if (made->status != 0)
     return ctx.fail(
         make_error(Errc::store_write, "git bundle create exited " + std::to_string(made->status) + ": " + made->err));
-  return ctx.done({{"bundle", path}, {"ref", kStateRef}, {"tip", **ref}},
-                  "wrote " + path + " (" + std::string(kStateRef) + " at " + **ref + ")");
+  return ctx.done({{"bundle", path}, {"ref", kStateRef}, {"tip", **ref}, {"archive", archive}},
+                  "wrote " + path + " (" + std::string(kStateRef) + " at " + **ref +
+                      (archive ? ", with the history before its cuts (refs/locks/archive/*)" : "") + ")");
 }
 
 }  // namespace gitlocks::cli

@@ -136,7 +136,9 @@ const std::vector<CommandDecl>& commands() {
        "KEY, the tip as pins-mismatch unless those notary pins are in force; "
        "exit 0 all valid, 1 any invalid or rewritten, 2 unreadable)"},
       {"export",
-       {{"bundle", V::file, "FILE", "where to write the bundle (- for stdout)", false, true}},
+       {{"bundle", V::file, "FILE", "where to write the bundle (- for stdout)", false, true},
+        {"archive", V::none, "",
+         "also the history before the store's cuts (refs/locks/archive/*), for a verification from the root"}},
        "",
        V::none,
        "write a Git bundle of refs/locks/state for other hosts to verify"},
@@ -148,7 +150,9 @@ const std::vector<CommandDecl>& commands() {
        "unreadable); repairs nothing"},
       {"migrate", {}, "", V::none, "rewrite a format-1 store as the current format (one ordinary transition)"},
       {"checkpoint",
-       {},
+       {{"cut", V::none, "",
+         "start a new chain at the checkpoint (no Git parent): a fetch of refs/locks/state then transfers only what "
+         "follows it; the history before it stays on refs/locks/archive/TIP"}},
        "",
        V::none,
        "owner: publish a signed checkpoint of the state at the tip (nothing changes; every verifier checks that it "

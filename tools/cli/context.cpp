@@ -120,6 +120,14 @@ Result<std::optional<Oid>> Context::read_tip() {
   return s->read_ref(ref);
 }
 
+Result<bool> Context::fetch_archive(const std::optional<Oid>& prev) {
+  GITLOCKS_TRY(r, remote());
+  if (!r) return false;
+  const std::string pattern = prev ? archive_ref(*prev) : std::string(kArchivePrefix) + "*";
+  GITLOCKS_CHECK(git().fetch_archive(*r, pattern, "refs/locks/remotes/" + *r + "/archive/"));
+  return true;
+}
+
 void Context::remember_pushed(const Oid& pushed, const std::optional<Oid>& from) {
   auto ref = state_ref();
   if (!ref.ok()) return;

@@ -123,7 +123,8 @@ CasResult classify_push(std::string_view ref, const ProcessResult& r) {
   return {CasStatus::failed, detail};
 }
 
-CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid) {
+CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid,
+                             const std::optional<Archive>& archive) {
   if (starting_) {
     process_.emplace(starting_->get());
     starting_.reset();
@@ -132,8 +133,10 @@ CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std
     std::vector<std::string> argv = git_argv_;
     for (const char* a : {"push", "--atomic", "--porcelain", "--no-verify"}) argv.emplace_back(a);
     argv.push_back("--force-with-lease=" + std::string(ref) + ":" + (old_oid ? old_oid->hex() : std::string()));
+    if (archive) argv.push_back("--force-with-lease=" + archive->ref + ":");
     argv.push_back(remote_);
     argv.push_back(new_oid + ":" + std::string(ref));
+    if (archive) argv.push_back(archive->commit + ":" + archive->ref);
     auto p = Process::start(argv, {"LC_ALL=C"});
     if (!p.ok()) return {CasStatus::failed, p.error().message};
     ProcessResult r = p->finish({}, {}, timeout_ms_);
@@ -144,8 +147,9 @@ CasResult PendingCas::commit(std::string_view ref, const Oid& new_oid, const std
     return classify_push(ref, r);
   }
   if (!process_->ok()) return {CasStatus::failed, process_->error().message};
-  std::string input = "start\nupdate " + std::string(ref) + " " + new_oid + " " +
-                      (old_oid ? old_oid->hex() : kZeroOid) + "\nprepare\ncommit\n";
+  std::string input =
+      "start\nupdate " + std::string(ref) + " " + new_oid + " " + (old_oid ? old_oid->hex() : kZeroOid) + "\n" +
+      (archive ? "create " + archive->ref + " " + archive->commit + "\n" : std::string()) + "prepare\ncommit\n";
   return classify_update_ref(ref, (*process_)->finish(input));
 }
 
@@ -225,6 +229,20 @@ Result<bool> Git::fetch_state(const std::string& remote, const std::string& trac
   }
   return make_error(Errc::store_read,
                     "git fetch " + remote + " " + std::string(kStateRef) + " failed: " + describe_failure(r));
+}
+
+Status Git::fetch_archive(const std::string& remote, const std::string& pattern,
+                          const std::string& tracking_prefix) const {
+  const std::string dst = tracking_prefix + pattern.substr(kArchivePrefix.size());
+  GITLOCKS_TRY(r, run({"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--no-auto-gc",
+                       "--no-recurse-submodules", remote, "+" + pattern + ":" + dst},
+                      {}, network_timeout_ms_));
+  if (r.timed_out)
+    return make_error(Errc::store_read, "git fetch " + remote + " " + pattern + " did not finish within " +
+                                            format_ms(network_timeout_ms_) + " (git config locks.timeout); stopped");
+  const std::string missing = "fatal: couldn't find remote ref " + pattern;
+  if (r.status == 0 || (r.status == 128 && last_fatal_line(r.err) == missing)) return Ok{};
+  return make_error(Errc::store_read, "git fetch " + remote + " " + pattern + " failed: " + describe_failure(r));
 }
 
 Git::PendingConfigs Git::begin_configs(const std::string& pattern) const {

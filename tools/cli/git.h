@@ -69,7 +69,15 @@ class PendingCas {
   PendingCas(std::vector<std::string> git_argv, std::string remote, std::int64_t timeout_ms)
       : git_argv_(std::move(git_argv)), remote_(std::move(remote)), timeout_ms_(timeout_ms) {}
   // Feeds start/update/prepare/commit (or pushes) and classifies the result.
-  CasResult commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid);
+  // `archive`: in the same transaction, create the ref ARCHIVE at that
+  // commit (it must not exist yet): a cut keeps the chain it starts after
+  // on refs/locks/archive/PREV.
+  struct Archive {
+    std::string ref;
+    Oid commit;
+  };
+  CasResult commit(std::string_view ref, const Oid& new_oid, const std::optional<Oid>& old_oid,
+                   const std::optional<Archive>& archive = std::nullopt);
 
  private:
   std::optional<std::future<Result<Process>>> starting_;  // local: the update-ref being started
@@ -113,6 +121,11 @@ class Git {
   // deleted). Errors: store_read, with git's diagnostics, also when the
   // fetch takes longer than the network timeout.
   Result<bool> fetch_state(const std::string& remote, const std::string& tracking) const;
+  // Fetches `remote`'s archive refs matching `pattern` (refs/locks/archive/
+  // PREV, or refs/locks/archive/* for all) into `tracking_prefix`, forced:
+  // the history before a cut (docs/FORMAT.md "The cut"). A pattern the
+  // remote has no ref for fetches nothing. Errors: store_read.
+  Status fetch_archive(const std::string& remote, const std::string& pattern, const std::string& tracking_prefix) const;
 
   // A started `git config -z --get-regexp PATTERN`; values() waits for it:
   // key (lower case, as git prints it) -> its last value.

@@ -152,7 +152,8 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       attestation = std::move(att);
     }
     timings::Scope commit_time("commit");
-    GITLOCKS_TRY(cand, complete_candidate(*store, snap, std::move(*prepared), attestation, ctx.allow_test_clock));
+    GITLOCKS_TRY(cand, complete_candidate(*store, snap, std::move(*prepared), attestation, ctx.allow_test_clock,
+                                          hooks.cut ? CommitOn::cut : CommitOn::tip));
     return Built{std::move(snap), std::move(cand)};
   };
   // A remote store's first round is planned on the clone's cached copy of
@@ -205,7 +206,9 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
     bool replan = false;
     for (int lock_attempt = 1; !replan; ++lock_attempt) {
       std::optional<timings::Scope> cas_time(std::in_place, "compare-and-swap");
-      CasResult r = cas->commit(kStateRef, cand.commit, snap.commit);
+      std::optional<PendingCas::Archive> archive;
+      if (hooks.cut) archive = PendingCas::Archive{archive_ref(*snap.commit), *snap.commit};
+      CasResult r = cas->commit(kStateRef, cand.commit, snap.commit, archive);
       cas_time.reset();
       *ctx.attempts += 1;
       switch (r.status) {

@@ -52,6 +52,10 @@ struct PublishHooks {
   // replan: the packet is bound to its source).
   std::optional<std::string> packet;
   std::optional<Oid> source_commit;
+  // A cut (`checkpoint --cut`, docs/FORMAT.md "The cut"): the body is a
+  // checkpoint of the tip, committed with no Git parent, and the same
+  // compare-and-swap creates refs/locks/archive/TIP at the tip it follows.
+  bool cut = false;
 };
 
 struct Published {
