@@ -32,6 +32,9 @@ checks, for every commit on refs/locks/state from the root:
 - a force-release (public stores) signed by the owner or a policy admin;
 - a checkpoint (FORMAT.md "Checkpoints"): the owner's, naming its parent
   commit as `prev`, and leaving the state as it is;
+- a cut (FORMAT.md "The cut"): a checkpoint with no parent; the chain goes on
+  below it at its `prev` when that commit is in the repository (the archive),
+  and otherwise starts at the cut, whose source is then its own state;
 - every record name and lease path in NFC (public stores);
 - the exclusion invariant over the timeline (public stores): at the
   admission time of every state, no two live leases (T <= expires_at) with
@@ -251,6 +254,11 @@ class Git:
             raise StoreRead("rev-list %s: %s" % (ref, r.stderr.strip()))
         return r.stdout.split()
 
+    def exists(self, oid):
+        r = subprocess.run(["git", "-C", self.repo, "cat-file", "-e", oid + "^{commit}"],
+                           capture_output=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
+        return r.returncode == 0
+
 
 # --- paths (SPEC §3) -----------------------------------------------------------
 
@@ -374,8 +382,31 @@ class Verifier:
         raw = self.blob_at(state, "policy.json")
         return raw, parse_canonical(raw, "state/policy.json")
 
-    def run(self):
+    def cut_prev(self, commit):
+        """The `prev` of a checkpoint commit without parents (a cut), else None."""
+        try:
+            tree, parents = self.git.commit(commit)
+            txn = self.git.tree(self.git.tree(tree)["txn"][1])
+            packet = json.loads(self.git.typed(txn["packet.json"][1], "blob"))["packet"]
+            prev = packet["body"]["admin"]["prev"]
+        except (KeyError, TypeError, ValueError, StoreRead):
+            return None
+        if parents or packet.get("action") != "checkpoint" or not hex_of(prev, 40):
+            return None
+        return prev
+
+    def full_chain(self):
+        """The chain of self.ref, continued below every cut whose prev is here."""
         chain = self.git.chain(self.ref)
+        while chain:
+            prev = self.cut_prev(chain[0])
+            if prev is None or not self.git.exists(prev):
+                break
+            chain = self.git.chain(prev) + chain
+        return chain
+
+    def run(self):
+        chain = self.full_chain()
         verdicts = []
         parent_state = None
         for i, commit in enumerate(chain):
@@ -395,7 +426,7 @@ class Verifier:
         tree, parents = self.git.commit(commit)
         if index == 0 and parents:
             raise Invalid("parents", "the root has %d parents" % len(parents))
-        if index > 0 and parents != [parent]:
+        if index > 0 and parents != [parent] and parents != []:
             raise Invalid("parents", "%d parents (exactly one, the previous commit, required)" % len(parents))
         top = self.git.tree(tree)
         for name, (mode, _) in top.items():
@@ -436,7 +467,16 @@ class Verifier:
         fmt = parse_canonical(self.blob_at(state, "format.json"), "state/format.json")
         if not isinstance(fmt, dict) or fmt.get("format") not in STATE_FORMATS or set(fmt) != {"format"}:
             raise Invalid("unknown-format", "state format %r" % (fmt,))
-        if index == 0:
+        if not parents and index > 0 and action != "checkpoint":
+            raise Invalid("parents", "no parent: only the root and a cut (a checkpoint) have none")
+        if index == 0 and action == "checkpoint":
+            # A cut whose earlier history is not here: the chain starts at its own state.
+            parent_state = state
+            src_raw, src_policy = new_raw, new_policy
+            self.store = new_policy.get("store")
+            if packet["source"] != state:
+                raise Invalid("source-mismatch", "source %s, the cut's own state %s" % (packet["source"], state))
+        elif index == 0:
             if action != "init" or "init" not in body:
                 raise Invalid("bad-root", "the root is not a creation")
             src_raw, src_policy = new_raw, new_policy
@@ -471,7 +511,7 @@ class Verifier:
             admin_op = body.get("admin", {})
             if set(admin_op) != {"op", "expected_policy_hash", "prev"} or not hex_of(admin_op.get("prev"), 40):
                 raise Invalid("bad-body", "checkpoint body %r" % (admin_op,))
-            if admin_op["prev"] != parent:
+            if index > 0 and admin_op["prev"] != parent:
                 raise Invalid("checkpoint-mismatch", "checkpoint names %s, parent %s" % (admin_op["prev"], parent))
             if state != parent_state:
                 raise Invalid("state-changed", "a checkpoint changed the state")

@@ -804,6 +804,115 @@ class GeneratedCheckpointsTest(unittest.TestCase):
             self.assertEqual(packet["source"], packet["result"])
 
 
+class GeneratedCutsTest(unittest.TestCase):
+    """`gitlocks-gen-history --cut-every M` (FORMAT.md "The cut"): checkpoints committed without a parent.
+    With the archive in the repository both verifiers walk across every cut from the root; with only
+    the chain since the newest cut (what a fetch of refs/locks/state brings) both start at the cut; and
+    a cut re-signed by another key than the owner's is refused there by both."""
+
+    def setUp(self):
+        gen = os.environ.get("GITLOCKS_GEN_HISTORY")
+        if not gen:
+            skip("GITLOCKS_GEN_HISTORY is not set")
+        self.tmp = tempfile.mkdtemp(prefix="gitlocks-gen-cuts-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        bundle, self.repo = os.path.join(self.tmp, "h.bundle"), os.path.join(self.tmp, "r.git")
+        subprocess.run([gen, "--commits", "300", "--checkpoint-every", "50", "--cut-every", "100", "--seed", "7",
+                        "--bundle", bundle], check=True, capture_output=True)
+        subprocess.run(["git", "init", "-q", "--bare", self.repo], check=True)
+        subprocess.run(["git", "-C", self.repo, "fetch", "-q", bundle, "refs/locks/*:refs/locks/*"], check=True)
+        self.tail = os.path.join(self.tmp, "tail.git")
+        subprocess.run(["git", "init", "-q", "--bare", self.tail], check=True)
+        subprocess.run(["git", "-C", self.tail, "fetch", "-q", self.repo, "refs/locks/state:refs/locks/state"],
+                       check=True)
+
+    def product(self, repo, *args):
+        r = subprocess.run([os.environ["GIT_LOCKS_BIN"], "--repo", repo, "--json", "verify", *args],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, GIT_LOCKS_KEY=os.path.join(self.tmp, "dave.key")))
+        return r, [json.loads(line) for line in r.stdout.splitlines()]
+
+    def reference(self, repo):
+        r = subprocess.run([sys.executable, REFVERIFY, repo], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.stderr, "")
+        return r, [json.loads(line) for line in r.stdout.splitlines()]
+
+    def parents(self, repo, commit):
+        return subprocess.run(["git", "-C", repo, "rev-list", "--parents", "-n", "1", commit], capture_output=True,
+                              text=True, check=True).stdout.split()[1:]
+
+    def packet(self, repo, commit):
+        return json.loads(subprocess.run(["git", "-C", repo, "show", commit + ":txn/packet.json"],
+                                         capture_output=True, text=True, check=True).stdout)["packet"]
+
+    def test_both_walk_across_the_cuts_from_the_root(self):
+        prod, pv = self.product(self.repo, "--full")
+        self.assertEqual(prod.returncode, 0, prod.stderr[-2000:])
+        ref, rv = self.reference(self.repo)
+        self.assertEqual(ref.returncode, 0)
+        self.assertEqual(len(pv), 300)
+        self.assertEqual([v["commit"] for v in rv], [v["commit"] for v in pv])
+        self.assertEqual([v["ok"] for v in rv], [True] * 300)
+        # Checkpoints after the 50th, 100th, ... commit; those at 100 and 200 are cuts: no parent, and
+        # `prev` the commit before them on the chain (the tip of the archive).
+        self.assertEqual([i for i, v in enumerate(pv) if v["command"] == "checkpoint"], [50, 100, 150, 200, 250])
+        chain = [v["commit"] for v in pv]
+        for i in (50, 100, 150, 200, 250):
+            self.assertEqual(self.packet(self.repo, chain[i])["body"]["admin"]["prev"], chain[i - 1])
+            self.assertEqual(self.parents(self.repo, chain[i]), [] if i in (100, 200) else [chain[i - 1]], i)
+        self.assertEqual(json.loads(prod.stderr.splitlines()[-1])["cut_start"], None)
+
+    def test_both_start_at_the_newest_cut_without_the_archive(self):
+        _, pv_full = self.product(self.repo, "--full")
+        ref, rv = self.reference(self.tail)
+        self.assertEqual(ref.returncode, 0)
+        self.assertEqual([v["commit"] for v in rv], [v["commit"] for v in pv_full[200:]])
+        self.assertEqual([v["ok"] for v in rv], [True] * 100)
+        # The product without --full starts at the newest checkpoint (the one after the 250th commit,
+        # re-executed from its parent, which is here); --full cannot go back past the cut here:
+        # store-read, exit 2.
+        prod, pv = self.product(self.tail)
+        self.assertEqual(prod.returncode, 0, prod.stderr[-2000:])
+        summary = json.loads(prod.stderr.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["start_commit"], summary["commits"]),
+                         ("checkpoint", pv_full[250]["commit"], 49), summary)
+        full, _ = self.product(self.tail, "--full")
+        self.assertEqual(full.returncode, 2, full)
+        self.assertEqual(json.loads(full.stderr.splitlines()[-1])["error"], "store-read")
+        self.assertIn("the history before the cut " + pv_full[200]["commit"], full.stderr)
+
+    def test_a_cut_signed_by_another_key_is_refused_by_both(self):
+        _, pv_full = self.product(self.repo, "--full")
+        cut = pv_full[200]["commit"]
+        p = Plumbing(type("R", (), {"path": self.tail})())
+
+        def cut_signed_by(name):
+            packet = self.packet(self.tail, cut)
+            seed = hashlib.sha256(("test-actor:" + name).encode()).digest()
+            packet["actor"] = nacl.signing.SigningKey(seed).verify_key.encode().hex()
+            tree = p.put(p.tree_of(cut), "txn/packet.json", p.blob(signed_packet(seed, packet)))
+            forged = p.git("commit-tree", tree, "-m", "git-locks: checkpoint").decode().strip()
+            p.git("update-ref", "refs/locks/state", forged)
+            return forged
+
+        # The control: re-signed with the owner's own key, the cut's tree comes back byte for byte (Ed25519
+        # is deterministic), and both verifiers accept it at the start of the chain.
+        control = cut_signed_by("owner")
+        self.assertEqual(p.tree_of(control), p.tree_of(cut))
+        self.assertEqual([v["ok"] for v in self.reference(self.tail)[1]], [True])
+        prod, pv = self.product(self.tail)
+        self.assertEqual((prod.returncode, [v["ok"] for v in pv]), (0, []), prod)  # the tip is the start
+        forged = cut_signed_by("alice")
+        ref, rv = self.reference(self.tail)
+        self.assertEqual((ref.returncode, rv), (1, [{"commit": forged, "ok": False, "reason": "not-owner",
+                                                     "detail": rv[0]["detail"]}]))
+        # The product: not started at (it does not verify as a checkpoint), so judged where the chain
+        # starts, and refused by the planner (only the owner checkpoints).
+        prod, pv = self.product(self.tail)
+        self.assertEqual(prod.returncode, 1, prod)
+        self.assertEqual([(v["commit"], v["ok"], v["reason"]) for v in pv], [(forged, False, "replay-refused")])
+
+
 class IdentityAndTimeTest(SharedStore):
     """Two rules the reference verifier once lacked (issue 30): local admission times never decrease,
     and one path is one resource (NFC), so an NFD twin cannot hold a second exclusive lease."""
