@@ -7,20 +7,26 @@ fetches refs/locks/state, verifies the history and publishes the claim.
 Side by side in one run, on generated histories (gitlocks-gen-history
 --seed 42):
   - a small store of SMALL commits without checkpoints (the baseline);
-  - a store of COMMITS commits with the owner's checkpoint after every
-    EVERY-th commit (--checkpoint-every): the fresh clone starts at the
-    newest one (docs/FORMAT.md "Checkpoints");
-  - the same COMMITS commits without checkpoints (a full replay: today's
-    cost for a store that has none).
+  - "cut": a store of COMMITS commits whose every checkpoint (after every
+    EVERY-th commit) is a cut (--cut-every, docs/FORMAT.md "The cut"), its
+    archives on refs/locks/archive/*: the fresh clone fetches and replays
+    only what follows the newest cut;
+  - "checkpointed": the same COMMITS commits with the owner's checkpoint
+    after every EVERY-th commit, none of them a cut (--checkpoint-every):
+    the fresh clone replays from the newest one but fetches everything;
+  - "plain": the same COMMITS commits without checkpoints (a full replay:
+    the cost for a store that has none).
 For each: the first claim's wall time and CPU time (git-locks and the git
 children it waited for: the fetch and the push), and the bytes the clone
-fetched (its object database afterwards). Goal (issue 33): the checkpointed
-store's first claim within 1.2x of the small store's. The bytes fetched are
-printed too: history older than a checkpoint still travels until the store
-can cut it onto an archive ref (not built yet), so they grow with COMMITS.
+fetched (its object database afterwards). Goal (issue 33): the cut store's
+first claim within 1.2x of the small store's, bytes fetched printed for
+both. --stores picks which of them to run (the small one always runs:
+every ratio is against it), e.g. --stores cut at 200,000 commits, where the
+other two take minutes per clone.
 
 usage: fresh_clone_bench.py GIT_LOCKS GEN_HISTORY [--commits 20000]
                             [--small 1000] [--checkpoint-every 1000] [--reps 3]
+                            [--stores cut,checkpointed,plain]
 """
 
 import argparse
@@ -56,22 +62,28 @@ def main():
     ap.add_argument("--small", type=int, default=1000, help="commits of the baseline store")
     ap.add_argument("--checkpoint-every", type=int, default=1000, help="a checkpoint after every N-th commit")
     ap.add_argument("--reps", type=int, default=3, help="fresh clones per store (medians are printed)")
+    ap.add_argument("--stores", default="cut,checkpointed,plain", help="which large stores to run")
     args = ap.parse_args()
+    large = [k for k in args.stores.split(",") if k]
+    if any(k not in ("cut", "checkpointed", "plain") for k in large):
+        sys.exit("--stores: a list of cut, checkpointed, plain")
     tmp = tempfile.mkdtemp(prefix="gitlocks-fresh-clone-bench-")
     servers_started = []
     try:
-        stores = [("small", args.small, 0), ("checkpointed", args.commits, args.checkpoint_every),
-                  ("plain", args.commits, 0)]
+        every = ["--checkpoint-every", str(args.checkpoint_every)]
+        options = {"small": (args.small, []), "cut": (args.commits, every + ["--cut-every", str(args.checkpoint_every)]),
+                   "checkpointed": (args.commits, every), "plain": (args.commits, [])}
         rows = {}
-        for kind, commits, every in stores:
+        for kind in ["small"] + large:
+            commits, extra = options[kind]
             bundle = os.path.join(tmp, kind + ".bundle")
-            gen = [args.gen, "--commits", str(commits), "--seed", "42", "--bundle", bundle]
-            if every:
-                gen += ["--checkpoint-every", str(every)]
+            gen = [args.gen, "--commits", str(commits), "--seed", "42", "--bundle", bundle] + extra
             subprocess.run(gen, check=True, capture_output=True)
             srv = servers.Server.start("daemon", os.path.join(tmp, kind))
             servers_started.append(srv)
-            subprocess.run(["git", "-C", srv.bare, "fetch", "-q", bundle, f"{STATE}:{STATE}"], check=True)
+            # refs/locks/state and, for the cut store, its archive refs.
+            subprocess.run(["git", "-C", srv.bare, "fetch", "-q", bundle, "refs/locks/*:refs/locks/*"], check=True)
+            os.remove(bundle)
             walls, cpus, fetched = [], [], []
             for rep in range(args.reps):
                 host = servers.clone(srv.url, os.path.join(tmp, f"{kind}-host{rep}"), f"host{rep}")
@@ -90,16 +102,18 @@ def main():
                 fetched.append(object_bytes(host) - before)
             rows[kind] = (commits, statistics.median(walls), statistics.median(cpus), statistics.median(fetched))
         print(f"fresh clone + first claim through git daemon (medians of {args.reps}):")
-        for kind, label in (("small", "no checkpoint"),
-                            ("checkpointed", f"a checkpoint every {args.checkpoint_every}"),
-                            ("plain", "no checkpoint")):
+        labels = {"small": "no checkpoint", "cut": f"a cut every {args.checkpoint_every}",
+                  "checkpointed": f"a checkpoint every {args.checkpoint_every}", "plain": "no checkpoint"}
+        for kind in ["small"] + large:
             commits, wall, cpu, nbytes = rows[kind]
-            print(f"  {commits:>7,} commits, {label:<26} wall {wall * 1000:9.1f} ms, CPU {cpu * 1000:9.1f} ms, "
+            print(f"  {commits:>7,} commits, {labels[kind]:<26} wall {wall * 1000:9.1f} ms, CPU {cpu * 1000:9.1f} ms, "
                   f"fetched {nbytes / 1e6:8.2f} MB")
-        small, cp, plain = rows["small"], rows["checkpointed"], rows["plain"]
-        print(f"checkpointed vs small store: wall {cp[1] / small[1]:.2f}x, CPU {cp[2] / small[2]:.2f}x "
-              f"(goal <= 1.2x); bytes fetched {cp[3] / max(1, small[3]):.2f}x")
-        print(f"without checkpoints vs small store: wall {plain[1] / small[1]:.2f}x, CPU {plain[2] / small[2]:.2f}x")
+        small = rows["small"]
+        for kind in large:
+            row = rows[kind]
+            goal = " (goal <= 1.2x)" if kind == "cut" else ""
+            print(f"{kind} vs small store: wall {row[1] / small[1]:.2f}x, CPU {row[2] / small[2]:.2f}x{goal}; "
+                  f"bytes fetched {row[3] / max(1, small[3]):.2f}x")
     finally:
         for srv in servers_started:
             srv.close()

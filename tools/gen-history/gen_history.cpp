@@ -5,12 +5,17 @@
 // commit tampered. Deterministic for a given --seed.
 //
 //   gitlocks-gen-history --commits N (--pack FILE | --bundle FILE)
-//                        [--attested] [--checkpoint-every N] [--tamper K:MODE] [--seed S]
+//                        [--attested] [--checkpoint-every N] [--cut-every M]
+//                        [--tamper K:MODE] [--seed S]
 //
 // --checkpoint-every N: the owner's checkpoint (docs/FORMAT.md
 // "Checkpoints") follows every N-th commit (counted from the root, the
 // checkpoints included); the other commits are those of the same seed
 // without it.
+// --cut-every M: a checkpoint that follows a multiple of M commits is a cut
+// (docs/FORMAT.md "The cut": committed without a parent, as `checkpoint
+// --cut` does); M is a multiple of N. The bundle then also carries each
+// archive ref, refs/locks/archive/PREV at PREV.
 //
 // Prints the tip commit id. --pack writes a bare packfile (load it into a
 // repository with `git index-pack --stdin` and point refs/locks/state at the
@@ -111,12 +116,22 @@ class Generator {
   gitlocks::ObjectStore& store() { return *store_; }
   const Oid& tip() const { return *tip_; }
 
-  // The owner's checkpoint of the tip.
-  void checkpoint() {
+  // The owner's checkpoint of the tip; a cut (no parent) when `cut`.
+  void checkpoint(bool cut = false) {
+    const Oid prev = *tip_;
     auto snap = must(gitlocks::detail::read_unverified_snapshot(*store_, tip_), "snapshot");
     auto r = submit("owner", "checkpoint", gitlocks::ops::admin_checkpoint(tip_->hex(), snap.policy_hash));
     if (!r.ok()) die("checkpoint: " + r.error().message);
+    if (!cut) return;
+    auto tc = must(gitlocks::read_transition_commit(*store_, *tip_), "checkpoint commit");
+    auto msg = must(store_->read_commit(*tip_), "checkpoint commit").message;
+    tip_ = must(gitlocks::write_transition_commit(*store_, std::nullopt, tc.state, tc.packet_stored, msg,
+                                                  tc.time_seconds, tc.attestation_stored),
+                "cut");
+    archives_.push_back(prev);
   }
+  // The commits the cuts follow, oldest first.
+  const std::vector<Oid>& archives() const { return archives_; }
 
   // One more commit of a randomly chosen kind (refusals are retried).
   void step() {
@@ -239,6 +254,7 @@ class Generator {
   std::size_t counter_ = 0;
   std::size_t commits_ = 0;
   std::vector<Held> held_;
+  std::vector<Oid> archives_;
   gitlocks::KeyPair notary_ = key_of("notary-service");
   gitlocks::Pins pins_{"locks.example", gitlocks::to_hex(key_of("notary-service").public_key)};
   gitlocks::AdmitFn admit_;
@@ -325,6 +341,7 @@ Oid tamper(gitlocks::ObjectStore& store, const Oid& tip, std::size_t k, const st
 int main(int argc, char** argv) {
   std::size_t commits = 100;
   std::size_t checkpoint_every = 0;
+  std::size_t cut_every = 0;
   std::uint64_t seed = 1;
   bool attested = false;
   std::string pack_out, bundle_out, tamper_spec;
@@ -341,15 +358,20 @@ int main(int argc, char** argv) {
     else if (a == "--bundle") bundle_out = val();
     else if (a == "--tamper") tamper_spec = val();
     else if (a == "--checkpoint-every") checkpoint_every = std::stoul(val());
+    else if (a == "--cut-every") cut_every = std::stoul(val());
     else die("unknown argument " + a);
   }
   if (pack_out.empty() == bundle_out.empty()) die("give exactly one of --pack FILE, --bundle FILE");
+  if (cut_every && (!checkpoint_every || cut_every % checkpoint_every != 0))
+    die("--cut-every M needs --checkpoint-every N with M a multiple of N");
+  if (cut_every && !tamper_spec.empty()) die("--tamper walks one Git chain: not with --cut-every");
   if (!gitlocks::crypto_init()) die("libsodium");
   auto started = std::chrono::steady_clock::now();
   Generator g(seed, attested);
   while (g.commits() < commits) {
     g.step();
-    if (checkpoint_every && g.commits() < commits && g.commits() % checkpoint_every == 0) g.checkpoint();
+    if (checkpoint_every && g.commits() < commits && g.commits() % checkpoint_every == 0)
+      g.checkpoint(cut_every && g.commits() % cut_every == 0);
   }
   Oid tip = g.tip();
   if (!tamper_spec.empty()) {
@@ -359,7 +381,11 @@ int main(int argc, char** argv) {
   }
   std::string pack = must(gitlocks::memory_store_pack(g.store()), "pack");
   std::ofstream out(pack_out.empty() ? bundle_out : pack_out, std::ios::binary);
-  if (!bundle_out.empty()) out << "# v2 git bundle\n" << tip << " " << gitlocks::kStateRef << "\n\n";
+  if (!bundle_out.empty()) {
+    out << "# v2 git bundle\n" << tip << " " << gitlocks::kStateRef << "\n";
+    for (const Oid& prev : g.archives()) out << prev << " " << gitlocks::archive_ref(prev) << "\n";
+    out << "\n";
+  }
   out << pack;
   if (!out.flush()) die("cannot write output");
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
