@@ -182,6 +182,13 @@ export interface ReplaySummary {
   note?: string;
   /** The checkpoints among the replayed commits: those that verified, and those that did not. */
   checkpoints: { valid: number; invalid: number };
+  /**
+   * The cut the replay started at because the history before it is not in
+   * the bundle (docs/FORMAT.md "The cut": a bundle of refs/locks/state alone
+   * after `git-locks checkpoint --cut`); null when it started at the root,
+   * at `from` or at a checkpoint whose history is there.
+   */
+  cut_start: Oid | null;
   /** Where the replay started: the root, `from`, or the newest checkpoint (`fromCheckpoint`). */
   start?: 'root' | 'from' | 'checkpoint';
   /** The commit it continued from (`from` or the checkpoint); null from the root. */

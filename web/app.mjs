@@ -204,6 +204,12 @@ function show(r) {
   const parts = [text('strong', verdict.toUpperCase()), ` — ${why}. `,
     text('span', `Tip ${short(summary.tip)} of ${r.source}; ${r.leases.length} leases; ${(r.ms / 1000).toFixed(1)} s.`)];
   parts.push(levelLine(r));
+  if (summary.cut_start) {
+    // docs/FORMAT.md "The cut": a bundle of refs/locks/state alone after `checkpoint --cut`.
+    parts.push(text('p', `Starts at the cut ${short(summary.cut_start)}: the history before it is not in this ` +
+      'bundle, so the state there is taken from its owner\'s signed checkpoint (a bundle with ' +
+      'refs/locks/archive/* is verified from the root).', { id: 'cut-start', class: 'checked' }));
+  }
   if (r.expectedPins) {
     parts.push(text('p', `Checked against the expected notary pins: audience "${r.expectedPins.audience}", ` +
       `key ${short(r.expectedPins.serviceKey, 16)}….`, { class: 'checked' }));

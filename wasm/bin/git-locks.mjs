@@ -380,16 +380,33 @@ function humanVerdict(v) {
   return line + '\n';
 }
 
-// The store of refs/locks/state alone, from `git bundle create -`.
-async function openBundle(ctx) {
+// The store of refs/locks/state alone, from `git bundle create -`; with
+// `archives`, the history before its cuts too (refs/locks/archive/*,
+// docs/FORMAT.md "The cut"), for a replay from the root.
+async function openBundle(ctx, archives = false) {
   await gitlocks.init();
-  const store = await openFromGit(ctx, ['bundle', 'create', '-q', '-', kStateRef]);
+  const refs = archives ? [kStateRef, '--glob=refs/locks/archive/*'] : [kStateRef];
+  const store = await openFromGit(ctx, ['bundle', 'create', '-q', '-', ...refs]);
   const tip = store.refs[kStateRef];
   if (!tip) {
     store.delete();
     throw fail('store-read', noStore);
   }
   return { store, tip };
+}
+
+// The `prev` of a checkpoint commit without a parent (a cut), read as
+// stored; '' for any other commit.
+function cutPrev(ctx, commit) {
+  const r = git(ctx, ['cat-file', 'blob', `${commit}:txn/packet.json`], { allowStatus: [0, 128] });
+  if (r.status !== 0) return '';
+  try {
+    const packet = JSON.parse(r.stdout).packet;
+    const prev = packet.action === 'checkpoint' ? packet.body?.admin?.prev : undefined;
+    return typeof prev === 'string' && /^[0-9a-f]{40}$/.test(prev) ? prev : '';
+  } catch {
+    return '';
+  }
 }
 
 function isPrivate(store, tip) {
@@ -403,7 +420,7 @@ async function cmdVerify(ctx, argv) {
     throw fail('usage', 'the npm bin keeps no verified tip: it always replays from the root (no --from, --accept-rewrite)');
   gitlocks.init().catch(() => {}); // the module compiles while git works
   if (!readTip(ctx)) throw fail('store-read', noStore);
-  const { store, tip } = await openBundle(ctx);
+  const { store, tip } = await openBundle(ctx, true);
   let r;
   let key = null;
   try {
@@ -423,7 +440,9 @@ async function cmdVerify(ctx, argv) {
   const unexpectedStore = firstReason === 'owner-mismatch' || firstReason === 'pins-mismatch';
   if (sum.first_invalid && !unexpectedStore) {
     const p = git(ctx, ['rev-parse', '--verify', '--quiet', `${sum.first_invalid}^1`], { allowStatus: [0, 1] });
-    const lastValid = p.status === 0 ? p.stdout.trim() : '';
+    let lastValid = p.status === 0 ? p.stdout.trim() : '';
+    // A cut (no parent, docs/FORMAT.md "The cut") follows its `prev`, as natively (chain_predecessor).
+    if (!lastValid) lastValid = cutPrev(ctx, sum.first_invalid);
     recovery = lastValid ? `git update-ref ${kStateRef} ${lastValid} ${tip}` : `git update-ref -d ${kStateRef} ${tip}`;
   }
   const s = {
@@ -438,6 +457,7 @@ async function cmdVerify(ctx, argv) {
     start: 'root',
     start_commit: null,
     checkpoints: sum.checkpoints,
+    cut_start: sum.cut_start,
     recovery,
   };
   let text = '';

@@ -559,7 +559,8 @@ void gitlocks_store_builder_free(int handle) { delete reinterpret_cast<gitlocks:
 // without one, or with a key that is not a member's, structurally. A key
 // that does not parse is a usage error. -> {"ok":{"verdicts":[VERDICT,...],
 // "summary":{"commits","invalid","structural","tip","first_invalid",
-// "private","member","note"?}}}, "note" exactly when native verify adds it.
+// "private","member","checkpoints","cut_start","note"?}}}, "note" exactly
+// when native verify adds it.
 char* gitlocks_store_replay(int handle, const char* options_json, const char* key, std::size_t key_len,
                             int progress_token) {
   StoreCall call;

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 
-import { findCli, gitShow, loadPackage, makeStore, nativeVerdicts, run, tempDir } from './support.mjs';
+import { findCli, genHistory, gitShow, loadPackage, makeStore, nativeVerdicts, run, tempDir } from './support.mjs';
 
 const gl = loadPackage();
 await gl.init();
@@ -99,6 +99,47 @@ test('a history with the owner\'s checkpoints replays identically - and fromChec
   // With `from` as well: a usage error.
   assert.throws(() => gl.replay(fs.readFileSync(store.bundle), { fromCheckpoint: true, from: store.tip }),
     (e) => e.code === 'usage' && /exclude each other/.test(e.message));
+});
+
+test('a history with cuts replays identically across them - a bundle of the new chain alone starts at the cut', () => {
+  // A checkpoint after the 40th and the 80th commit, the second a cut (no parent: docs/FORMAT.md
+  // "The cut"), its archive on refs/locks/archive/PREV (gitlocks-gen-history --cut-every).
+  const dir = tempDir('cuts');
+  const repo = path.join(dir, 'repo.git');
+  run('git', ['init', '-q', '--bare', repo]);
+  const gen = path.join(dir, 'gen.bundle');
+  const tip = run(genHistory, ['--commits', '120', '--seed', '7', '--checkpoint-every', '40', '--cut-every', '80',
+    '--bundle', gen], { stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  run('git', ['-C', repo, 'fetch', '-q', gen, 'refs/locks/*:refs/locks/*']);
+  const whole = path.join(dir, 'whole.bundle');
+  run('git', ['-C', repo, 'bundle', 'create', '-q', whole, 'refs/locks/state', '--glob=refs/locks/archive/*'],
+    { stdio: 'ignore' });
+  const tail = path.join(dir, 'tail.bundle');
+  run('git', ['-C', repo, 'bundle', 'create', '-q', tail, 'refs/locks/state'], { stdio: 'ignore' });
+  // With the archive: every artifact replays the 120 commits from the root, across the cut.
+  const fromRepo = nativeVerdicts(['--repo', repo]);
+  assert.equal(nativeVerdicts(['--bundle', whole]), fromRepo);
+  const full = wasmLines(whole);
+  assert.equal(full.text, fromRepo);
+  const verdicts = full.result.verdicts;
+  assert.equal(verdicts.length, 120);
+  assert.ok(verdicts.every((v) => v.ok), JSON.stringify(verdicts.find((v) => !v.ok)));
+  assert.deepEqual(verdicts.map((v, i) => [v.command, i]).filter(([c]) => c === 'checkpoint').map(([, i]) => i),
+    [40, 80]);
+  const cut = verdicts[80].commit;
+  assert.deepEqual(run('git', ['-C', repo, 'rev-list', '--parents', '-n', '1', cut]).trim().split(' '), [cut],
+    'the cut has no parent');
+  assert.equal(full.result.summary.cut_start, null);
+  assert.equal(full.result.summary.tip, tip);
+  // Without it: the chain starts at the cut, each verdict as in the full replay, and says so.
+  const alone = wasmLines(tail);
+  assert.equal(alone.text, nativeVerdicts(['--bundle', tail]));
+  assert.deepEqual(alone.result.verdicts, verdicts.slice(80));
+  assert.equal(alone.result.summary.cut_start, cut);
+  const fresh = gl.replay(fs.readFileSync(tail), { fromCheckpoint: true });
+  assert.equal(fresh.summary.start, 'checkpoint');
+  assert.equal(fresh.summary.start_commit, cut);
+  assert.deepEqual(fresh.verdicts, verdicts.slice(81));
 });
 
 test('a tampered attested store (state-byte) gives the same verdicts', () => {

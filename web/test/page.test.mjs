@@ -12,7 +12,7 @@ import { createRequire } from 'node:module';
 import { after, before, test } from 'node:test';
 
 import {
-  artifact, bundleOf, cliRepo, genBundle, launch, nativeVerdicts, serveSite, siteDir, verdictOf,
+  artifact, bundleOf, cliRepo, genBundle, launch, nativeVerdicts, run, serveSite, siteDir, verdictOf,
 } from './support.mjs';
 
 let context;
@@ -26,6 +26,15 @@ before(async () => {
   bundles.cliCommits = cliStore.commits;
   bundles['/gen.bundle'] = genBundle('gen', ['--commits', '120', '--seed', '5']).bundle;
   bundles['/tampered.bundle'] = genBundle('tampered', ['--commits', '80', '--seed', '6', '--tamper', '40:state-byte']).bundle;
+  // A store with a cut after its 60th commit (docs/FORMAT.md "The cut"): the bundle of
+  // refs/locks/state alone holds the cut and the 29 commits after it.
+  const cut = genBundle('cut', ['--commits', '90', '--seed', '8', '--checkpoint-every', '30', '--cut-every', '60']);
+  const cutRepo = path.join(cut.dir, 'repo.git');
+  run('git', ['init', '-q', '--bare', cutRepo]);
+  run('git', ['-C', cutRepo, 'fetch', '-q', cut.bundle, 'refs/locks/*:refs/locks/*']);
+  bundles['/cut-tail.bundle'] = path.join(cut.dir, 'tail.bundle');
+  run('git', ['-C', cutRepo, 'bundle', 'create', '-q', bundles['/cut-tail.bundle'], 'refs/locks/state'],
+    { stdio: 'ignore' });
   const big = Number(process.env.GITLOCKS_WEB_BIG_COMMITS || 1500);
   bundles.bigCommits = big;
   bundles['/big.bundle'] = genBundle('big', ['--commits', String(big), '--seed', '7']).bundle;
@@ -97,6 +106,22 @@ test('a generated history with reclaims, extends and sweeps is all green', async
   assert.match(v.count, /^120 of 120 commits$/);
   assert.equal(v.refusedMarks, 0);
   assert.ok(await page.locator('#timeline .mark.reclaim').count() > 0, 'no reclaim marked');
+  await page.close();
+});
+
+test('a bundle of the chain since a cut starts at the cut and says so', async () => {
+  const expected = nativeVerdicts(bundles['/cut-tail.bundle']);
+  assert.equal(expected.length, 30);
+  assert.equal(expected[0].command, 'checkpoint');
+  assert.ok(expected.every((v) => v.ok));
+  const page = await context.newPage();
+  await page.goto(`${site.base}/?bundle=cut-tail.bundle`);
+  const v = await verdictOf(page, 300_000);
+  await page.screenshot({ path: artifact('cut-tail.png'), fullPage: true });
+  assert.equal(v.verdict, 'valid', v.summary);
+  assert.match(v.count, /^30 of 30 commits$/);
+  assert.match(v.summary, new RegExp(`Starts at the cut ${expected[0].commit.slice(0, 12)}: the history before it ` +
+    'is not in this bundle'));
   await page.close();
 });
 
