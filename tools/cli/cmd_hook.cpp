@@ -219,19 +219,26 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
     if (bad)
       return refuse("commit " + bad->commit + " (" + (bad->command.empty() ? "?" : bad->command) +
                     ") is not a valid transition: " + bad->reason + (bad->detail.empty() ? "" : ": " + bad->detail));
-    // A cut: the new chain continues the old tip across a commit with no
-    // parent. The old chain must stay reachable, on its archive ref.
-    if (options.from) {
-      auto r = ctx.git().run({"merge-base", "--is-ancestor", u.old_oid, u.new_oid});
-      if (!r.ok()) return ctx.fail(r.error());
-      if (r->status != 0 && r->status != 1) return refuse("git merge-base --is-ancestor: " + r->err);
-      if (r->status == 1) cuts.insert(archive_ref(*old_id));
-      if (r->status == 1 && !archived.count(archive_ref(*old_id))) {
-        auto kept = (*store)->read_ref(archive_ref(*old_id));
-        if (!kept.ok() || !*kept || **kept != *old_id)
-          return refuse(u.new_oid + " starts a new chain after " + u.old_oid + " (a cut) without keeping it: push " +
-                        archive_ref(*old_id) + " at " + u.old_oid + " in the same push");
+    // Every cut among the new commits (a checkpoint with no parent, joined
+    // to the chain it continues, the old tip for the first): the chain it
+    // follows must stay reachable, on its archive ref. (A store pushed to a
+    // new server may start at a cut whose history is nowhere here: nothing
+    // to keep.)
+    for (Oid at = *new_id; !options.from || at != *options.from;) {
+      auto c = (*store)->read_commit(at);
+      if (!c.ok()) break;
+      const std::optional<Oid> prev = c->parents.empty() ? cut_prev(**store, at) : std::nullopt;
+      if (prev && (*store)->read_commit(*prev).ok()) {
+        const std::string ref = archive_ref(*prev);
+        cuts.insert(ref);
+        auto kept = (*store)->read_ref(ref);
+        if (!archived.count(ref) && (!kept.ok() || !*kept || **kept != *prev))
+          return refuse(at.hex() + " starts a new chain after " + prev->hex() + " (a cut) without keeping it: push " +
+                        ref + " at " + prev->hex() + " in the same push");
       }
+      auto below = chain_parent(**store, at, *c);
+      if (!below) break;
+      at = *below;
     }
   }
   for (const std::string& ref : archived)
