@@ -20,7 +20,9 @@ For each: the first claim's wall time and CPU time (git-locks and the git
 children it waited for: the fetch and the push), and the bytes the clone
 fetched (its object database afterwards). Goal (issue 33): the cut store's
 first claim within 1.2x of the small store's, bytes fetched printed for
-both. --stores picks which of them to run (the small one always runs:
+both. Then `verify --full` on each large store's server repository (the
+cut store's across its cuts, through the archive refs): CPU per commit,
+the cut store's against the plain one's (goal: no slower). --stores picks which of them to run (the small one always runs:
 every ratio is against it), e.g. --stores cut at 200,000 commits, where the
 other two take minutes per clone.
 
@@ -74,6 +76,7 @@ def main():
         options = {"small": (args.small, []), "cut": (args.commits, every + ["--cut-every", str(args.checkpoint_every)]),
                    "checkpointed": (args.commits, every), "plain": (args.commits, [])}
         rows = {}
+        verify_full = {}
         for kind in ["small"] + large:
             commits, extra = options[kind]
             bundle = os.path.join(tmp, kind + ".bundle")
@@ -101,6 +104,15 @@ def main():
                 cpus.append(last_cpu())
                 fetched.append(object_bytes(host) - before)
             rows[kind] = (commits, statistics.median(walls), statistics.median(cpus), statistics.median(fetched))
+            if kind != "small":
+                full = []
+                for rep in range(args.reps):
+                    wall, code, _, out, err = spawn([args.cli, "--repo", srv.bare, "--json", "verify", "--full",
+                                                     "--quiet"], env)
+                    if code != 0:
+                        sys.exit(f"{kind}: verify --full failed ({code}): {err.decode()[-2000:]}")
+                    full.append(last_cpu())
+                verify_full[kind] = statistics.median(full)
         print(f"fresh clone + first claim through git daemon (medians of {args.reps}):")
         labels = {"small": "no checkpoint", "cut": f"a cut every {args.checkpoint_every}",
                   "checkpointed": f"a checkpoint every {args.checkpoint_every}", "plain": "no checkpoint"}
@@ -114,6 +126,13 @@ def main():
             goal = " (goal <= 1.2x)" if kind == "cut" else ""
             print(f"{kind} vs small store: wall {row[1] / small[1]:.2f}x, CPU {row[2] / small[2]:.2f}x{goal}; "
                   f"bytes fetched {row[3] / max(1, small[3]):.2f}x")
+        print(f"verify --full on the server (medians of {args.reps}):")
+        for kind in large:
+            print(f"  {args.commits:>7,} commits, {labels[kind]:<26} CPU {verify_full[kind]:9.2f} s, "
+                  f"{verify_full[kind] / args.commits * 1e6:7.1f} us/commit")
+        if "cut" in verify_full and "plain" in verify_full:
+            print(f"verify --full per commit, across cuts vs without: {verify_full['cut'] / verify_full['plain']:.2f}x "
+                  f"(goal: no slower)")
     finally:
         for srv in servers_started:
             srv.close()
