@@ -128,6 +128,23 @@ class Cut(RemoteTest):
     def test_smart_http(self):
         self.cut_through("http")
 
+    def test_a_clone_whose_checkpoint_is_in_a_lost_archive_refuses_the_tip(self):
+        """The archive removed on the server behind the hook's back: a clone that trusted the old chain
+        cannot join the cut to what it trusted, and refuses the tip as a rewrite, naming the archive."""
+        srv, alice, bob = self.store("daemon", "alice", "bob")
+        self.assertOk(bob.run("claim", "--ttl", "10m", "src/b.c"))
+        self.assertOk(alice.run("claim", "--ttl", "10m", "src/c.c"))
+        prev = srv.tip()
+        self.assertOk(alice.run("checkpoint", "--cut"))
+        tip = srv.tip()
+        subprocess.run(["git", "-C", srv.bare, "update-ref", "-d", "refs/locks/archive/" + prev], check=True)
+        res = bob.run("--json", "claim", "--ttl", "10m", "src/d.c")
+        self.assertEqual(res.code, 2, res)
+        self.assertEqual((res.error["error"], res.error["code"], res.error["verdict"], res.error["archived"]),
+                         ("store-read", "invalid-history", "rewrite", prev), res)
+        self.assertIn("neither in this clone nor on the remote's refs/locks/archive/" + prev, res.error["detail"])
+        self.assertEqual(srv.tip(), tip)
+
     def test_the_server_keeps_the_archive(self):
         srv, alice, bob, carol, prev = self.cut_through("daemon")
         archive = "refs/locks/archive/" + prev

@@ -167,6 +167,10 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
     } else if (e.code == Errc::invalid_history && tip) {
       const std::string recovery = recovery_command(ctx, e.fields["last_valid"].text(), *tip);
       e.fields["recovery"] = recovery;
+      if (e.fields.count("archived"))
+        e.message += " (its chain starts at a cut after " + e.fields["archived"].text() +
+                     ", and that history is neither in this clone nor on the remote's " + std::string(kArchivePrefix) +
+                     e.fields["archived"].text() + ")";
       e.message += e.fields["verdict"].text() == "rewrite"
                        ? ". If the rewrite is not the store owner's, the owner restores the verified tip: " + recovery +
                              " (after inspecting `git-locks verify`; `git-locks recover` does it)"
