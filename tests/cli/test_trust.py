@@ -213,6 +213,39 @@ class LocalTrustTest(CliTest, Refusals):
         self.claimed(r, "bob", "src/b.c")
         self.assertRefused(self.claim(r, "bob", "src/a.c"), "held-path")
 
+    def test_checkpoint_every_n_publishes_only_when_n_commits_follow_the_newest(self):
+        """`checkpoint --every N` for a scheduled job: a checkpoint only when N or more commits follow the
+        newest one (a cut counts), else nothing is published and it says how far back the newest is."""
+        r, p = self.honest()                                           # creation, alice's claim: 2 commits
+
+        def every(n, published):
+            before = r.tip()
+            res = r.run("owner", "--json", "checkpoint", "--every", str(n))
+            self.assertEqual(res.code, 0, res)
+            self.assertEqual(r.tip() != before, published, res)
+            return res.json
+
+        out = every(3, False)                                          # 2 commits, none a checkpoint: 2 < 3
+        self.assertEqual((out["commit"], out["since"], out["every"], out["prev"]), (None, 2, 3, r.tip()))
+        out = every(2, True)                                           # 2 >= 2
+        self.assertEqual((out["commit"], out["prev"]), (r.tip(), p.chain()[-2]))
+        self.claimed(r, "bob", "src/b.c")
+        self.claimed(r, "carol", "src/c.c")
+        self.assertEqual(every(3, False)["since"], 2)                  # boundary - 1
+        self.claimed(r, "dave", "src/d.c")
+        every(3, True)                                                 # boundary: 3 >= 3
+        self.assertEqual(every(1, False)["since"], 0)                  # the tip is a checkpoint
+        # A cut counts as the newest checkpoint too.
+        self.claimed(r, "erin", "src/e.c")
+        self.assertEqual(r.run("owner", "--json", "checkpoint", "--cut").code, 0)
+        self.assertEqual(every(1, False)["since"], 0)
+        self.claimed(r, "erin", "src/f.c")
+        self.assertEqual(every(2, False)["since"], 1)
+        every(1, True)
+        self.assertOk(r.run("owner", "verify", "--full"))
+        for bad in ("0", "-1", "x", ""):
+            self.assertUsage(r.run("owner", "--json", "checkpoint", "--every", bad))
+
     def test_recover_restores_the_last_valid_tip(self):
         r, p = self.honest()
         honest_tip = p.chain()[-1]

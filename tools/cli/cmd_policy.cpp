@@ -22,8 +22,10 @@
 #include "gitlocks/canon.hpp"
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/ops.hpp"
+#include "gitlocks/packet.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/query.hpp"
+#include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "publish.h"
 #include "vault_host.h"
@@ -119,10 +121,40 @@ int cmd_policy_set(Context& ctx, const Argv& argv) {
       "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
 
+namespace {
+
+// How many commits follow the newest checkpoint on the chain ending at
+// `tip` (a verified snapshot's: every commit on it verified), counting at
+// most `limit`: a commit whose verified action is `checkpoint` stops the
+// count, a cut's included.
+Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit) {
+  std::int64_t since = 0;
+  for (std::optional<Oid> at = tip; at && since < limit; ++since) {
+    GITLOCKS_TRY(tc, read_transition_commit(store, *at));
+    auto opened = open_packet(tc.packet_stored);
+    if (opened.ok() && opened->fields.action == "checkpoint") break;
+    GITLOCKS_TRY(c, store.read_commit(*at));
+    at = chain_parent(store, *at, c);
+  }
+  return since;
+}
+
+}  // namespace
+
 int cmd_checkpoint(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
+  std::optional<std::int64_t> every;
+  if (auto e = a->value("every")) {
+    auto n = parse_count(*e, "--every");
+    if (!n.ok()) return ctx.fail(n.error());
+    if (*n < 1) return ctx.fail(make_error(Errc::usage, "--every must be at least 1"));
+    every = *n;
+  }
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
   Oid prev;
+  std::int64_t since = 0;
   PublishHooks hooks;
   hooks.cut = a->has("cut");
   auto p = publish(
@@ -130,10 +162,19 @@ int cmd_checkpoint(Context& ctx, const Argv& argv) {
       [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
         GITLOCKS_CHECK(require_store(ctx, snap));
         prev = *snap.commit;
+        if (every) {
+          GITLOCKS_TRY(n, commits_since_checkpoint(**store, prev, *every));
+          since = n;
+          if (since < *every) return std::optional<json>();  // recent enough: nothing to do
+        }
         return std::optional<json>{ops::admin_checkpoint(prev.hex(), snap.policy_hash)};
       },
       hooks);
   if (!p.ok()) return ctx.fail(p.error());
+  if (!p->candidate)
+    return ctx.done({{"op", ctx.op}, {"commit", nullptr}, {"prev", prev}, {"since", since}, {"every", *every}},
+                    "no checkpoint: the newest is " + std::to_string(since) + " commit(s) back, fewer than --every " +
+                        std::to_string(*every) + " (refs/locks/state stays at " + prev.hex().substr(0, 12) + ")");
   const Candidate& c = *p->candidate;
   json out = {{"op", ctx.op}, {"commit", c.commit}, {"prev", prev}, {"cut", hooks.cut}};
   if (hooks.cut) out["archive"] = archive_ref(prev);

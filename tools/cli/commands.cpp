@@ -152,7 +152,10 @@ const std::vector<CommandDecl>& commands() {
       {"checkpoint",
        {{"cut", V::none, "",
          "start a new chain at the checkpoint (no Git parent): a fetch of refs/locks/state then transfers only what "
-         "follows it; the history before it stays on refs/locks/archive/TIP"}},
+         "follows it; the history before it stays on refs/locks/archive/TIP"},
+        {"every", V::count, "N",
+         "only when N or more commits follow the newest checkpoint (else nothing is published: for a scheduled job)",
+         false, false, false, 1}},
        "",
        V::none,
        "owner: publish a signed checkpoint of the state at the tip (nothing changes; every verifier checks that it "
