@@ -538,7 +538,7 @@ class VerifyTest(CliTest):
         out = os.path.join(r.root, "store.bundle")
         res = r.run("dave", "--json", "export", "--bundle", out)
         self.assertOk(res)
-        self.assertEqual(res.json, {"bundle": out, "ref": "refs/locks/state", "tip": r.tip()})
+        self.assertEqual(res.json, {"bundle": out, "ref": "refs/locks/state", "tip": r.tip(), "archive": False})
         p.git("bundle", "verify", out)
         heads = p.git("bundle", "list-heads", out).decode().split()
         self.assertEqual(heads, [r.tip(), "refs/locks/state"])
