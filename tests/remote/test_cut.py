@@ -145,6 +145,58 @@ class Cut(RemoteTest):
         self.assertIn("neither in this clone nor on the remote's refs/locks/archive/" + prev, res.error["detail"])
         self.assertEqual(srv.tip(), tip)
 
+    def test_two_cuts_in_one_push_keep_both_archives(self):
+        """The owner's two cuts made elsewhere and pushed at once: the hook wants the archive of each,
+        not only of the old tip's."""
+        srv, alice = self.store("daemon", "alice")
+        self.assertOk(alice.run("claim", "--ttl", "10m", "src/a.c"))
+        tip = srv.tip()
+        shadow = os.path.join(self.root, "shadow2.git")
+        shutil.copytree(srv.bare, shadow)
+        shutil.rmtree(os.path.join(shadow, "hooks"))
+        owner = Host(self, self.root, "owner-shadow2", "file://" + shadow)
+        owner.key = alice.key
+        first = self.assertOk(owner.run("--json", "checkpoint", "--cut")).json
+        self.assertOk(owner.run("claim", "--ttl", "10m", "src/b.c"))
+        middle = subprocess.run(["git", "-C", shadow, "rev-parse", STATE], capture_output=True, text=True,
+                                check=True).stdout.strip()
+        second = self.assertOk(owner.run("--json", "checkpoint", "--cut")).json
+        self.assertEqual((first["prev"], second["prev"]), (tip, middle))
+        owner.git("remote", "set-url", "origin", srv.url)
+
+        def push(*archives):
+            return subprocess.run(["git", "-C", owner.path, "push", "--porcelain", "origin",
+                                   "--force-with-lease=" + STATE + ":" + tip, "+" + second["commit"] + ":" + STATE,
+                                   *[a + ":refs/locks/archive/" + a for a in archives]], capture_output=True, text=True)
+
+        # Without the second archive the commits between the cuts never reach the server (nothing
+        # pushed reaches them): the chain cannot be joined to the tip, and the hook says what to push.
+        r = push(tip)
+        self.assertNotEqual(r.returncode, 0, r)
+        self.assertIn("pre-receive hook declined", r.stdout, r)
+        self.assertIn(second["commit"] + " starts a chain at a cut after " + middle + ", whose history is not on "
+                      "the server: push refs/locks/archive/" + middle + " at " + middle, r.stderr, r)
+        self.assertEqual(srv.tip(), tip)
+        # With those commits on the server already (under a ref of their own), the archive itself is
+        # still required.
+        r = subprocess.run(["git", "-C", owner.path, "push", "-q", "origin", middle + ":refs/heads/elsewhere"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r)
+        r = push(tip)
+        self.assertNotEqual(r.returncode, 0, r)
+        self.assertIn(second["commit"] + " starts a new chain after " + middle + " (a cut) without keeping it: push "
+                      "refs/locks/archive/" + middle, r.stderr, r)
+        self.assertEqual(srv.tip(), tip)
+        r = push(tip, middle)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(srv.tip(), second["commit"])
+        # A fresh clone starts at the second cut; --full walks across both: init, a, cut, b, cut.
+        fresh = self.host(srv, "fresh")
+        s = summary_of(self.assertOk(fresh.run("--json", "verify")))
+        self.assertEqual((s["start"], s["start_commit"], s["commits"]), ("checkpoint", second["commit"], 0), s)
+        s = summary_of(self.assertOk(fresh.run("--json", "verify", "--full")))
+        self.assertEqual((s["start"], s["commits"], s["checkpoints"]), ("root", 5, {"valid": 2, "invalid": 0}), s)
+
     def test_the_server_keeps_the_archive(self):
         srv, alice, bob, carol, prev = self.cut_through("daemon")
         archive = "refs/locks/archive/" + prev

@@ -212,6 +212,12 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
       if (!v.ok && !bad) bad = v;
     });
     if (!summary.ok()) {
+      // A cut whose history is not here: the push did not bring the
+      // archive it needs (its objects come with refs/locks/archive/PREV).
+      if (auto missing = summary.error().fields.find("archived"); missing != summary.error().fields.end())
+        return refuse(u.new_oid + " starts a chain at a cut after " + missing->second.text() +
+                      ", whose history is not on the server: push " + std::string(kArchivePrefix) +
+                      missing->second.text() + " at " + missing->second.text() + " in the same push");
       if (summary.error().code == Errc::invalid && options.from)
         return refuse(u.new_oid + " does not descend from the current tip " + u.old_oid + " (history rewrite refused)");
       return refuse("cannot replay " + u.new_oid + ": " + summary.error().message);
