@@ -39,6 +39,16 @@ def summary_of(res):
 
 
 class Cut(RemoteTest):
+    def owner_on_a_copy(self, srv, owner_host, name):
+        """A host with the owner's key on a copy of the server without its hook (where the owner's genuine
+        transitions are made before they are pushed to the real server by hand); and the copy's path."""
+        shadow = os.path.join(self.root, name + ".git")
+        shutil.copytree(srv.bare, shadow)
+        shutil.rmtree(os.path.join(shadow, "hooks"))
+        owner = Host(self, self.root, "owner-" + name, "file://" + shadow)
+        owner.key = owner_host.key
+        return owner, shadow
+
     def cut_through(self, kind):
         srv, alice, bob = self.store(kind, "alice", "bob")  # alice created the store: she owns it
         self.assertOk(alice.run("claim", "--ttl", "10m", "src/a.c"))
@@ -151,11 +161,7 @@ class Cut(RemoteTest):
         srv, alice = self.store("daemon", "alice")
         self.assertOk(alice.run("claim", "--ttl", "10m", "src/a.c"))
         tip = srv.tip()
-        shadow = os.path.join(self.root, "shadow2.git")
-        shutil.copytree(srv.bare, shadow)
-        shutil.rmtree(os.path.join(shadow, "hooks"))
-        owner = Host(self, self.root, "owner-shadow2", "file://" + shadow)
-        owner.key = alice.key
+        owner, shadow = self.owner_on_a_copy(srv, alice, "shadow2")
         first = self.assertOk(owner.run("--json", "checkpoint", "--cut")).json
         self.assertOk(owner.run("claim", "--ttl", "10m", "src/b.c"))
         middle = subprocess.run(["git", "-C", shadow, "rev-parse", STATE], capture_output=True, text=True,
@@ -223,11 +229,7 @@ class Cut(RemoteTest):
 
         # The owner's genuine cut of the tip, made on a copy of the server: pushed without its archive
         # it is refused; with it, accepted, and bob continues across this cut too.
-        shadow = os.path.join(self.root, "shadow.git")
-        shutil.copytree(srv.bare, shadow)
-        shutil.rmtree(os.path.join(shadow, "hooks"))
-        owner = Host(self, self.root, "owner-shadow", "file://" + shadow)
-        owner.key = alice.key
+        owner, _ = self.owner_on_a_copy(srv, alice, "shadow")
         out = self.assertOk(owner.run("--json", "checkpoint", "--cut")).json
         self.assertEqual(out["prev"], tip)
         owner.git("remote", "set-url", "origin", srv.url)
