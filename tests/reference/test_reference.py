@@ -906,6 +906,21 @@ class GeneratedCutsTest(unittest.TestCase):
         ref, rv = self.reference(self.tail)
         self.assertEqual((ref.returncode, rv), (1, [{"commit": forged, "ok": False, "reason": "not-owner",
                                                      "detail": rv[0]["detail"]}]))
+        # The owner's own signature over a cut that names another source than its own state: refused
+        # by both where the chain starts (source-mismatch).
+        packet = self.packet(self.tail, cut)
+        packet["source"] = p.get(p.tree_of(pv_full[201]["commit"]), "state")  # the state after the cut
+        seed = hashlib.sha256(b"test-actor:owner").digest()
+        tree = p.put(p.tree_of(cut), "txn/packet.json", p.blob(signed_packet(seed, packet)))
+        other = p.git("commit-tree", tree, "-m", "git-locks: checkpoint").decode().strip()
+        p.git("update-ref", "refs/locks/state", other)
+        ref, rv = self.reference(self.tail)
+        self.assertEqual((ref.returncode, [(v["commit"], v["ok"], v.get("reason")) for v in rv]),
+                         (1, [(other, False, "source-mismatch")]))
+        prod, pv = self.product(self.tail)
+        self.assertEqual((prod.returncode, [(v["commit"], v["ok"], v["reason"]) for v in pv]),
+                         (1, [(other, False, "source-mismatch")]), prod)
+        p.git("update-ref", "refs/locks/state", forged)
         # The product: not started at (it does not verify as a checkpoint), so judged where the chain
         # starts, and refused by the planner (only the owner checkpoints).
         prod, pv = self.product(self.tail)
