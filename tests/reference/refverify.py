@@ -467,8 +467,6 @@ class Verifier:
         fmt = parse_canonical(self.blob_at(state, "format.json"), "state/format.json")
         if not isinstance(fmt, dict) or fmt.get("format") not in STATE_FORMATS or set(fmt) != {"format"}:
             raise Invalid("unknown-format", "state format %r" % (fmt,))
-        if not parents and index > 0 and action != "checkpoint":
-            raise Invalid("parents", "no parent: only the root and a cut (a checkpoint) have none")
         if index == 0 and action == "checkpoint":
             # A cut whose earlier history is not here: the chain starts at its own state.
             parent_state = state

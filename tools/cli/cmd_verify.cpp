@@ -129,7 +129,9 @@ Result<ProcessResult> bundle_of_remote_tip(Context& ctx, const Oid& tip, const s
   if (set.status != 0) return set;
   std::vector<std::string> args{"bundle", "create", "-q", path, std::string(kStateRef)};
   if (archive) {
-    // The remote's archive refs as this clone fetched them, under their own names.
+    // The remote's archive refs, fetched now, under their own names.
+    GITLOCKS_TRY(fetched, ctx.fetch_archive(std::nullopt));
+    (void)fetched;
     GITLOCKS_TRY(remote, ctx.remote());
     const std::string prefix = "refs/locks/remotes/" + remote.value_or("") + "/archive/";
     GITLOCKS_TRY(list, ctx.git().run({"for-each-ref", "--format=%(objectname) %(refname)", prefix}));
@@ -150,10 +152,6 @@ Result<ProcessResult> bundle_of_remote_tip(Context& ctx, const Oid& tip, const s
 
 Result<ProcessResult> bundle_of_store(Context& ctx, const Oid& tip, const std::string& path, bool archive) {
   GITLOCKS_TRY(remote, ctx.remote());
-  if (remote && archive) {
-    GITLOCKS_TRY(fetched, ctx.fetch_archive(std::nullopt));
-    (void)fetched;
-  }
   if (remote) return bundle_of_remote_tip(ctx, tip, path, archive);
   std::vector<std::string> args{"bundle", "create", "-q", path, std::string(kStateRef)};
   if (archive) args.push_back("--glob=" + std::string(kArchivePrefix) + "*");
