@@ -232,7 +232,7 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   if (auto field = unsettable_difference(parsed, policy))
     return make_error(Errc::usage, "policy set cannot change '" + *field +
                                        "': only min_ttl_ms, max_ttl_ms, families, require_claim, enforce, "
-                                       "admins and bots change this way");
+                                       "admins, bots and checkpoint change this way");
   GITLOCKS_TRY(bytes, canon_dump(next));
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());
   if (bytes == current_bytes) return make_error(Errc::usage, "the new policy is the current one: nothing to change");
@@ -320,10 +320,14 @@ Result<PlanOutcome> plan_admin(ObjectStore& store, StateReader& reader, const Po
   GITLOCKS_CHECK(check_keys(body, {"admin"}, "admin body"));
   const AdminOp a = read_admin(body.at("admin"));
   GITLOCKS_TRY(op, a.op);
-  if (ctx.actor != policy.owner)
+  // A checkpoint changes nothing: the owner, or a key the policy names
+  // for it (checkpoint.signers), may publish one.
+  if (a.kind == AdminKind::checkpoint ? !policy.may_checkpoint(ctx.actor) : ctx.actor != policy.owner)
     return make_error(Errc::not_holder,
-                      "only the store's owner (" + policy.owner.substr(0, 12) + ") may " +
-                          (a.kind == AdminKind::checkpoint ? "publish a checkpoint" : "change its policy"))
+                      a.kind == AdminKind::checkpoint
+                          ? "only the store's owner (" + policy.owner.substr(0, 12) +
+                                ") or a checkpoint signer its policy names may publish a checkpoint"
+                          : "only the store's owner (" + policy.owner.substr(0, 12) + ") may change its policy")
         .because(reason::not_owner);
   GITLOCKS_TRY(expected, a.expected_policy_hash);
   GITLOCKS_TRY(current_bytes, reader.policy_bytes());

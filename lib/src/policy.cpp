@@ -205,6 +205,35 @@ Status parse_enforcement(const json& doc, Policy& p) {
   return Ok{};
 }
 
+// {"every":N,"signers":[...],"cut":BOOL}, each optional.
+Status parse_checkpoint_rule(const json& doc, Policy& p) {
+  auto it = doc.find("checkpoint");
+  if (it == doc.end()) return Ok{};
+  if (p.is_private)
+    return make_error(Errc::bad_json,
+                      "policy 'checkpoint' applies to public stores (a PRIVATE store's checkpoints "
+                      "are its owner's)");
+  if (!it->is_object()) return make_error(Errc::bad_json, "policy 'checkpoint' must be an object");
+  GITLOCKS_CHECK(check_keys(*it, {"every", "signers", "cut"}, "checkpoint"));
+  CheckpointRule rule;
+  if (it->contains("every")) {
+    const json& e = (*it)["every"];
+    if (!e.is_number_integer() || e.get<std::int64_t>() < 1 || e.get<std::int64_t>() > kMaxCheckpointEvery)
+      return make_error(Errc::bad_json, "policy 'checkpoint.every' must be a whole number of commits in [1, " +
+                                            std::to_string(kMaxCheckpointEvery) + "]");
+    rule.every = e.get<std::int64_t>();
+  }
+  GITLOCKS_TRY(signers, parse_keys(*it, "signers"));
+  rule.signers = std::move(signers);
+  rule.signers_stated = it->contains("signers");
+  if (it->contains("cut")) {
+    if (!(*it)["cut"].is_boolean()) return make_error(Errc::bad_json, "policy 'checkpoint.cut' must be true or false");
+    rule.cut = (*it)["cut"].get<bool>();
+  }
+  p.checkpoint = std::move(rule);
+  return Ok{};
+}
+
 }  // namespace
 
 bool Policy::is_admin(const std::string& key) const {
@@ -212,6 +241,11 @@ bool Policy::is_admin(const std::string& key) const {
 }
 
 bool Policy::is_bot(const std::string& key) const { return std::binary_search(bots.begin(), bots.end(), key); }
+
+bool Policy::may_checkpoint(const std::string& key) const {
+  return key == owner ||
+         (checkpoint && std::binary_search(checkpoint->signers.begin(), checkpoint->signers.end(), key));
+}
 
 bool Policy::requires_claim(const RepoPath& path) const {
   auto covers = [&](const RepoPath& r) {
@@ -249,12 +283,12 @@ Result<Policy> parse_policy(const json& doc) {
     GITLOCKS_CHECK(check_keys(
         doc,
         {"format", "visibility", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time", "members",
-         "epoch", "keyring", "pending", "case_insensitive", "require_claim", "enforce", "admins", "bots"},
+         "epoch", "keyring", "pending", "case_insensitive", "require_claim", "enforce", "admins", "bots", "checkpoint"},
         "policy"));
   } else if (*fmt == kPolicyFormat) {
     GITLOCKS_CHECK(check_keys(doc,
                               {"format", "store", "owner", "min_ttl_ms", "max_ttl_ms", "families", "guard_time",
-                               "case_insensitive", "require_claim", "enforce", "admins", "bots"},
+                               "case_insensitive", "require_claim", "enforce", "admins", "bots", "checkpoint"},
                               "policy"));
   } else {
     return make_error(Errc::unknown_format, "unknown policy format '" + *fmt + "'");
@@ -285,6 +319,7 @@ Result<Policy> parse_policy(const json& doc) {
     GITLOCKS_CHECK(parse_private(doc, p));
   }
   GITLOCKS_CHECK(parse_enforcement(doc, p));
+  GITLOCKS_CHECK(parse_checkpoint_rule(doc, p));
   auto gt = doc.find("guard_time");
   if (gt != doc.end()) {
     // Unknown profiles are refused, never ignored: a client that cannot
@@ -388,6 +423,13 @@ json policy_document(const Policy& p) {
   if (p.enforce) doc["enforce"] = *p.enforce;
   if (p.stated.admins) doc["admins"] = p.admins;
   if (p.stated.bots) doc["bots"] = p.bots;
+  if (p.checkpoint) {
+    json c = json::object();
+    if (p.checkpoint->every) c["every"] = *p.checkpoint->every;
+    if (p.checkpoint->signers_stated) c["signers"] = p.checkpoint->signers;
+    if (p.checkpoint->cut) c["cut"] = *p.checkpoint->cut;
+    doc["checkpoint"] = std::move(c);
+  }
   return doc;
 }
 

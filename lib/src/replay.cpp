@@ -351,6 +351,13 @@ void check_chain_link(const OpenedPacket& op, const Link& link, ChainState& cs, 
     const auto prev = checkpoint_of(body);
     if (link.kind == Link::cut_start) {
       expect_owner();
+      const auto& trusted = options.checkpoint_signers;
+      // (A key its policy does not name is the planner's refusal.)
+      if (v.actor != cs.owner && cs.policy.may_checkpoint(v.actor) &&
+          std::find(trusted.begin(), trusted.end(), v.actor) == trusted.end())
+        fail(v, "not-owner",
+             "the cut this chain starts at is signed by " + v.actor + ", neither the owner " + cs.owner +
+                 " nor a checkpoint signer this verifier trusts (its history before the cut is elsewhere)");
     } else if (prev && *prev != link.below) {
       fail(v, "checkpoint-mismatch",
            "the checkpoint names " + prev->hex() + " as the commit it follows, but it follows " + link.below.hex());

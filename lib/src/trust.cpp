@@ -1,7 +1,10 @@
 #include "gitlocks/trust.hpp"
 
+#include <algorithm>
+
 #include "gitlocks/crypto.hpp"
 #include "gitlocks/hex.hpp"
+#include "gitlocks/packet.hpp"
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
 #include "snapshot.h"
@@ -107,6 +110,7 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
   ro.expected_owner = options.expected_owner;
   ro.allow_test_clock = options.allow_test_clock;
   ro.vault = options.vault;
+  ro.checkpoint_signers = options.checkpoint_signers;
   // Nothing trusted yet: the newest checkpoint, when there is one to start at.
   if (!anchor && !must_contain && options.start_at_checkpoint) {
     GITLOCKS_TRY(start, checkpoint_anchor(store, *tip, ro, options.verifier));
@@ -138,7 +142,8 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
     if (summary->first_invalid_verdict) {
       const Verdict& v = *summary->first_invalid_verdict;
       std::string parent;
-      if (auto below = chain_predecessor(store, v.commit)) parent = below->hex();
+      const std::optional<Oid> below = chain_predecessor(store, v.commit);
+      if (below) parent = below->hex();
       Error e = history_error("the history of refs/locks/state does not verify: commit " + v.commit + " is invalid (" +
                                   v.reason + (v.detail.empty() ? "" : ": " + v.detail) + "); nothing was done",
                               v.commit, v.reason, parent);
@@ -146,6 +151,10 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
       // (unknown-format, a store-read failure: exit 2), never ignored (seed
       // 002): the fields still name the commit.
       if (v.reason == "unknown-format") e.code = Errc::unknown_format;
+      // A cut whose earlier history is not here, refused where the chain
+      // starts (its signer is not trusted to start at): fetched, that
+      // history may verify it (`archived`, as for a rewrite).
+      if (below && cut_prev(store, v.commit) && !store.read_commit(*below).ok()) e.fields["archived"] = below->hex();
       return e;
     }
     if (!contained) return rewrite_error(tip, *must_contain);
@@ -194,18 +203,48 @@ Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oi
       ro.expected_owner = replay.expected_owner;
       ro.allow_test_clock = replay.allow_test_clock;
       ro.vault = replay.vault;
+      ro.checkpoint_signers = replay.checkpoint_signers;
       std::optional<Verdict> verdict;
       auto summary = replay_chain(store, cur, ro, [&](const Verdict& v) { verdict = v; });
       if (!summary.ok() || summary->invalid != 0 || !verdict || verdict->action != "checkpoint")
         return std::optional<TrustState>();
-      TrustState t = summary->end;
-      t.verifier = verifier;
-      return std::optional<TrustState>(std::move(t));
+      // Another key the policy names for checkpoints: valid, but the
+      // policy saying so is the very state it vouches for. Started at only
+      // when this verifier trusts the key; else an older checkpoint.
+      const auto pol = recorded_policy(store, cur);
+      const auto& trusted = replay.checkpoint_signers;
+      if (pol && (verdict->actor == pol->owner ||
+                  std::find(trusted.begin(), trusted.end(), verdict->actor) != trusted.end())) {
+        TrustState t = summary->end;
+        t.verifier = verifier;
+        return std::optional<TrustState>(std::move(t));
+      }
     }
     if (!below) break;
     cur = *below;
   }
   return std::optional<TrustState>();
+}
+
+Result<std::optional<Oid>> untrusted_cut_start(ObjectStore& store, const Oid& tip,
+                                               const std::vector<std::string>& checkpoint_signers) {
+  Oid bottom = tip;
+  for (;;) {
+    GITLOCKS_TRY(c, store.read_commit(bottom));
+    const std::optional<Oid> below = chain_parent(store, bottom, c);
+    if (!below) break;
+    bottom = *below;
+  }
+  const std::optional<Oid> prev = cut_prev(store, bottom);
+  if (!prev) return std::optional<Oid>();
+  GITLOCKS_TRY(tc, read_transition_commit(store, bottom));
+  auto opened = open_packet(tc.packet_stored);
+  const auto pol = recorded_policy(store, bottom);
+  if (opened.ok() && pol &&
+      (opened->fields.header.actor == pol->owner || std::find(checkpoint_signers.begin(), checkpoint_signers.end(),
+                                                              opened->fields.header.actor) != checkpoint_signers.end()))
+    return std::optional<Oid>();
+  return std::optional<Oid>(*prev);
 }
 
 std::optional<TrustState> usable_anchor(ObjectStore& store, const TrustState& anchor, const std::string& verifier) {

@@ -145,6 +145,13 @@ class Refusals:
         self.assertEqual(repo_tip(), commit, "refs/locks/state is not where the forger put it")
         return e
 
+    def refused_everywhere(self, r, forged, verdict=None):
+        self.assertInvalidHistory(self.claim(r, "bob", "src/a.c"), "claim", forged, r.tip, verdict)
+        self.assertInvalidHistory(r.run("bob", "--json", "status"), "status", forged, r.tip, verdict)
+        self.assertInvalidHistory(r.run("bob", "--json", "fence", "src/a.c", "1"), "fence", forged,
+                                  r.tip, verdict)
+        self.assertEqual(r.tip(), forged)
+
 
 class LocalTrustTest(CliTest, Refusals):
     def honest(self):
@@ -152,13 +159,6 @@ class LocalTrustTest(CliTest, Refusals):
         r.now = T0 + 1000
         self.claimed(r, "alice", "src/a.c")
         return r, Plumbing(r)
-
-    def refused_everywhere(self, r, forged, verdict=None):
-        self.assertInvalidHistory(self.claim(r, "bob", "src/a.c"), "claim", forged, r.tip, verdict)
-        self.assertInvalidHistory(r.run("bob", "--json", "status"), "status", forged, r.tip, verdict)
-        self.assertInvalidHistory(r.run("bob", "--json", "fence", "src/a.c", "1"), "fence", forged,
-                                  r.tip, verdict)
-        self.assertEqual(r.tip(), forged)
 
     def test_deleted_lease_forgery_refused_then_recovered_by_the_owner(self):
         r, p = self.honest()
@@ -493,6 +493,143 @@ class LocalTrustTest(CliTest, Refusals):
         self.assertEqual(res.returncode, 0, res.stderr)
         with open(checkpoint_file(r.path)) as f:
             self.assertEqual(json.load(f)["trust"]["commit"], json.loads(res.stdout)["commit"])
+
+
+class PolicyCheckpointTest(CliTest, Refusals):
+    """Checkpoints by policy (docs/FORMAT.md "Checkpoints by policy", issue 33 item 4): the policy's
+    `checkpoint` names the keys that may checkpoint besides the owner and asks the owner and them for a
+    checkpoint after their own transition once `every` commits follow the newest one. A fresh clone
+    starts at another key's checkpoint only when it pins that key (git config locks.checkpointSigners)."""
+
+    def store(self, every=3, **extra):
+        r = self.repo(init=False)
+        r.now = T0 + 1000
+        bob = json.loads(r.run("bob", "--json", "whoami").out)["actor"]
+        rule = {"every": every, "signers": [bob]}
+        rule.update(extra)
+        pfile = os.path.join(r.root, "policy.json")
+        with open(pfile, "w") as f:
+            json.dump({"min_ttl_ms": 1000, "max_ttl_ms": 600000, "checkpoint": rule}, f)
+        self.assertOk(r.run("owner", "init", "--policy", pfile))
+        return r, Plumbing(r), bob
+
+    def packet(self, p, commit):
+        return json.loads(p.cat(p.get(p.tree_of(commit), "txn/packet.json")))["packet"]
+
+    def test_named_writers_checkpoint_every_n_commits_and_others_never(self):
+        r, p, bob = self.store(every=3)
+        shown = json.loads(r.run("owner", "--json", "policy", "show").out)["policy"]
+        self.assertEqual(shown["checkpoint"], {"every": 3, "signers": [bob]})
+        # alice is not named: her transitions never checkpoint, and her checkpoint is refused.
+        for path in ("src/a.c", "src/b.c", "src/c.c"):
+            self.assertNotIn("checkpoint", self.claimed(r, "alice", path))
+        tip = r.tip()
+        self.assertRefused(r.run("alice", "--json", "checkpoint"), "not-holder", "not-owner")
+        self.assertEqual(r.tip(), tip)
+        # bob is: 4 commits follow the root (none a checkpoint), so his claim is followed by his checkpoint.
+        out = self.claimed(r, "bob", "src/d.c")
+        claim = out["commit"]
+        self.assertEqual(out["checkpoint"], r.tip())
+        self.assertEqual(p.git("rev-parse", r.tip() + "^").decode().strip(), claim)
+        packet = self.packet(p, r.tip())
+        self.assertEqual((packet["action"], packet["actor"], packet["body"]["admin"]["prev"]),
+                         ("checkpoint", bob, claim))
+        # The next two commits are fewer than 3 since it; the third after it checkpoints again.
+        self.assertNotIn("checkpoint", self.claimed(r, "bob", "src/e.c"))
+        self.assertNotIn("checkpoint", self.claimed(r, "alice", "src/f.c"))
+        out = self.claimed(r, "owner", "src/g.c")
+        self.assertEqual(self.packet(p, out["checkpoint"])["actor"], self.packet(p, out["commit"])["actor"])
+        full = r.run("carol", "--json", "verify", "--full")
+        self.assertEqual(full.code, 0, full)
+        self.assertEqual(json.loads(full.err.splitlines()[-1])["checkpoints"], {"valid": 2, "invalid": 0})
+        # A fresh clone starts at the newest checkpoint, the owner's; one pinning only... the owner's is
+        # always trusted. Behind it, bob's is started at only when pinned: made the newest by hand.
+        self.assertEqual(r.run("bob", "--json", "checkpoint").code, 0)
+        bobs = r.tip()
+        unpinned = fresh_clone_of(r, "unpinned")
+        v = unpinned.run("carol", "--json", "verify")
+        self.assertEqual(v.code, 0, v)
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["start_commit"]), ("checkpoint", out["checkpoint"]), summary)
+        pinned = fresh_clone_of(r, "pinned")
+        pinned.git("config", "locks.checkpointSigners", "ab" * 32 + ", " + bob.upper())
+        v = pinned.run("carol", "--json", "verify")
+        self.assertEqual(v.code, 0, v)
+        summary = json.loads(v.err.splitlines()[-1])
+        self.assertEqual((summary["start"], summary["start_commit"], summary["commits"]),
+                         ("checkpoint", bobs, 0), summary)
+        pinned.git("config", "locks.checkpointSigners", "not-a-key")
+        self.assertUsage(self.claim(pinned, "carol", "src/h.c"))
+
+    def test_a_checkpoint_by_a_key_the_policy_does_not_name_is_refused_everywhere(self):
+        """bob's genuine checkpoint re-signed by carol, whom the policy does not name: right in every
+        respect but the signer; refused by every writer and reader, and by verify."""
+        r, p, bob = self.store(every=1000)
+        self.claimed(r, "alice", "src/a.c")
+        genuine = genuine_elsewhere(r, "bob", "checkpoint")
+        self.assertEqual(self.packet(p, genuine)["actor"], bob)
+        r.run("carol", "whoami")
+        carol = seed_key(r.key("carol"))
+
+        def resign(packet):
+            packet["actor"] = public_hex(carol)
+        tree = p.tree_of(genuine)
+        packet = self.packet(p, genuine)
+        resign(packet)
+        signed = canon({"packet": packet, "sig": carol.sign(PACKET_DOMAIN + canon(packet)).hex()})
+        tip = r.tip()
+        forged = p.git("commit-tree", p.put(tree, "txn/packet.json", p.blob(signed)), "-p", tip, "-m",
+                       p.message(genuine)).decode().strip()
+        p.git("update-ref", "refs/locks/state", forged, tip)
+        self.refused_everywhere(r, forged, "replay-refused")
+        v = r.run("owner", "--json", "verify")
+        self.assertEqual(v.code, 1, v)
+        bad = json.loads(v.out.splitlines()[-1])
+        self.assertEqual((bad["commit"], bad["reason"]), (forged, "replay-refused"))
+        self.assertIn("or a checkpoint signer its policy names", bad["detail"])
+        # bob's genuine one in its place is valid.
+        p.git("update-ref", "refs/locks/state", genuine, forged)
+        self.claimed(r, "alice", "src/b.c")
+
+    def test_a_cut_naming_its_own_signer_is_not_started_at(self):
+        """A cut signed by carol whose own state's policy names carol as a checkpoint signer: the chain
+        starts there, so the policy vouching for carol is the cut's own word. Refused (not-owner) by a
+        clone that does not pin carol, even with the owner pinned; accepted by one that pins her."""
+        r, p, bob = self.store(every=1000)
+        self.claimed(r, "alice", "src/a.c")
+        r.run("carol", "whoami")
+        carol = seed_key(r.key("carol"))
+        carol_hex = public_hex(carol)
+        genuine = genuine_elsewhere(r, "owner", "checkpoint", "--cut")
+        tree = p.tree_of(genuine)
+        policy = json.loads(p.cat(p.get(tree, "state/policy.json")))
+        policy["checkpoint"]["signers"] = sorted([bob, carol_hex])
+        raw = canon(policy)
+        state = p.put(p.get(tree, "state"), "policy.json", p.blob(raw))
+        packet = self.packet(p, genuine)
+        packet.update(actor=carol_hex, source=state, result=state, policy_hash=hashlib.sha256(raw).hexdigest())
+        packet["body"]["admin"]["expected_policy_hash"] = hashlib.sha256(raw).hexdigest()
+        signed = canon({"packet": packet, "sig": carol.sign(PACKET_DOMAIN + canon(packet)).hex()})
+        cut = p.git("commit-tree", p.put(p.put(tree, "state", state, "tree"), "txn/packet.json", p.blob(signed)),
+                    "-m", p.message(genuine)).decode().strip()
+        # A store holding only the cut's chain (its earlier history nowhere).
+        owner = json.loads(r.run("owner", "--json", "whoami").out)["actor"]
+        fresh = copy.copy(r)
+        fresh.path = os.path.join(r.root, "only-the-cut")
+        subprocess.run(["git", "init", "-q", fresh.path], check=True)
+        fresh.git("fetch", "-q", r.path, cut + ":refs/locks/state")
+        fresh.git("config", "locks.owner", owner)
+        res = fresh.run("dave", "--json", "status")
+        self.assertEqual(res.code, 2, res)
+        self.assertEqual((res.error["code"], res.error["verdict"], res.error["commit"]),
+                         ("invalid-history", "not-owner", cut), res)
+        v = fresh.run("dave", "--json", "verify")
+        self.assertEqual(v.code, 1, v)
+        self.assertEqual(json.loads(v.out.splitlines()[0])["reason"], "not-owner")
+        fresh.git("config", "locks.checkpointSigners", carol_hex)
+        res = fresh.run("dave", "--json", "status")
+        self.assertEqual(res.code, 0, res)
+        self.assertEqual([l["path"] for l in res.json["leases"]], ["src/a.c"])
 
 
 class GuardTimeTrustTest(GuardTimeBase, Refusals):

@@ -71,7 +71,8 @@ STATE_FORMATS = {"gitlocks-state-v1": 1, "gitlocks-state-v2": 2}
 ADMIN_ACTIONS = {"init", "guard-time-enable", "guard-time-set", "member-add", "member-remove", "rekey", "policy-set",
                  "checkpoint"}
 # The fields an owner's policy-set may change (FORMAT.md "Changing the policy").
-SETTABLE_POLICY = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim", "enforce", "admins", "bots"}
+SETTABLE_POLICY = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim", "enforce", "admins", "bots",
+                   "checkpoint"}
 PACKET_FIELDS = {"format", "store", "actor", "command", "action", "instance", "epoch", "policy_hash",
                  "source", "body", "interval", "result"}
 BINDINGS = ("store", "actor", "command", "action", "instance", "epoch", "policy_hash", "source", "result",
@@ -516,7 +517,12 @@ class Verifier:
 
         # The actor's signature (the owner's for creation and admin).
         owner = src_policy.get("owner")
-        if admin and packet["actor"] != owner:
+        # A checkpoint after the start may also be signed by a key the source policy names for it
+        # (FORMAT.md "Checkpoints by policy"); a cut the chain starts at is its owner's.
+        signers = src_policy.get("checkpoint", {}).get("signers", []) if index > 0 else []
+        if action == "checkpoint" and packet["actor"] in signers:
+            pass
+        elif admin and packet["actor"] != owner:
             raise Invalid("not-owner", "admin transition by %s, owner %s" % (packet["actor"], owner))
         # A force-release (FORMAT.md): by the owner or a key the source policy lists in `admins`.
         if isinstance(body.get("ops"), list) and any(op.get("op") == "force-release" for op in body["ops"]) \

@@ -138,6 +138,55 @@ class Cut(RemoteTest):
     def test_smart_http(self):
         self.cut_through("http")
 
+    def test_a_named_writer_cuts_by_policy_and_only_clones_pinning_it_start_there(self):
+        """Checkpoints by policy (docs/FORMAT.md "Checkpoints by policy", issue 33 item 4) through git
+        daemon and the server's hook: the owner's policy names bob and asks for a cut every 3 commits; bob's
+        own claims make them, the hook keeps their archives. A fresh clone pinning bob
+        (locks.checkpointSigners) starts at his cut and never fetches the history before it; one that does
+        not pin him fetches that history and replays from the root. Both hold the same leases."""
+        srv, alice, bob, carol = self.store("daemon", "alice", "bob", "carol")  # alice owns the store
+        bob_key = json.loads(self.assertOk(bob.run("--json", "whoami")).out)["actor"]
+        shown = json.loads(self.assertOk(alice.run("--json", "policy", "show")).out)
+        pfile = os.path.join(self.root, "checkpoint-policy.json")
+        with open(pfile, "w") as f:
+            json.dump({"checkpoint": {"every": 3, "signers": [bob_key], "cut": True}}, f)
+        self.assertOk(alice.run("--json", "policy", "set", pfile, "--expected-policy-hash", shown["policy_hash"]))
+        # carol is not named: no checkpoint after hers, however many commits.
+        for path in ("src/a.c", "src/b.c"):
+            self.assertNotIn("checkpoint", self.assertOk(carol.run("--json", "claim", "--ttl", "10m", path)).json)
+        prev = srv.tip()
+        self.assertEqual(len(srv.history()), 4)  # init, policy set, 2 claims
+        out = self.assertOk(bob.run("--json", "claim", "--ttl", "10m", "src/c.c")).json
+        claim, cut = out["commit"], out["checkpoint"]
+        self.assertEqual(srv.tip(), cut)
+        self.assertEqual(parents(srv.bare, cut), [], "the policy asks for a cut")
+        self.assertEqual(subprocess.run(["git", "-C", srv.bare, "rev-parse", "refs/locks/archive/" + claim],
+                                        capture_output=True, text=True, check=True).stdout.strip(), claim)
+        self.assertNotEqual(prev, claim)
+
+        pinned = self.host(srv, "pinned")
+        pinned.git("config", "locks.checkpointSigners", bob_key)
+        v = self.assertOk(pinned.run("--json", "verify"))
+        s = summary_of(v)
+        self.assertEqual((s["start"], s["start_commit"], s["commits"]), ("checkpoint", cut, 0), s)
+        self.assertFalse(has_object(pinned.path, claim), "the history before the cut was fetched")
+        unpinned = self.host(srv, "unpinned")
+        v = self.assertOk(unpinned.run("--json", "verify"))
+        s = summary_of(v)
+        self.assertEqual((s["start"], s["commits"]), ("root", 6), s)
+        self.assertTrue(has_object(unpinned.path, claim), "the history before bob's cut was not fetched")
+        leases = ["src/a.c", "src/b.c", "src/c.c"]
+        for host in (pinned, unpinned):
+            status = self.assertOk(host.run("--json", "status")).json
+            self.assertEqual(sorted(l["path"] for l in status["leases"]), leases)
+            self.assertRefused(host.run("--json", "claim", "src/a.c"), "held-path")
+        self.assertOk(server_verify(self, srv, "--full"))
+        # The reference verifier reads bob's cut as his checkpoint, which the policy lets him make.
+        ref = subprocess.run([sys.executable, REFVERIFY, "--ref", "refs/locks/remotes/origin/state", unpinned.path],
+                             capture_output=True, text=True)
+        self.assertEqual(ref.returncode, 0, ref)
+        self.assertEqual(len(ref.stdout.splitlines()), 6, ref)
+
     def test_a_clone_whose_checkpoint_is_in_a_lost_archive_refuses_the_tip(self):
         """The archive removed on the server behind the hook's back: a clone that trusted the old chain
         cannot join the cut to what it trusted, and refuses the tip as a rewrite, naming the archive."""

@@ -162,6 +162,16 @@ TEST_CASE("policy set: an unknown field - a fixed field - and malformed new fiel
       {"require_claim", {{"paths", {"../x"}}}, Errc::bad_path},                // not a repository path
       {"require_claim", {{"families", {"nope"}}}, Errc::usage},                // no such family
       {"require_claim", {{"owners", json::array()}}, Errc::bad_json},          // unknown key
+      {"checkpoint", {{"every", 0}}, Errc::bad_json},                          // below 1
+      {"checkpoint", {{"every", 1000000001}}, Errc::bad_json},                 // above 10^9
+      {"checkpoint", {{"every", -1}}, Errc::bad_json},                         // negative
+      {"checkpoint", {{"every", 2.5}}, Errc::bad_json},                        // not whole
+      {"checkpoint", {{"every", "100"}}, Errc::bad_json},                      // a string
+      {"checkpoint", {{"signers", {std::string(64, 'b'), std::string(64, 'a')}}}, Errc::bad_json},  // unsorted
+      {"checkpoint", {{"signers", {std::string(63, 'a')}}}, Errc::bad_json},                        // 63 digits
+      {"checkpoint", {{"cut", 1}}, Errc::bad_json},                                                 // not a boolean
+      {"checkpoint", {{"size", 10}}, Errc::bad_json},                                               // unknown key
+      {"checkpoint", json::array(), Errc::bad_json},                                                // not an object
   };
   for (const auto& b : bad) {
     json doc = base;
@@ -177,6 +187,31 @@ TEST_CASE("policy set: an unknown field - a fixed field - and malformed new fiel
   ok["admins"] = {std::string(64, 'a'), std::string(64, 'b')};
   ok["enforce"] = {"refs/heads/*"};
   REQUIRE(set_policy(s, "owner", ok).ok());
+  for (std::int64_t every : {std::int64_t{1}, std::int64_t{1000000000}}) {
+    json c = current_policy(s);
+    c["checkpoint"] = {{"every", every}, {"signers", {std::string(64, 'a')}}, {"cut", every == 1}};
+    REQUIRE(set_policy(s, "owner", c).ok());
+  }
+}
+
+TEST_CASE("checkpoint signers: a key the policy names checkpoints - others do not and it changes no policy") {
+  Store s;
+  json c = current_policy(s);
+  c["checkpoint"] = {{"signers", {actor_hex("ci")}}};
+  REQUIRE(set_policy(s, "owner", c).ok());
+  const auto tip = s.tip();
+  // alice is not named: not-owner, nothing published.
+  auto by_alice =
+      s.submit("alice", "checkpoint", gitlocks::ops::admin_checkpoint(tip->hex(), s.snapshot().policy_hash));
+  refused(s, by_alice, Errc::not_holder, "not-owner", tip);
+  // ci is named: its checkpoint publishes, and every replay accepts it.
+  auto by_ci = s.submit("ci", "checkpoint", gitlocks::ops::admin_checkpoint(tip->hex(), s.snapshot().policy_hash));
+  REQUIRE_MESSAGE(by_ci.ok(), gitlocks::test::why(by_ci));
+  CHECK(invalid_commits(s) == 0);
+  // Named signers checkpoint; they change no policy.
+  json more = current_policy(s);
+  more["max_ttl_ms"] = 7'200'000;
+  refused(s, set_policy(s, "ci", more), Errc::not_holder, "not-owner", s.tip());
 }
 
 TEST_CASE("policy set: a family that would put held leases in conflict is refused - expired ones count too") {
@@ -322,7 +357,16 @@ TEST_CASE("policy: a parsed policy writes back the document it was read from - e
   full["enforce"] = {"refs/heads/main", "refs/heads/release/*"};
   full["admins"] = keys;
   full["bots"] = {keys.front()};
+  full["checkpoint"] = {{"every", 1000}, {"signers", keys}, {"cut", true}};
   round_trips(full);
+  for (const char* part : {"every", "signers", "cut"}) {
+    json only = full;
+    only["checkpoint"].erase(part);
+    round_trips(only);
+  }
+  json empty_rule = base;
+  empty_rule["checkpoint"] = json::object();
+  round_trips(empty_rule);
 
   for (const char* part : {"paths", "families"}) {
     json only = full;
@@ -361,6 +405,12 @@ TEST_CASE("policy: a parsed policy writes back the document it was read from - e
                      {"members", {alice, owner, bob}},
                      {"keyring", gitlocks::seal_keyring(epoch_key(11), 11, {alice, owner, bob}, seeds).value()}};
   round_trips(priv);
+  // A PRIVATE policy names no checkpoint signers (its checkpoints are its owner's).
+  json priv_rule = priv;
+  priv_rule["checkpoint"] = {{"every", 10}};
+  auto refused_rule = gitlocks::parse_policy(priv_rule);
+  REQUIRE_FALSE(refused_rule.ok());
+  CHECK(refused_rule.error().message.find("'checkpoint' applies to public stores") != std::string::npos);
 
   // Every field of the full public and PRIVATE documents dropped or
   // retyped: each forgery the parser accepts writes back as it was read.

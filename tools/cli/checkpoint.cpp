@@ -107,6 +107,8 @@ Result<Trusted> verify_tip(Context& ctx, ObjectStore& store, const std::optional
   GITLOCKS_TRY(owner, ctx.pinned_owner());
   options.expected_owner = owner;
   options.start_at_checkpoint = true;
+  GITLOCKS_TRY(signers, ctx.pinned_checkpoint_signers());
+  options.checkpoint_signers = std::move(signers);
   // A PRIVATE store's commits are re-executed in full with the member's keys
   // (as `verify` does); without them, structurally. The snapshot carries
   // them, with the codec of the tip's epoch, for the command to read and
@@ -153,7 +155,11 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   // earlier history this clone never fetched: the checkpoint is in that
   // history, on the remote's refs/locks/archive/PREV. Fetched, the replay
   // continues from the checkpoint across the cut.
-  if (is_rewrite(trusted) && anchor && trusted.error().fields.count("archived")) {
+  // So is a chain starting at a cut whose signer this clone does not trust
+  // to start at (an invalid verdict naming `archived`): the history before
+  // it, fetched, is replayed instead.
+  if (!trusted.ok() && trusted.error().code == Errc::invalid_history && trusted.error().fields.count("archived") &&
+      (anchor || !is_rewrite(trusted))) {
     const auto prev = Oid::from_hex(trusted.error().fields.at("archived").text());
     GITLOCKS_TRY(fetched, prev ? ctx.fetch_archive(prev) : Result<bool>(false));
     if (fetched) trusted = verify_tip(ctx, *store, tip, anchor);

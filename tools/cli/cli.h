@@ -56,6 +56,10 @@ class Context {
   // The store owner's key pinned by `git config locks.owner` (nullopt when
   // unset). Errors: usage, unless it is 64 hex digits (read in lower case).
   Result<std::optional<std::string>> pinned_owner();
+  // The keys besides the owner whose checkpoints a fresh start may trust
+  // (`git config locks.checkpointSigners`: 64-hex keys separated by spaces
+  // or commas; docs/FORMAT.md "Checkpoints by policy"). Errors: usage.
+  Result<std::vector<std::string>> pinned_checkpoint_signers();
   // The display name ("" when user.name is unset).
   std::string display_name() { return config("user.name"); }
 

@@ -193,10 +193,10 @@ int cmd_init(Context& ctx, const Argv& argv) {
     if (!text.ok()) return ctx.fail(text.error());
     auto doc = canon_parse(*text, CanonMode::lenient);
     if (!doc.ok()) return ctx.fail(doc.error().prefixed(*file + ": "));
-    auto keys = check_keys(
-        *doc,
-        {"min_ttl_ms", "max_ttl_ms", "families", "case_insensitive", "require_claim", "enforce", "admins", "bots"},
-        "policy file");
+    auto keys = check_keys(*doc,
+                           {"min_ttl_ms", "max_ttl_ms", "families", "case_insensitive", "require_claim", "enforce",
+                            "admins", "bots", "checkpoint"},
+                           "policy file");
     if (!keys.ok()) return ctx.fail(make_error(Errc::usage, *file + ": " + keys.error().message));
     for (const auto& [k, v] : doc->items()) policy[k] = v;
   }

@@ -6,7 +6,7 @@
 //
 // FILE is a JSON object (or "-" for stdin) of the fields to change: each one
 // given replaces the current value, `null` removes an optional one
-// (require_claim, enforce, admins, bots; families: none), a field left out
+// (require_claim, enforce, admins, bots, checkpoint; families: none), a field left out
 // keeps its value. Fixed fields (store, owner, case_insensitive, ...) may
 // appear only with their current value, so the output of
 // `policy show --json | jq .policy` edited in place is a valid FILE.
@@ -46,7 +46,7 @@ Result<json> apply_changes(const json& current, const json& changes, const std::
       if (current[k] != v)
         return make_error(Errc::usage, file + ": '" + k +
                                            "' cannot change (policy set changes min_ttl_ms, max_ttl_ms, families, "
-                                           "require_claim, enforce, admins and bots)");
+                                           "require_claim, enforce, admins, bots and checkpoint)");
       continue;
     }
     if (v.is_null()) {
@@ -120,26 +120,6 @@ int cmd_policy_set(Context& ctx, const Argv& argv) {
        {"policy", next}},
       "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
-
-namespace {
-
-// How many commits follow the newest checkpoint on the chain ending at
-// `tip` (a verified snapshot's: every commit on it verified), counting at
-// most `limit`: a commit whose verified action is `checkpoint` stops the
-// count, a cut's included.
-Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit) {
-  std::int64_t since = 0;
-  for (std::optional<Oid> at = tip; at && since < limit; ++since) {
-    GITLOCKS_TRY(tc, read_transition_commit(store, *at));
-    auto opened = open_packet(tc.packet_stored);
-    if (opened.ok() && opened->fields.action == "checkpoint") break;
-    GITLOCKS_TRY(c, store.read_commit(*at));
-    at = chain_parent(store, *at, c);
-  }
-  return since;
-}
-
-}  // namespace
 
 int cmd_checkpoint(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);

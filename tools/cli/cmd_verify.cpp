@@ -231,6 +231,9 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   auto config_owner = ctx.pinned_owner();
   if (!config_owner.ok()) return ctx.fail(config_owner.error());
   if (!options.expected_owner) options.expected_owner = *config_owner;
+  auto signers = ctx.pinned_checkpoint_signers();
+  if (!signers.ok()) return ctx.fail(signers.error());
+  options.checkpoint_signers = *signers;
   // A store whose owner is not the pinned one is judged from the root, where
   // its verdict is owner-mismatch (as with --expect-owner): no trusted
   // commit of it is continued from. Its owner never changes, so the tip's
@@ -310,6 +313,16 @@ int cmd_verify(Context& ctx, const Argv& argv) {
       anchor = start;
       options.from = start->commit;
     }
+  }
+
+  // A replay from the bottom of a chain that starts at a cut it cannot start
+  // at (signed by a key this clone does not trust for that): the history
+  // before the cut, on the remote's archive ref, is fetched first.
+  if (!options.from && !a->has("full")) {
+    auto needed = untrusted_cut_start(**store, tip, options.checkpoint_signers);
+    if (!needed.ok()) return ctx.fail(needed.error());
+    if (*needed)
+      if (auto fetched = ctx.fetch_archive(**needed); !fetched.ok()) return ctx.fail(fetched.error());
   }
 
   // Git-style progress on a terminal's stderr (progress.h), never in the way

@@ -158,8 +158,8 @@ const std::vector<CommandDecl>& commands() {
          false, false, false, 1}},
        "",
        V::none,
-       "owner: publish a signed checkpoint of the state at the tip (nothing changes; every verifier checks that it "
-       "follows the commit it names)"},
+       "owner or a checkpoint signer the policy names: publish a signed checkpoint of the state at the tip (nothing "
+       "changes; every verifier checks that it follows the commit it names)"},
       {"notary keygen",
        {{"out", V::file, "FILE", "the key file to write", false, true}},
        "",

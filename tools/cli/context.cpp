@@ -54,8 +54,8 @@ void Context::prefetch_config() {
   // --get-regexp matches the lower-cased key: locks.notaryConnectTimeout, locks.notaryReadTimeout.
   if (!config_)
     config_.emplace(git().begin_configs(
-        "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.owner|locks\\.notary|locks\\.notary(connect|read)"
-        "timeout)$"));
+        "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.owner|locks\\.checkpointsigners|locks\\.notary|"
+        "locks\\.notary(connect|read)timeout)$"));
 }
 
 std::string Context::config(const std::string& key) {
@@ -74,6 +74,33 @@ Result<std::optional<std::string>> Context::pinned_owner() {
                       "git config locks.owner must be the store owner's public key (64 hex digits), not '" +
                           config("locks.owner") + "'");
   return std::optional<std::string>(key);
+}
+
+Result<std::vector<std::string>> Context::pinned_checkpoint_signers() {
+  const std::string text = config("locks.checkpointsigners");  // --get-regexp reports keys in lower case
+  std::vector<std::string> keys;
+  std::string key;
+  auto flush = [&]() -> Status {
+    if (key.empty()) return Ok{};
+    for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (!is_hex(key, 64))
+      return make_error(Errc::usage,
+                        "git config locks.checkpointSigners must list public keys (64 hex digits each, separated by "
+                        "spaces or commas), not '" +
+                            key + "'");
+    keys.push_back(key);
+    key.clear();
+    return Ok{};
+  };
+  for (char ch : text) {
+    if (ch == ' ' || ch == ',' || ch == '\t') {
+      GITLOCKS_CHECK(flush());
+    } else {
+      key += ch;
+    }
+  }
+  GITLOCKS_CHECK(flush());
+  return keys;
 }
 
 Result<std::int64_t> Context::duration_config(const std::string& name, std::int64_t fallback, std::int64_t max_ms) {

@@ -8,13 +8,20 @@
 #include <thread>
 
 #include "checkpoint.h"
+#include "gitlocks/ops.hpp"
+#include "gitlocks/packet.hpp"
 #include "gitlocks/path.hpp"
+#include "gitlocks/policy.hpp"
+#include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "notary_client.h"
 #include "timings.h"
 #include "vault_host.h"
 
 namespace gitlocks::cli {
+
+static Result<Published> publish_one(Context& ctx, const std::string& command, const BodyFn& make_body,
+                                     const PublishHooks& hooks);
 
 json transition_body(Context& ctx, std::int64_t now, json ops) {
   return json{{"created_at", now}, {"name", ctx.display_name()}, {"ops", std::move(ops)}};
@@ -59,8 +66,70 @@ Result<Snapshot> current_snapshot(Context& ctx) {
   return verified_tip_snapshot(ctx, tip);
 }
 
+Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit) {
+  std::int64_t since = 0;
+  for (std::optional<Oid> at = tip; at && since < limit; ++since) {
+    GITLOCKS_TRY(tc, read_transition_commit(store, *at));
+    auto opened = open_packet(tc.packet_stored);
+    if (opened.ok() && opened->fields.action == "checkpoint") break;
+    GITLOCKS_TRY(c, store.read_commit(*at));
+    at = chain_parent(store, *at, c);
+  }
+  return since;
+}
+
+namespace {
+
+// The checkpoint the policy asks of this writer after its publication `c`
+// (docs/FORMAT.md "Checkpoints by policy"): under the policy `c` leaves in
+// force, when it sets checkpoint.every, this writer may checkpoint (the
+// owner or a named signer) and `every` or more commits follow the newest
+// checkpoint, one more publication: a checkpoint of the new tip (a cut
+// when checkpoint.cut). Decided again on its own fresh snapshot, so two
+// writers never checkpoint the same stretch twice.
+void auto_checkpoint(Context& ctx, Published& out) {
+  const Candidate& c = *out.candidate;
+  if (c.outcome.action == Action::checkpoint) return;
+  auto store = ctx.store();
+  auto me = ctx.identity();
+  if (!store.ok() || !me.ok()) return;
+  StateReader reader(**store, c.outcome.result_state);
+  auto doc = reader.policy();
+  if (!doc.ok()) return;
+  auto pol = parse_policy(*doc);
+  if (!pol.ok() || !pol->checkpoint || !pol->checkpoint->every || !pol->may_checkpoint((*me)->actor)) return;
+  const std::int64_t every = *pol->checkpoint->every;
+  auto since = commits_since_checkpoint(**store, c.commit, every);
+  if (!since.ok() || *since < every) return;
+  PublishHooks hooks;
+  hooks.cut = pol->checkpoint->cut.value_or(false);
+  hooks.no_auto_checkpoint = true;
+  const std::optional<int> attempts = ctx.attempts;  // the command's own count is what it reports
+  auto p = publish(
+      ctx, "checkpoint",
+      [&](const Snapshot& snap, std::int64_t) -> Result<std::optional<json>> {
+        if (!snap.commit || !snap.policy.may_checkpoint((*me)->actor)) return std::optional<json>();
+        GITLOCKS_TRY(n, commits_since_checkpoint(**store, *snap.commit, every));
+        if (n < every) return std::optional<json>();  // another writer did
+        return std::optional<json>{ops::admin_checkpoint(snap.commit->hex(), snap.policy_hash)};
+      },
+      hooks);
+  ctx.attempts = attempts;
+  if (!p.ok()) out.checkpoint_error = p.error();
+  else if (p->candidate) out.checkpoint = p->candidate->commit;
+}
+
+}  // namespace
+
 Result<Published> publish(Context& ctx, const std::string& command, const BodyFn& make_body,
                           const PublishHooks& hooks) {
+  GITLOCKS_TRY(published, publish_one(ctx, command, make_body, hooks));
+  if (published.candidate && !hooks.no_auto_checkpoint && !hooks.packet) auto_checkpoint(ctx, published);
+  return published;
+}
+
+Result<Published> publish_one(Context& ctx, const std::string& command, const BodyFn& make_body,
+                              const PublishHooks& hooks) {
   // Start git first: the start-up of `git config` and of the first
   // update-ref overlaps libgit2's initialisation and our planning. A command
   // that ends without publishing drops the update-ref process before it has
@@ -199,7 +268,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
       built.emplace(build(tip, false));
     }
     GITLOCKS_TRY(b, std::move(*built));
-    if (!b.cand) return Published{std::move(b.snap), std::nullopt};
+    if (!b.cand) return Published{std::move(b.snap), std::nullopt, std::nullopt, std::nullopt};
     Snapshot& snap = b.snap;
     Candidate& cand = *b.cand;
     if (hooks.written) GITLOCKS_CHECK(hooks.written(cand));
@@ -222,7 +291,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
             });
           record_publication(ctx, snap, cand);
           if (cached.valid()) cached.get();
-          return Published{snap, std::move(cand)};
+          return Published{snap, std::move(cand), std::nullopt, std::nullopt};
         }
         case CasStatus::stale:
           if (hooks.packet) return stale_resume("another writer moved refs/locks/state while it was admitted");
@@ -249,7 +318,7 @@ Result<Published> publish(Context& ctx, const std::string& command, const BodyFn
             auto now_at = ctx.read_tip();
             if (now_at.ok() && *now_at == cand.commit) {
               record_publication(ctx, snap, cand);
-              return Published{snap, std::move(cand)};
+              return Published{snap, std::move(cand), std::nullopt, std::nullopt};
             }
           }
           return make_error(
@@ -273,6 +342,8 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
               {"leases", c.outcome.leases},
               {"ops", ops}};
   for (const auto& [k, v] : extra.items()) out[k] = v;
+  if (p.checkpoint) out["checkpoint"] = *p.checkpoint;
+  if (p.checkpoint_error) out["checkpoint_error"] = p.checkpoint_error->message;
   std::string human;
   std::size_t next_lease = 0;
   auto expiry = [&](std::int64_t at) { return "expires in " + format_duration(at - c.admitted_at_ms); };
@@ -309,6 +380,11 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
            (extra.contains("waited_ms") ? ", after waiting " + format_duration(extra["waited_ms"].get<std::int64_t>())
                                         : std::string()) +
            ")\n";
+  if (p.checkpoint)
+    human += "checkpoint " + p.checkpoint->hex().substr(0, 12) + " published, as the store's policy asks " +
+             "(refs/locks/state -> " + p.checkpoint->hex().substr(0, 12) + ")\n";
+  if (p.checkpoint_error)
+    human += "the checkpoint the store's policy asks for failed: " + p.checkpoint_error->message + "\n";
   return ctx.done(out, human);
 }
 

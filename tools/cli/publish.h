@@ -56,12 +56,26 @@ struct PublishHooks {
   // checkpoint of the tip, committed with no Git parent, and the same
   // compare-and-swap creates refs/locks/archive/TIP at the tip it follows.
   bool cut = false;
+  // The policy's automatic checkpoint (its `checkpoint.every`, docs/FORMAT.md
+  // "Checkpoints by policy") is not considered after this publication.
+  bool no_auto_checkpoint = false;
 };
 
 struct Published {
   Snapshot source;                     // the snapshot the body was built on
   std::optional<Candidate> candidate;  // nullopt: nothing was published
+  // After the candidate, the checkpoint the policy asked this writer for
+  // (checkpoint.every: the owner's or a named signer's), if one was
+  // published; or why it was not (the candidate stands either way).
+  std::optional<Oid> checkpoint;
+  std::optional<Error> checkpoint_error;
 };
+
+// How many commits follow the newest checkpoint on the chain ending at
+// `tip` (a verified snapshot's: every commit on it verified), counting at
+// most `limit`: a commit whose action is `checkpoint` stops the count, a
+// cut's included. Errors: store_read.
+Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit);
 
 // Publishes one transition as `command`; records the number of update-ref
 // runs in ctx.attempts. Never reports success unless the ref moved.
@@ -88,7 +102,8 @@ Result<Snapshot> current_snapshot(Context& ctx);
 
 // Prints the success of a publication: one JSON object with --json
 //   {"op","commit","action","admitted_at_ms","attempts","leases":[...],"ops":[...]}
-// else one human line per op. `extra` adds members to the JSON (a waiter's
+// (and "checkpoint": the policy's automatic checkpoint after it, or
+// "checkpoint_error") else one human line per op. `extra` adds members to the JSON (a waiter's
 // "waited_ms").
 int report_published(Context& ctx, const Published& p, const json& extra = json::object());
 

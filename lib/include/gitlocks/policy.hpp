@@ -10,7 +10,9 @@
 //                  "scope":"ALL_COMMITS"},          (only once activated)
 //    "require_claim":{"paths":["src/","db/schema.sql"],"families":["db"]},
 //    "enforce":["refs/heads/main","refs/heads/release/*"],
-//    "admins":[HEX64...],"bots":[HEX64...]}          (each optional)
+//    "admins":[HEX64...],"bots":[HEX64...],          (each optional)
+//    "checkpoint":{"every":N,"signers":[HEX64...],"cut":true}}
+//                                                     (optional, public stores)
 //
 // The last four bind the work (SPEC §9, enforce.hpp) and change only by the
 // owner-signed policy-set transition (plan_admin): `require_claim` makes a
@@ -22,6 +24,12 @@
 // another's lease (the owner always may); `bots` are signers that may land
 // without a claim where `require_claim` asks for one (another holder's
 // live claim stops them as it stops anyone).
+//
+// `checkpoint` (docs/FORMAT.md "Checkpoints by policy"): `signers` may
+// publish checkpoints besides the owner (a checkpoint by another key is
+// refused not-owner); `every` asks the owner and the signers to publish one
+// after their own transition whenever N or more commits follow the newest
+// checkpoint, as a cut when `cut` is true. Each member is optional.
 //
 // The TTL bounds become seed 002's guard expressions (ttl_guards); unknown
 // fields and unknown formats are refused, never ignored. In a
@@ -55,6 +63,19 @@ struct Family {
 
   bool operator==(const Family& o) const { return name == o.name && exclusive == o.exclusive && members == o.members; }
 };
+
+// The policy's `checkpoint` member; each member optional.
+struct CheckpointRule {
+  std::optional<std::int64_t> every;  // in [1, kMaxCheckpointEvery]
+  std::vector<std::string> signers;   // 64 hex, sorted, unique
+  bool signers_stated = false;
+  std::optional<bool> cut;
+
+  bool operator==(const CheckpointRule& o) const {
+    return every == o.every && signers == o.signers && signers_stated == o.signers_stated && cut == o.cut;
+  }
+};
+inline constexpr std::int64_t kMaxCheckpointEvery = 1000000000;
 
 struct Policy {
   // PRIVATE stores (format gitlocks-policy-v3, vault.hpp): the current key
@@ -90,6 +111,7 @@ struct Policy {
   std::optional<std::vector<std::string>> enforce;
   std::vector<std::string> admins;
   std::vector<std::string> bots;
+  std::optional<CheckpointRule> checkpoint;
 
   // What writing the policy back (policy_document) needs besides its rules,
   // so that a parsed policy writes the bytes it was read from: which
@@ -109,6 +131,8 @@ struct Policy {
 
   bool is_admin(const std::string& key) const;
   bool is_bot(const std::string& key) const;
+  // The owner, or a key the policy's `checkpoint.signers` names.
+  bool may_checkpoint(const std::string& key) const;
   // Whether a change of canonical path `path` needs the signer's claim.
   bool requires_claim(const RepoPath& path) const;
 
@@ -143,7 +167,7 @@ json guard_time_doc(const Pins& pins);
 // as it is (store, owner, format and case are fixed at init, guard time and
 // membership have their own transitions).
 inline constexpr std::string_view kSettablePolicyFields[] = {"min_ttl_ms", "max_ttl_ms", "families", "require_claim",
-                                                             "enforce",    "admins",     "bots"};
+                                                             "enforce",    "admins",     "bots",     "checkpoint"};
 inline bool is_settable_policy_field(std::string_view field) {
   for (auto f : kSettablePolicyFields)
     if (f == field) return true;

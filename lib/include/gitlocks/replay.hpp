@@ -68,6 +68,12 @@ struct ReplayOptions {
   // invalid). The page, the npm module and `verify --expect-owner` all pin
   // the owner here.
   std::optional<std::string> expected_owner;
+  // Keys besides the owner whose checkpoint this verifier trusts to start
+  // at (`git config locks.checkpointSigners`; docs/FORMAT.md "Checkpoints
+  // by policy"): a cut the replay starts at is judged on its own state, so
+  // the policy naming its signer is the cut's own word; only the owner's
+  // cut, or one of these keys', is accepted there (else not-owner).
+  std::vector<std::string> checkpoint_signers;
   // A member's keys: PRIVATE commits are verified in full only with them.
   const Vault* vault = nullptr;
   // Called after every commit with (done, total).

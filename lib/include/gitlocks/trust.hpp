@@ -41,6 +41,11 @@ struct TrustOptions {
   // (checkpoint_anchor) rather than at the root: a fresh clone replays only
   // what follows it.
   bool start_at_checkpoint = false;
+  // Keys besides the owner whose checkpoints may be started at
+  // (ReplayOptions::checkpoint_signers): a checkpoint another key the
+  // policy names signed is verified like any other, but a fresh start
+  // passes over it to an older one (or the root) unless its signer is here.
+  std::vector<std::string> checkpoint_signers;
 };
 
 // Where a clone that trusts nothing yet may start (docs/FORMAT.md
@@ -52,11 +57,22 @@ struct TrustOptions {
 // state it leaves unchanged, the store, policy hash, epoch and time
 // bindings; the parent's state is what the checkpoint vouches for). Its
 // trust state, by `verifier`, or nullopt when there is none within reach or
-// the newest does not verify (a replay from the root then says why).
+// the newest does not verify (a replay from the root then says why). A
+// checkpoint signed by neither the owner nor one of
+// `replay.checkpoint_signers` is passed over for an older one.
 // Errors: store_read.
 Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oid& tip, const ReplayOptions& replay,
                                                     const std::string& verifier,
                                                     std::size_t within = kCheckpointSearchCommits);
+
+// The chain ending at `tip` starts at a cut (its earlier history is not in
+// the store) signed by neither the owner its policy names nor one of
+// `checkpoint_signers`: a replay cannot start there (not-owner), so the
+// history before it is needed. Its prev (the archive to fetch), or nullopt.
+// Reads every commit of the chain (as the replay from its bottom will).
+// Errors: store_read.
+Result<std::optional<Oid>> untrusted_cut_start(ObjectStore& store, const Oid& tip,
+                                               const std::vector<std::string>& checkpoint_signers);
 
 struct Trusted {
   Snapshot snapshot;                // commit == nullopt: there is no store
