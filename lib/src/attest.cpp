@@ -110,6 +110,27 @@ Result<std::string> make_attestation(const json& request, const Pins& pins, std:
   return seal_signed("attestation", att, kAttestationDomain, service);
 }
 
+Result<std::string> make_cosignature(const std::string& store, const std::string& checkpoint, const KeyPair& witness) {
+  if (!is_hex(std::string_view(store), 64) || !is_hex(std::string_view(checkpoint), 40))
+    return make_error(Errc::usage, "a cosignature names a store (64 hex) and a commit (40 hex)");
+  json c = {{"format", kCosignatureFormat},
+            {"store", store},
+            {"checkpoint", checkpoint},
+            {"witness", to_hex(witness.public_key)}};
+  return seal_signed("cosignature", c, kCosignatureDomain, witness);
+}
+
+Result<Cosignature> open_cosignature(std::string_view stored) {
+  GITLOCKS_TRY(c, open_signed(stored, "cosignature", kCosignatureDomain, "witness"));
+  if (!member_is(c, "format", kCosignatureFormat))
+    return make_error(Errc::unknown_format, "unknown cosignature format");
+  GITLOCKS_CHECK(check_keys(c, {"format", "store", "checkpoint", "witness"}, "cosignature"));
+  if (!is_hex(c["store"], 64) || !is_hex(c["checkpoint"], 40))
+    return make_error(Errc::bad_json, "a cosignature names a store (64 hex) and a commit (40 hex)");
+  return Cosignature{c["store"].get<std::string>(), c["checkpoint"].get<std::string>(),
+                     c["witness"].get<std::string>()};
+}
+
 Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<std::string>& attestation_stored,
                                                             std::optional<std::int64_t> claimed_at_ms) {
   if (attestation_stored) {

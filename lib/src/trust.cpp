@@ -111,6 +111,8 @@ Result<Trusted> verified_snapshot(ObjectStore& store, const std::optional<Oid>& 
   ro.allow_test_clock = options.allow_test_clock;
   ro.vault = options.vault;
   ro.checkpoint_signers = options.checkpoint_signers;
+  ro.cosigned = options.cosigned;
+  ro.cosign_quorum = options.cosign_quorum;
   // Nothing trusted yet: the newest checkpoint, when there is one to start at.
   if (!anchor && !must_contain && options.start_at_checkpoint) {
     GITLOCKS_TRY(start, checkpoint_anchor(store, *tip, ro, options.verifier));
@@ -189,8 +191,10 @@ Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oi
   // the candidate counts only when its verified verdict is a checkpoint.
   constexpr std::string_view kHint = "git-locks: checkpoint";
   Oid cur = tip;
+  std::size_t witnessed = 0;  // cosigned checkpoints at or above `cur`
   for (std::size_t walked = 0; walked < within; ++walked) {
     GITLOCKS_TRY(c, store.read_commit(cur));
+    witnessed += static_cast<std::size_t>(std::count(replay.cosigned.begin(), replay.cosigned.end(), cur));
     // A cut is a checkpoint too: from its prev when that is here, else on
     // its own (replay's cut start).
     const std::optional<Oid> below = chain_parent(store, cur, c);
@@ -213,7 +217,8 @@ Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oi
       // when this verifier trusts the key; else an older checkpoint.
       const auto pol = recorded_policy(store, cur);
       const auto& trusted = replay.checkpoint_signers;
-      if (pol && (verdict->actor == pol->owner ||
+      const bool cosigned = replay.cosign_quorum > 0 && witnessed >= replay.cosign_quorum;
+      if (pol && (cosigned || verdict->actor == pol->owner ||
                   std::find(trusted.begin(), trusted.end(), verdict->actor) != trusted.end())) {
         TrustState t = summary->end;
         t.verifier = verifier;
@@ -245,6 +250,28 @@ Result<std::optional<Oid>> untrusted_cut_start(ObjectStore& store, const Oid& ti
                                                               opened->fields.header.actor) != checkpoint_signers.end()))
     return std::optional<Oid>();
   return std::optional<Oid>(*prev);
+}
+
+Status check_cosigned(ObjectStore& store, const Oid& tip, const std::vector<Oid>& cosigned) {
+  if (cosigned.empty()) return Ok{};
+  std::vector<Oid> pending = cosigned;
+  Oid at = tip;
+  for (;;) {
+    pending.erase(std::remove(pending.begin(), pending.end(), at), pending.end());
+    if (pending.empty()) return Ok{};
+    GITLOCKS_TRY(c, store.read_commit(at));
+    const std::optional<Oid> below = chain_parent(store, at, c);
+    if (!below) break;
+    at = *below;
+  }
+  Error e = history_error("a witness cosigned checkpoint " + pending.front().hex() +
+                              " of this store, which is not in the history of refs/locks/state at " + tip.hex() +
+                              ": the server shows this clone another history than the one the witness verified "
+                              "(a split view); nothing was done",
+                          tip, "split-view", "");
+  e.fields["cosigned"] = pending.front().hex();
+  if (auto prev = cut_prev(store, at); prev && !store.read_commit(*prev).ok()) e.fields["archived"] = prev->hex();
+  return e;
 }
 
 std::optional<TrustState> usable_anchor(ObjectStore& store, const TrustState& anchor, const std::string& verifier) {

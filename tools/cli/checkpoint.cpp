@@ -13,6 +13,7 @@
 #include "gitlocks/replay.hpp"
 #include "gitlocks/store.hpp"
 #include "report.h"
+#include "witness.h"
 
 namespace gitlocks::cli {
 namespace {
@@ -97,9 +98,11 @@ namespace {
 
 // One verification of the history ending at `tip` from `anchor` (or the root).
 Result<Trusted> verify_tip(Context& ctx, ObjectStore& store, const std::optional<Oid>& tip,
-                           const std::optional<TrustState>& anchor) {
+                           const std::optional<TrustState>& anchor, const Witnessed& witnessed) {
   TrustOptions options;
   options.anchor = anchor;
+  options.cosigned = witnessed.cosigned;
+  options.cosign_quorum = witnessed.quorum;
   options.allow_test_clock = ctx.allow_test_clock;
   // A clone that trusts nothing yet starts at the newest checkpoint of the
   // owner (`git config locks.owner` when pinned; else the one the history
@@ -136,7 +139,10 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
   auto file = checkpoint_file(ctx);
   std::optional<TrustState> anchor = file.ok() ? load_checkpoint(*file) : std::nullopt;
   std::optional<Oid> tip = tip_read;
-  auto trusted = verify_tip(ctx, *store, tip, anchor);
+  // The witnesses this clone requires (docs/FORMAT.md "Witnesses"): what
+  // they cosigned must be on the chain, and a fresh start may begin there.
+  GITLOCKS_TRY(witnessed, witnesses_on_chain(ctx, *store, tip));
+  auto trusted = verify_tip(ctx, *store, tip, anchor, witnessed);
   // The caller read the tip before the checkpoint was loaded: another writer
   // of this clone may have published and checkpointed in between, so a tip
   // that seems not to descend from the checkpoint may merely be stale. The
@@ -148,7 +154,7 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
     if (!fresh.ok()) return fresh.error();
     if (*fresh != tip) {
       tip = *fresh;
-      trusted = verify_tip(ctx, *store, tip, anchor);
+      trusted = verify_tip(ctx, *store, tip, anchor, witnessed);
     }
   }
   // The tip's chain starts at a cut (docs/FORMAT.md "The cut") whose
@@ -162,7 +168,7 @@ Result<Snapshot> verified_tip_snapshot(Context& ctx, const std::optional<Oid>& t
       (anchor || !is_rewrite(trusted))) {
     const auto prev = Oid::from_hex(trusted.error().fields.at("archived").text());
     GITLOCKS_TRY(fetched, prev ? ctx.fetch_archive(prev) : Result<bool>(false));
-    if (fetched) trusted = verify_tip(ctx, *store, tip, anchor);
+    if (fetched) trusted = verify_tip(ctx, *store, tip, anchor, witnessed);
   }
   if (!trusted.ok()) {
     Error e = trusted.error();
@@ -196,7 +202,9 @@ Result<Snapshot> verified_snapshot_unrecorded(Context& ctx, const Oid& tip) {
   GITLOCKS_TRY(store, ctx.store());
   auto file = checkpoint_file(ctx);
   std::optional<TrustState> anchor = file.ok() ? load_checkpoint(*file) : std::nullopt;
-  GITLOCKS_TRY(trusted, verify_tip(ctx, *store, tip, anchor));
+  std::optional<Oid> at = tip;
+  GITLOCKS_TRY(witnessed, witnesses_on_chain(ctx, *store, at));
+  GITLOCKS_TRY(trusted, verify_tip(ctx, *store, tip, anchor, witnessed));
   return std::move(trusted.snapshot);
 }
 

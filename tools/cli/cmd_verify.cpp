@@ -25,6 +25,7 @@
 #include "progress.h"
 #include "publish.h"
 #include "report.h"
+#include "witness.h"
 
 namespace gitlocks::cli {
 namespace {
@@ -234,6 +235,15 @@ int cmd_verify(Context& ctx, const Argv& argv) {
   auto signers = ctx.pinned_checkpoint_signers();
   if (!signers.ok()) return ctx.fail(signers.error());
   options.checkpoint_signers = *signers;
+  // The witnesses this clone requires (docs/FORMAT.md "Witnesses"): a tip
+  // whose chain lacks a checkpoint one of them cosigned is a split view.
+  {
+    std::optional<Oid> at = tip;
+    auto witnessed = witnesses_on_chain(ctx, **store, at);
+    if (!witnessed.ok()) return ctx.fail(witnessed.error());
+    options.cosigned = witnessed->cosigned;
+    options.cosign_quorum = witnessed->quorum;
+  }
   // A store whose owner is not the pinned one is judged from the root, where
   // its verdict is owner-mismatch (as with --expect-owner): no trusted
   // commit of it is continued from. Its owner never changes, so the tip's

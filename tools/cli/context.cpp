@@ -54,7 +54,8 @@ void Context::prefetch_config() {
   // --get-regexp matches the lower-cased key: locks.notaryConnectTimeout, locks.notaryReadTimeout.
   if (!config_)
     config_.emplace(git().begin_configs(
-        "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.owner|locks\\.checkpointsigners|locks\\.notary|"
+        "^(user\\.name|locks\\.remote|locks\\.timeout|locks\\.owner|locks\\.checkpointsigners|locks\\.witnesses|"
+        "locks\\.witnessquorum|locks\\.notary|"
         "locks\\.notary(connect|read)timeout)$"));
 }
 

@@ -113,6 +113,24 @@ Result<std::optional<RecordedTime>> recorded_admission_time(const std::optional<
 Status check_discovery_document(const json& discovery, const Pins& pins, bool allow_test_clock,
                                 const std::string& who = "notary");
 
+// A witness's cosignature of a checkpoint (docs/FORMAT.md "Witnesses"):
+// {"cosignature":{"checkpoint":COMMIT,"format":"gitlocks-cosignature-v1",
+//  "store":HEX64,"witness":HEX64},"sig":HEX} signed by the witness key
+// under kCosignatureDomain, canonical JSON. The witness states that it
+// verified the store's history up to COMMIT, a checkpoint, and that COMMIT
+// extends every checkpoint it cosigned for that store before.
+inline constexpr std::string_view kCosignatureFormat = "gitlocks-cosignature-v1";
+inline constexpr std::string_view kCosignatureDomain{"gitlocks/cosignature/v1\0", 24};
+struct Cosignature {
+  std::string store;       // 64 hex
+  std::string checkpoint;  // 40 hex
+  std::string witness;     // 64 hex: the key that signed it
+};
+Result<std::string> make_cosignature(const std::string& store, const std::string& checkpoint, const KeyPair& witness);
+// Errors: bad_json (not canonical, a member missing or extra, malformed),
+// unknown_format, bad_signature.
+Result<Cosignature> open_cosignature(std::string_view stored);
+
 struct PacketFields;
 Status check_attestation(const Attestation& attestation, const PacketFields& packet, std::string_view packet_stored,
                          const Pins& pins, bool allow_test_clock);

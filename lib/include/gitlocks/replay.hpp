@@ -74,6 +74,12 @@ struct ReplayOptions {
   // the policy naming its signer is the cut's own word; only the owner's
   // cut, or one of these keys', is accepted there (else not-owner).
   std::vector<std::string> checkpoint_signers;
+  // The newest checkpoint each witness this verifier requires has cosigned
+  // (docs/FORMAT.md "Witnesses"), each on the chain (check_cosigned): a
+  // fresh start may start at a checkpoint at or below `cosign_quorum` of
+  // them whoever signed it (the witnesses verified the history up to it).
+  std::vector<Oid> cosigned;
+  std::size_t cosign_quorum = 0;
   // A member's keys: PRIVATE commits are verified in full only with them.
   const Vault* vault = nullptr;
   // Called after every commit with (done, total).

@@ -84,6 +84,9 @@ inline constexpr std::string_view signature_malformed = "signature-malformed";
 inline constexpr std::string_view signature_algorithm = "signature-algorithm";
 inline constexpr std::string_view signature_namespace = "signature-namespace";  // bad_signature: another namespace
 inline constexpr std::string_view signature_mismatch = "signature-mismatch";    // bad_signature: does not verify
+// store_read: fewer of the witnesses a clone requires answered than its
+// quorum (git config locks.witnessQuorum; docs/FORMAT.md "Witnesses").
+inline constexpr std::string_view witness_quorum = "witness-quorum";
 }  // namespace reason
 
 // One structured field of an Error: text or a whole number. Its type is

@@ -46,7 +46,19 @@ struct TrustOptions {
   // policy names signed is verified like any other, but a fresh start
   // passes over it to an older one (or the root) unless its signer is here.
   std::vector<std::string> checkpoint_signers;
+  // ReplayOptions::cosigned and cosign_quorum (a fresh start's witnesses).
+  std::vector<Oid> cosigned;
+  std::size_t cosign_quorum = 0;
 };
+
+// Split views (docs/FORMAT.md "Witnesses"): every checkpoint a witness
+// cosigned for this store must be on the chain ending at `tip` (walked
+// with chain_parent, across cuts whose archive is here). The first that is
+// not: invalid_history with fields "commit" (the tip), "verdict"
+// ("split-view"), "cosigned" (that checkpoint), "last_valid" "" and, when
+// the chain starts at a cut whose earlier history is not here, "archived"
+// (its prev: fetched, the checkpoint may be there). Errors: store_read.
+Status check_cosigned(ObjectStore& store, const Oid& tip, const std::vector<Oid>& cosigned);
 
 // Where a clone that trusts nothing yet may start (docs/FORMAT.md
 // "Checkpoints"): the newest checkpoint among the `within` commits of the
@@ -59,7 +71,8 @@ struct TrustOptions {
 // trust state, by `verifier`, or nullopt when there is none within reach or
 // the newest does not verify (a replay from the root then says why). A
 // checkpoint signed by neither the owner nor one of
-// `replay.checkpoint_signers` is passed over for an older one.
+// `replay.checkpoint_signers` is passed over for an older one, unless it is
+// at or below `replay.cosign_quorum` of `replay.cosigned` (witnessed).
 // Errors: store_read.
 Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oid& tip, const ReplayOptions& replay,
                                                     const std::string& verifier,
