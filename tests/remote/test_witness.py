@@ -219,21 +219,35 @@ class Witnesses(RemoteTest):
         self.assertEqual((status, body["error"]), (400, "bad-bundle"), body)
         status, body = self.w.post("/v1/cosign?checkpoint=xyz", data)
         self.assertEqual((status, body["error"]), (400, "bad-request"), body)
-        self.assertOk(alice.run("--json", "checkpoint"))
+        # A checkpoint by a clone that requires witnesses is cosigned at once.
+        out = self.assertOk(alice.run("--json", "checkpoint")).json
         first = srv.tip()
-        out = self.assertOk(alice.run("--json", "witness", "cosign")).json
-        self.assertEqual(out["witnesses"][0]["cosigned"], True, out)
+        self.assertEqual(out["witnesses"], [{"witness": self.w.public, "url": self.w.url, "cosigned": True}], out)
+        status, body = self.w.get("/v1/checkpoint?store=" + json.loads(alice.run("--json", "policy", "show").out)["store"])
+        self.assertEqual(json.loads(body)["cosignature"]["checkpoint"], first)
         # The same again: the same cosignature (idempotent).
         again = self.assertOk(alice.run("--json", "witness", "cosign")).json
-        self.assertEqual(again["checkpoint"], first)
-        # Later checkpoints are sent as the chain since the last cosigned one.
+        self.assertEqual((again["checkpoint"], again["cosigned"]), (first, 1))
+        # Later checkpoints are sent as the chain since the last cosigned one, across a cut too; the
+        # policy's automatic ones are cosigned as they are made.
         self.assertOk(alice.run("claim", "--ttl", "10m", "src/b.c"))
-        self.assertOk(alice.run("--json", "checkpoint", "--cut"))
-        out = self.assertOk(alice.run("--json", "witness", "cosign")).json
-        self.assertEqual((out["checkpoint"], out["cosigned"]), (srv.tip(), 1), out)
+        shown = json.loads(alice.run("--json", "policy", "show").out)
+        pfile = os.path.join(self.root, "every.json")
+        with open(pfile, "w") as f:
+            json.dump({"checkpoint": {"every": 2, "cut": True}}, f)
+        # 2 commits since `first` with the policy-set itself: its publication is followed by a cut.
+        out = self.assertOk(alice.run("--json", "policy", "set", pfile, "--expected-policy-hash",
+                                      shown["policy_hash"])).json
+        self.assertEqual((out["checkpoint"], out["witnesses"][0]["cosigned"]), (srv.tip(), True), out)
+        self.assertNotIn("checkpoint", self.assertOk(alice.run("--json", "claim", "--ttl", "10m", "src/c.c")).json)
+        out = self.assertOk(alice.run("--json", "claim", "--ttl", "10m", "src/d.c")).json
+        self.assertEqual((out["checkpoint"], out["witnesses"][0]["cosigned"]), (srv.tip(), True), out)
+        self.assertEqual(subprocess.run(["git", "-C", srv.bare, "rev-list", "--count", STATE], capture_output=True,
+                                        text=True, check=True).stdout.strip(), "1", "the policy asks for cuts")
+        status, body = self.w.get("/v1/checkpoint?store=" + shown["store"])
+        self.assertEqual(json.loads(body)["cosignature"]["checkpoint"], srv.tip())
         # An older checkpoint of the same chain no longer extends the newest.
-        subprocess.run(["git", "-C", srv.bare, "bundle", "create", "-q", bundle, STATE,
-                        "refs/locks/archive/" + first_claim_prev(srv)], check=True)
+        subprocess.run(["git", "-C", srv.bare, "bundle", "create", "-q", bundle, STATE, *archives(srv)], check=True)
         with open(bundle, "rb") as f:
             status, body = self.w.post("/v1/cosign?checkpoint=" + first, f.read())
         self.assertEqual((status, body["error"], body["cosigned"]), (409, "split-view", srv.tip()), body)
@@ -287,11 +301,9 @@ class Witnesses(RemoteTest):
         self.assertEqual(alice.run("--json", "status").code, 64)
 
 
-def first_claim_prev(srv):
-    refs = subprocess.run(["git", "-C", srv.bare, "for-each-ref", "--format=%(refname)", "refs/locks/archive/"],
+def archives(srv):
+    return subprocess.run(["git", "-C", srv.bare, "for-each-ref", "--format=%(refname)", "refs/locks/archive/"],
                           capture_output=True, text=True, check=True).stdout.split()
-    assert len(refs) == 1, refs
-    return refs[0].rsplit("/", 1)[1]
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@
 #include "gitlocks/state.hpp"
 #include "publish.h"
 #include "vault_host.h"
+#include "witness.h"
 
 namespace gitlocks::cli {
 namespace {
@@ -112,13 +113,15 @@ int cmd_policy_set(Context& ctx, const Argv& argv) {
   auto bytes = canon_dump(next);
   if (!bytes.ok()) return ctx.fail(bytes.error());
   const std::string hash = sha256_hex(*bytes);
+  json out = {{"op", ctx.op},
+              {"commit", c.commit},
+              {"previous_policy_hash", previous},
+              {"policy_hash", hash},
+              {"policy", next}};
+  if (p->checkpoint) out["checkpoint"] = *p->checkpoint;  // the new policy's checkpoint.every asked for one
+  if (!p->witnesses.is_null()) out["witnesses"] = p->witnesses;
   return ctx.done(
-      {{"op", ctx.op},
-       {"commit", c.commit},
-       {"previous_policy_hash", previous},
-       {"policy_hash", hash},
-       {"policy", next}},
-      "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
+      out, "policy changed (policy hash " + hash + "; refs/locks/state -> " + c.commit.hex().substr(0, 12) + ")");
 }
 
 int cmd_checkpoint(Context& ctx, const Argv& argv) {
@@ -158,6 +161,8 @@ int cmd_checkpoint(Context& ctx, const Argv& argv) {
   const Candidate& c = *p->candidate;
   json out = {{"op", ctx.op}, {"commit", c.commit}, {"prev", prev}, {"cut", hooks.cut}};
   if (hooks.cut) out["archive"] = archive_ref(prev);
+  // The witnesses this clone requires cosign it at once (docs/WITNESS.md).
+  if (json w = cosign_if_required(ctx, p->source.store_id, c.commit); !w.is_null()) out["witnesses"] = w;
   return ctx.done(out, "checkpoint " + c.commit.hex().substr(0, 12) + " of the state at " + prev.hex().substr(0, 12) +
                            (hooks.cut ? ", starting a new chain (the history before it: " + archive_ref(prev) + ")"
                                       : std::string()) +

@@ -17,6 +17,7 @@
 #include "notary_client.h"
 #include "timings.h"
 #include "vault_host.h"
+#include "witness.h"
 
 namespace gitlocks::cli {
 
@@ -116,7 +117,10 @@ void auto_checkpoint(Context& ctx, Published& out) {
       hooks);
   ctx.attempts = attempts;
   if (!p.ok()) out.checkpoint_error = p.error();
-  else if (p->candidate) out.checkpoint = p->candidate->commit;
+  else if (p->candidate) {
+    out.checkpoint = p->candidate->commit;
+    out.witnesses = cosign_if_required(ctx, p->source.store_id, p->candidate->commit);
+  }
 }
 
 }  // namespace
@@ -268,7 +272,7 @@ Result<Published> publish_one(Context& ctx, const std::string& command, const Bo
       built.emplace(build(tip, false));
     }
     GITLOCKS_TRY(b, std::move(*built));
-    if (!b.cand) return Published{std::move(b.snap), std::nullopt, std::nullopt, std::nullopt};
+    if (!b.cand) return Published{std::move(b.snap), std::nullopt, std::nullopt, std::nullopt, nullptr};
     Snapshot& snap = b.snap;
     Candidate& cand = *b.cand;
     if (hooks.written) GITLOCKS_CHECK(hooks.written(cand));
@@ -291,7 +295,7 @@ Result<Published> publish_one(Context& ctx, const std::string& command, const Bo
             });
           record_publication(ctx, snap, cand);
           if (cached.valid()) cached.get();
-          return Published{snap, std::move(cand), std::nullopt, std::nullopt};
+          return Published{snap, std::move(cand), std::nullopt, std::nullopt, nullptr};
         }
         case CasStatus::stale:
           if (hooks.packet) return stale_resume("another writer moved refs/locks/state while it was admitted");
@@ -318,7 +322,7 @@ Result<Published> publish_one(Context& ctx, const std::string& command, const Bo
             auto now_at = ctx.read_tip();
             if (now_at.ok() && *now_at == cand.commit) {
               record_publication(ctx, snap, cand);
-              return Published{snap, std::move(cand), std::nullopt, std::nullopt};
+              return Published{snap, std::move(cand), std::nullopt, std::nullopt, nullptr};
             }
           }
           return make_error(
@@ -343,6 +347,7 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
               {"ops", ops}};
   for (const auto& [k, v] : extra.items()) out[k] = v;
   if (p.checkpoint) out["checkpoint"] = *p.checkpoint;
+  if (!p.witnesses.is_null()) out["witnesses"] = p.witnesses;
   if (p.checkpoint_error) out["checkpoint_error"] = p.checkpoint_error->message;
   std::string human;
   std::size_t next_lease = 0;

@@ -69,6 +69,9 @@ struct Published {
   // published; or why it was not (the candidate stands either way).
   std::optional<Oid> checkpoint;
   std::optional<Error> checkpoint_error;
+  // The witnesses' answers for that checkpoint (witness.h
+  // cosign_if_required; null when this clone requires none).
+  json witnesses;
 };
 
 // How many commits follow the newest checkpoint on the chain ending at
@@ -102,8 +105,9 @@ Result<Snapshot> current_snapshot(Context& ctx);
 
 // Prints the success of a publication: one JSON object with --json
 //   {"op","commit","action","admitted_at_ms","attempts","leases":[...],"ops":[...]}
-// (and "checkpoint": the policy's automatic checkpoint after it, or
-// "checkpoint_error") else one human line per op. `extra` adds members to the JSON (a waiter's
+// (and "checkpoint": the policy's automatic checkpoint after it, with
+// "witnesses" when this clone requires some, or "checkpoint_error") else
+// one human line per op. `extra` adds members to the JSON (a waiter's
 // "waited_ms").
 int report_published(Context& ctx, const Published& p, const json& extra = json::object());
 

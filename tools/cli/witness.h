@@ -76,6 +76,11 @@ json cosign_everywhere(Context& ctx, const WitnessConfig& config, const std::str
 inline constexpr std::size_t kWitnessDefaultMaxRequest = 256u * 1024 * 1024;
 inline constexpr std::size_t kWitnessMaxRequestLimit = std::size_t{4096} * 1024 * 1024;
 
+// After a checkpoint is published: cosign_everywhere when this clone
+// requires witnesses (null when it requires none, or its configuration is
+// unusable: the publication stands either way).
+json cosign_if_required(Context& ctx, const std::string& store_id, const Oid& checkpoint);
+
 // `git-locks witness serve` flags, checked (docs/WITNESS.md).
 struct WitnessServeConfig {
   std::string key_path;

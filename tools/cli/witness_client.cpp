@@ -237,4 +237,10 @@ json cosign_everywhere(Context& ctx, const WitnessConfig& config, const std::str
   return out;
 }
 
+json cosign_if_required(Context& ctx, const std::string& store_id, const Oid& checkpoint) {
+  auto config = witness_config(ctx);
+  if (!config.ok() || config->witnesses.empty()) return nullptr;
+  return cosign_everywhere(ctx, *config, store_id, checkpoint);
+}
+
 }  // namespace gitlocks::cli
