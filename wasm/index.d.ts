@@ -85,7 +85,9 @@ export type Capability =
   | 'owner_guard_time_enable'
   | 'private_time_add_guard_windows'
   | 'owner_guard_time_migrate'
-  | 'owner_checkpoint';
+  | 'owner_checkpoint'
+  | 'policy_checkpoints'
+  | 'witness_cosignatures';
 
 /** What this core can do: the same report as `git-locks capabilities --json`. */
 export interface Capabilities {

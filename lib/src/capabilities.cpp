@@ -14,14 +14,19 @@ std::string_view capability_name(Capability c) {
       return "owner_guard_time_migrate";
     case Capability::owner_checkpoint:
       return "owner_checkpoint";
+    case Capability::policy_checkpoints:
+      return "policy_checkpoints";
+    case Capability::witness_cosignatures:
+      return "witness_cosignatures";
   }
   return "";
 }
 
 const std::vector<Capability>& capabilities() {
-  static const std::vector<Capability> all = {Capability::owner_guard_time_enable,
-                                              Capability::private_time_add_guard_windows,
-                                              Capability::owner_guard_time_migrate, Capability::owner_checkpoint};
+  static const std::vector<Capability> all = {
+      Capability::owner_guard_time_enable,  Capability::private_time_add_guard_windows,
+      Capability::owner_guard_time_migrate, Capability::owner_checkpoint,
+      Capability::policy_checkpoints,       Capability::witness_cosignatures};
   return all;
 }
 

@@ -161,12 +161,13 @@ class Help(CliTest):
         # The commands the table has (an independent list: docs/CLI.md names them all).
         for name in ("init", "claim", "extend", "release", "sweep", "sem acquire", "sem release", "batch", "run",
                      "status", "fence", "wait", "log", "whoami", "verify", "export", "doctor", "migrate", "checkpoint",
-                     "notary keygen", "notary serve", "guard-time enable", "guard-time resume", "guard-time history",
+                     "notary keygen", "notary serve", "witness keygen", "witness serve", "witness cosign",
+                     "guard-time enable", "guard-time resume", "guard-time history",
                      "guard-time migrate", "guard-time disable", "member add", "member remove", "member rekey",
                      "member list", "policy show", "policy set", "hook install", "hook check", "check", "mcp", "web",
                      "recover", "capabilities", "completion bash"):
             self.assertIn(name, commands)
-        self.assertEqual(len(commands), 40)
+        self.assertEqual(len(commands), 43)
         completion = self.assertOk(r.run("a", "completion", "bash")).out
         globals_ = re.search(r'^__git_locks_globals="([^"]*)"$', completion, re.M).group(1).split()
         self.assertIn("--repo", globals_)
@@ -204,7 +205,7 @@ class Capabilities(CliTest):
     # seed 002: "The native SDK exposes owner_guard_time_enable and
     # private_time_add_guard_windows in its capabilities".
     REPORT = ('{"capabilities":["owner_guard_time_enable","private_time_add_guard_windows",'
-              '"owner_guard_time_migrate","owner_checkpoint"],'
+              '"owner_guard_time_migrate","owner_checkpoint","policy_checkpoints","witness_cosignatures"],'
               '"format":"gitlocks-capabilities-v1"}\n')
 
     def test_capabilities_outside_any_repository_and_key(self):
@@ -221,7 +222,7 @@ class Capabilities(CliTest):
         res = run("capabilities")
         self.assertEqual((res.returncode, res.stderr, res.stdout),
                          (0, "", "owner_guard_time_enable\nprivate_time_add_guard_windows\nowner_guard_time_migrate\n"
-                          "owner_checkpoint\n"))
+                          "owner_checkpoint\npolicy_checkpoints\nwitness_cosignatures\n"))
         for args in (["--json", "capabilities"], ["capabilities", "--json"]):
             res = run(*args)
             self.assertEqual((res.returncode, res.stderr, res.stdout), (0, "", self.REPORT))

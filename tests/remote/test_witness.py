@@ -41,14 +41,14 @@ def summary_of(res):
 class WitnessProcess:
     """`git-locks witness serve` on a free loopback port."""
 
-    def __init__(self, root, name):
+    def __init__(self, root, name, *extra):
         self.key = os.path.join(root, name + ".key")
         self.state = os.path.join(root, name + "-state")
         out = subprocess.run([binary(), "--json", "witness", "keygen", "--out", self.key], capture_output=True,
                              text=True, check=True).stdout
         self.public = json.loads(out)["witness_key"]
-        self.proc = subprocess.Popen([binary(), "witness", "serve", "--key", self.key, "--state", self.state,
-                                      "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        self.proc = subprocess.Popen([binary(), "witness", "serve", "--witness-key", self.key, "--state", self.state,
+                                      "--listen", "127.0.0.1:0", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         line = self.proc.stdout.readline()
         banner = json.loads(line)
@@ -219,6 +219,17 @@ class Witnesses(RemoteTest):
         self.assertEqual((status, body["error"]), (400, "bad-bundle"), body)
         status, body = self.w.post("/v1/cosign?checkpoint=xyz", data)
         self.assertEqual((status, body["error"]), (400, "bad-request"), body)
+        # A witness serving other owners only: refused, and it records nothing for this store.
+        alice_key = json.loads(alice.run("--json", "whoami").out)["actor"]
+        picky = WitnessProcess(self.root, "picky", "--owner", "ab" * 32)
+        self.addCleanup(picky.stop)
+        self.assertOk(alice.run("--json", "checkpoint"))
+        subprocess.run(["git", "-C", srv.bare, "bundle", "create", "-q", bundle, STATE], check=True)
+        with open(bundle, "rb") as f:
+            status, body = picky.post("/v1/cosign?checkpoint=" + srv.tip(), f.read())
+        self.assertEqual((status, body["error"], body["owner"]), (403, "owner-not-served", alice_key), body)
+        store_id = json.loads(alice.run("--json", "policy", "show").out)["store"]
+        self.assertEqual(picky.get("/v1/checkpoint?store=" + store_id)[0], 404)
         # A checkpoint by a clone that requires witnesses is cosigned at once.
         out = self.assertOk(alice.run("--json", "checkpoint")).json
         first = srv.tip()

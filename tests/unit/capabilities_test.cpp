@@ -16,13 +16,14 @@ using gitlocks::test::actor_key;
 
 TEST_CASE(
     "capabilities: the report names owner_guard_time_enable - private_time_add_guard_windows - "
-    "owner_guard_time_migrate and owner_checkpoint") {
+    "owner_guard_time_migrate - owner_checkpoint - policy_checkpoints and witness_cosignatures") {
   CHECK(gitlocks::capabilities() ==
         std::vector<Capability>{Capability::owner_guard_time_enable, Capability::private_time_add_guard_windows,
-                                Capability::owner_guard_time_migrate, Capability::owner_checkpoint});
+                                Capability::owner_guard_time_migrate, Capability::owner_checkpoint,
+                                Capability::policy_checkpoints, Capability::witness_cosignatures});
   CHECK(gitlocks::canon_dump(gitlocks::capabilities_json()).value() ==
         R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate",)"
-        R"("owner_checkpoint"],"format":"gitlocks-capabilities-v1"})");
+        R"("owner_checkpoint","policy_checkpoints","witness_cosignatures"],"format":"gitlocks-capabilities-v1"})");
 }
 
 // The two features the names stand for, together: the owner of a PRIVATE

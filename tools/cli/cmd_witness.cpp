@@ -1,8 +1,11 @@
 // witness keygen|serve|cosign (witness.h, docs/WITNESS.md): a witness's key
 // and service, and a client asking the witnesses it requires to cosign the
 // newest checkpoint of its store.
+#include <algorithm>
+
 #include "checkpoint.h"
 #include "cli.h"
+#include "gitlocks/hex.hpp"
 #include "gitlocks/state.hpp"
 #include "gitlocks/trust.hpp"
 #include "notary.h"
@@ -27,11 +30,17 @@ int cmd_witness_serve(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   WitnessServeConfig c;
-  c.key_path = *a->value("key");
+  c.key_path = *a->value("witness-key");
   c.state_dir = *a->value("state");
   c.listen = *a->value("listen");
   c.allow_remote = a->has("allow-remote");
   c.allow_test_clock = ctx.allow_test_clock;
+  for (const auto& o : a->values("owner")) {
+    std::string k = o;
+    std::transform(k.begin(), k.end(), k.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    if (!is_hex(k, 64)) return ctx.fail(make_error(Errc::usage, "--owner takes a store owner's public key (64 hex)"));
+    c.owners.push_back(k);
+  }
   if (auto n = a->value("max-request-bytes")) {
     auto v = parse_count(*n, "--max-request-bytes");
     if (!v.ok()) return ctx.fail(v.error());

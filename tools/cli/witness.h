@@ -88,6 +88,9 @@ struct WitnessServeConfig {
   std::string listen;
   bool allow_remote = false;
   bool allow_test_clock = false;  // accept a notary's test-clock attestations in what it verifies (tests)
+  // The store owners it serves (--owner, repeatable; empty: any store, its
+  // owner trusted on first use as a fresh clone's is).
+  std::vector<std::string> owners;
   std::size_t max_request_bytes = kWitnessDefaultMaxRequest;
 };
 int witness_serve(const WitnessServeConfig& config);

@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -51,12 +52,14 @@ struct StoreState {
 
 class Witness {
  public:
-  Witness(const KeyPair& key, std::string dir, bool allow_test_clock, std::size_t max_request_bytes)
+  Witness(const KeyPair& key, std::string dir, bool allow_test_clock, std::size_t max_request_bytes,
+          std::vector<std::string> owners)
       : key_(key),
         dir_(std::move(dir)),
         repo_(dir_ + "/repo.git"),
         allow_test_clock_(allow_test_clock),
-        max_request_bytes_(max_request_bytes) {}
+        max_request_bytes_(max_request_bytes),
+        owners_(std::move(owners)) {}
   ~Witness() { sodium_memzero(key_.secret_key.data(), key_.secret_key.size()); }
 
   std::string key_hex() const { return to_hex(key_.public_key); }
@@ -162,6 +165,13 @@ class Witness {
     }
     if (!trusted->trust || trusted->trust->store_id != store_id)
       return error_reply(422, "invalid-history", "the verified chain is of another store");
+    // Only the stores of the owners it serves (--owner): nobody else can
+    // make it record a first history for a store and so refuse the real one.
+    const std::string& owner = trusted->snapshot.policy.owner;
+    if (!owners_.empty() && std::find(owners_.begin(), owners_.end(), owner) == owners_.end())
+      return error_reply(403, "owner-not-served",
+                         "this witness serves the stores of other owners, not of " + owner + " (witness serve --owner)",
+                         {{"owner", owner}});
     auto tc = read_transition_commit(objects, checkpoint);
     auto opened = tc.ok() ? open_packet(tc->packet_stored) : Result<OpenedPacket>(tc.error());
     if (!opened.ok() || opened->fields.action != "checkpoint")
@@ -188,6 +198,7 @@ class Witness {
   std::string repo_;
   bool allow_test_clock_;
   std::size_t max_request_bytes_;
+  std::vector<std::string> owners_;
   std::mutex mutex_;
 };
 
@@ -242,7 +253,7 @@ int witness_serve(const WitnessServeConfig& config) {
     if (lock_fd >= 0) ::close(lock_fd);
     return refuse(failure);
   }
-  Witness witness(key, config.state_dir, config.allow_test_clock, config.max_request_bytes);
+  Witness witness(key, config.state_dir, config.allow_test_clock, config.max_request_bytes, config.owners);
   sodium_memzero(key.secret_key.data(), key.secret_key.size());
   httplib::Server svr;
   add_routes(svr, witness, config.max_request_bytes);

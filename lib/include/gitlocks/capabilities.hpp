@@ -37,6 +37,13 @@ enum class Capability {
   // "Checkpoints"), which changes nothing and names the commit it follows,
   // with its replay.
   owner_checkpoint,
+  // Checkpoints by policy: the policy's `checkpoint` member (docs/FORMAT.md
+  // "Checkpoints by policy"): keys it names publish checkpoints besides the
+  // owner, and `every` asks for them; with their replay.
+  policy_checkpoints,
+  // Witness cosignatures of checkpoints (attest.hpp make_cosignature,
+  // open_cosignature; trust.hpp check_cosigned; docs/FORMAT.md "Witnesses").
+  witness_cosignatures,
 };
 
 // The stable name of a capability, e.g. "owner_guard_time_enable".
