@@ -60,6 +60,9 @@ class Context {
   // (`git config locks.checkpointSigners`: 64-hex keys separated by spaces
   // or commas; docs/FORMAT.md "Checkpoints by policy"). Errors: usage.
   Result<std::vector<std::string>> pinned_checkpoint_signers();
+  // The items of a list setting (`key` in lower case), separated by spaces,
+  // commas or tabs; none when unset.
+  std::vector<std::string> config_list(const std::string& key);
   // The display name ("" when user.name is unset).
   std::string display_name() { return config("user.name"); }
 

@@ -77,30 +77,30 @@ Result<std::optional<std::string>> Context::pinned_owner() {
   return std::optional<std::string>(key);
 }
 
+std::vector<std::string> Context::config_list(const std::string& key) {
+  std::vector<std::string> items;
+  std::string item;
+  for (char ch : config(key) + " ") {
+    if (ch == ' ' || ch == ',' || ch == '\t') {
+      if (!item.empty()) items.push_back(std::move(item));
+      item.clear();
+    } else {
+      item += ch;
+    }
+  }
+  return items;
+}
+
 Result<std::vector<std::string>> Context::pinned_checkpoint_signers() {
-  const std::string text = config("locks.checkpointsigners");  // --get-regexp reports keys in lower case
-  std::vector<std::string> keys;
-  std::string key;
-  auto flush = [&]() -> Status {
-    if (key.empty()) return Ok{};
+  std::vector<std::string> keys = config_list("locks.checkpointsigners");  // --get-regexp: keys in lower case
+  for (std::string& key : keys) {
     for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (!is_hex(key, 64))
       return make_error(Errc::usage,
                         "git config locks.checkpointSigners must list public keys (64 hex digits each, separated by "
                         "spaces or commas), not '" +
                             key + "'");
-    keys.push_back(key);
-    key.clear();
-    return Ok{};
-  };
-  for (char ch : text) {
-    if (ch == ' ' || ch == ',' || ch == '\t') {
-      GITLOCKS_CHECK(flush());
-    } else {
-      key += ch;
-    }
   }
-  GITLOCKS_CHECK(flush());
   return keys;
 }
 

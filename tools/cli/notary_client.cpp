@@ -53,12 +53,17 @@ Result<NotaryEndpoint> notary_endpoint(Context& ctx) {
   if (ep.url.rfind("http://", 0) != 0 || ep.url.size() <= 7)
     return make_error(Errc::usage, "notary URL must be http://HOST:PORT, got " + ep.url);
   while (ep.url.size() > 7 && ep.url.back() == '/') ep.url.pop_back();
+  GITLOCKS_TRY(timeouts, http_timeouts(ctx));
+  ep.connect_timeout_ms = timeouts.first;
+  ep.read_timeout_ms = timeouts.second;
+  return ep;
+}
+
+Result<std::pair<std::int64_t, std::int64_t>> http_timeouts(Context& ctx) {
   GITLOCKS_TRY(connect_ms,
                ctx.duration_config("locks.notaryConnectTimeout", kNotaryConnectTimeoutMs, kNotaryMaxTimeoutMs));
   GITLOCKS_TRY(read_ms, ctx.duration_config("locks.notaryReadTimeout", kNotaryReadTimeoutMs, kNotaryMaxTimeoutMs));
-  ep.connect_timeout_ms = connect_ms;
-  ep.read_timeout_ms = read_ms;
-  return ep;
+  return std::make_pair(connect_ms, read_ms);
 }
 
 Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins) {

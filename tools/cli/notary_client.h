@@ -42,6 +42,10 @@ struct NotaryEndpoint {
 // http://HOST:PORT, or a timeout is not such a duration.
 Result<NotaryEndpoint> notary_endpoint(Context& ctx);
 
+// The connect and read timeouts of the notary and the witnesses (ms): `git
+// config locks.notaryConnectTimeout|locks.notaryReadTimeout`. Errors: usage.
+Result<std::pair<std::int64_t, std::int64_t>> http_timeouts(Context& ctx);
+
 // Fetches discovery and checks it against `pins` (the store's, or those an
 // owner is about to pin). Returns the discovery document.
 Result<json> check_discovery(const NotaryEndpoint& ep, const Pins& pins);

@@ -52,10 +52,7 @@ Result<Cosignature> checked_cosignature(const WitnessEndpoint& w, const std::str
 
 Result<WitnessConfig> witness_config(Context& ctx) {
   WitnessConfig config;
-  const std::string text = ctx.config("locks.witnesses");
-  std::string item;
-  auto flush = [&]() -> Status {
-    if (item.empty()) return Ok{};
+  for (const std::string& item : ctx.config_list("locks.witnesses")) {
     const auto at = item.find('@');
     WitnessEndpoint w;
     if (at != std::string::npos) {
@@ -72,17 +69,7 @@ Result<WitnessConfig> witness_config(Context& ctx) {
     for (const auto& other : config.witnesses)
       if (other.key == w.key) return make_error(Errc::usage, "git config locks.witnesses lists " + w.key + " twice");
     config.witnesses.push_back(std::move(w));
-    item.clear();
-    return Ok{};
-  };
-  for (char ch : text) {
-    if (ch == ' ' || ch == ',' || ch == '\t') {
-      GITLOCKS_CHECK(flush());
-    } else {
-      item += ch;
-    }
   }
-  GITLOCKS_CHECK(flush());
   config.quorum = config.witnesses.size();
   const std::string quorum = ctx.config("locks.witnessquorum");
   if (!quorum.empty()) {
@@ -93,11 +80,9 @@ Result<WitnessConfig> witness_config(Context& ctx) {
                                          " witnesses locks.witnesses lists, not '" + quorum + "'");
     config.quorum = static_cast<std::size_t>(*k);
   }
-  GITLOCKS_TRY(connect_ms,
-               ctx.duration_config("locks.notaryConnectTimeout", kNotaryConnectTimeoutMs, kNotaryMaxTimeoutMs));
-  GITLOCKS_TRY(read_ms, ctx.duration_config("locks.notaryReadTimeout", kNotaryReadTimeoutMs, kNotaryMaxTimeoutMs));
-  config.connect_timeout_ms = connect_ms;
-  config.read_timeout_ms = read_ms;
+  GITLOCKS_TRY(timeouts, http_timeouts(ctx));
+  config.connect_timeout_ms = timeouts.first;
+  config.read_timeout_ms = timeouts.second;
   return config;
 }
 
