@@ -351,10 +351,8 @@ void check_chain_link(const OpenedPacket& op, const Link& link, ChainState& cs, 
     const auto prev = checkpoint_of(body);
     if (link.kind == Link::cut_start) {
       expect_owner();
-      const auto& trusted = options.checkpoint_signers;
       // (A key its policy does not name is the planner's refusal.)
-      if (v.actor != cs.owner && cs.policy.may_checkpoint(v.actor) &&
-          std::find(trusted.begin(), trusted.end(), v.actor) == trusted.end())
+      if (cs.policy.may_checkpoint(v.actor) && !trusted_to_start(v.actor, cs.owner, options.checkpoint_signers))
         fail(v, "not-owner",
              "the cut this chain starts at is signed by " + v.actor + ", neither the owner " + cs.owner +
                  " nor a checkpoint signer this verifier trusts (its history before the cut is elsewhere)");
@@ -569,6 +567,12 @@ void check_pins_in_force(const ChainState& cs, const ReplayOptions& options, Ver
 }
 
 }  // namespace
+
+bool trusted_to_start(const std::string& actor, const std::string& owner,
+                      const std::vector<std::string>& checkpoint_signers) {
+  return actor == owner ||
+         std::find(checkpoint_signers.begin(), checkpoint_signers.end(), actor) != checkpoint_signers.end();
+}
 
 std::optional<PrivateBreach> check_private_commit(const Policy& source, const Oid& source_policy_blob,
                                                   const std::optional<Oid>& result_policy_blob,

@@ -216,10 +216,8 @@ Result<std::optional<TrustState>> checkpoint_anchor(ObjectStore& store, const Oi
       // policy saying so is the very state it vouches for. Started at only
       // when this verifier trusts the key; else an older checkpoint.
       const auto pol = recorded_policy(store, cur);
-      const auto& trusted = replay.checkpoint_signers;
       const bool cosigned = replay.cosign_quorum > 0 && witnessed >= replay.cosign_quorum;
-      if (pol && (cosigned || verdict->actor == pol->owner ||
-                  std::find(trusted.begin(), trusted.end(), verdict->actor) != trusted.end())) {
+      if (pol && (cosigned || trusted_to_start(verdict->actor, pol->owner, replay.checkpoint_signers))) {
         TrustState t = summary->end;
         t.verifier = verifier;
         return std::optional<TrustState>(std::move(t));
@@ -245,9 +243,7 @@ Result<std::optional<Oid>> untrusted_cut_start(ObjectStore& store, const Oid& ti
   GITLOCKS_TRY(tc, read_transition_commit(store, bottom));
   auto opened = open_packet(tc.packet_stored);
   const auto pol = recorded_policy(store, bottom);
-  if (opened.ok() && pol &&
-      (opened->fields.header.actor == pol->owner || std::find(checkpoint_signers.begin(), checkpoint_signers.end(),
-                                                              opened->fields.header.actor) != checkpoint_signers.end()))
+  if (opened.ok() && pol && trusted_to_start(opened->fields.header.actor, pol->owner, checkpoint_signers))
     return std::optional<Oid>();
   return std::optional<Oid>(*prev);
 }

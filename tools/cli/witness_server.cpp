@@ -136,9 +136,30 @@ class Witness {
     const std::string store_id = named->store;
     std::optional<StoreState> last = load(store_id);
     if (last && last->trust.commit == checkpoint) return {200, last->cosignature};
+    // The checkpoint cosigned last must be on the chain: the clients' own
+    // rule (trust.hpp check_cosigned), here before anything is verified.
+    if (last) {
+      auto on_chain = check_cosigned(objects, checkpoint, {last->trust.commit});
+      if (!on_chain.ok()) {
+        const auto& f = on_chain.error().fields;
+        if (f.count("archived"))
+          return error_reply(400, "incomplete-bundle",
+                             "the chain to " + checkpoint.hex() + " starts at a cut after " + f.at("archived").text() +
+                                 "; send that history too (refs/locks/archive/" + f.at("archived").text() + ")",
+                             {{"archived", f.at("archived").text()}});
+        if (on_chain.error().code != Errc::invalid_history)
+          return error_reply(400, "bad-bundle", on_chain.error().message);
+        return error_reply(409, "split-view",
+                           "checkpoint " + checkpoint.hex() + " does not extend checkpoint " +
+                               last->trust.commit.hex() + ", which this witness cosigned for store " + store_id +
+                               "; refusing to cosign",
+                           {{"commit", checkpoint.hex()}, {"cosigned", last->trust.commit.hex()}});
+      }
+    }
 
     // The core's verifier, from the checkpoint cosigned last (or the
-    // beginning of the chain the first time): the same rule as every host.
+    // beginning of the chain the first time): the same rule as every host
+    // (an anchor it cannot use costs a replay from the beginning).
     TrustOptions options;
     if (last) options.anchor = last->trust;
     options.allow_test_clock = allow_test_clock_;
@@ -146,18 +167,6 @@ class Witness {
     if (!trusted.ok()) {
       const Error& e = trusted.error();
       auto field = [&](const char* k) { return e.fields.count(k) ? e.fields.at(k).text() : std::string(); };
-      if (e.code == Errc::invalid_history && field("verdict") == "rewrite") {
-        if (!field("archived").empty())
-          return error_reply(400, "incomplete-bundle",
-                             "the chain to " + checkpoint.hex() + " starts at a cut after " + field("archived") +
-                                 "; send that history too (refs/locks/archive/" + field("archived") + ")",
-                             {{"archived", field("archived")}});
-        return error_reply(409, "split-view",
-                           "checkpoint " + checkpoint.hex() + " does not extend checkpoint " +
-                               last->trust.commit.hex() + ", which this witness cosigned for store " + store_id +
-                               "; refusing to cosign",
-                           {{"commit", checkpoint.hex()}, {"cosigned", last->trust.commit.hex()}});
-      }
       if (e.code == Errc::invalid_history || e.code == Errc::unknown_format)
         return error_reply(422, "invalid-history", e.message,
                            {{"commit", field("commit")}, {"verdict", field("verdict")}});

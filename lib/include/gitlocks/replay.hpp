@@ -184,6 +184,14 @@ struct ReplaySummary {
   TrustState end;
 };
 
+// Whether a replay or a fresh start may begin at a checkpoint signed by
+// `actor` on its word, in a store owned by `owner`: the owner's, or one of
+// `checkpoint_signers` (the keys the verifier pins; docs/FORMAT.md
+// "Checkpoints by policy"). The one rule of replay's cut start,
+// trust.hpp's checkpoint_anchor and untrusted_cut_start.
+bool trusted_to_start(const std::string& actor, const std::string& owner,
+                      const std::vector<std::string>& checkpoint_signers);
+
 // The cut (docs/FORMAT.md "The cut"): a checkpoint commit with no Git
 // parent starts a new chain of refs/locks/state, so that a fetch of it
 // transfers only what follows; its `prev` names the tip of the chain it
