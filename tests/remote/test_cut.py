@@ -43,7 +43,8 @@ class Cut(RemoteTest):
         """A host with the owner's key on a copy of the server without its hook (where the owner's genuine
         transitions are made before they are pushed to the real server by hand); and the copy's path."""
         shadow = os.path.join(self.root, name + ".git")
-        shutil.copytree(srv.bare, shadow)
+        # A push the hook just refused may still be removing its quarantine directory on the server.
+        shutil.copytree(srv.bare, shadow, ignore=shutil.ignore_patterns("tmp_objdir-*"))
         shutil.rmtree(os.path.join(shadow, "hooks"))
         owner = Host(self, self.root, "owner-" + name, "file://" + shadow)
         owner.key = owner_host.key
