@@ -41,13 +41,13 @@ def summary_of(res):
 class WitnessProcess:
     """`git-locks witness serve` on a free loopback port."""
 
-    def __init__(self, root, name, *extra):
+    def __init__(self, root, name, *extra, key_flag="--witness-key"):
         self.key = os.path.join(root, name + ".key")
         self.state = os.path.join(root, name + "-state")
         out = subprocess.run([binary(), "--json", "witness", "keygen", "--out", self.key], capture_output=True,
                              text=True, check=True).stdout
         self.public = json.loads(out)["witness_key"]
-        self.proc = subprocess.Popen([binary(), "witness", "serve", "--witness-key", self.key, "--state", self.state,
+        self.proc = subprocess.Popen([binary(), "witness", "serve", key_flag, self.key, "--state", self.state,
                                       "--listen", "127.0.0.1:0", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         line = self.proc.stdout.readline()
@@ -221,7 +221,7 @@ class Witnesses(RemoteTest):
         self.assertEqual((status, body["error"]), (400, "bad-request"), body)
         # A witness serving other owners only: refused, and it records nothing for this store.
         alice_key = json.loads(alice.run("--json", "whoami").out)["actor"]
-        picky = WitnessProcess(self.root, "picky", "--owner", "ab" * 32)
+        picky = WitnessProcess(self.root, "picky", "--owner", "ab" * 32, key_flag="--key")  # as notary serve takes it
         self.addCleanup(picky.stop)
         self.assertOk(alice.run("--json", "checkpoint"))
         subprocess.run(["git", "-C", srv.bare, "bundle", "create", "-q", bundle, STATE], check=True)
@@ -230,6 +230,15 @@ class Witnesses(RemoteTest):
         self.assertEqual((status, body["error"], body["owner"]), (403, "owner-not-served", alice_key), body)
         store_id = json.loads(alice.run("--json", "policy", "show").out)["store"]
         self.assertEqual(picky.get("/v1/checkpoint?store=" + store_id)[0], 404)
+        # No key, a bad owner, a non-loopback address: usage (exit 64), nothing served.
+        for args in ([], ["--witness-key", picky.key, "--owner", "nope"],
+                     ["--witness-key", picky.key, "--listen", "0.0.0.0:0"]):
+            argv = [binary(), "--json", "witness", "serve", "--state", os.path.join(self.root, "unused"),
+                    "--listen", "127.0.0.1:0", *args]
+            if "--listen" in args:
+                argv = argv[:6] + argv[8:]
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            self.assertEqual(res.returncode, 64, (args, res))
         # A checkpoint by a clone that requires witnesses is cosigned at once.
         out = self.assertOk(alice.run("--json", "checkpoint")).json
         first = srv.tip()

@@ -30,7 +30,11 @@ int cmd_witness_serve(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
   WitnessServeConfig c;
-  c.key_path = *a->value("witness-key");
+  // `witness serve --key FILE`, as `notary serve` takes it, names the
+  // witness key too (the global --key: a witness's identity is its key).
+  c.key_path = a->value("witness-key").value_or(ctx.key_flag.value_or(""));
+  if (c.key_path.empty())
+    return ctx.fail(make_error(Errc::usage, "witness serve needs --witness-key FILE (a key from witness keygen)"));
   c.state_dir = *a->value("state");
   c.listen = *a->value("listen");
   c.allow_remote = a->has("allow-remote");

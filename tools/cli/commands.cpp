@@ -187,7 +187,7 @@ const std::vector<CommandDecl>& commands() {
        V::none,
        "write a new witness key (mode 0600)"},
       {"witness serve",
-       {{"witness-key", V::file, "FILE", "the witness key (witness keygen)", false, true},
+       {{"witness-key", V::file, "FILE", "the witness key (witness keygen; the global --key FILE names it too)"},
         {"state", V::dir, "DIR", "where the witness keeps what it verified and cosigned", false, true},
         {"listen", V::text, "HOST:PORT", "the address to serve on", false, true},
         {"allow-remote", V::none, "", "listen on an address other than loopback"},
