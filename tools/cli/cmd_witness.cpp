@@ -53,21 +53,6 @@ int cmd_witness_serve(Context& ctx, const Argv& argv) {
   return witness_serve(c);
 }
 
-// The newest checkpoint on the verified chain (within the search depth of
-// a fresh start), or nullopt.
-static Result<std::optional<Oid>> newest_checkpoint(ObjectStore& store, const Oid& tip) {
-  Oid at = tip;
-  for (std::size_t walked = 0; walked < kCheckpointSearchCommits; ++walked) {
-    GITLOCKS_TRY(n, commits_since_checkpoint(store, at, 1));
-    if (n == 0) return std::optional<Oid>(at);
-    GITLOCKS_TRY(c, store.read_commit(at));
-    auto below = chain_parent(store, at, c);
-    if (!below) break;
-    at = *below;
-  }
-  return std::optional<Oid>();
-}
-
 int cmd_witness_cosign(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
@@ -82,13 +67,15 @@ int cmd_witness_cosign(Context& ctx, const Argv& argv) {
   if (auto s = require_store(ctx, *snap); !s.ok()) return ctx.fail(s.error());
   auto store = ctx.store();
   if (!store.ok()) return ctx.fail(store.error());
-  auto newest = newest_checkpoint(**store, *snap->commit);
-  if (!newest.ok()) return ctx.fail(newest.error());
-  if (!*newest)
+  // The newest checkpoint on the verified chain, within a fresh start's reach.
+  std::optional<Oid> newest;
+  auto since = commits_since_checkpoint(**store, *snap->commit, kCheckpointSearchCommits, &newest);
+  if (!since.ok()) return ctx.fail(since.error());
+  if (!newest)
     return ctx.fail(make_error(Errc::usage, "no checkpoint to cosign within " +
                                                 std::to_string(kCheckpointSearchCommits) +
                                                 " commits of the tip: publish one first (git-locks checkpoint)"));
-  json results = cosign_everywhere(ctx, *config, snap->store_id, **newest);
+  json results = cosign_everywhere(ctx, *config, snap->store_id, *newest);
   std::size_t cosigned = 0;
   std::string human;
   for (const auto& r : results) {
@@ -103,7 +90,7 @@ int cmd_witness_cosign(Context& ctx, const Argv& argv) {
       Error e = make_error(Errc::invalid_history, "witness " + r["url"].get<std::string>() +
                                                       " refused to cosign: " + r["detail"].get<std::string>() +
                                                       " (a split view); nothing was cosigned there");
-      e.fields = {{"commit", newest->value().hex()},
+      e.fields = {{"commit", newest->hex()},
                   {"verdict", "split-view"},
                   {"cosigned", r.value("cosigned_before", "")},
                   {"witness", r["witness"].get<std::string>()},
@@ -113,12 +100,12 @@ int cmd_witness_cosign(Context& ctx, const Argv& argv) {
   if (cosigned < config->quorum)
     return ctx.fail(
         make_error(Errc::store_write, std::to_string(cosigned) + " of " + std::to_string(config->witnesses.size()) +
-                                          " witnesses cosigned checkpoint " + newest->value().hex() +
+                                          " witnesses cosigned checkpoint " + newest->hex() +
                                           ", fewer than the quorum of " + std::to_string(config->quorum) + ": " + human)
             .because(reason::witness_quorum));
-  return ctx.done({{"op", ctx.op}, {"checkpoint", **newest}, {"cosigned", cosigned}, {"witnesses", results}},
-                  human + "checkpoint " + newest->value().hex().substr(0, 12) + " cosigned by " +
-                      std::to_string(cosigned) + " witness(es)");
+  return ctx.done({{"op", ctx.op}, {"checkpoint", *newest}, {"cosigned", cosigned}, {"witnesses", results}},
+                  human + "checkpoint " + newest->hex().substr(0, 12) + " cosigned by " + std::to_string(cosigned) +
+                      " witness(es)");
 }
 
 }  // namespace gitlocks::cli

@@ -67,12 +67,17 @@ Result<Snapshot> current_snapshot(Context& ctx) {
   return verified_tip_snapshot(ctx, tip);
 }
 
-Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit) {
+Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit,
+                                              std::optional<Oid>* found) {
   std::int64_t since = 0;
+  if (found) found->reset();
   for (std::optional<Oid> at = tip; at && since < limit; ++since) {
     GITLOCKS_TRY(tc, read_transition_commit(store, *at));
     auto opened = open_packet(tc.packet_stored);
-    if (opened.ok() && opened->fields.action == "checkpoint") break;
+    if (opened.ok() && opened->fields.action == "checkpoint") {
+      if (found) *found = at;
+      break;
+    }
     GITLOCKS_TRY(c, store.read_commit(*at));
     at = chain_parent(store, *at, c);
   }

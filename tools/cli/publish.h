@@ -77,8 +77,10 @@ struct Published {
 // How many commits follow the newest checkpoint on the chain ending at
 // `tip` (a verified snapshot's: every commit on it verified), counting at
 // most `limit`: a commit whose action is `checkpoint` stops the count, a
-// cut's included. Errors: store_read.
-Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit);
+// cut's included; `found` (when given) is set to that checkpoint, nullopt
+// when none was reached. Errors: store_read.
+Result<std::int64_t> commits_since_checkpoint(ObjectStore& store, const Oid& tip, std::int64_t limit,
+                                              std::optional<Oid>* found = nullptr);
 
 // Publishes one transition as `command`; records the number of update-ref
 // runs in ctx.attempts. Never reports success unless the ref moved.

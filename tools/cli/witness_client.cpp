@@ -48,6 +48,26 @@ Result<Cosignature> checked_cosignature(const WitnessEndpoint& w, const std::str
   return c;
 }
 
+// What a witness says of `store_id` (GET /v1/checkpoint): `error` empty
+// when it answered, with `checkpoint` the newest it cosigned (nullopt:
+// none yet); else "unreachable", "http-error" or "bad-cosignature".
+struct Latest {
+  std::optional<Oid> checkpoint;
+  std::string error;
+  std::string detail;
+};
+
+Latest latest_cosigned(const WitnessConfig& config, const WitnessEndpoint& w, const std::string& store_id) {
+  auto res = client(config, w)->Get("/v1/checkpoint?store=" + store_id);
+  if (!res) return {std::nullopt, "unreachable", "unreachable (" + httplib::to_string(res.error()) + ")"};
+  if (res->status == 404) return {};  // it has cosigned nothing for this store
+  if (res->status != 200)
+    return {std::nullopt, "http-error", "HTTP " + std::to_string(res->status) + " " + error_body(res).dump()};
+  auto c = checked_cosignature(w, res->body, store_id, std::nullopt);
+  if (!c.ok()) return {std::nullopt, "bad-cosignature", c.error().message};
+  return {Oid::from_hex(c->checkpoint), "", ""};
+}
+
 }  // namespace
 
 Result<WitnessConfig> witness_config(Context& ctx) {
@@ -91,23 +111,13 @@ Result<std::vector<Oid>> witnessed_checkpoints(const WitnessConfig& config, cons
   std::size_t answered = 0;
   std::string failures;
   for (const auto& w : config.witnesses) {
-    auto res = client(config, w)->Get("/v1/checkpoint?store=" + store_id);
-    std::string why;
-    if (!res) {
-      why = "unreachable (" + httplib::to_string(res.error()) + ")";
-    } else if (res->status == 404) {
-      ++answered;  // it has cosigned nothing for this store: no conflict to find
-      continue;
-    } else if (res->status != 200) {
-      why = "HTTP " + std::to_string(res->status) + " " + error_body(res).dump();
-    } else if (auto c = checked_cosignature(w, res->body, store_id, std::nullopt); !c.ok()) {
-      why = c.error().message;
-    } else {
-      ++answered;
-      out.push_back(*Oid::from_hex(c->checkpoint));
+    const Latest latest = latest_cosigned(config, w, store_id);
+    if (!latest.error.empty()) {
+      failures += (failures.empty() ? "" : "; ") + w.url + ": " + latest.detail;
       continue;
     }
-    failures += (failures.empty() ? "" : "; ") + w.url + ": " + why;
+    ++answered;  // with nothing cosigned for this store: no conflict to find
+    if (latest.checkpoint) out.push_back(*latest.checkpoint);
   }
   if (answered < config.quorum)
     return make_error(Errc::store_read, std::to_string(answered) +
@@ -150,6 +160,20 @@ json cosign_everywhere(Context& ctx, const WitnessConfig& config, const std::str
   // A remote store's archives (the history before its cuts), for chains
   // that cross a cut since a witness's last cosigned checkpoint.
   (void)ctx.fetch_archive(std::nullopt);
+  // Each witness's bundle: the checkpoint (under a temporary ref, bundles
+  // name refs) and every archive this clone has, less what the witness has.
+  const std::string temp_ref = "refs/locks/witness-cosign";
+  std::vector<std::string> refs = {temp_ref};
+  const std::string archives =
+      remote.ok() && *remote ? "refs/locks/remotes/" + **remote + "/archive/" : std::string(kArchivePrefix);
+  if (auto listed = ctx.git().run({"for-each-ref", "--format=%(refname)", archives});
+      listed.ok() && listed->status == 0) {
+    std::istringstream lines(listed->out);
+    for (std::string ref; std::getline(lines, ref);)
+      if (!ref.empty()) refs.push_back(ref);
+  }
+  auto made = ctx.git().run({"update-ref", "--no-deref", temp_ref, checkpoint.hex()});
+  auto store = ctx.store();
   for (const auto& w : config.witnesses) {
     json entry = {{"witness", w.key}, {"url", w.url}};
     auto fail = [&](const std::string& code, const std::string& detail) {
@@ -158,49 +182,30 @@ json cosign_everywhere(Context& ctx, const WitnessConfig& config, const std::str
       entry["detail"] = detail;
       out.push_back(entry);
     };
-    auto c = client(config, w);
     // The chain since the checkpoint it cosigned last (all of it the first
-    // time), with every archive this clone has: a cut on the way is
-    // crossed with the history before it.
-    std::optional<Oid> last;
-    if (auto res = c->Get("/v1/checkpoint?store=" + store_id); !res) {
-      fail("unreachable", "witness " + w.url + " is unreachable (" + httplib::to_string(res.error()) + ")");
+    // time, or when it answered with an HTTP error).
+    const Latest latest = latest_cosigned(config, w, store_id);
+    if (latest.error == "unreachable" || latest.error == "bad-cosignature") {
+      fail(latest.error, latest.error == "unreachable" ? "witness " + w.url + " is " + latest.detail : latest.detail);
       continue;
-    } else if (res->status == 200) {
-      auto cs = checked_cosignature(w, res->body, store_id, std::nullopt);
-      if (!cs.ok()) {
-        fail("bad-cosignature", cs.error().message);
-        continue;
-      }
-      last = Oid::from_hex(cs->checkpoint);
-      if (last == checkpoint) {  // cosigned already
-        entry["cosigned"] = true;
-        out.push_back(entry);
-        continue;
-      }
     }
-    const std::string temp_ref = "refs/locks/witness-cosign";
+    const std::optional<Oid>& last = latest.checkpoint;
+    if (last == checkpoint) {  // cosigned already
+      entry["cosigned"] = true;
+      out.push_back(entry);
+      continue;
+    }
     std::vector<std::string> args = {"bundle", "create", "--quiet", "-"};
-    args.push_back(temp_ref);
-    const std::string archives =
-        remote.ok() && *remote ? "refs/locks/remotes/" + **remote + "/archive/" : std::string(kArchivePrefix);
-    auto listed = ctx.git().run({"for-each-ref", "--format=%(refname)", archives});
-    if (listed.ok() && listed->status == 0) {
-      std::istringstream lines(listed->out);
-      for (std::string ref; std::getline(lines, ref);)
-        if (!ref.empty()) args.push_back(ref);
-    }
-    auto store = ctx.store();
+    args.insert(args.end(), refs.begin(), refs.end());
     if (last && store.ok() && (*store)->read_commit(*last).ok()) args.push_back("^" + last->hex());
-    auto made = ctx.git().run({"update-ref", "--no-deref", temp_ref, checkpoint.hex()});
     auto bundle = ctx.git().run(args);
-    (void)ctx.git().run({"update-ref", "-d", temp_ref});
     if (!made.ok() || made->status != 0 || !bundle.ok() || bundle->status != 0) {
       fail("bundle", "cannot bundle the chain to " + checkpoint.hex() + ": " +
                          (bundle.ok() ? bundle->err : bundle.error().message));
       continue;
     }
-    auto res = c->Post("/v1/cosign?checkpoint=" + checkpoint.hex(), bundle->out, "application/x-git-bundle");
+    auto res =
+        client(config, w)->Post("/v1/cosign?checkpoint=" + checkpoint.hex(), bundle->out, "application/x-git-bundle");
     if (!res) {
       fail("unreachable", "witness " + w.url + " did not answer (" + httplib::to_string(res.error()) + ")");
       continue;
@@ -219,6 +224,7 @@ json cosign_everywhere(Context& ctx, const WitnessConfig& config, const std::str
     entry["cosigned"] = true;
     out.push_back(entry);
   }
+  (void)ctx.git().run({"update-ref", "-d", temp_ref});
   return out;
 }
 
