@@ -87,7 +87,8 @@ export type Capability =
   | 'owner_guard_time_migrate'
   | 'owner_checkpoint'
   | 'policy_checkpoints'
-  | 'witness_cosignatures';
+  | 'witness_cosignatures'
+  | 'lease_handoff';
 
 /** What this core can do: the same report as `git-locks capabilities --json`. */
 export interface Capabilities {

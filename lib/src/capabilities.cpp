@@ -18,15 +18,20 @@ std::string_view capability_name(Capability c) {
       return "policy_checkpoints";
     case Capability::witness_cosignatures:
       return "witness_cosignatures";
+    case Capability::lease_handoff:
+      return "lease_handoff";
   }
   return "";
 }
 
 const std::vector<Capability>& capabilities() {
-  static const std::vector<Capability> all = {
-      Capability::owner_guard_time_enable,  Capability::private_time_add_guard_windows,
-      Capability::owner_guard_time_migrate, Capability::owner_checkpoint,
-      Capability::policy_checkpoints,       Capability::witness_cosignatures};
+  static const std::vector<Capability> all = {Capability::owner_guard_time_enable,
+                                              Capability::private_time_add_guard_windows,
+                                              Capability::owner_guard_time_migrate,
+                                              Capability::owner_checkpoint,
+                                              Capability::policy_checkpoints,
+                                              Capability::witness_cosignatures,
+                                              Capability::lease_handoff};
   return all;
 }
 

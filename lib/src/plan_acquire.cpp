@@ -17,14 +17,14 @@ constexpr std::size_t kHolderListBytes = 400;
 
 }  // namespace
 
-// The actor's new lease of op `i` on `res` (its id: lease_id of this
+// `holder`'s new lease of op `i` on `res` (its id: lease_id of this
 // transition's instance, the op and the resource).
 Lease Planner::new_lease(std::size_t i, const std::string& res, std::int64_t generation, std::int64_t expires_at,
-                         const std::optional<std::string>& note) const {
+                         const std::optional<std::string>& note, const Holder& holder) const {
   Lease l;
   l.id = lease_id(ctx_.instance, i, res);
-  l.holder = ctx_.actor;
-  l.name = name_;
+  l.holder = holder.key;
+  l.name = holder.name;
   l.generation = generation;
   l.expires_at = expires_at;
   l.created_at = created_at_;
@@ -39,11 +39,16 @@ void Planner::issue(Record& rec, const std::string& res, const Lease& lease) {
 }
 
 Status Planner::claim(ClaimOp& c, std::size_t i) {
-  const RepoPath& p = c.path;
-  const bool excl = c.exclusive;
-  const std::int64_t expires_at = c.expires_at;
+  return admit_path(c.path, c.mode, c.expires_at, c.note, c.declared, i, actor());
+}
+
+Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int64_t expires_at,
+                           const std::optional<std::string>& note, Declared& declared, std::size_t i,
+                           const Holder& holder) {
+  const bool excl = mode == "exclusive";
   const std::string key = p.key();
   const std::string res = path_resource(key);
+  const std::string& who = holder.key;
   auto fams = families_of(policy_, p);
   for (const Family* f : fams)
     if (!f->exclusive && excl)
@@ -55,7 +60,7 @@ Status Planner::claim(ClaimOp& c, std::size_t i) {
     GITLOCKS_TRY(rec, get(path_resource(a)));
     if (!rec) continue;
     for (const Lease& l : rec->leases)
-      if (l.holder != ctx_.actor && (excl || l.exclusive()))
+      if (l.holder != who && (excl || l.exclusive()))
         conflicts.push_back({l.expires_at, Errc::held_path, "'" + a + "/' is held " + l.mode + " by " + l.label(),
                              l.holder, l.name, l.path});
   }
@@ -64,17 +69,20 @@ Status Planner::claim(ClaimOp& c, std::size_t i) {
   GITLOCKS_TRY(target, get(res));
   if (target) {
     for (const Lease& l : target->leases) {
-      const bool own = l.holder == ctx_.actor;
+      const bool own = l.holder == who;
       if (!own && !excl && !l.exclusive()) continue;
+      const std::string already =
+          who == ctx_.actor
+              ? "you already hold '" + key + "' (lease " + l.id + "); extend it instead"
+              : holder.name + " (" + who.substr(0, 12) + ") already holds '" + key + "' (lease " + l.id + ")";
       conflicts.push_back({l.expires_at, own ? Errc::already_held : Errc::held_path,
-                           own ? "you already hold '" + key + "' (lease " + l.id + "); extend it instead"
-                               : "'" + key + "' is held " + l.mode + " by " + l.label(),
-                           l.holder, l.name, l.path});
+                           own ? already : "'" + key + "' is held " + l.mode + " by " + l.label(), l.holder, l.name,
+                           l.path});
       must_reclaim.push_back({l.id, l.generation, l.expires_at});
       reclaimed.push_back(l.id);
     }
     for (const auto& [h, m] : target->below) {
-      if (h == ctx_.actor) continue;
+      if (h == who) continue;
       if (m.exclusive > 0)
         conflicts.push_back({m.exclusive_until, Errc::held_path,
                              "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12), h, "", "", key,
@@ -90,11 +98,11 @@ Status Planner::claim(ClaimOp& c, std::size_t i) {
     GITLOCKS_TRY(rec, get(family_resource(f->name)));
     if (!rec) continue;
     for (const auto& [h, e] : rec->holders)
-      if (h != ctx_.actor)
+      if (h != who)
         conflicts.push_back({e.until, Errc::family_policy, "family '" + f->name + "' is held by " + h.substr(0, 12), h,
                              "", "", "", "", f});
   }
-  GITLOCKS_CHECK(resolve(c.declared, conflicts, must_reclaim));
+  GITLOCKS_CHECK(resolve(declared, conflicts, must_reclaim));
   if (ctx_.check_only) return Ok{};
 
   // Effects: copy body values into the state; nothing depends on T.
@@ -106,15 +114,15 @@ Status Planner::claim(ClaimOp& c, std::size_t i) {
     GITLOCKS_CHECK(forget_path_lease(p, old));
   }
   const std::int64_t gen = ++rec->generation;
-  Lease lease = new_lease(i, res, gen, expires_at, c.note);
-  lease.mode = c.mode;
+  Lease lease = new_lease(i, res, gen, expires_at, note, holder);
+  lease.mode = mode;
   lease.path = p.display();
   issue(*rec, res, lease);
-  GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at));
+  GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at, who));
 
   for (auto& g : ttl_time_guards(policy_, body_path(i, {}), expires_at)) guards_.push_back(std::move(g));
   // resolve() leaves `after` declared only with its value (a mistyped one is refused).
-  if (c.declared.after) guards_.push_back(time_after(body_path(i, {"after"}), *c.declared.after));
+  if (declared.after) guards_.push_back(time_after(body_path(i, {"after"}), *declared.after));
   return Ok{};
 }
 
@@ -190,7 +198,7 @@ Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
   rec->leases = std::move(remaining);
   rec->limit = limit;
   const std::int64_t gen = ++rec->generation;
-  issue(*rec, res, new_lease(i, res, gen, s.expires_at, s.note));
+  issue(*rec, res, new_lease(i, res, gen, s.expires_at, s.note, actor()));
   for (auto& g : ttl_time_guards(policy_, body_path(i, {}), s.expires_at)) guards_.push_back(std::move(g));
   if (s.declared.after) guards_.push_back(time_after(body_path(i, {"after"}), *s.declared.after));
   return Ok{};

@@ -180,7 +180,30 @@ struct SweptLease {
 struct SweepOp {
   std::vector<Result<SweptLease>> leases;
 };
-using Op = std::variant<ClaimOp, SemAcquireOp, ExtendOp, ReleaseOp, ForceReleaseOp, SweepOp>;
+// handoff: {"op","path"|"sem","lease","generation","prev_expires_at","to",
+// "to_name","expires_at","note"?,"reclaims"?,"after"?}: the actor's live
+// lease ends and `to` holds the resource from the same transition, at the
+// next generation (docs/FORMAT.md "Hand-off").
+struct HandoffOp {
+  OpTarget target;
+  std::string lease;
+  std::optional<std::int64_t> generation;  // filled in when proposing
+  bool has_prev_expires_at = false;        // as for extend
+  Result<std::int64_t> prev_expires_at = std::int64_t{0};
+  std::string to;  // the receiver's key, 64 hex
+  std::string to_name;
+  std::int64_t expires_at = 0;
+  std::optional<std::string> note;
+  Declared declared;  // paths only: the expired leases in the receiver's way
+};
+using Op = std::variant<ClaimOp, SemAcquireOp, ExtendOp, ReleaseOp, ForceReleaseOp, SweepOp, HandoffOp>;
+
+// Who a new lease is for: the actor (claim, sem-acquire) or the receiver of
+// a hand-off.
+struct Holder {
+  const std::string& key;
+  const std::string& name;
+};
 
 // Plans the ops of one transition body against the source state. Propose
 // mode (`now` given) and replay mode run the same code.
@@ -214,7 +237,7 @@ class Planner {
   // A lease is being removed from path `p`.
   Status forget_path_lease(const RepoPath& p, const Lease& lease);
   // The actor's new lease on path `p`.
-  Status remember_path_lease(const RepoPath& p, bool excl, std::int64_t until);
+  Status remember_path_lease(const RepoPath& p, bool excl, std::int64_t until, const std::string& holder);
   // The actor's lease on path `p` was renewed until `until`.
   Status remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until);
 
@@ -238,6 +261,7 @@ class Planner {
   Result<ForceReleaseOp> read_force_release(const json& op);
   Result<SweepOp> read_sweep(const json& op);
   Result<SweptLease> read_swept(const json& entry);
+  Result<HandoffOp> read_handoff(const json& op);
   static Declared read_declared(const json& op);
   Result<std::int64_t> expiry(const json& op);
   Status new_lease_terms(const json& op, std::int64_t& expires_at, std::optional<std::string>& note);
@@ -247,9 +271,15 @@ class Planner {
 
   // --- the ops (claim, sem-acquire: plan_acquire.cpp; the rest: plan_ops.cpp)
   Lease new_lease(std::size_t i, const std::string& res, std::int64_t generation, std::int64_t expires_at,
-                  const std::optional<std::string>& note) const;
+                  const std::optional<std::string>& note, const Holder& holder) const;
   void issue(Record& rec, const std::string& res, const Lease& lease);
+  Holder actor() const { return {ctx_.actor, name_}; }
+  // A new path lease for `holder` (claim, hand-off): what stands in the way,
+  // resolved as `declared` says, then the lease and its guards.
+  Status admit_path(const RepoPath& p, const std::string& mode, std::int64_t expires_at,
+                    const std::optional<std::string>& note, Declared& declared, std::size_t i, const Holder& holder);
   Status claim(ClaimOp& c, std::size_t i);
+  Status handoff(HandoffOp& h, std::size_t i);
   Status sem_acquire(SemAcquireOp& s, std::size_t i);
   Result<Lease> own_lease(const std::string& res, const std::string& id, std::optional<std::int64_t>& generation,
                           const std::string& verb);

@@ -88,6 +88,10 @@ Status Planner::run(json& body, PlanOutcome& out) {
           act = Action::force_release;
           return force_release(*f);
         }
+        if (auto* h = std::get_if<HandoffOp>(&typed)) {
+          act = Action::handoff;
+          return handoff(*h, i);
+        }
         act = Action::sweep;
         return sweep(std::get<SweepOp>(typed), i);
       };
@@ -177,10 +181,10 @@ Status Planner::forget_path_lease(const RepoPath& p, const Lease& lease) {
       [&](Record& rec) { records::drop_family_holder(rec, holder); });
 }
 
-Status Planner::remember_path_lease(const RepoPath& p, bool excl, std::int64_t until) {
+Status Planner::remember_path_lease(const RepoPath& p, bool excl, std::int64_t until, const std::string& holder) {
   return update_derived(
-      p, [&](Record& rec) { records::bump_marker(rec, ctx_.actor, excl, until); },
-      [&](Record& rec) { records::bump_family_holder(rec, ctx_.actor, until); });
+      p, [&](Record& rec) { records::bump_marker(rec, holder, excl, until); },
+      [&](Record& rec) { records::bump_family_holder(rec, holder, until); });
 }
 
 Status Planner::remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until) {
@@ -303,6 +307,55 @@ Status Planner::force_release(ForceReleaseOp& f) {
   GITLOCKS_TRY(w, get_for_write(res, Record{}));
   w->released = Released{*found, ctx_.actor, name_, f.reason};
   return remove_lease(res, f.target.path, id);
+}
+
+// A hand-off (docs/FORMAT.md "Hand-off"): the actor's live lease ends and
+// the receiver holds the resource from this same transition, at the next
+// generation, as if it had claimed it: no state lies between in which a
+// third writer could take it. Guards: the lease is still live at T
+// (T <= prev_expires_at, as a renewal) and the new lease's TTL bounds.
+Status Planner::handoff(HandoffOp& h, std::size_t i) {
+  const std::string& res = h.target.res;
+  const std::optional<RepoPath>& p = h.target.path;
+  GITLOCKS_TRY(held, own_lease(res, h.lease, h.generation, "hand off"));
+  if (now_ && !h.has_prev_expires_at) {
+    h.has_prev_expires_at = true;
+    h.prev_expires_at = held.expires_at;
+  }
+  GITLOCKS_TRY(prev, h.prev_expires_at);
+  if (prev != held.expires_at)
+    return make_error(Errc::stale_generation, "lease expiry changed since the request was made")
+        .because(reason::expiry_changed);
+  if (now_ && *now_ > prev) {
+    Error e(Errc::guard_window, "lease " + held.id + " expired " + format_when(prev, *now_) +
+                                    "; an expired lease cannot be handed off (the receiver can claim it)");
+    e.fields["prev_expires_at_ms"] = prev;
+    e.fields["checked_at_ms"] = *now_;
+    return e;
+  }
+  if (h.to == ctx_.actor) return make_error(Errc::usage, "lease " + held.id + " is yours already: extend it instead");
+  if (policy_.is_private && std::find(policy_.members.begin(), policy_.members.end(), h.to) == policy_.members.end())
+    return make_error(Errc::not_member, "cannot hand lease " + held.id + " to " + h.to.substr(0, 12) +
+                                            ": not a member of this PRIVATE store");
+  GITLOCKS_CHECK(remove_lease(res, p, held.id));
+  const Holder to{h.to, h.to_name};
+  if (p) {
+    GITLOCKS_CHECK(admit_path(*p, held.mode, h.expires_at, h.note, h.declared, i, to));
+  } else {
+    if (h.declared.has_reclaims || h.declared.has_after)
+      return make_error(Errc::bad_json, "a semaphore hand-off declares no 'reclaims' or 'after'");
+    GITLOCKS_TRY(rec, get_for_write(res, Record{}));
+    for (const Lease& l : rec->leases)
+      if (l.holder == h.to)
+        return make_error(Errc::already_held, h.to_name + " (" + h.to.substr(0, 12) +
+                                                  ") already holds a slot of semaphore '" + h.target.text +
+                                                  "' (lease " + l.id + ")");
+    const std::int64_t gen = ++rec->generation;
+    issue(*rec, res, new_lease(i, res, gen, h.expires_at, h.note, to));
+    for (auto& g : ttl_time_guards(policy_, body_path(i, {}), h.expires_at)) guards_.push_back(std::move(g));
+  }
+  guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"}), prev));
+  return Ok{};
 }
 
 Status Planner::sweep(const SweepOp& op, std::size_t i) {

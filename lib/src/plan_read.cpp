@@ -4,6 +4,7 @@
 // planner has always run them, so a body with several faults is refused for
 // the same one as before: a verdict never depends on how the planner is
 // organised.
+#include "gitlocks/hex.hpp"
 #include "gitlocks/limits.hpp"
 #include "plan_internal.h"
 
@@ -28,6 +29,7 @@ std::optional<Result<Op>> Planner::read_op(const std::string& kind, const json& 
     return Result<Op>(std::move(typed_op));
   }
   if (kind == "force-release") return typed(read_force_release(op));
+  if (kind == "handoff") return typed(read_handoff(op));
   return std::nullopt;
 }
 
@@ -161,6 +163,31 @@ Result<ForceReleaseOp> Planner::read_force_release(const json& op) {
   return f;
 }
 
+// A hand-off of the actor's lease (docs/FORMAT.md "Hand-off").
+Result<HandoffOp> Planner::read_handoff(const json& op) {
+  GITLOCKS_CHECK(check_keys(op,
+                            {"op", "path", "sem", "lease", "generation", "prev_expires_at", "to", "to_name",
+                             "expires_at", "note", "reclaims", "after"},
+                            "handoff op"));
+  HandoffOp h;
+  GITLOCKS_TRY(target, target_of(op, false));
+  if (target.path && target.path->display() != target.text) return make_error(Errc::bad_path, "path is not normalised");
+  h.target = std::move(target);
+  GITLOCKS_TRY(to, get_string(op, "to"));
+  if (!is_hex(to, 64)) return make_error(Errc::usage, "'to' must be a key: 64 lowercase hex digits");
+  h.to = to;
+  GITLOCKS_TRY(to_name, get_string(op, "to_name"));
+  if (to_name.size() > kMaxNameBytes)
+    return make_error(Errc::usage, "holder name longer than " + std::to_string(kMaxNameBytes) + " bytes");
+  h.to_name = to_name;
+  GITLOCKS_CHECK(new_lease_terms(op, h.expires_at, h.note));
+  GITLOCKS_CHECK(lease_ref(op, h.lease, h.generation));
+  h.has_prev_expires_at = op.contains("prev_expires_at");
+  h.prev_expires_at = get_int(op, "prev_expires_at");
+  h.declared = read_declared(op);
+  return h;
+}
+
 Result<SweepOp> Planner::read_sweep(const json& op) {
   GITLOCKS_CHECK(check_keys(op, {"op", "leases"}, "sweep op"));
   auto list = op.find("leases");
@@ -258,6 +285,16 @@ json op_json(const ReleaseOp& r) {
 json op_json(const ForceReleaseOp& f) {
   json j = {{"op", "force-release"}, {"path", f.target.text}, {"lease", f.lease}, {"reason", f.reason}};
   if (f.has_generation && f.generation.ok()) j["generation"] = *f.generation;
+  return j;
+}
+
+json op_json(const HandoffOp& h) {
+  json j = {{"op", "handoff"},      {target_key(h.target), h.target.text}, {"lease", h.lease}, {"to", h.to},
+            {"to_name", h.to_name}, {"expires_at", h.expires_at}};
+  if (h.generation) j["generation"] = *h.generation;
+  if (h.has_prev_expires_at && h.prev_expires_at.ok()) j["prev_expires_at"] = *h.prev_expires_at;
+  if (h.note) j["note"] = *h.note;
+  write_declared(j, h.declared);
   return j;
 }
 

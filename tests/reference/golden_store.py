@@ -218,6 +218,26 @@ class State:
             elif kind in ("release", "sem-release"):
                 res = "sem:" + op["sem"] if kind == "sem-release" else "path:" + path_key(op["path"])
                 self._remove(res, op["lease"])
+            elif kind == "handoff":
+                # FORMAT.md "Hand-off": the signer's lease ends; the receiver holds the
+                # resource at the next generation, as if it had claimed it.
+                res = "sem:" + op["sem"] if "sem" in op else "path:" + path_key(op["path"])
+                rec, j = self._find(res, op["lease"])
+                mode = rec["leases"][j].get("mode")
+                self._remove(res, op["lease"])
+                terms = {k: op[k] for k in ("expires_at", "note") if k in op}
+                if "sem" in op:
+                    rec["generation"] += 1
+                    lease = {"id": lease_id(instance, i, res), "holder": op["to"], "name": op["to_name"],
+                             "generation": rec["generation"], "expires_at": op["expires_at"],
+                             "created_at": created_at}
+                    if "note" in op:
+                        lease["note"] = op["note"]
+                    rec["leases"].append(lease)
+                    created.append(lease)
+                else:
+                    created.append(self._claim(op["to"], op["to_name"], instance, i, created_at, now,
+                                               dict(terms, path=op["path"], mode=mode)))
             elif kind == "sweep":
                 for s in op["leases"]:
                     self._remove("sem:" + s["sem"] if "sem" in s else "path:" + path_key(s["path"]), s["lease"])

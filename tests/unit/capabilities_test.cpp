@@ -16,14 +16,16 @@ using gitlocks::test::actor_key;
 
 TEST_CASE(
     "capabilities: the report names owner_guard_time_enable - private_time_add_guard_windows - "
-    "owner_guard_time_migrate - owner_checkpoint - policy_checkpoints and witness_cosignatures") {
+    "owner_guard_time_migrate - owner_checkpoint - policy_checkpoints - witness_cosignatures and lease_handoff") {
   CHECK(gitlocks::capabilities() ==
         std::vector<Capability>{Capability::owner_guard_time_enable, Capability::private_time_add_guard_windows,
                                 Capability::owner_guard_time_migrate, Capability::owner_checkpoint,
-                                Capability::policy_checkpoints, Capability::witness_cosignatures});
+                                Capability::policy_checkpoints, Capability::witness_cosignatures,
+                                Capability::lease_handoff});
   CHECK(gitlocks::canon_dump(gitlocks::capabilities_json()).value() ==
         R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate",)"
-        R"("owner_checkpoint","policy_checkpoints","witness_cosignatures"],"format":"gitlocks-capabilities-v1"})");
+        R"("owner_checkpoint","policy_checkpoints","witness_cosignatures","lease_handoff"],)"
+        R"("format":"gitlocks-capabilities-v1"})");
 }
 
 // The two features the names stand for, together: the owner of a PRIVATE

@@ -128,6 +128,21 @@ case("batch of claim and acquire", [ok("alice", [claim("a"), claim("b", mode="sh
 case("batch is all or nothing", [ok("bob", [claim("taken")], action="claim", interval=ttl_iv(E)), err("alice", [claim("free"), claim("taken")], "held-path"), ok("carol", [claim("free")], action="claim", interval=ttl_iv(E), generations={"path:free": 1})])
 case("sweep removes an expired lease", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("bob", [{"op": "sweep", "leases": [{"path": "f", "lease": "$0.0", "generation": 1, "expires_at": ES}]}], now=ES + 1, action="sweep", interval=[ES + 1, 2**53 - 1])])
 case("sweep of an unexpired lease is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("bob", [{"op": "sweep", "leases": [{"path": "f", "lease": "$0.0", "generation": 1, "expires_at": ES}]}], "held-path", now=ES)])
+# -- hand-off (docs/FORMAT.md "Hand-off"): the receiver's lease is the next
+# generation; the interval is the receiver's TTL window capped at the
+# handed lease's expiry (T <= prev_expires_at, as for extend)
+BOB = golden_store.actor_hex("bob")
+def handoff(lease_ref, to=BOB, to_name="bob", ttl=TTL, now=NOW, path="f", **kw):
+    op = {"op": "handoff", "path": path, "lease": lease_ref, "to": to, "to_name": to_name, "expires_at": now + ttl}
+    op.update(kw)
+    return op
+case("handoff gives the path to the receiver at the next generation", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("alice", [handoff("$0.0", now=NOW + 10)], now=NOW + 10, action="handoff", interval=ttl_iv(NOW + 10 + TTL, hi_extra=ES), generations={"path:f": 2}), err("carol", [claim("f", now=NOW + 20)], "held-path", now=NOW + 20)])
+case("handoff moves the markers and the family to the receiver", [ok("alice", [claim("db/schema.sql", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("alice", [handoff("$0.0", path="db/schema.sql", now=NOW + 10)], now=NOW + 10, action="handoff", interval=ttl_iv(NOW + 10 + TTL, hi_extra=ES), generations={"path:db/schema.sql": 2}), err("alice", [claim("db/migrations/1.sql", now=NOW + 20)], "family-policy", now=NOW + 20)], policy={"families": [{"name": "db", "policy": "exclusive", "members": ["db/schema.sql", "db/migrations/"]}]})
+case("handoff of a semaphore slot", [ok("alice", [acq("ci", 1, ttl=S)], action="sem-acquire", interval=ttl_iv(ES)), ok("alice", [{"op": "handoff", "sem": "ci", "lease": "$0.0", "to": BOB, "to_name": "bob", "expires_at": NOW + 10 + TTL}], now=NOW + 10, action="handoff", interval=ttl_iv(NOW + 10 + TTL, hi_extra=ES), generations={"sem:ci": 2}), err("carol", [acq("ci", 1, now=NOW + 20)], "full-semaphore", now=NOW + 20)])
+case("handoff by a non-holder is refused", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("carol", [handoff("$0.0")], "not-holder")])
+case("handoff after expiry is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("alice", [handoff("$0.0", now=ES + 1)], "guard-window", now=ES + 1)])
+case("handoff to the holder itself is refused", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("alice", [handoff("$0.0", to=golden_store.actor_hex("alice"))], "usage")])
+case("handoff to a receiver under the giver's directory is refused", [ok("alice", [claim("d/")], action="claim", interval=ttl_iv(E)), ok("alice", [claim("d/x")], action="claim", interval=ttl_iv(E)), err("alice", [handoff("$1.0", path="d/x")], "held-path")])
 # -- malformed input
 case("bad path is refused", [err("alice", [claim("a/../b")], "bad-path")])
 case("unknown op is refused", [err("alice", [{"op": "steal", "path": "f"}], "bad-json")])

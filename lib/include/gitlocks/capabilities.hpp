@@ -44,6 +44,9 @@ enum class Capability {
   // Witness cosignatures of checkpoints (attest.hpp make_cosignature,
   // open_cosignature; trust.hpp check_cosigned; docs/FORMAT.md "Witnesses").
   witness_cosignatures,
+  // The handoff op: a live lease handed to another key in one transition
+  // (plan.hpp; docs/FORMAT.md "Hand-off").
+  lease_handoff,
 };
 
 // The stable name of a capability, e.g. "owner_guard_time_enable".

@@ -75,6 +75,19 @@ inline json force_release(const std::string& path, const std::string& lease, con
   return {{"op", "force-release"}, {"path", path}, {"lease", lease}, {"reason", reason}};
 }
 
+// A hand-off of the actor's live lease to the key `to` (docs/FORMAT.md
+// "Hand-off"): {"op":"handoff","path"|"sem":…,"lease":ID,"to":KEY,
+// "to_name":NAME,"expires_at":E,"note"?:N}; the planner fills in the
+// generation and the expiry being handed on, and for a path what the
+// receiver reclaims.
+inline json handoff(const Target& t, const std::string& lease, const std::string& to, const std::string& to_name,
+                    std::int64_t expires_at, const std::optional<std::string>& note = std::nullopt) {
+  json op = {{"op", "handoff"},    {t.sem ? "sem" : "path", t.name}, {"lease", lease}, {"to", to},
+             {"to_name", to_name}, {"expires_at", expires_at}};
+  if (note) op["note"] = *note;
+  return op;
+}
+
 // One expired lease a sweep removes, as the state records it.
 struct Swept {
   Target target;

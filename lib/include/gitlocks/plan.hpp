@@ -21,6 +21,8 @@
 //   {"op":"release","path":P|"sem":N,"lease":ID,"generation":G}
 //   {"op":"sweep","leases":[{"path":P|"sem":N,"lease":ID,"generation":G,"expires_at":MS}]}
 //   {"op":"sem-acquire","sem":N,"limit":L,"expires_at":MS,"note":S?,"reclaims":[...]?,"after":MS?}
+//   {"op":"handoff","path":P|"sem":N,"lease":ID,"generation":G,"prev_expires_at":MS,"to":KEY,
+//    "to_name":NAME,"expires_at":MS,"note":S?,"reclaims":[...]?,"after":MS?}
 // Owner-signed admin bodies {"admin":{"op":...}}: guard-time-enable,
 // guard-time-set (other notary pins, or guard time off), policy-set, and for
 // PRIVATE stores member-add, member-remove (both leave a pending keyring
@@ -90,6 +92,7 @@ enum class Action {
   rekey,
   migrate,
   checkpoint,
+  handoff,
 };
 const char* action_name(Action a);
 
