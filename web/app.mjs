@@ -373,6 +373,8 @@ function renderTimeline() {
     const how = l.end == null ? `live, expires ${fmtTime(l.expires_at)}` :
       l.end_kind === 'force-release' ?
         `force-released by ${l.released_by_name || short(l.released_by, 12)}: ${l.release_reason} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})` :
+      l.end_kind === 'handoff' ?
+        `handed off to ${l.handed_to_name || short(l.handed_to, 12)} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})` :
         `${l.end_kind} at ${fmtTime(l.end)} (expiry ${fmtTime(l.expires_at)})`;
     const title = `${l.resource} — generation ${l.generation}, ${l.mode} by ${l.name || short(l.holder, 10)}; ` +
       `admitted ${fmtTime(l.start)}, ${how}`;
@@ -386,6 +388,11 @@ function renderTimeline() {
       root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark force-release' },
         `force-released by ${l.released_by_name || short(l.released_by, 12)}: ${l.release_reason}`));
       root.lastChild.append(document.createTextNode('✕'));
+    }
+    if (l.end_kind === 'handoff') {
+      root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark handoff' },
+        `handed off to ${l.handed_to_name || short(l.handed_to, 12)} at ${fmtTime(l.end)}`));
+      root.lastChild.append(document.createTextNode('→'));
     }
     if (l.end_kind === 'reclaim') {
       root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark reclaim' }, `reclaimed at ${fmtTime(l.end)}`));

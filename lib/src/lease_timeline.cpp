@@ -231,11 +231,15 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
     for (const auto& [id, s] : before) before_by_id[id] = &s;
     for (const auto& [id, s] : after) after_by_id[id] = &s;
     std::set<std::string> added;
+    // A new lease held by another than the signer comes of a hand-off
+    // (docs/FORMAT.md "Hand-off"): every other op admits the signer's own.
+    std::map<std::string, const Seen*> handed;  // resource -> the receiver's lease
     for (const auto& [id, l] : after) {
       auto was = before_by_id.find(id);
       if (was == before_by_id.end()) {
         if (open.count(id)) continue;
         added.insert(l.resource);
+        if (l.holder != v.actor) handed[l.resource] = &l;
         resources.insert(l.resource);
         generations.insert(l.generation);
         open[id] = out.leases.size();
@@ -269,6 +273,10 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
         lease.released_by = gone->second.by;
         lease.released_by_name = gone->second.by_name;
         lease.release_reason = gone->second.reason;
+      } else if (auto to = handed.find(l.resource); to != handed.end() && l.holder == v.actor) {
+        lease.end_kind = "handoff";
+        lease.handed_to = to->second->holder;
+        lease.handed_to_name = to->second->name;
       } else if (added.count(l.resource) && v.command != "sweep") {
         lease.end_kind = "reclaim";
         tr.reclaims.push_back(l.resource);
@@ -335,6 +343,10 @@ json timeline_lease_json(const TimelineLease& l) {
     out["released_by"] = *l.released_by;
     out["released_by_name"] = l.released_by_name.value_or("");
     out["release_reason"] = l.release_reason.value_or("");
+  }
+  if (l.handed_to) {
+    out["handed_to"] = *l.handed_to;
+    out["handed_to_name"] = l.handed_to_name.value_or("");
   }
   return out;
 }

@@ -211,6 +211,8 @@ std::string describe_transition(const json& packet) {
       if (what.empty()) continue;
       if (member_is(op, "op", "force-release") && op.contains("reason") && op["reason"].is_string())
         what += " (force-released: " + op["reason"].get<std::string>() + ")";
+      if (member_is(op, "op", "handoff") && op.contains("to_name") && op["to_name"].is_string())
+        what += " (handed to " + op["to_name"].get<std::string>() + ")";
       if (shown++ == 3) {
         out += " ...";
         break;

@@ -30,6 +30,8 @@ checks, for every commit on refs/locks/state from the root:
   a known profile, the clock (`test` only with --allow-test-clock), and T
   non-decreasing along the chain (local admission times too);
 - a force-release (public stores) signed by the owner or a policy admin;
+- a hand-off (public stores): the one new lease not held by the signer is the
+  receiver's it names, on the resource of the signer's lease that ends, live at T;
 - a checkpoint (FORMAT.md "Checkpoints"): the owner's, naming its parent
   commit as `prev`, and leaving the state as it is;
 - a cut (FORMAT.md "The cut"): a checkpoint with no parent; the chain goes on
@@ -305,6 +307,15 @@ def derive_interval(body, policy):
             hi = min(hi, op["prev_expires_at"])
             if op["expires_at"] <= op["prev_expires_at"]:
                 return None
+        elif kind == "handoff":
+            # FORMAT.md "Hand-off": the lease still live at T, the receiver's TTL bounds, and
+            # T after what a path hand-off reclaims for the receiver.
+            ttl(op["expires_at"])
+            hi = min(hi, op["prev_expires_at"])
+            if "after" in op:
+                lo = max(lo, op["after"] + 1)
+            for r in op.get("reclaims", []):
+                lo = max(lo, r["expires_at"] + 1)
         elif kind == "sweep":
             for s in op["leases"]:
                 lo = max(lo, s["expires_at"] + 1)
@@ -588,13 +599,23 @@ class Verifier:
                 forced = set()
                 if packet["actor"] == owner or packet["actor"] in src_policy.get("admins", []):
                     forced = {op.get("lease") for op in body.get("ops", []) if op.get("op") == "force-release"}
-                self.check_effects(parent_state, packet["actor"], t, forced)
+                # A hand-off (FORMAT.md "Hand-off") gives a resource to the key it names: the
+                # one new lease the signer does not hold.
+                handed = {}
+                for op in body.get("ops", []):
+                    if op.get("op") == "handoff":
+                        key = ("sem:" + op["sem"]) if "sem" in op else "path:" + op["path"].rstrip("/")
+                        handed.setdefault(key, []).append((op["lease"], op["to"]))
+                self.check_effects(parent_state, packet["actor"], t, forced, handed)
             self.check_exclusion(state, new_policy, t)
         return t
 
-    def check_effects(self, parent_state, actor, t, forced=frozenset()):
+    def check_effects(self, parent_state, actor, t, forced=frozenset(), handed=None):
         """Nobody touches another holder's live lease (but an admin's force-release of the leases in
-        `forced`); generations are fencing tokens."""
+        `forced`); a new lease is the signer's, or the receiver's of a hand-off in `handed`
+        (resource key -> [(the signer's lease it ends, the receiver's key)]); generations are
+        fencing tokens."""
+        handed = handed or {}
         pfmt = json.loads(self.blob_at(parent_state, "format.json"))["format"]
         before = {r["kind"] + ":" + r["name"]: r for r in self.check_records(parent_state, STATE_FORMATS[pfmt])}
         after = {r["kind"] + ":" + r["name"]: r for r in self._records}
@@ -612,7 +633,11 @@ class Verifier:
                                                                              r["generation"]))
         for lid, (key, l) in new.items():
             if lid not in old:
-                if l["holder"] != actor:
+                # The receiver of a hand-off: the signer's live lease it names on this resource ends here.
+                gave = any(to == l["holder"] and given in old and given not in new and old[given][0] == key
+                           and old[given][1]["holder"] == actor and old[given][1]["expires_at"] >= t
+                           for given, to in handed.get(key, []))
+                if l["holder"] != actor and not gave:
                     raise Invalid("foreign-effect", "new lease %s held by %s, actor %s" % (lid, l["holder"], actor))
                 prev = before.get(key, {}).get("generation", 0)
                 if l["generation"] != after[key]["generation"] or l["generation"] <= prev:

@@ -430,6 +430,64 @@ class ReclaimWithoutReclaimsTest(SharedStore):
         self.assertEqual([v["ok"] for v in rv], [True] * 5, rv)
 
 
+class HandoffTest(SharedStore):
+    """Hand-offs (docs/FORMAT.md "Hand-off"): a path and a semaphore slot handed
+    on by their holders, both verifiers agree; a hand-off re-signed by one who
+    does not hold the lease, and one whose state gives the lease to another key
+    than the body names, are caught by the reference's effects rule."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.init_with({})
+        bob = cls.run_ok("bob", "--json", "whoami").json["actor"]
+
+        def step(actor, *args):
+            r.now += 1000
+            return cls.run_ok(actor, *args)
+        step("alice", "claim", "--ttl", "60s", "src/a.c")                                   # 1
+        step("alice", "handoff", "src/a.c", "--to", bob, "--to-name", "bob")                # 2
+        step("carol", "sem", "acquire", "ci", "--limit", "2", "--ttl", "30s")               # 3
+        slot = [l for l in step("carol", "--json", "status").json["leases"] if l["resource"] == "sem:ci"]
+        step("carol", "handoff", "--to", bob, "--ttl", "20s", slot[0]["lease"])             # 4, by lease id
+        step("bob", "release", "src/a.c")                                                   # 5
+        cls.bob = bob
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 6)
+
+    def test_untouched_history_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 6, rv)
+        self.assertEqual([v["command"] for v in pv], ["init", "claim", "handoff", "sem-acquire", "handoff", "release"])
+        for i, key in [(2, "path:src/a.c"), (4, "sem:ci")]:
+            self.assertEqual(self.f.packet(i)["action"], "handoff")
+            holders = [l["holder"] for l in self.f.record(i, key)["leases"]]
+            self.assertEqual(holders, [self.bob])
+
+    def test_handoff_signed_by_one_who_does_not_hold_the_lease(self):
+        f = self.f
+        packet = f.packet(2)
+        packet["actor"] = refverify_key(self.r, "carol")
+        f.trees[2] = f.resign(f.trees[2], packet, "carol")
+        f.publish()
+        self.assertBothFlag(self.r, 2, "foreign-effect")
+
+    def test_handoff_whose_state_gives_the_lease_to_another_key(self):
+        f = self.f
+        rec = f.record(2, "path:src/a.c")
+        rec["leases"][0]["holder"] = refverify_key(self.r, "carol")
+        f.trees[2] = f.resign(f.with_record(f.trees[2], "path:src/a.c", rec), f.packet(2), "alice")
+        f.publish(f.trees[:3])
+        self.assertBothFlag(self.r, 2, "foreign-effect")
+
+
+def refverify_key(repo, actor):
+    """An actor's public key (hex), from its key file."""
+    return nacl.signing.SigningKey(seed_of(repo.key(actor))).verify_key.encode().hex()
+
+
 class GuardTimeStoreTest(SharedStore):
     """Guard time on the notary's test clock: activation, attested claims,
     renewal, reclaim, release, sweep, semaphores; then forged attestations."""

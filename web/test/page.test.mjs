@@ -64,6 +64,10 @@ test('a history made with the real CLI is all green, with the right counts', asy
   assert.equal(v.progressText, '100 %');
   assert.match(v.owner, /^[0-9a-f]{64}$/);
   assert.ok(v.bars >= 6, `timeline bars: ${v.bars}`);
+  // alice's src/a.c handed to bob: her bar ends with the hand-off mark, bob's begins there.
+  const handoffMarks = await page.$$eval('#timeline .mark.handoff', (ms) => ms.map((m) => m.textContent));
+  assert.equal(handoffMarks.length, 1, JSON.stringify(handoffMarks));
+  assert.match(handoffMarks[0], /^handed off to bob at /);
   // The table shows the resources each transition touched.
   const cells = await page.$$eval('#transitions tbody tr', (trs) => trs.map((tr) => [tr.cells[2].textContent, tr.cells[4].textContent]));
   assert.ok(cells.some(([cmd, res]) => cmd === 'claim' && res.includes('src/a.c') && res.includes('src/b.c')), JSON.stringify(cells));

@@ -270,9 +270,11 @@ struct TimelineLease {
   std::int64_t generation = 0;
   std::int64_t expires_at = 0;  // the last expiry seen (renewals move it)
   std::optional<std::int64_t> start, end;
-  std::optional<std::string> end_kind;  // "release", "expired", "reclaim", "force-release"
+  std::optional<std::string> end_kind;  // "release", "expired", "reclaim", "force-release", "handoff"
   // end_kind "force-release": the admin's key and name, and the reason.
   std::optional<std::string> released_by, released_by_name, release_reason;
+  // end_kind "handoff": the key and name of the holder it was handed to.
+  std::optional<std::string> handed_to, handed_to_name;
   std::size_t start_commit = 0;
   std::optional<std::size_t> end_commit;
 };
@@ -309,8 +311,9 @@ Result<LeaseTimeline> lease_timeline(ObjectStore& store, const Oid& tip, const R
 //  "resources","generations","reclaims","state_error"} and
 // {"id","resource","kind","mode","generation","holder","name","start","end",
 //  "end_kind","expires_at","start_commit","end_commit"?,"released_by"?,
-//  "released_by_name"?,"release_reason"?} (null for an absent time, end or
-//  end_kind; the released_* fields for a force-released lease only).
+//  "released_by_name"?,"release_reason"?,"handed_to"?,"handed_to_name"?}
+//  (null for an absent time, end or end_kind; the released_* fields for a
+//  force-released lease only, the handed_* fields for a handed-off one).
 json timeline_transition_json(const TimelineTransition& t);
 json timeline_lease_json(const TimelineLease& l);
 
