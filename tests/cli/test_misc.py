@@ -167,7 +167,7 @@ class Help(CliTest):
                      "member list", "policy show", "policy set", "hook install", "hook check", "check", "mcp", "web",
                      "recover", "capabilities", "completion bash"):
             self.assertIn(name, commands)
-        self.assertEqual(len(commands), 43)
+        self.assertEqual(len(commands), 44)
         completion = self.assertOk(r.run("a", "completion", "bash")).out
         globals_ = re.search(r'^__git_locks_globals="([^"]*)"$', completion, re.M).group(1).split()
         self.assertIn("--repo", globals_)
@@ -205,7 +205,8 @@ class Capabilities(CliTest):
     # seed 002: "The native SDK exposes owner_guard_time_enable and
     # private_time_add_guard_windows in its capabilities".
     REPORT = ('{"capabilities":["owner_guard_time_enable","private_time_add_guard_windows",'
-              '"owner_guard_time_migrate","owner_checkpoint","policy_checkpoints","witness_cosignatures"],'
+              '"owner_guard_time_migrate","owner_checkpoint","policy_checkpoints","witness_cosignatures",'
+              '"lease_handoff"],'
               '"format":"gitlocks-capabilities-v1"}\n')
 
     def test_capabilities_outside_any_repository_and_key(self):
@@ -222,7 +223,7 @@ class Capabilities(CliTest):
         res = run("capabilities")
         self.assertEqual((res.returncode, res.stderr, res.stdout),
                          (0, "", "owner_guard_time_enable\nprivate_time_add_guard_windows\nowner_guard_time_migrate\n"
-                          "owner_checkpoint\npolicy_checkpoints\nwitness_cosignatures\n"))
+                          "owner_checkpoint\npolicy_checkpoints\nwitness_cosignatures\nlease_handoff\n"))
         for args in (["--json", "capabilities"], ["capabilities", "--json"]):
             res = run(*args)
             self.assertEqual((res.returncode, res.stderr, res.stdout), (0, "", self.REPORT))

@@ -178,6 +178,28 @@ class PrivateTest(CliTest):
         summary = json.loads(res.err.strip().splitlines()[-1])
         self.assertEqual((summary["ok"], summary["invalid"], summary["first_invalid"]), (False, 1, forged), summary)
 
+    def test_handoff_to_a_member_only(self):
+        # docs/FORMAT.md "Hand-off": in a PRIVATE store the receiver must be a
+        # member of the current epoch (it could not open the record otherwise).
+        self.add("alice")
+        self.add("bob")
+        self.assertOk(self.run_as("alice", "--json", "claim", "--ttl", "10m", SECRET_PATHS[0]))
+        tip = self.r.tip()
+        e = self.assertRefused(self.run_as("alice", "--json", "handoff", SECRET_PATHS[0], "--to", self.keys["mallory"]),
+                               "not-member")
+        self.assertIn("not a member of this PRIVATE store", e["detail"])
+        self.assertEqual(self.r.tip(), tip)
+        res = self.run_as("alice", "--json", "handoff", SECRET_PATHS[0], "--to", self.keys["bob"], "--to-name",
+                          NAMES["bob"])
+        self.assertOk(res)
+        leases = [l for l in self.status("bob").json["leases"] if l.get("path") == SECRET_PATHS[0]]
+        self.assertEqual([(l["holder"], l["name"], l["generation"], l["mine"]) for l in leases],
+                         [(self.keys["bob"], NAMES["bob"], 2, True)])
+        self.assertNoPlaintext(SECRET_PATHS + [NAMES["bob"]])
+        v = self.run_as("owner", "--json", "verify", "--full")
+        self.assertEqual(v.code, 0, v)
+        self.assertEqual([json.loads(line)["command"] for line in v.out.splitlines()][-1], "handoff")
+
     def test_tampered_ciphertext_rejected(self):
         self.assertOk(self.run_as("owner", "claim", "a.txt", "b.txt"))
         blobs = self.record_blobs()

@@ -20,8 +20,8 @@ const { Client } = await sdk('client/index.js');
 const { StdioClientTransport } = await sdk('client/stdio.js');
 const { McpError } = await sdk('types.js');
 
-const TOOLS = ['claim', 'extend', 'release', 'status', 'wait', 'fence', 'sem_acquire', 'sem_release', 'whoami', 'log',
-               'verify'];
+const TOOLS = ['claim', 'extend', 'release', 'handoff', 'status', 'wait', 'fence', 'sem_acquire', 'sem_release', 'whoami',
+               'log', 'verify'];
 
 let root, repo, keyA, keyB, actorA, actorB;
 const clients = [];
@@ -144,6 +144,17 @@ test('two agents: claim, held-path refusal, wait until released, verify', async 
   const notMine = await a.callTool({ name: 'extend', arguments: { leases: [lease.lease] } });
   assert.equal(notMine.isError, true);
 
+  // B hands src/a.c back to A: A holds it at the next generation; A cannot hand on what it does not hold.
+  const handed = await b.callTool({ name: 'handoff', arguments: { leases: ['src/a.c'], to: actorA, to_name: 'agent-a' } });
+  assert.equal(handed.isError, false, JSON.stringify(handed));
+  assert.equal(handed.structuredContent.action, 'handoff');
+  assert.equal(handed.structuredContent.leases[0].generation, admitted.structuredContent.leases[0].generation + 1);
+  const nowA = await b.callTool({ name: 'status', arguments: { paths: ['src/a.c'] } });
+  assert.deepEqual([nowA.structuredContent.leases[0].holder, nowA.structuredContent.leases[0].name], [actorA, 'agent-a']);
+  const notHeld = await b.callTool({ name: 'handoff', arguments: { leases: ['src/a.c'], to: actorA } });
+  assert.equal(notHeld.isError, true);
+  assert.equal(notHeld.structuredContent.code, 'not-holder');
+
   const slot = await a.callTool({ name: 'sem_acquire', arguments: { name: 'builders', limit: 1 } });
   assert.equal(slot.isError, false, JSON.stringify(slot));
   const full = await b.callTool({ name: 'sem_acquire', arguments: { name: 'builders', limit: 1 } });
@@ -153,15 +164,15 @@ test('two agents: claim, held-path refusal, wait until released, verify', async 
 
   const log = await b.callTool({ name: 'log', arguments: { limit: 3 } });
   assert.equal(log.isError, false, JSON.stringify(log));
-  assert.deepEqual(log.structuredContent.commits.map((c) => c.command), ['sem-release', 'sem-acquire', 'extend']);
+  assert.deepEqual(log.structuredContent.commits.map((c) => c.command), ['sem-release', 'sem-acquire', 'handoff']);
 
   const verified = await b.callTool({ name: 'verify', arguments: { full: true } });
   assert.equal(verified.isError, false, JSON.stringify(verified));
   assert.equal(verified.structuredContent.ok, true);
   assert.equal(verified.structuredContent.invalid, 0);
-  // init, claim, release, the waiting claim, extend, sem acquire and release
-  assert.equal(verified.structuredContent.commits, 7);
-  assert.equal(verified.structuredContent.verdicts.length, 7);
+  // init, claim, release, the waiting claim, extend, handoff, sem acquire and release
+  assert.equal(verified.structuredContent.commits, 8);
+  assert.equal(verified.structuredContent.verdicts.length, 8);
 });
 
 test('bad arguments are tool errors (usage); an unknown tool is -32602', async () => {

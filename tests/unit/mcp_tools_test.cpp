@@ -25,7 +25,7 @@ std::optional<std::string> check(const std::string& name, const char* arguments)
 
 }  // namespace
 
-TEST_CASE("mcp tools: eleven tools with object input and output schemas") {
+TEST_CASE("mcp tools: twelve tools with object input and output schemas") {
   std::vector<std::string> names;
   for (const auto& t : mcp::tools()) {
     names.push_back(t.name);
@@ -33,8 +33,8 @@ TEST_CASE("mcp tools: eleven tools with object input and output schemas") {
     CHECK(t.definition["outputSchema"]["type"] == "object");
     CHECK(t.definition["outputSchema"]["anyOf"].size() == 2);
   }
-  CHECK(names == std::vector<std::string>{"claim", "extend", "release", "status", "wait", "fence", "sem_acquire",
-                                          "sem_release", "whoami", "log", "verify"});
+  CHECK(names == std::vector<std::string>{"claim", "extend", "release", "handoff", "status", "wait", "fence",
+                                          "sem_acquire", "sem_release", "whoami", "log", "verify"});
   CHECK(mcp::find_tool("sem acquire") == nullptr);
 }
 

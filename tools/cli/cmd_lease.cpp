@@ -1,7 +1,11 @@
 // Commands that publish one transition: init, claim, extend, release, sweep,
 // sem acquire/release, batch.
+#include <algorithm>
+#include <cctype>
+
 #include "cli.h"
 #include "enforcement.h"
+#include "gitlocks/hex.hpp"
 #include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
@@ -258,6 +262,49 @@ int cmd_claim(Context& ctx, const Argv& argv) {
   auto p = publish_when_admitted(ctx, "claim", body, w, &waited);
   if (!p.ok()) return ctx.fail(p.error());
   return report_published(ctx, *p, {{"waited_ms", waited}});
+}
+
+// handoff (LEASE-ID|PATH)... --to KEY [--to-name NAME] [--ttl DUR] [--note
+// TEXT]: one transition ends each named lease of yours and gives its
+// resource to KEY at the next generation (docs/FORMAT.md "Hand-off").
+int cmd_handoff(Context& ctx, const Argv& argv) {
+  auto a = ctx.parse(argv);
+  if (!a.ok()) return ctx.fail(a.error());
+  if (a->positionals.empty())
+    return ctx.fail(make_error(Errc::usage, "name at least one LEASE-ID or PATH to hand off"));
+  auto to = a->value("to");
+  if (!to) return ctx.fail(make_error(Errc::usage, "handoff needs --to KEY: the receiver's public key (64 hex)"));
+  std::string key = *to;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!is_hex(key, 64))
+    return ctx.fail(make_error(Errc::usage, "--to " + *to +
+                                                ": not a public key (64 hex digits; `git-locks whoami` "
+                                                "prints yours)"));
+  const std::string name = a->value("to-name").value_or(key.substr(0, 12));
+  auto ttl = ttl_of(*a);
+  if (!ttl.ok()) return ctx.fail(ttl.error());
+  auto gen = generation_of(*a);
+  if (!gen.ok()) return ctx.fail(gen.error());
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  return publish_and_report(ctx, "handoff", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    LeaseResolver resolve(**store, snap, (*me)->actor);
+    json ops = json::array();
+    for (const auto& arg : a->positionals) {
+      // The lease as a release would name it; handed on instead.
+      GITLOCKS_TRY(release, resolve.op_for(LeaseRef{LeaseRef::Kind::id_or_path, arg, *gen}, false));
+      const bool sem = release.contains("sem");
+      const ops::Target t = sem ? ops::Target::semaphore(release["sem"].get<std::string>())
+                                : ops::Target::path(release["path"].get<std::string>());
+      json op = ops::handoff(t, release["lease"].get<std::string>(), key, name, now + *ttl, a->value("note"));
+      if (release.contains("generation")) op["generation"] = release["generation"];
+      ops.push_back(std::move(op));
+    }
+    return std::optional<json>{transition_body(ctx, now, ops)};
+  });
 }
 
 int cmd_extend(Context& ctx, const Argv& argv) { return lease_command(ctx, argv, true); }

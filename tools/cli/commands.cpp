@@ -62,6 +62,16 @@ const std::vector<CommandDecl>& commands() {
        "release your leases; --force --reason TEXT: an admin releases others' path leases, with a reason everyone "
        "sees; --landed BRANCH (no leases named): an admin releases every lease whose holder's signed work on its "
        "path is all on BRANCH"},
+      {"handoff",
+       {{"to", V::text, "KEY", "the receiver's public key (64 hex: what `git-locks whoami` prints)", false, true},
+        {"to-name", V::text, "NAME", "the receiver's display name in the lease (default: its key's first 12 digits)"},
+        kTtl,
+        kNote,
+        kGeneration},
+       "(LEASE-ID|PATH)...",
+       V::file,
+       "hand your live leases to another key in one transition: it holds them at the next generation, as if it had "
+       "claimed them, with no moment in which a third writer could take them"},
       {"sweep", {}, "", V::none, "remove every expired lease"},
       {"sem acquire",
        {{"limit", V::count, "N", "the semaphore's slots; every holder must agree", false, true, false, 1}, kTtl, kNote},

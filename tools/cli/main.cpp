@@ -31,6 +31,7 @@ constexpr Handler kHandlers[] = {
     {"claim", cmd_claim},
     {"extend", cmd_extend},
     {"release", cmd_release},
+    {"handoff", cmd_handoff},
     {"sweep", cmd_sweep},
     {"sem acquire", cmd_sem_acquire},
     {"sem release", cmd_sem_release},

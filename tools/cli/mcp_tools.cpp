@@ -117,6 +117,18 @@ const Spec kSpecs[] = {
        "leases": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
                   "description": "each a lease id (24 hex digits) or the path of your lease"}}})json",
      ""},
+    {"handoff",
+     "handoff",
+     false,
+     "Hand off leases",
+     "Hand your live leases to another actor in one transition (git-locks handoff): the key in `to` holds them at "
+     "the next generation, as if it had claimed them, with no moment in which a third writer could take them.",
+     {"to", "to-name", "ttl", "note", "generation"},
+     {"leases"},
+     R"json({"type": "object", "additionalProperties": false, "required": ["leases"], "properties": {
+       "leases": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
+                  "description": "each a lease id (24 hex digits) or the path of your lease"}}})json",
+     ""},
     {"status",
      "status",
      true,

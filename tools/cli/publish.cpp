@@ -360,7 +360,8 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
   for (const auto& op : ops) {
     const std::string kind = op.value("op", "");
     const IssuedLease* lease = nullptr;
-    if ((kind == "claim" || kind == "sem-acquire" || kind == "extend") && next_lease < c.outcome.leases.size())
+    if ((kind == "claim" || kind == "sem-acquire" || kind == "extend" || kind == "handoff") &&
+        next_lease < c.outcome.leases.size())
       lease = &c.outcome.leases[next_lease++];
     std::string line;
     if (kind == "claim" && lease) {
@@ -375,6 +376,12 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
       line = "extended lease " + op["lease"].get<std::string>() + " on " +
              (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>()) +
              ": " + expiry(lease->expires_at);
+    } else if (kind == "handoff" && lease) {
+      line = "handed lease " + op["lease"].get<std::string>() + " on " +
+             (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>()) +
+             " to " + op["to_name"].get<std::string>() + " (" + op["to"].get<std::string>().substr(0, 12) +
+             "): their lease " + lease->lease + ", generation " + std::to_string(lease->generation) + ", " +
+             expiry(lease->expires_at);
     } else if (kind == "release" || kind == "sem-release") {
       line = "released lease " + op["lease"].get<std::string>() + " on " +
              (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>());
