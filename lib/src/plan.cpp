@@ -89,6 +89,8 @@ const char* action_name(Action a) {
       return "migrate";
     case Action::checkpoint:
       return "checkpoint";
+    case Action::handoff:
+      return "handoff";
   }
   return "batch";
 }
