@@ -40,14 +40,12 @@
 #include "gitlocks/replay.hpp"
 #include "gitlocks/sshsig.hpp"
 #include "gitlocks/state.hpp"
+#include "hooks.h"
 #include "leases.h"
 #include "publish.h"
 #include "report.h"
 
 namespace gitlocks::cli {
-namespace {
-
-constexpr std::string_view kHookMarker = "# git-locks hook";
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -62,6 +60,10 @@ std::string self_path() {
   buf.resize(static_cast<std::size_t>(n));
   return buf;
 }
+
+namespace {
+
+constexpr std::string_view kHookMarker = "# git-locks hook";
 
 Result<std::vector<std::string>> split_z(const Result<ProcessResult>& r, const std::string& what) {
   if (!r.ok()) return r.error();
