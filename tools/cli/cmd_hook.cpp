@@ -371,6 +371,9 @@ Result<json> setup_signing(Context& ctx, const std::string& exe) {
 int cmd_hook_install(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
+  if (a->has("agent")) return install_agent_hook(ctx, *a, self_path());
+  if (a->has("ttl"))
+    return ctx.fail(make_error(Errc::usage, "--ttl is the agent hook's TTL: it goes with --agent NAME"));
   const bool server = a->has("server");
   if (server && a->has("warn"))
     return ctx.fail(make_error(Errc::usage, "--warn is for the client hooks; the server hook always rejects"));
