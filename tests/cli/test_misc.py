@@ -164,8 +164,8 @@ class Help(CliTest):
                      "notary keygen", "notary serve", "witness keygen", "witness serve", "witness cosign",
                      "guard-time enable", "guard-time resume", "guard-time history",
                      "guard-time migrate", "guard-time disable", "member add", "member remove", "member rekey",
-                     "member list", "policy show", "policy set", "hook install", "hook check", "check", "mcp", "web",
-                     "recover", "capabilities", "completion bash"):
+                     "member list", "policy show", "policy set", "hook install", "hook check", "hook agent", "check",
+                     "mcp", "web", "recover", "capabilities", "completion bash"):
             self.assertIn(name, commands)
         self.assertEqual(len(commands), 44)
         completion = self.assertOk(r.run("a", "completion", "bash")).out

@@ -144,6 +144,7 @@ int cmd_member_rekey(Context& ctx, const Argv& argv);
 int cmd_member_list(Context& ctx, const Argv& argv);
 int cmd_hook_install(Context& ctx, const Argv& argv);
 int cmd_hook_check(Context& ctx, const Argv& argv);
+int cmd_hook_agent(Context& ctx, const Argv& argv);
 int cmd_check(Context& ctx, const Argv& argv);
 int cmd_policy_show(Context& ctx, const Argv& argv);
 int cmd_policy_set(Context& ctx, const Argv& argv);

@@ -40,14 +40,12 @@
 #include "gitlocks/replay.hpp"
 #include "gitlocks/sshsig.hpp"
 #include "gitlocks/state.hpp"
+#include "hooks.h"
 #include "leases.h"
 #include "publish.h"
 #include "report.h"
 
 namespace gitlocks::cli {
-namespace {
-
-constexpr std::string_view kHookMarker = "# git-locks hook";
 
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
@@ -62,6 +60,10 @@ std::string self_path() {
   buf.resize(static_cast<std::size_t>(n));
   return buf;
 }
+
+namespace {
+
+constexpr std::string_view kHookMarker = "# git-locks hook";
 
 Result<std::vector<std::string>> split_z(const Result<ProcessResult>& r, const std::string& what) {
   if (!r.ok()) return r.error();
@@ -369,6 +371,9 @@ Result<json> setup_signing(Context& ctx, const std::string& exe) {
 int cmd_hook_install(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
+  if (a->has("agent")) return install_agent_hook(ctx, *a, self_path());
+  if (a->has("ttl"))
+    return ctx.fail(make_error(Errc::usage, "--ttl is the agent hook's TTL: it goes with --agent NAME"));
   const bool server = a->has("server");
   if (server && a->has("warn"))
     return ctx.fail(make_error(Errc::usage, "--warn is for the client hooks; the server hook always rejects"));

@@ -27,7 +27,9 @@ constexpr FlagDecl kServiceKey{"service-key", V::text, "KEY", "the notary's serv
 constexpr FlagDecl kDisclosure{"disclosure",   V::choice,
                                "GUARD_WINDOW", "what the notary learns of each transition (only GUARD_WINDOW)",
                                false,          true};
-constexpr FlagDecl kForce{"force", V::none, "", "replace a hook that git-locks did not write"};
+constexpr FlagDecl kForce{
+    "force", V::none, "",
+    "replace a hook that git-locks did not write (with --agent: settings that cannot be merged, kept as FILE.bak)"};
 
 }  // namespace
 
@@ -265,7 +267,11 @@ const std::vector<CommandDecl>& commands() {
        {{"warn", V::none, "", "the hooks warn instead of refusing"},
         kForce,
         {"no-sign", V::none, "", "leave commit signing alone"},
-        {"server", V::none, "", "install the pre-receive hook of the repository serving the store"}},
+        {"server", V::none, "", "install the pre-receive hook of the repository serving the store"},
+        {"agent", V::choice, "claude-code",
+         "instead: the agent host's pre-edit hook (.claude/settings.json, merged): an edit claims the file "
+         "(docs/CLI.md \"Claim on first edit\")"},
+        {"ttl", V::duration, "DUR", "with --agent: the TTL the hook claims and extends for (default 10m)"}},
        "",
        V::none,
        "set up this clone: sign commits with your actor key (Git's SSH signing; --no-sign leaves signing alone), "
@@ -275,12 +281,23 @@ const std::vector<CommandDecl>& commands() {
        "pre-commit and pre-push hooks for early feedback (--warn: they warn only); --server (not with --warn or "
        "--no-sign): a pre-receive hook (for the repository serving a "
        "shared store) rejecting every push to refs/locks/state that does not replay as valid transitions and every "
-       "push to an enforced ref that changes a path under another holder's claim"},
+       "push to an enforced ref that changes a path under another holder's claim; --agent claude-code (alone, or "
+       "with --force, --ttl): instead the agent host's pre-edit hook, merged into the work tree's "
+       ".claude/settings.json, so that an agent's edit claims the file first (--force: replace settings that "
+       "cannot be merged, keeping them as settings.json.bak)"},
       {"hook check",
        {{"warn", V::none, "", "report, but exit 0"}},
        "pre-commit|pre-push|pre-receive|reference-transaction",
        V::choice,
        "what the installed hooks run"},
+      {"hook agent",
+       {{"agent", V::choice, "claude-code", "the agent host whose request is on stdin", false, true},
+        {"ttl", V::duration, "DUR", "claim or extend for DUR from now (default 10m)"}},
+       "",
+       V::none,
+       "what an installed agent pre-edit hook runs: reads the host's request (JSON) on stdin and claims the file "
+       "about to be edited (exclusive), or extends your lease on it; exit 0 lets the edit go, exit 2 blocks it "
+       "with the reason on stderr (held by another: the holder named; any failure: fail closed)"},
       {"check",
        {},
        "RANGE...",

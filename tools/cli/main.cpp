@@ -65,6 +65,7 @@ constexpr Handler kHandlers[] = {
     {"policy set", cmd_policy_set},
     {"hook install", cmd_hook_install},
     {"hook check", cmd_hook_check},
+    {"hook agent", cmd_hook_agent},
     {"check", cmd_check},
     {"mcp", cmd_mcp},
     {"web", cmd_web},
@@ -111,6 +112,8 @@ Exit status:
   2   store-read / store-write (also: stored data failing verification)
   64  usage: bad flag, bad path, malformed input
   run exits with the command's own status once admitted, unless a lease was lost.
+  hook agent exits 2 for every refusal or failure after its command line:
+  the agent host blocks the edit.
 
 Errors: one JSON object per line on stderr,
   {"error":"refused"|"usage"|"store-read"|"store-write",
