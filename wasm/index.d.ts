@@ -88,7 +88,8 @@ export type Capability =
   | 'owner_checkpoint'
   | 'policy_checkpoints'
   | 'witness_cosignatures'
-  | 'lease_handoff';
+  | 'lease_handoff'
+  | 'lease_intent';
 
 /** What this core can do: the same report as `git-locks capabilities --json`. */
 export interface Capabilities {

@@ -20,6 +20,8 @@ std::string_view capability_name(Capability c) {
       return "witness_cosignatures";
     case Capability::lease_handoff:
       return "lease_handoff";
+    case Capability::lease_intent:
+      return "lease_intent";
   }
   return "";
 }
@@ -31,7 +33,8 @@ const std::vector<Capability>& capabilities() {
                                               Capability::owner_checkpoint,
                                               Capability::policy_checkpoints,
                                               Capability::witness_cosignatures,
-                                              Capability::lease_handoff};
+                                              Capability::lease_handoff,
+                                              Capability::lease_intent};
   return all;
 }
 

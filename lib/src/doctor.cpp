@@ -192,7 +192,7 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
   const bool families_known = !policy.is_private || !policy.families.empty();
 
   // Derived data must match the leases: markers on ancestors, family holders.
-  std::map<std::string, std::map<std::string, std::array<std::int64_t, 2>>> markers;  // dir -> holder -> {x, s}
+  std::map<std::string, std::map<std::string, std::array<std::int64_t, 3>>> markers;  // dir -> holder -> {x, s, i}
   std::map<std::string, std::map<std::string, std::int64_t>> families;                // family -> holder -> n
   for (const auto& [res, rec] : w.records) {
     if (rec.resource.kind != RecordKind::path) continue;
@@ -204,9 +204,9 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
                        "lease " + l.id + " on '" + key + "' expired at " + std::to_string(l.expires_at) +
                            " (local clock " + std::to_string(now) + "); `sweep` removes it"});
       if (!parsed.ok()) continue;
-      for (const auto& a : proper_ancestors(*parsed)) markers[a][l.holder][l.exclusive() ? 0 : 1]++;
+      for (const auto& a : proper_ancestors(*parsed)) markers[a][l.holder][l.exclusive() ? 0 : l.intent() ? 2 : 1]++;
       for (const Family* f : families_of(policy, *parsed))
-        if (f->exclusive) families[f->name][l.holder]++;
+        if (f->exclusive && !l.intent()) families[f->name][l.holder]++;
     }
   }
   std::set<std::string> seen_dirs;
@@ -214,8 +214,8 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
     const std::string& name = rec.resource.name;
     if (rec.resource.kind == RecordKind::path) {
       seen_dirs.insert(name);
-      std::map<std::string, std::array<std::int64_t, 2>> have;
-      for (const auto& [h, m] : rec.below) have[h] = {m.exclusive, m.shared};
+      std::map<std::string, std::array<std::int64_t, 3>> have;
+      for (const auto& [h, m] : rec.below) have[h] = {m.exclusive, m.shared, m.intent};
       if (have != markers[name])
         out.push_back({"error", "marker-mismatch", loc_of(res, *version, w.codec),
                        "intention markers of '" + name + "/' do not count the leases below it"});

@@ -101,7 +101,7 @@ class ConflictFinder {
     auto leases = listed_leases(reader_, view_.now, {*filter}, false);
     if (!leases.ok()) return;
     for (const ListedLease& listed : *leases) {
-      if (listed.lease.holder != holder || listed.lease.path != claimed) continue;
+      if (listed.lease.holder != holder || listed.lease.path != claimed || listed.lease.intent()) continue;
       e.fields["lease"] = listed.lease.id;
       return;
     }
@@ -138,7 +138,8 @@ Error commit_refusal(const Oid& commit, const std::string& path, const std::opti
 }
 
 // Policy `require_claim`: a change of a path it covers needs a live lease of
-// the signer's own (either mode) on the path or on one of its ancestors. A
+// the signer's own (exclusive or shared: an intent claims nothing) on the
+// path or on one of its ancestors. A
 // bot key from the policy is exempt (from this rule only: another holder's
 // claim still refuses it); an unsigned commit holds nothing.
 Result<std::optional<Error>> claim_missing(StateReader& reader, const Policy& policy, std::int64_t now,
@@ -154,7 +155,7 @@ Result<std::optional<Error>> claim_missing(StateReader& reader, const Policy& po
       GITLOCKS_TRY(rec, reader.valid_record(path_resource(key)));
       if (!rec) continue;
       for (const auto& l : rec->leases)
-        if (l.holder == *signer && l.live_at(now)) return std::optional<Error>{};
+        if (l.holder == *signer && !l.intent() && l.live_at(now)) return std::optional<Error>{};
     }
   }
   Error e(Errc::not_holder,

@@ -76,13 +76,29 @@ std::vector<Lease> leases_of(const json& record) {
   return out;
 }
 
+std::optional<PathMode> parse_path_mode(std::string_view name) {
+  if (name == "exclusive") return PathMode::exclusive;
+  if (name == "shared") return PathMode::shared;
+  if (name == "intent") return PathMode::intent;
+  return std::nullopt;
+}
+
+const char* path_mode_name(PathMode m) {
+  return m == PathMode::exclusive ? "exclusive" : m == PathMode::shared ? "shared" : "intent";
+}
+
 Marker Marker::of(const json& m) {
-  return {m.value("x", std::int64_t{0}), m.value("xu", std::int64_t{0}), m.value("s", std::int64_t{0}),
-          m.value("su", std::int64_t{0})};
+  return {m.value("x", std::int64_t{0}),  m.value("xu", std::int64_t{0}), m.value("s", std::int64_t{0}),
+          m.value("su", std::int64_t{0}), m.value("i", std::int64_t{0}),  m.value("iu", std::int64_t{0})};
 }
 
 json Marker::to_json() const {
-  return json{{"x", exclusive}, {"xu", exclusive_until}, {"s", shared}, {"su", shared_until}};
+  json j{{"x", exclusive}, {"xu", exclusive_until}, {"s", shared}, {"su", shared_until}};
+  if (intent > 0) {
+    j["i"] = intent;
+    j["iu"] = intent_until;
+  }
+  return j;
 }
 
 namespace {

@@ -45,7 +45,13 @@ Status Planner::claim(ClaimOp& c, std::size_t i) {
 Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int64_t expires_at,
                            const std::optional<std::string>& note, Declared& declared, std::size_t i,
                            const Holder& holder) {
-  const bool excl = mode == "exclusive";
+  // The mode was checked when the op was read (or is the handed lease's).
+  const PathMode pm = parse_path_mode(mode).value_or(PathMode::exclusive);
+  const bool excl = pm == PathMode::exclusive;
+  // An intent (docs/FORMAT.md "Intent") conflicts with nothing and nothing
+  // conflicts with it; only the holder's own lease on the path stands in
+  // its way.
+  const bool intent = pm == PathMode::intent;
   const std::string key = p.key();
   const std::string res = path_resource(key);
   const std::string& who = holder.key;
@@ -60,16 +66,23 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
     GITLOCKS_TRY(rec, get(path_resource(a)));
     if (!rec) continue;
     for (const Lease& l : rec->leases)
-      if (l.holder != who && (excl || l.exclusive()))
+      if (l.holder != who && !intent && !l.intent() && (excl || l.exclusive()))
         conflicts.push_back({l.expires_at, Errc::held_path, "'" + a + "/' is held " + l.mode + " by " + l.label(),
                              l.holder, l.name, l.path});
   }
   std::vector<Reclaim> must_reclaim;
-  std::vector<std::string> reclaimed;  // the ids in must_reclaim
+  std::vector<std::string> reclaimed;  // the ids in must_reclaim, then the holder's own intent a lock replaces
+  std::optional<std::string> superseded;
   GITLOCKS_TRY(target, get(res));
   if (target) {
     for (const Lease& l : target->leases) {
       const bool own = l.holder == who;
+      // A lock replaces its holder's intent on the same path, in the same op.
+      if (own && l.intent() && !intent) {
+        superseded = l.id;
+        continue;
+      }
+      if (!own && (intent || l.intent())) continue;
       if (!own && !excl && !l.exclusive()) continue;
       const std::string already =
           who == ctx_.actor
@@ -82,7 +95,7 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
       reclaimed.push_back(l.id);
     }
     for (const auto& [h, m] : target->below) {
-      if (h == who) continue;
+      if (h == who || intent) continue;
       if (m.exclusive > 0)
         conflicts.push_back({m.exclusive_until, Errc::held_path,
                              "a path below '" + key + "/' is held exclusive by " + h.substr(0, 12), h, "", "", key,
@@ -94,7 +107,7 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
     }
   }
   for (const Family* f : fams) {
-    if (!f->exclusive) continue;
+    if (!f->exclusive || intent) continue;
     GITLOCKS_TRY(rec, get(family_resource(f->name)));
     if (!rec) continue;
     for (const auto& [h, e] : rec->holders)
@@ -107,6 +120,7 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
 
   // Effects: copy body values into the state; nothing depends on T.
   GITLOCKS_TRY(rec, get_for_write(res, Record::path(key)));
+  if (superseded) reclaimed.push_back(*superseded);
   for (const std::string& id : reclaimed) {
     auto it = std::find_if(rec->leases.begin(), rec->leases.end(), [&](const Lease& l) { return l.id == id; });
     const Lease old = *it;
@@ -118,7 +132,7 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
   lease.mode = mode;
   lease.path = p.display();
   issue(*rec, res, lease);
-  GITLOCKS_CHECK(remember_path_lease(p, excl, expires_at, who));
+  GITLOCKS_CHECK(remember_path_lease(p, pm, expires_at, who));
 
   for (auto& g : ttl_time_guards(policy_, body_path(i, {}), expires_at)) guards_.push_back(std::move(g));
   // resolve() leaves `after` declared only with its value (a mistyped one is refused).

@@ -239,7 +239,10 @@ Result<PlanOutcome> plan_policy_set(ObjectStore& store, StateReader& reader, con
   if (parsed.families != policy.families) {
     std::vector<Lease> leases;
     GITLOCKS_CHECK(reader.for_each_valid_record([&](const Record& r) {
-      if (r.resource.kind == RecordKind::path) leases.insert(leases.end(), r.leases.begin(), r.leases.end());
+      // Intents lock nothing: a family never clashes with one.
+      if (r.resource.kind == RecordKind::path)
+        for (const Lease& l : r.leases)
+          if (!l.intent()) leases.push_back(l);
       return true;
     }));
     for (const auto& f : parsed.families) {

@@ -59,7 +59,7 @@ void Planner::name_from_lease(Conflict& c) {
   const bool want_exclusive = c.mode == "exclusive";
   for (const ListedLease& listed : *leases) {
     const Lease& l = listed.lease;
-    if (l.holder != c.holder || listed.resource.kind != RecordKind::path) continue;
+    if (l.holder != c.holder || listed.resource.kind != RecordKind::path || l.intent()) continue;
     if (!c.below.empty() && (l.path == c.below || l.path == c.below + "/")) continue;
     if (!c.below.empty() && want_exclusive && l.mode != "exclusive") continue;
     c.name = l.name;

@@ -126,7 +126,7 @@ struct Declared {
 // claim: {"op","path","mode","expires_at","note"?,"reclaims"?,"after"?}
 struct ClaimOp {
   RepoPath path;
-  std::string mode;  // "exclusive" | "shared"
+  std::string mode;  // "exclusive" | "shared" | "intent"
   bool exclusive = true;
   std::int64_t expires_at = 0;
   std::optional<std::string> note;
@@ -233,13 +233,13 @@ class Planner {
   // markers of every ancestor, `family` the holder entry of every exclusive
   // family the path belongs to.
   template <class MarkerFn, class FamilyFn>
-  Status update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family);
+  Status update_derived(const RepoPath& p, PathMode mode, MarkerFn marker, FamilyFn family);
   // A lease is being removed from path `p`.
   Status forget_path_lease(const RepoPath& p, const Lease& lease);
   // The actor's new lease on path `p`.
-  Status remember_path_lease(const RepoPath& p, bool excl, std::int64_t until, const std::string& holder);
+  Status remember_path_lease(const RepoPath& p, PathMode mode, std::int64_t until, const std::string& holder);
   // The actor's lease on path `p` was renewed until `until`.
-  Status remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until);
+  Status remember_path_lease_renewal(const RepoPath& p, PathMode mode, std::int64_t until);
 
   // --- conflicts and refusals (plan_conflicts.cpp)
   Error conflict_error(const Conflict& c, const std::string& suffix = "");

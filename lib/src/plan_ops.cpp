@@ -160,11 +160,12 @@ Result<Record*> Planner::get_for_write(const std::string& res, const Record& fre
 }
 
 template <class MarkerFn, class FamilyFn>
-Status Planner::update_derived(const RepoPath& p, MarkerFn marker, FamilyFn family) {
+Status Planner::update_derived(const RepoPath& p, PathMode mode, MarkerFn marker, FamilyFn family) {
   for (const auto& a : proper_ancestors(p)) {
     GITLOCKS_TRY(rec, get_for_write(path_resource(a), Record::path(a)));
     marker(*rec);
   }
+  if (mode == PathMode::intent) return Ok{};  // an intent holds no family
   for (const Family* f : families_of(policy_, p)) {
     if (!f->exclusive) continue;
     GITLOCKS_TRY(rec, get_for_write(family_resource(f->name), Record::family(f->name)));
@@ -175,21 +176,21 @@ Status Planner::update_derived(const RepoPath& p, MarkerFn marker, FamilyFn fami
 
 Status Planner::forget_path_lease(const RepoPath& p, const Lease& lease) {
   const std::string& holder = lease.holder;
-  const bool excl = lease.exclusive();
+  const PathMode mode = lease.path_mode();
   return update_derived(
-      p, [&](Record& rec) { records::drop_marker(rec, holder, excl); },
+      p, mode, [&](Record& rec) { records::drop_marker(rec, holder, mode); },
       [&](Record& rec) { records::drop_family_holder(rec, holder); });
 }
 
-Status Planner::remember_path_lease(const RepoPath& p, bool excl, std::int64_t until, const std::string& holder) {
+Status Planner::remember_path_lease(const RepoPath& p, PathMode mode, std::int64_t until, const std::string& holder) {
   return update_derived(
-      p, [&](Record& rec) { records::bump_marker(rec, holder, excl, until); },
+      p, mode, [&](Record& rec) { records::bump_marker(rec, holder, mode, until); },
       [&](Record& rec) { records::bump_family_holder(rec, holder, until); });
 }
 
-Status Planner::remember_path_lease_renewal(const RepoPath& p, bool excl, std::int64_t until) {
+Status Planner::remember_path_lease_renewal(const RepoPath& p, PathMode mode, std::int64_t until) {
   return update_derived(
-      p, [&](Record& rec) { records::renew_marker(rec, ctx_.actor, excl, until); },
+      p, mode, [&](Record& rec) { records::renew_marker(rec, ctx_.actor, mode, until); },
       [&](Record& rec) { records::renew_family_holder(rec, ctx_.actor, until); });
 }
 
@@ -265,7 +266,7 @@ Status Planner::extend(ExtendOp& x, std::size_t i) {
   }
   GITLOCKS_TRY(rec, get_for_write(res, Record{}));
   rec->lease(held.id)->expires_at = expires_at;
-  if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, held.exclusive(), expires_at));
+  if (p) GITLOCKS_CHECK(remember_path_lease_renewal(*p, held.path_mode(), expires_at));
   leases_.push_back({res, held.id, held.generation, expires_at});
   guards_.push_back(time_not_after(body_path(i, {"prev_expires_at"}), prev));
   for (auto& g : ttl_time_guards(policy_, body_path(i, {}), expires_at)) guards_.push_back(std::move(g));

@@ -90,7 +90,7 @@ Result<ClaimOp> Planner::read_claim(const json& op) {
   if (p.display() != path_text) return make_error(Errc::bad_path, "path is not normalised");
   c.path = p;
   GITLOCKS_TRY(mode, get_string(op, "mode"));
-  if (mode != "exclusive" && mode != "shared") return make_error(Errc::usage, "mode must be exclusive or shared");
+  if (!parse_path_mode(mode)) return make_error(Errc::usage, "mode must be exclusive, shared or intent");
   c.mode = mode;
   c.exclusive = mode == "exclusive";
   GITLOCKS_CHECK(new_lease_terms(op, c.expires_at, c.note));

@@ -149,6 +149,28 @@ Result<std::vector<ListedLease>> listed_leases(StateReader& reader, std::int64_t
   return out;
 }
 
+Result<std::vector<ListedLease>> others_intents(StateReader& reader, std::int64_t now,
+                                                const std::vector<RepoPath>& paths, const std::string& actor) {
+  std::vector<ListedLease> out;
+  if (paths.empty()) return out;
+  GITLOCKS_TRY(listed, listed_leases(reader, now, paths, false));
+  for (auto& l : listed)
+    if (l.resource.kind == RecordKind::path && l.lease.intent() && l.lease.holder != actor) out.push_back(std::move(l));
+  return out;
+}
+
+json intent_json(const Lease& intent) {
+  return {{"holder", intent.holder},
+          {"holder_name", intent.name},
+          {"path", intent.path},
+          {"lease", intent.id},
+          {"expires_at", intent.expires_at}};
+}
+
+std::string intent_warning(const Lease& intent, std::int64_t now) {
+  return intent.label() + " intends to change " + intent.path + " until " + format_when(intent.expires_at, now);
+}
+
 Result<json> list_leases(StateReader& reader, std::int64_t now, const std::vector<RepoPath>& filters,
                          bool include_expired, const std::string& me) {
   GITLOCKS_TRY(leases, listed_leases(reader, now, filters, include_expired));

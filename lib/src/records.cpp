@@ -43,7 +43,7 @@ Status validate_lease(const json& l, const std::string& resource, bool path) {
     return bad(resource, "lease generation/expires_at/created_at");
   if (l.contains("note") && !l["note"].is_string()) return bad(resource, "lease note");
   if (path) {
-    if (!is_str(l, "mode") || (l["mode"] != "exclusive" && l["mode"] != "shared")) return bad(resource, "lease mode");
+    if (!is_str(l, "mode") || !parse_path_mode(l["mode"].get<std::string>())) return bad(resource, "lease mode");
     if (!is_str(l, "path")) return bad(resource, "lease path");
   } else if (l.contains("mode") || l.contains("path")) {
     return bad(resource, "semaphore lease with a path field");
@@ -88,8 +88,10 @@ Status validate(const json& rec, const std::string& resource) {
     auto below = rec.find("below");
     if (below == rec.end() || !below->is_object()) return bad(resource, "below");
     for (const auto& [h, m] : below->items()) {
-      if (!is_hex(h, 64) || !m.is_object() || m.size() != 4 || !is_int(m, "x") || !is_int(m, "xu") || !is_int(m, "s") ||
-          !is_int(m, "su"))
+      // {"x","xu","s","su"}, and "i" (at least 1) with "iu" while intents lie below.
+      const bool intents = m.is_object() && m.contains("i");
+      if (!is_hex(h, 64) || !m.is_object() || m.size() != (intents ? 6u : 4u) || !is_int(m, "x") || !is_int(m, "xu") ||
+          !is_int(m, "s") || !is_int(m, "su") || (intents && (!is_int(m, "i", 1) || !is_int(m, "iu"))))
         return bad(resource, "marker of " + h);
     }
     return Ok{};
@@ -111,27 +113,27 @@ Status validate(const json& rec, const std::string& resource) {
   return bad(resource, "unknown kind '" + kind + "'");
 }
 
-void bump_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until) {
+void bump_marker(Record& rec, const std::string& holder, PathMode mode, std::int64_t until) {
   Marker& m = rec.below[holder];
-  (exclusive ? m.exclusive : m.shared) += 1;
-  std::int64_t& u = exclusive ? m.exclusive_until : m.shared_until;
+  m.count_of(mode) += 1;
+  std::int64_t& u = m.until_of(mode);
   u = std::max(u, until);
 }
 
-void renew_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until) {
+void renew_marker(Record& rec, const std::string& holder, PathMode mode, std::int64_t until) {
   auto it = rec.below.find(holder);
   if (it == rec.below.end()) return;
-  std::int64_t& u = exclusive ? it->second.exclusive_until : it->second.shared_until;
+  std::int64_t& u = it->second.until_of(mode);
   u = std::max(u, until);
 }
 
-void drop_marker(Record& rec, const std::string& holder, bool exclusive) {
+void drop_marker(Record& rec, const std::string& holder, PathMode mode) {
   auto it = rec.below.find(holder);
   if (it == rec.below.end()) return;
   Marker& m = it->second;
-  std::int64_t& n = exclusive ? m.exclusive : m.shared;
+  std::int64_t& n = m.count_of(mode);
   n = std::max<std::int64_t>(n - 1, 0);
-  if (n == 0) (exclusive ? m.exclusive_until : m.shared_until) = 0;
+  if (n == 0) m.until_of(mode) = 0;
   if (m.empty()) rec.below.erase(it);
 }
 

@@ -20,12 +20,13 @@ bool is_empty(const json& rec);
 Status validate(const json& rec, const std::string& resource);
 
 // Intention markers on an ancestor directory: per holder, how many live
-// exclusive ("x") and shared ("s") leases lie below, and the latest expiry
-// of each ("xu", "su"). Expiries only grow while a holder has leases below
-// (a safe over-approximation); the entry disappears with its last lease.
-void bump_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until);
-void renew_marker(Record& rec, const std::string& holder, bool exclusive, std::int64_t until);
-void drop_marker(Record& rec, const std::string& holder, bool exclusive);
+// exclusive ("x"), shared ("s") and intent ("i") leases lie below, and the
+// latest expiry of each ("xu", "su", "iu"). Expiries only grow while a
+// holder has leases below (a safe over-approximation); the entry disappears
+// with its last lease.
+void bump_marker(Record& rec, const std::string& holder, PathMode mode, std::int64_t until);
+void renew_marker(Record& rec, const std::string& holder, PathMode mode, std::int64_t until);
+void drop_marker(Record& rec, const std::string& holder, PathMode mode);
 
 // Family holders: {"n": leases on members, "until": latest expiry}.
 void bump_family_holder(Record& rec, const std::string& holder, std::int64_t until);

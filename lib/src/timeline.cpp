@@ -151,9 +151,11 @@ std::vector<std::string> ancestors_of(const std::string& key) {
 // What the lease changes of one commit must do to one holder's marker on
 // one ancestor: the net count change and the latest expiry added or renewed.
 struct MarkerDelta {
-  std::int64_t count[2] = {0, 0};    // [exclusive, shared]
-  std::int64_t until[2] = {-1, -1};  // -1: nothing added or renewed
+  std::int64_t count[3] = {0, 0, 0};     // [exclusive, shared, intent]
+  std::int64_t until[3] = {-1, -1, -1};  // -1: nothing added or renewed
 };
+constexpr PathMode kPathModes[] = {PathMode::exclusive, PathMode::shared, PathMode::intent};
+int mode_index(PathMode m) { return m == PathMode::exclusive ? 0 : m == PathMode::shared ? 1 : 2; }
 
 using LeasesById = std::map<std::string, Lease>;
 using MarkerDeltas = std::map<std::string, std::map<std::string, MarkerDelta>>;  // ancestor key -> holder -> delta
@@ -211,20 +213,21 @@ bool read_change(ObjectStore& store, const Change& c, std::map<std::string, Shar
 // ancestors: removed (-1), renewed (a later bound), added (+1).
 void mark_deltas(const std::string& name, const LeasesById& old_leases, const LeasesById& new_leases,
                  MarkerDeltas& deltas) {
-  auto mark = [&](const std::string& key, const std::string& holder, bool exclusive, int count, std::int64_t until) {
+  auto mark = [&](const std::string& key, const std::string& holder, PathMode mode, int count, std::int64_t until) {
+    const int m = mode_index(mode);
     for (const auto& a : ancestors_of(key)) {
       MarkerDelta& d = deltas[a][holder];
-      d.count[exclusive ? 0 : 1] += count;
-      d.until[exclusive ? 0 : 1] = std::max(d.until[exclusive ? 0 : 1], until);
+      d.count[m] += count;
+      d.until[m] = std::max(d.until[m], until);
     }
   };
   for (const auto& [id, l] : old_leases) {
     auto it = new_leases.find(id);
-    if (it == new_leases.end()) mark(name, l.holder, l.exclusive(), -1, -1);
-    else if (it->second.expires_at != l.expires_at) mark(name, l.holder, l.exclusive(), 0, it->second.expires_at);
+    if (it == new_leases.end()) mark(name, l.holder, l.path_mode(), -1, -1);
+    else if (it->second.expires_at != l.expires_at) mark(name, l.holder, l.path_mode(), 0, it->second.expires_at);
   }
   for (const auto& [id, n] : new_leases)
-    if (!old_leases.count(id)) mark(name, n.holder, n.exclusive(), 1, n.expires_at);
+    if (!old_leases.count(id)) mark(name, n.holder, n.path_mode(), 1, n.expires_at);
 }
 
 }  // namespace
@@ -242,7 +245,7 @@ Status Timeline::conflicts_in_state(StateReader& reader, const std::string& key,
     GITLOCKS_TRY(rec, reader.record(path_resource(k)));
     if (!rec) return Ok{};
     for (const Lease& l : gitlocks::leases_of(*rec))
-      if (l.holder != holder && l.live_at(t) && (exclusive || l.exclusive()))
+      if (l.holder != holder && !l.intent() && l.live_at(t) && (exclusive || l.exclusive()))
         out.push_back("lease " + l.id + " on '" + k + "' (live until " + std::to_string(l.expires_at) + ")");
     return Ok{};
   };
@@ -296,7 +299,8 @@ Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* c
     max_generation_[r.key()] = rec["generation"].get<std::int64_t>();
     if (r.kind == RecordKind::path)
       for (const Lease& l : leases_of(rec))
-        paths_[rec["name"].get<std::string>()].push_back({l.id, l.holder, l.exclusive(), l.expires_at});
+        if (!l.intent())  // an intent is in nobody's way
+          paths_[rec["name"].get<std::string>()].push_back({l.id, l.holder, l.exclusive(), l.expires_at});
     return true;
   });
 }
@@ -305,6 +309,7 @@ Status Timeline::load(ObjectStore& store, const Oid& state, const RecordCodec* c
 struct Timeline::Admission {
   std::string resource, key, holder, id;
   bool exclusive;
+  bool intent;  // an intent conflicts with nothing and is in nobody's way
   std::int64_t expires_at, generation;
   std::int64_t before_generation;  // the record's generation at the parent state (0: no record)
 };
@@ -370,7 +375,8 @@ void Timeline::follow_change(const SharedDoc& before_doc, const SharedDoc& after
   follow_leases(kind, resource, name, old_leases, new_leases, t, violations);
   for (const auto& [id, n] : new_leases) {
     if (old_leases.count(id)) continue;
-    fx.admitted.push_back({resource, name, n.holder, id, n.exclusive(), n.expires_at, n.generation, before_generation});
+    fx.admitted.push_back(
+        {resource, name, n.holder, id, n.exclusive(), n.intent(), n.expires_at, n.generation, before_generation});
   }
   if (kind == "sem" && after_doc) fx.semaphores.push_back(after_doc);
 }
@@ -442,17 +448,19 @@ Status Timeline::check_markers(StateReader& after_reader, const Effects& fx, std
       MarkerDelta delta;
       if (d != deltas.end())
         if (auto it = d->second.find(h); it != d->second.end()) delta = it->second;
-      for (const bool x : {true, false}) {
+      for (const PathMode x : kPathModes) {
+        const int m = mode_index(x);
         const Marker b = marker_of(before, h);
         const Marker a = marker_of(after, h);
-        const std::int64_t want = b.count(x) + delta.count[x ? 0 : 1];
-        const std::string what = std::string(x ? "exclusive" : "shared") + " marker of " + h + " on '" + k + "'";
-        if (a.count(x) != want)
-          violations.push_back({"marker-mismatch", what + " counts " + std::to_string(a.count(x)) +
+        const std::int64_t want = b.count_of(x) + delta.count[m];
+        const std::string what = std::string(path_mode_name(x)) + " marker of " + h + " on '" + k + "'";
+        if (a.count_of(x) != want)
+          violations.push_back({"marker-mismatch", what + " counts " + std::to_string(a.count_of(x)) +
                                                        " lease(s) below, the lease changes make " +
                                                        std::to_string(want)});
-        else if (a.count(x) > 0 && (a.until(x) < delta.until[x ? 0 : 1] || (b.count(x) > 0 && a.until(x) < b.until(x))))
-          violations.push_back({"marker-mismatch", what + " bounds its leases at " + std::to_string(a.until(x)) +
+        else if (a.count_of(x) > 0 &&
+                 (a.until_of(x) < delta.until[m] || (b.count_of(x) > 0 && a.until_of(x) < b.until_of(x))))
+          violations.push_back({"marker-mismatch", what + " bounds its leases at " + std::to_string(a.until_of(x)) +
                                                        ", below an expiry it must cover"});
       }
     }
@@ -490,6 +498,7 @@ Status Timeline::check_admissions(StateReader& after_reader, std::vector<Admissi
     // store. Then comparing keys byte for byte is comparing files.
     if (auto canonical = parse_repo_path(a.key, policy.path_case()); !canonical.ok())
       violations.push_back({"path-not-canonical", "lease " + a.id + ": " + canonical.error().message});
+    if (a.intent) continue;  // docs/FORMAT.md "Intent": in nobody's way, nothing in its way
     std::vector<std::string> found;
     GITLOCKS_CHECK(conflicts(a.key, a.holder, a.exclusive, found));
     // Exclusive families: another holder live on any member of a family this path belongs to.

@@ -65,7 +65,7 @@ class InstalledPrefix(Scratch):
 
     def assert_page(self, text):
         self.assertRegex(text, r"git-locks \S+ Leases on paths and counted resources, stored in a Git ref")
-        self.assertIn("claim [--mode exclusive|shared]", text)
+        self.assertIn("claim [--mode exclusive|shared|intent]", text)
         self.assertIn("EXIT STATUS", text)
         self.assertIn("GIT_LOCKS_KEY", text)
 

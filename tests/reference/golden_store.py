@@ -148,14 +148,20 @@ class State:
         return [f["name"] for f in self.policy.get("families", [])
                 if f["policy"] == "exclusive" and any(_covers(m, path) for m in f["members"])]
 
+    # FORMAT.md "Path record": a marker counts exclusive ("x"), shared ("s")
+    # and intent ("i") leases below; "i"/"iu" are present only while i > 0.
+    # Intents hold no family.
+    MARK = {"exclusive": ("x", "xu"), "shared": ("s", "su"), "intent": ("i", "iu")}
+
     def _add_lease_effects(self, key, lease):
         """Markers on every ancestor and the holder count of exclusive families."""
-        x = lease["mode"] == "exclusive"
+        n, u = self.MARK[lease["mode"]]
         for a in self._ancestors(key):
             m = self._path_record(a)["below"].setdefault(lease["holder"], {"x": 0, "xu": 0, "s": 0, "su": 0})
-            m["x" if x else "s"] += 1
-            u = "xu" if x else "su"
-            m[u] = max(m[u], lease["expires_at"])
+            m[n] = m.get(n, 0) + 1
+            m[u] = max(m.get(u, 0), lease["expires_at"])
+        if lease["mode"] == "intent":
+            return
         for fam in self._exclusive_families(lease["path"]):
             rec = self.records.setdefault("family:" + fam, {"kind": "family", "name": fam, "holders": {}})
             h = rec["holders"].setdefault(lease["holder"], {"n": 0, "until": 0})
@@ -163,25 +169,31 @@ class State:
             h["until"] = max(h["until"], lease["expires_at"])
 
     def _extend_lease_effects(self, key, lease):
-        u = "xu" if lease["mode"] == "exclusive" else "su"
+        u = self.MARK[lease["mode"]][1]
         for a in self._ancestors(key):
             m = self.records["path:" + a]["below"][lease["holder"]]
             m[u] = max(m[u], lease["expires_at"])
+        if lease["mode"] == "intent":
+            return
         for fam in self._exclusive_families(lease["path"]):
             h = self.records["family:" + fam]["holders"][lease["holder"]]
             h["until"] = max(h["until"], lease["expires_at"])
 
     def _remove_lease_effects(self, key, lease):
-        x = lease["mode"] == "exclusive"
+        n, u = self.MARK[lease["mode"]]
         for a in self._ancestors(key):
             rec = self.records["path:" + a]
             m = rec["below"][lease["holder"]]
-            m["x" if x else "s"] -= 1
-            if m["x" if x else "s"] == 0:
-                m["xu" if x else "su"] = 0  # no lease of that mode left below
-            if m["x"] == 0 and m["s"] == 0:
+            m[n] -= 1
+            if m[n] == 0:
+                m[u] = 0  # no lease of that mode left below
+                if n == "i":
+                    del m["i"], m["iu"]
+            if m["x"] == 0 and m["s"] == 0 and m.get("i", 0) == 0:
                 del rec["below"][lease["holder"]]
             self._drop_if_empty("path:" + a)
+        if lease["mode"] == "intent":
+            return
         for fam in self._exclusive_families(lease["path"]):
             rec = self.records["family:" + fam]
             h = rec["holders"][lease["holder"]]
@@ -259,8 +271,14 @@ class State:
         excl = op["mode"] == "exclusive"
         # Expired leases on this very path that the new claim conflicts with
         # (or the holder's own) are replaced: a reclaim.
+        intent = op["mode"] == "intent"
         for old in [l for l in rec["leases"] if l["expires_at"] < now and
-                    (excl or l["mode"] == "exclusive" or l["holder"] == holder)]:
+                    (l["holder"] == holder or (not intent and l["mode"] != "intent" and
+                                               (excl or l["mode"] == "exclusive")))]:
+            rec["leases"].remove(old)
+            self._remove_lease_effects(key, old)
+        # FORMAT.md "Intent": a lock replaces its holder's own (live) intent on the path.
+        for old in [l for l in rec["leases"] if l["holder"] == holder and l["mode"] == "intent" and not intent]:
             rec["leases"].remove(old)
             self._remove_lease_effects(key, old)
         rec["generation"] += 1

@@ -38,7 +38,8 @@ checks, for every commit on refs/locks/state from the root:
   below it at its `prev` when that commit is in the repository (the archive),
   and otherwise starts at the cut, whose source is then its own state;
 - every record name and lease path in NFC (public stores);
-- the exclusion invariant over the timeline (public stores): at the
+- the exclusion invariant over the timeline (public stores; intents lock
+  nothing and are left out): at the
   admission time of every state, no two live leases (T <= expires_at) with
   overlapping paths (equal, or component-wise ancestor/descendant), at least
   one exclusive and different holders; no two holders live on members of an
@@ -748,7 +749,8 @@ class Verifier:
                     raise Invalid("exclusion", "semaphore %s: %d live leases, limit %d"
                                   % (rec["name"], len(leases), rec["limit"]))
             elif rec["kind"] == "path":
-                live.extend(leases)
+                # An intent (FORMAT.md "Intent") locks nothing: it is in nobody's way.
+                live.extend(l for l in leases if l["mode"] != "intent")
         for i, a in enumerate(live):
             for b in live[i + 1:]:
                 if a["holder"] != b["holder"] and "exclusive" in (a["mode"], b["mode"]) \

@@ -483,6 +483,39 @@ class HandoffTest(SharedStore):
         self.assertBothFlag(self.r, 2, "foreign-effect")
 
 
+class IntentTest(SharedStore):
+    """Intents (docs/FORMAT.md "Intent") lock nothing: both verifiers accept
+    intents over and under locks; an intent re-labelled exclusive (body and
+    state, re-signed) over another holder's live lock breaks exclusion."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.init_with({})
+        for actor, args in [("alice", ["claim", "--ttl", "60s", "src/a.c"]),                    # 1
+                            ("bob", ["claim", "--mode", "intent", "--ttl", "60s", "src/a.c"]),    # 2
+                            ("bob", ["claim", "--mode", "intent", "--ttl", "60s", "src/"]),       # 3
+                            ("carol", ["claim", "--ttl", "60s", "src/b.c"])]:                    # 4
+            r.now += 1000
+            cls.run_ok(actor, *args)
+
+    def test_untouched_history_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 5, rv)
+        self.assertEqual(self.f.record(2, "path:src/a.c")["leases"][1]["mode"], "intent")
+        self.assertEqual(self.f.record(3, "path:src")["below"][refverify_key(self.r, "bob")]["i"], 1)
+
+    def test_intent_relabelled_exclusive_over_a_live_lock(self):
+        f = self.f
+        packet = f.packet(2)
+        packet["body"]["ops"][0]["mode"] = "exclusive"
+        rec = f.record(2, "path:src/a.c")
+        rec["leases"][1]["mode"] = "exclusive"
+        f.trees[2] = f.resign(f.with_record(f.trees[2], "path:src/a.c", rec), packet, "bob")
+        f.publish(f.trees[:3])
+        self.assertBothFlag(self.r, 2, "exclusion")
+
+
 def refverify_key(repo, actor):
     """An actor's public key (hex), from its key file."""
     return nacl.signing.SigningKey(seed_of(repo.key(actor))).verify_key.encode().hex()

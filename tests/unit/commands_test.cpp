@@ -37,7 +37,7 @@ std::vector<cli::FlagSpec> parser_flags(const cli::CommandDecl& c) {
 // written by hand (before the declarations), where the grammar allows.
 TEST_CASE("commands: usage lines are generated from the declared flags") {
   CHECK(cli::usage_of(command("claim")) ==
-        "claim [--mode exclusive|shared] [--ttl DUR] [--note TEXT] [--wait[=DUR]] PATH...");
+        "claim [--mode exclusive|shared|intent] [--ttl DUR] [--note TEXT] [--wait[=DUR]] PATH...");
   CHECK(cli::usage_of(command("sem acquire")) == "sem acquire --limit N [--ttl DUR] [--note TEXT] NAME");
   CHECK(cli::usage_of(command("run")) ==
         "run [--claim PATH]... [--shared PATH]... [--sem NAME:LIMIT]... [--ttl DUR] [--note TEXT] [--wait[=DUR]] "

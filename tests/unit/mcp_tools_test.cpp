@@ -47,7 +47,7 @@ TEST_CASE("mcp tools: the input schema check names the first violation") {
   CHECK(check("claim", R"({})") == "arguments: missing required property 'paths'");
   CHECK(check("claim", R"({"paths": ["a"], "colour": 1})") == "arguments: unknown property 'colour'");
   CHECK(check("claim", R"({"paths": ["a"], "mode": "both"})") ==
-        "arguments.mode: must be one of [\"exclusive\",\"shared\"]");
+        "arguments.mode: must be one of [\"exclusive\",\"shared\",\"intent\"]");
   CHECK(check("claim", R"({"paths": ["a"], "ttl": true})") ==
         "arguments.ttl: must be of type [\"string\",\"integer\"]");
   CHECK(check("claim", R"({"paths": ["a"], "ttl": -1})") == "arguments.ttl: must be at least 0");

@@ -460,7 +460,7 @@ TEST_CASE("plan: an op with several faults is refused for the first field checke
        {{"op", "claim"}, {"path", "src/b.c"}, {"mode", "sideways"}, {"expires_at", -1}},
        false,
        Errc::usage,
-       "mode must be exclusive or shared"},
+       "mode must be exclusive, shared or intent"},
       {"claim: a negative expiry before an overlong note",
        "bob",
        {{"op", "claim"}, {"path", "src/b.c"}, {"mode", "shared"}, {"expires_at", -1}, {"note", std::string(5000, 'n')}},
@@ -539,7 +539,7 @@ TEST_CASE("plan: an op with several faults is refused for the first field checke
   auto unknown = plan_as("bob", json::array({cases[1].op, {{"op", "frobnicate"}}}), st.now);
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.error().code == Errc::usage);
-  CHECK(unknown.error().message == "op 0 (claim): mode must be exclusive or shared");
+  CHECK(unknown.error().message == "op 0 (claim): mode must be exclusive, shared or intent");
   auto unknown_first = plan_as("bob", json::array({{{"op", "frobnicate"}}, cases[1].op}), st.now);
   REQUIRE_FALSE(unknown_first.ok());
   CHECK(unknown_first.error().message == "unknown op 'frobnicate'");

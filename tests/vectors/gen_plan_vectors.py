@@ -143,6 +143,17 @@ case("handoff by a non-holder is refused", [ok("alice", [claim("f")], action="cl
 case("handoff after expiry is refused", [ok("alice", [claim("f", ttl=S)], action="claim", interval=ttl_iv(ES)), err("alice", [handoff("$0.0", now=ES + 1)], "guard-window", now=ES + 1)])
 case("handoff to the holder itself is refused", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), err("alice", [handoff("$0.0", to=golden_store.actor_hex("alice"))], "usage")])
 case("handoff to a receiver under the giver's directory is refused", [ok("alice", [claim("d/")], action="claim", interval=ttl_iv(E)), ok("alice", [claim("d/x")], action="claim", interval=ttl_iv(E)), err("alice", [handoff("$1.0", path="d/x")], "held-path")])
+# -- intent (docs/FORMAT.md "Intent"): never refused, refuses nobody, counted
+# in the markers ("i"/"iu") but not in exclusive families
+def intent(path, **kw):
+    return claim(path, mode="intent", **kw)
+case("an intent is admitted over another holder's exclusive lease", [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)), ok("bob", [intent("f")], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
+case("an intent refuses no exclusive claim below or above it", [ok("alice", [intent("d/")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("d/x")], action="claim", interval=ttl_iv(E)), err("carol", [claim("d/")], "held-path")])
+case("an intent below a directory is counted in its markers and refuses nobody", [ok("alice", [intent("d/e/f")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("d/")], action="claim", interval=ttl_iv(E)), ok("bob", [release("d/", "$1.0")], action="release", interval=[0, 2**53 - 1])])
+case("a lock replaces its holder's own intent on the path", [ok("alice", [intent("f")], action="claim", interval=ttl_iv(E)), ok("alice", [claim("f")], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
+case("an intent twice by one holder is already-held", [ok("alice", [intent("f")], action="claim", interval=ttl_iv(E)), err("alice", [intent("f")], "already-held")])
+case("an intent holds no exclusive family", [ok("alice", [claim("db/schema.sql")], action="claim", interval=ttl_iv(E)), ok("bob", [intent("db/migrations/1.sql")], action="claim", interval=ttl_iv(E)), ok("carol", [intent("docs/a.md")], action="claim", interval=ttl_iv(E))], policy=FAM)
+case("an expired intent is reclaimed by its holder's lock", [ok("alice", [intent("f", ttl=S)], action="claim", interval=ttl_iv(ES)), ok("alice", [claim("f", now=ES + 1)], now=ES + 1, action="claim", interval=ttl_iv(ES + 1 + TTL), generations={"path:f": 2})])
 # -- malformed input
 case("bad path is refused", [err("alice", [claim("a/../b")], "bad-path")])
 case("unknown op is refused", [err("alice", [{"op": "steal", "path": "f"}], "bad-json")])

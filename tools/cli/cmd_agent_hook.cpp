@@ -33,6 +33,8 @@
 #include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
 #include "hooks.h"
+#include "identity.h"
+#include "leases.h"
 #include "publish.h"
 #include "report.h"
 
@@ -371,7 +373,8 @@ Result<std::vector<Lease>> own_covering(ObjectStore& store, const Snapshot& snap
   covering.push_back(path.key());
   std::vector<Lease> out;
   for (auto& l : listed)
-    if (l.resource.kind == RecordKind::path && l.lease.holder == actor &&
+    // An intent covers nothing: it locks nothing (docs/FORMAT.md "Intent").
+    if (l.resource.kind == RecordKind::path && l.lease.holder == actor && !l.lease.intent() &&
         std::find(covering.begin(), covering.end(), l.resource.name) != covering.end())
       out.push_back(std::move(l.lease));
   return out;
@@ -446,13 +449,18 @@ int cmd_hook_agent(Context& ctx, const Argv& argv) {
   });
   if (!p.ok()) return block(p.error());
   if (no_store) return skip("no-store", where->file, path, "nothing claimed: " + no_store_message(ctx));
+  // Others' intents on the file: warnings, never a block (docs/FORMAT.md "Intent").
+  const auto clock = now_ms();
+  const Intents near = clock.ok() ? intents_near(**store, p->source, *clock, {path}, actor) : Intents{};
   if (!p->candidate) {
-    json out = {{"op", ctx.op}, {"commit", nullptr}, {"file", where->file},
-                {"path", path}, {"skipped", "held"}, {"leases", leases_json(mine)}};
-    return ctx.done(out,
-                    "nothing to do: your lease covering " + path + " runs at least " + format_duration(*ttl) + " more");
+    json out = {{"op", ctx.op},      {"commit", nullptr},           {"file", where->file}, {"path", path},
+                {"skipped", "held"}, {"leases", leases_json(mine)}, {"intents", near.list}};
+    std::string human =
+        "nothing to do: your lease covering " + path + " runs at least " + format_duration(*ttl) + " more";
+    for (const auto& w : near.warnings) human += "\nwarning: " + w;
+    return ctx.done(out, human);
   }
-  return report_published(ctx, *p, {{"file", where->file}, {"path", path}});
+  return report_published(ctx, *p, {{"file", where->file}, {"path", path}, {"intents", near.list}}, near.warnings);
 }
 
 }  // namespace gitlocks::cli

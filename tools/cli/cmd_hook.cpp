@@ -504,8 +504,11 @@ int cmd_hook_check(Context& ctx, const Argv& argv) {
   std::vector<Error> found;
   for (std::size_t i = 0; i < all.size(); ++i)
     if (const auto& e = (*refusals)[i]) found.push_back(e->prefixed(all[i] + ": "));
-  if (found.empty()) return 0;
   const std::string what = push ? "push" : "commit";
+  // Others' intents on these paths (docs/FORMAT.md "Intent"): warnings, never refusals.
+  for (const auto& w : intents_near(**store, *snap, *now, all, (*me)->actor).warnings)
+    std::fprintf(stderr, "git-locks: warning: this %s overlaps an intent: %s\n", what.c_str(), w.c_str());
+  if (found.empty()) return 0;
   if (a->has("warn")) {
     for (const auto& e : found)
       std::fprintf(stderr, "git-locks: warning: this %s changes %s\n", what.c_str(), e.message.c_str());

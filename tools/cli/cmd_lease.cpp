@@ -244,8 +244,18 @@ int cmd_claim(Context& ctx, const Argv& argv) {
   auto ttl = ttl_of(*a);
   if (!ttl.ok()) return ctx.fail(ttl.error());
   const std::string mode = a->value("mode").value_or("exclusive");
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  // The last snapshot a body was built on: the intents of others the claim
+  // overlaps are read there (docs/CLI.md "claim": warnings, never refusals).
+  std::optional<Snapshot> seen;
+  std::int64_t seen_at = 0;
   const BodyFn body = [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(ctx, snap));
+    seen = snap;
+    seen_at = now;
     json ops = json::array();
     for (const auto& path : a->positionals) {
       json op = ops::claim(path, mode, now + *ttl);
@@ -254,14 +264,36 @@ int cmd_claim(Context& ctx, const Argv& argv) {
     }
     return std::optional<json>{transition_body(ctx, now, ops)};
   };
-  if (!a->has("wait")) return publish_and_report(ctx, "claim", body);
+  auto intents = [&]() {
+    return seen ? intents_near(**store, *seen, seen_at, a->positionals, (*me)->actor) : Intents{};
+  };
+  auto refused = [&](Error e) {
+    const Intents near = intents();
+    if (!near.warnings.empty()) {
+      // Error fields are flat: how many, and the first one's holder and path.
+      e.fields["intents"] = near.list.size();
+      e.fields["intent_holder"] = near.list[0]["holder"].get<std::string>();
+      e.fields["intent_holder_name"] = near.list[0]["holder_name"].get<std::string>();
+      e.fields["intent_path"] = near.list[0]["path"].get<std::string>();
+      for (const auto& w : near.warnings) e.message += "; note: " + w;
+    }
+    return ctx.fail(e);
+  };
+  // An intent is never refused for another holder's lease: it does not wait.
+  if (!a->has("wait") || mode == "intent") {
+    auto p = publish(ctx, "claim", body);
+    if (!p.ok()) return refused(p.error());
+    const Intents near = intents();
+    return report_published(ctx, *p, {{"intents", near.list}}, near.warnings);
+  }
   auto timeout = parse_wait(*a->value("wait"));
   if (!timeout.ok()) return ctx.fail(timeout.error());
   const WaitOptions w{*timeout, wanted_paths(a->positionals, mode == "shared"), paths_label(a->positionals)};
   std::int64_t waited = 0;
   auto p = publish_when_admitted(ctx, "claim", body, w, &waited);
-  if (!p.ok()) return ctx.fail(p.error());
-  return report_published(ctx, *p, {{"waited_ms", waited}});
+  if (!p.ok()) return refused(p.error());
+  const Intents near = intents();
+  return report_published(ctx, *p, {{"waited_ms", waited}, {"intents", near.list}}, near.warnings);
 }
 
 // handoff (LEASE-ID|PATH)... --to KEY [--to-name NAME] [--ttl DUR] [--note

@@ -43,7 +43,11 @@ const std::vector<CommandDecl>& commands() {
        V::none,
        "create the lock store (an existing store is left alone); --private: end-to-end encrypted (docs/PRIVATE.md)"},
       {"claim",
-       {kMode, kTtl, kNote, kWait},
+       {{"mode", V::choice, "exclusive|shared|intent",
+         "exclusive (the default), shared, or intent: announce planned work, refusing nobody and refused by nobody"},
+        kTtl,
+        kNote,
+        kWait},
        "PATH...",
        V::file,
        "claim paths, all or none; an expired lease of another holder is reclaimed; --wait: block until admitted "

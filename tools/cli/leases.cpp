@@ -139,4 +139,25 @@ Result<json> LeaseResolver::op_for(const LeaseRef& ref, bool extend) {
   return make_error(Errc::not_holder, "you hold no " + what);
 }
 
+Intents intents_near(ObjectStore& store, const Snapshot& snap, std::int64_t now, const std::vector<std::string>& paths,
+                     const std::string& actor) {
+  Intents out;
+  if (!snap.commit || (snap.is_private() && !snap.codec())) return out;
+  std::vector<RepoPath> parsed;
+  for (const auto& text : paths) {
+    auto canon = normalize_path_input(text, snap.path_case());
+    if (!canon.ok()) continue;
+    auto p = parse_repo_path(*canon, snap.path_case());
+    if (p.ok()) parsed.push_back(std::move(*p));
+  }
+  StateReader reader(store, snap.state, snap.codec());
+  auto found = others_intents(reader, now, parsed, actor);
+  if (!found.ok()) return out;
+  for (const ListedLease& l : *found) {
+    out.list.push_back(intent_json(l.lease));
+    out.warnings.push_back(intent_warning(l.lease, now));
+  }
+  return out;
+}
+
 }  // namespace gitlocks::cli

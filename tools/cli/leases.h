@@ -62,4 +62,15 @@ class LeaseResolver {
   std::map<std::string, ops::Target> released_;            // force-released lease id -> its path
 };
 
+// The live intents of others (docs/FORMAT.md "Intent") overlapping
+// `paths` (as typed) in `snap` at `now`: their entries (query.hpp
+// intent_json) and one warning line each. A warning, never a refusal: a
+// path that does not parse, or a state that cannot be read, gives none.
+struct Intents {
+  json list = json::array();
+  std::vector<std::string> warnings;
+};
+Intents intents_near(ObjectStore& store, const Snapshot& snap, std::int64_t now, const std::vector<std::string>& paths,
+                     const std::string& actor);
+
 }  // namespace gitlocks::cli

@@ -340,7 +340,7 @@ Result<Published> publish_one(Context& ctx, const std::string& command, const Bo
                                                        std::to_string(kMaxReplans) + " fresh plans");
 }
 
-int report_published(Context& ctx, const Published& p, const json& extra) {
+int report_published(Context& ctx, const Published& p, const json& extra, const std::vector<std::string>& warnings) {
   const Candidate& c = *p.candidate;
   const json& ops = c.outcome.body.contains("ops") ? c.outcome.body["ops"] : json::array();
   json out = {{"op", ctx.op},
@@ -402,6 +402,7 @@ int report_published(Context& ctx, const Published& p, const json& extra) {
              "(refs/locks/state -> " + p.checkpoint->hex().substr(0, 12) + ")\n";
   if (p.checkpoint_error)
     human += "the checkpoint the store's policy asks for failed: " + p.checkpoint_error->message + "\n";
+  for (const auto& w : warnings) human += "warning: " + w + "\n";
   return ctx.done(out, human);
 }
 

@@ -111,6 +111,9 @@ Result<Snapshot> current_snapshot(Context& ctx);
 // "witnesses" when this clone requires some, or "checkpoint_error") else
 // one human line per op. `extra` adds members to the JSON (a waiter's
 // "waited_ms").
-int report_published(Context& ctx, const Published& p, const json& extra = json::object());
+// `warnings`: lines the human output adds ("warning: ..."), e.g. the
+// intents of others a claim overlaps.
+int report_published(Context& ctx, const Published& p, const json& extra = json::object(),
+                     const std::vector<std::string>& warnings = {});
 
 }  // namespace gitlocks::cli

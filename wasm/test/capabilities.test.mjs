@@ -13,7 +13,7 @@ await gl.init();
 test('capabilities() names the seed 002 capabilities in the core report format', () => {
   assert.deepEqual(gl.capabilities(), {
     capabilities: ['owner_guard_time_enable', 'private_time_add_guard_windows', 'owner_guard_time_migrate',
-      'owner_checkpoint', 'policy_checkpoints', 'witness_cosignatures', 'lease_handoff'],
+      'owner_checkpoint', 'policy_checkpoints', 'witness_cosignatures', 'lease_handoff', 'lease_intent'],
     format: 'gitlocks-capabilities-v1',
   });
 });

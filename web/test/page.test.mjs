@@ -68,6 +68,8 @@ test('a history made with the real CLI is all green, with the right counts', asy
   const handoffMarks = await page.$$eval('#timeline .mark.handoff', (ms) => ms.map((m) => m.textContent));
   assert.equal(handoffMarks.length, 1, JSON.stringify(handoffMarks));
   assert.match(handoffMarks[0], /^handed off to bob at /);
+  // carol's intent on src/ (over bob's lock below it) is drawn as an intent.
+  assert.equal(await page.locator('#timeline .bar.intent').count(), 1);
   // The table shows the resources each transition touched.
   const cells = await page.$$eval('#transitions tbody tr', (trs) => trs.map((tr) => [tr.cells[2].textContent, tr.cells[4].textContent]));
   assert.ok(cells.some(([cmd, res]) => cmd === 'claim' && res.includes('src/a.c') && res.includes('src/b.c')), JSON.stringify(cells));

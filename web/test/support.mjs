@@ -84,7 +84,7 @@ export async function serveSite(extra = {}) {
 
 // A repository whose refs/locks/state is made by the real CLI, on a fixed
 // clock: init, claims by two actors, a conflict-free shared claim, a
-// semaphore, an extend, a hand-off and releases. Returns {repo, env, commits}.
+// semaphore, an extend, a hand-off, an intent and releases. Returns {repo, env, commits}.
 export function cliRepo(name) {
   assert.ok(fs.existsSync(cli), `${cli} is missing: build the release preset first`);
   const dir = tempDir(name);
@@ -107,6 +107,7 @@ export function cliRepo(name) {
   gl('alice', 'extend', '--ttl', '20m', 'src/a.c');
   const bob = JSON.parse(gl('bob', '--json', 'whoami')).actor;
   gl('alice', 'handoff', '--to', bob, '--to-name', 'bob', 'src/a.c');
+  gl('carol', 'claim', '--mode', 'intent', '--ttl', '5m', 'src/');
   gl('alice', 'release', 'src/b.c');
   gl('bob', 'sem', 'release', 'ci');
   gl('bob', 'release', 'docs/');

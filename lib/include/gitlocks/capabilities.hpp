@@ -47,6 +47,9 @@ enum class Capability {
   // The handoff op: a live lease handed to another key in one transition
   // (plan.hpp; docs/FORMAT.md "Hand-off").
   lease_handoff,
+  // Path leases of mode "intent": announcements that lock nothing
+  // (docs/FORMAT.md "Intent").
+  lease_intent,
 };
 
 // The stable name of a capability, e.g. "owner_guard_time_enable".

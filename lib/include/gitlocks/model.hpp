@@ -48,6 +48,14 @@ struct Resource {
 // T > expires_at (reclaim and sweep need strictly after expiry).
 inline bool live_until(std::int64_t expires_at, std::int64_t now) { return now <= expires_at; }
 
+// A path lease's mode (docs/FORMAT.md "Lease"): exclusive and shared leases
+// lock; an intent only announces planned work ("Intent"): it never conflicts
+// with anything and nothing conflicts with it.
+enum class PathMode { exclusive, shared, intent };
+// "exclusive", "shared", "intent"; nullopt for anything else.
+std::optional<PathMode> parse_path_mode(std::string_view name);
+const char* path_mode_name(PathMode m);
+
 // One lease of a path or semaphore record.
 struct Lease {
   std::string id;
@@ -56,12 +64,17 @@ struct Lease {
   std::int64_t generation = 0;
   std::int64_t expires_at = 0;
   std::int64_t created_at = 0;
-  std::string mode;  // path leases: "exclusive" | "shared"; semaphores: ""
+  std::string mode;  // path leases: "exclusive" | "shared" | "intent"; semaphores: ""
   std::string path;  // path leases: the claimed path as written ("src/" for a directory)
   std::optional<std::string> note;
 
   bool live_at(std::int64_t now) const { return live_until(expires_at, now); }
   bool exclusive() const { return mode == "exclusive"; }
+  bool intent() const { return mode == "intent"; }
+  // The path lease's mode (a validated one: exclusive unless shared or intent).
+  PathMode path_mode() const {
+    return mode == "shared" ? PathMode::shared : mode == "intent" ? PathMode::intent : PathMode::exclusive;
+  }
 
   // From a lease object of a validated record.
   static Lease of(const json& lease);
@@ -78,26 +91,38 @@ struct Lease {
 std::vector<Lease> leases_of(const json& record);
 
 // A holder's intention marker on a directory (its path record's "below",
-// docs/FORMAT.md): how many of the holder's live exclusive and shared
-// leases lie strictly below it, and the latest expiry of each. Expiries
-// only grow while the holder has leases there (a safe over-approximation);
-// the marker goes with its last lease.
+// docs/FORMAT.md): how many of the holder's live exclusive, shared and
+// intent leases lie strictly below it, and the latest expiry of each.
+// Expiries only grow while the holder has leases there (a safe
+// over-approximation); the marker goes with its last lease.
 struct Marker {
   std::int64_t exclusive = 0;
   std::int64_t exclusive_until = 0;
   std::int64_t shared = 0;
   std::int64_t shared_until = 0;
+  std::int64_t intent = 0;  // announcements only: they lock nothing
+  std::int64_t intent_until = 0;
 
   std::int64_t count(bool excl) const { return excl ? exclusive : shared; }
   std::int64_t until(bool excl) const { return excl ? exclusive_until : shared_until; }
-  bool empty() const { return exclusive == 0 && shared == 0; }
+  std::int64_t& count_of(PathMode m) {
+    return m == PathMode::exclusive ? exclusive : m == PathMode::shared ? shared : intent;
+  }
+  std::int64_t& until_of(PathMode m) {
+    return m == PathMode::exclusive ? exclusive_until : m == PathMode::shared ? shared_until : intent_until;
+  }
+  std::int64_t count_of(PathMode m) const { return const_cast<Marker*>(this)->count_of(m); }
+  std::int64_t until_of(PathMode m) const { return const_cast<Marker*>(this)->until_of(m); }
+  bool empty() const { return exclusive == 0 && shared == 0 && intent == 0; }
   bool operator==(const Marker& o) const {
     return exclusive == o.exclusive && exclusive_until == o.exclusive_until && shared == o.shared &&
-           shared_until == o.shared_until;
+           shared_until == o.shared_until && intent == o.intent && intent_until == o.intent_until;
   }
 
   static Marker of(const json& marker);
-  json to_json() const;  // {"s", "su", "x", "xu"}
+  // {"s", "su", "x", "xu"}, and {"i", "iu"} only while intents lie below (a
+  // store without intents keeps its bytes).
+  json to_json() const;
 };
 
 // holder -> marker, of a validated record (none unless it is a path record

@@ -14,8 +14,10 @@
 
 namespace gitlocks::ops {
 
-enum class Mode { exclusive, shared };
-inline const char* mode_name(Mode m) { return m == Mode::shared ? "shared" : "exclusive"; }
+enum class Mode { exclusive, shared, intent };
+inline const char* mode_name(Mode m) {
+  return m == Mode::shared ? "shared" : m == Mode::intent ? "intent" : "exclusive";
+}
 
 // {"op":"claim","path":P,"mode":M,"expires_at":E,"note"?:N}
 inline json claim(const std::string& path, Mode mode, std::int64_t expires_at,
@@ -25,8 +27,8 @@ inline json claim(const std::string& path, Mode mode, std::int64_t expires_at,
   return op;
 }
 
-// The same with the mode as a user typed it ("exclusive" | "shared"; the
-// planner refuses anything else).
+// The same with the mode as a user typed it ("exclusive" | "shared" |
+// "intent"; the planner refuses anything else).
 inline json claim(const std::string& path, const std::string& mode, std::int64_t expires_at,
                   const std::optional<std::string>& note = std::nullopt) {
   json op = claim(path, Mode::exclusive, expires_at, note);

@@ -67,6 +67,17 @@ struct ListedLease {
 Result<std::vector<ListedLease>> listed_leases(StateReader& reader, std::int64_t now,
                                                const std::vector<RepoPath>& filters, bool include_expired);
 
+// The live intents (docs/FORMAT.md "Intent") of holders other than `actor`
+// that overlap any of `paths` at `now` (on a path, an ancestor or below it),
+// as listed_leases reads them: what a claim's result, its refusal and the
+// hooks warn about. Empty `paths`: none.
+Result<std::vector<ListedLease>> others_intents(StateReader& reader, std::int64_t now,
+                                                const std::vector<RepoPath>& paths, const std::string& actor);
+// {"expires_at","holder","holder_name","lease","path"} of an intent.
+json intent_json(const Lease& intent);
+// "bob (1a2b3c4d5e6f) intends to change src/parser/ until 2026-12-01T11:16:33Z, in 9m59s".
+std::string intent_warning(const Lease& intent, std::int64_t now);
+
 // The rows of list_leases(reader, now, {}, include_expired, me), in the same
 // order, handed to `row` one at a time (it returns false to stop), after
 // `begin` was told how many there are: memory holds each record's resource
