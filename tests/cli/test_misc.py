@@ -165,10 +165,10 @@ class Help(CliTest):
                      "guard-time enable", "guard-time resume", "guard-time history",
                      "guard-time migrate", "guard-time disable", "member add", "member remove", "member rekey",
                      "member list", "policy show", "policy set", "hook install", "hook check", "hook agent", "check",
-                     "handoff",
+                     "handoff", "watch",
                      "mcp", "web", "recover", "capabilities", "completion bash"):
             self.assertIn(name, commands)
-        self.assertEqual(len(commands), 45)
+        self.assertEqual(len(commands), 46)
         completion = self.assertOk(r.run("a", "completion", "bash")).out
         globals_ = re.search(r'^__git_locks_globals="([^"]*)"$', completion, re.M).group(1).split()
         self.assertIn("--repo", globals_)

@@ -63,7 +63,7 @@ class Completion(unittest.TestCase):
         self.assertEqual(self.complete("git-locks", "--v"), ["--version"])
 
     def test_values_and_arguments(self):
-        self.assertEqual(self.complete("git-locks", "claim", "--mode", ""), ["exclusive", "shared"])
+        self.assertEqual(self.complete("git-locks", "claim", "--mode", ""), ["exclusive", "intent", "shared"])
         self.assertEqual(self.complete("git-locks", "claim", "--ttl", ""), [])
         self.assertEqual(self.complete("git-locks", "claim", "src/"), ["src/main.c"])
         self.assertEqual(self.complete("git-locks", "init", "--policy", "pol"), ["policy.json"])

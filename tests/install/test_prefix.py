@@ -41,7 +41,7 @@ class InstalledPrefix(Scratch):
         sections = re.findall(r'^\.SH "?([^"\n]*)"?$', roff, re.M)
         self.assertEqual(sections, ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "GLOBAL FLAGS",
                                     "GIT'S SSH SIGNING PROGRAM", "EXIT STATUS", "ENVIRONMENT", "SEE ALSO"])
-        self.assertIn("\nclaim [\\-\\-mode exclusive|shared] [\\-\\-ttl DUR] [\\-\\-note TEXT] [\\-\\-wait[=DUR]] PATH...\n", roff)
+        self.assertIn("\nclaim [\\-\\-mode exclusive|shared|intent] [\\-\\-ttl DUR] [\\-\\-note TEXT] [\\-\\-wait[=DUR]] PATH...\n", roff)
         completion = os.path.join(self.prefix, "share", "bash-completion", "completions", "git-locks")
         with open(completion) as f:
             self.assertIn("_git_locks()", f.read())

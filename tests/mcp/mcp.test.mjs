@@ -18,7 +18,7 @@ assert.ok(cli && dev, 'GITLOCKS_CLI and GITLOCKS_MCP_DEV_DIR must be set (ctest 
 const sdk = (file) => import(pathToFileURL(join(dev, 'node_modules/@modelcontextprotocol/sdk/dist/esm', file)).href);
 const { Client } = await sdk('client/index.js');
 const { StdioClientTransport } = await sdk('client/stdio.js');
-const { McpError } = await sdk('types.js');
+const { McpError, ResourceUpdatedNotificationSchema } = await sdk('types.js');
 
 const TOOLS = ['claim', 'extend', 'release', 'handoff', 'status', 'wait', 'fence', 'sem_acquire', 'sem_release', 'whoami',
                'log', 'verify'];
@@ -175,6 +175,38 @@ test('two agents: claim, held-path refusal, wait until released, verify', async 
   assert.equal(verified.structuredContent.verdicts.length, 8);
 });
 
+test('the status resource: listed, read, and updated for a subscriber as the store changes', async () => {
+  const a = await connect(keyA);
+  assert.deepEqual(a.getServerCapabilities().resources, { subscribe: true, listChanged: false });
+  const { resources } = await a.listResources();
+  assert.deepEqual(resources.map((r) => [r.uri, r.mimeType]), [['git-locks://status', 'application/json']]);
+  const tip = () => execFileSync('git', ['-C', repo, 'rev-parse', 'refs/locks/state'], { encoding: 'utf8' }).trim();
+  const read = await a.readResource({ uri: 'git-locks://status' });
+  assert.equal(JSON.parse(read.contents[0].text).commit, tip());
+  const updates = [];
+  a.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updates.push([n.params.uri, tip()]));
+  await a.subscribeResource({ uri: 'git-locks://status' });
+  const before = tip();
+  git_locks(keyB, 'claim', 'subscribed/x');
+  for (let i = 0; i < 200 && updates.length === 0; ++i) await sleep(50);
+  // One update for B's claim, sent once the ref had moved.
+  assert.equal(updates.length, 1, JSON.stringify(updates));
+  assert.equal(updates[0][0], 'git-locks://status');
+  assert.notEqual(updates[0][1], before);
+  const after = await a.readResource({ uri: 'git-locks://status' });
+  assert.ok(JSON.parse(after.contents[0].text).leases.some((l) => l.path === 'subscribed/x' && l.holder === actorB));
+  // Unsubscribed: B's release is not announced.
+  await a.unsubscribeResource({ uri: 'git-locks://status' });
+  git_locks(keyB, 'release', 'subscribed/x');
+  await sleep(600);
+  assert.equal(updates.length, 1, JSON.stringify(updates));
+  await assert.rejects(a.readResource({ uri: 'git-locks://nothing' }), (e) => {
+    assert.ok(e instanceof McpError, String(e));
+    assert.equal(e.code, -32002);
+    return true;
+  });
+});
+
 test('bad arguments are tool errors (usage); an unknown tool is -32602', async () => {
   const b = await connect(keyB);
   await b.listTools();
@@ -294,7 +326,7 @@ test('garbage on stdin: JSON-RPC errors, and the server keeps serving', async ()
   assert.deepEqual(byOrder[2], { jsonrpc: '2.0', id: 'p', result: {} });
   assert.equal(byOrder[3].id, 1);
   assert.equal(byOrder[3].result.protocolVersion, '2025-06-18');
-  assert.deepEqual(byOrder[3].result.capabilities, { tools: { listChanged: false } });
+  assert.deepEqual(byOrder[3].result.capabilities, { tools: { listChanged: false }, resources: { subscribe: true, listChanged: false } });
   assert.equal(byOrder[3].result.serverInfo.name, 'git-locks');
   assert.deepEqual([byOrder[4].id, byOrder[4].error.code], [null, -32600]);  // a batch
   assert.deepEqual([byOrder[5].id, byOrder[5].error.code], [3, -32601]);

@@ -126,6 +126,7 @@ int cmd_claim(Context& ctx, const Argv& argv);
 int cmd_extend(Context& ctx, const Argv& argv);
 int cmd_release(Context& ctx, const Argv& argv);
 int cmd_handoff(Context& ctx, const Argv& argv);
+int cmd_watch(Context& ctx, const Argv& argv);
 int cmd_sweep(Context& ctx, const Argv& argv);
 int cmd_sem_acquire(Context& ctx, const Argv& argv);
 int cmd_sem_release(Context& ctx, const Argv& argv);

@@ -36,6 +36,12 @@ constexpr int kInvalidRequest = -32600;
 constexpr int kMethodNotFound = -32601;
 constexpr int kInvalidParams = -32602;
 constexpr int kInternalError = -32603;
+// MCP: a resource URI the server does not have.
+constexpr int kResourceNotFound = -32002;
+
+// The one resource: the store's status, whose updates a client can
+// subscribe to (docs/CLI.md "MCP server").
+constexpr const char* kStatusUri = "git-locks://status";
 
 // One JSON message per line; writers on several threads never interleave.
 class Output {
@@ -81,8 +87,16 @@ class Server {
   void run(const std::string& key, const json& id, const mcp::Tool& tool, const json& arguments,
            std::shared_ptr<Call> call);
   void cancel(const std::string& key);
+  void read_resource(const std::string& key, const json& id, std::shared_ptr<Call> call);
+  void subscribe(const json& id, const json& params, bool on);
+  // The subscription's `git-locks watch` child, stopped (and its thread
+  // joined) for unsubscribe and at shutdown.
+  void stop_watch();
 
   std::vector<std::string> base_;  // this binary, its global flags, --json
+  std::mutex watch_mutex_;
+  pid_t watch_pid_ = -1;
+  std::thread watch_thread_;
   Output out_;
   bool initialized_ = false;  // initialize was answered
   std::mutex calls_mutex_;
@@ -132,14 +146,15 @@ void Server::request(const json& id, const std::string& method, const json& para
     for (const char* ours : kProtocolVersions)
       if (*v == ours) version = ours;
     initialized_ = true;
-    return out_.result(id,
-                       {{"protocolVersion", version},
-                        {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                        {"serverInfo", {{"name", "git-locks"}, {"title", "git-locks"}, {"version", GITLOCKS_VERSION}}},
-                        {"instructions",
-                         "Leases on paths of this Git repository (refs/locks/state). Claim the paths you are "
-                         "about to change, release them when done; a held-path refusal names the holder and "
-                         "its expiry; claim with wait blocks until admitted."}});
+    return out_.result(
+        id, {{"protocolVersion", version},
+             {"capabilities",
+              {{"tools", {{"listChanged", false}}}, {"resources", {{"subscribe", true}, {"listChanged", false}}}}},
+             {"serverInfo", {{"name", "git-locks"}, {"title", "git-locks"}, {"version", GITLOCKS_VERSION}}},
+             {"instructions",
+              "Leases on paths of this Git repository (refs/locks/state). Claim the paths you are "
+              "about to change, release them when done; a held-path refusal names the holder and "
+              "its expiry; claim with wait blocks until admitted."}});
   }
   if (!initialized_) return out_.error(id, kInvalidRequest, "Invalid Request: not initialized (send initialize first)");
   if (method == "tools/list") {
@@ -148,6 +163,34 @@ void Server::request(const json& id, const std::string& method, const json& para
     return out_.result(id, {{"tools", list}});
   }
   if (method == "tools/call") return call_tool(id, params);
+  if (method == "resources/list")
+    return out_.result(
+        id, {{"resources",
+              {{{"uri", kStatusUri},
+                {"name", "status"},
+                {"title", "Lock store status"},
+                {"description",
+                 "The live leases of refs/locks/state, as git-locks status --json prints them. Subscribe to be told "
+                 "(notifications/resources/updated) whenever the store changes: a lease claimed, renewed, released, "
+                 "expired, force-released or handed off."},
+                {"mimeType", "application/json"}}}}});
+  if (method == "resources/templates/list") return out_.result(id, {{"resourceTemplates", json::array()}});
+  if (method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe") {
+    auto uri = params.find("uri");
+    if (uri == params.end() || !uri->is_string())
+      return out_.error(id, kInvalidParams, "Invalid params: uri must be a string");
+    if (*uri != kStatusUri) return out_.error(id, kResourceNotFound, "Resource not found: " + uri->get<std::string>());
+    if (method != "resources/read") return subscribe(id, params, method == "resources/subscribe");
+    const std::string key = id.dump();
+    auto call = std::make_shared<Call>();
+    {
+      std::lock_guard<std::mutex> lock(calls_mutex_);
+      if (!calls_.emplace(key, call).second)
+        return out_.error(id, kInvalidRequest, "Invalid Request: request id " + key + " is already in use");
+    }
+    std::thread([this, key, id, call] { read_resource(key, id, call); }).detach();
+    return;
+  }
   out_.error(id, kMethodNotFound, "Method not found: " + method);
 }
 
@@ -216,6 +259,103 @@ void Server::run(const std::string& key, const json& id, const mcp::Tool& tool, 
   calls_done_.notify_all();
 }
 
+// resources/read of the status: `git-locks status` run as a child, as a
+// tools/call runs its command.
+void Server::read_resource(const std::string& key, const json& id, std::shared_ptr<Call> call) {
+  std::vector<std::string> argv = base_;
+  argv.push_back("status");
+  std::optional<json> response;
+  auto proc = Process::start(argv, {});
+  if (!proc.ok()) {
+    response =
+        json{{"jsonrpc", "2.0"},
+             {"id", id},
+             {"error", {{"code", kInternalError}, {"message", "cannot run git-locks: " + proc.error().message}}}};
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(call->mutex);
+      call->pid = proc->pid();
+      if (call->cancelled) ::kill(call->pid, SIGTERM);
+    }
+    ProcessResult r = proc->finish("", [&] {
+      std::lock_guard<std::mutex> lock(call->mutex);
+      call->pid = -1;
+    });
+    if (r.status == 0)
+      response =
+          json{{"jsonrpc", "2.0"},
+               {"id", id},
+               {"result", {{"contents", {{{"uri", kStatusUri}, {"mimeType", "application/json"}, {"text", r.out}}}}}}};
+    else
+      response = json{
+          {"jsonrpc", "2.0"},
+          {"id", id},
+          {"error", {{"code", kInternalError}, {"message", "git-locks status failed: " + r.err}, {"data", r.err}}}};
+  }
+  bool cancelled = false;
+  {
+    std::lock_guard<std::mutex> lock(call->mutex);
+    cancelled = call->cancelled;
+  }
+  if (!cancelled) out_.send(*response);
+  std::lock_guard<std::mutex> lock(calls_mutex_);
+  calls_.erase(key);
+  calls_done_.notify_all();
+}
+
+// resources/subscribe starts one `git-locks --json watch` child (the
+// server's global flags: the same store, remote and keys); each change it
+// reports becomes notifications/resources/updated for the status.
+// Subscribing again keeps the one child; unsubscribe stops it.
+void Server::subscribe(const json& id, const json&, bool on) {
+  if (!on) {
+    stop_watch();
+    return out_.result(id, json::object());
+  }
+  {
+    std::lock_guard<std::mutex> lock(watch_mutex_);
+    if (watch_pid_ > 0) return out_.result(id, json::object());
+  }
+  stop_watch();  // a child that ended by itself: its thread is joined
+  std::vector<std::string> argv = base_;
+  argv.push_back("watch");
+  auto proc = Process::start(argv, {});
+  if (!proc.ok()) return out_.error(id, kInternalError, "cannot run git-locks watch: " + proc.error().message);
+  // The first line says the watch has read the tip: changes after the
+  // response are all reported.
+  auto first = proc->read_line();
+  if (!first || json::parse(*first, nullptr, false).value("event", "") != "watching") {
+    ProcessResult r = proc->finish("");
+    return out_.error(id, kInternalError, "git-locks watch failed: " + r.err);
+  }
+  {
+    std::lock_guard<std::mutex> lock(watch_mutex_);
+    watch_pid_ = proc->pid();
+  }
+  watch_thread_ = std::thread([this, p = std::make_shared<Process>(std::move(*proc))] {
+    while (auto line = p->read_line()) {
+      const json event = json::parse(*line, nullptr, false);
+      if (event.is_discarded() || event.value("event", "") == "watching") continue;
+      out_.send({{"jsonrpc", "2.0"}, {"method", "notifications/resources/updated"}, {"params", {{"uri", kStatusUri}}}});
+    }
+    ProcessResult r = p->finish("", [&] {
+      std::lock_guard<std::mutex> lock(watch_mutex_);
+      watch_pid_ = -1;
+    });
+    if (r.status != 0 && r.status != 128 + SIGTERM)
+      std::fprintf(stderr, "git-locks mcp: the subscription's watch ended (exit %d): %s", r.status, r.err.c_str());
+  });
+  out_.result(id, json::object());
+}
+
+void Server::stop_watch() {
+  {
+    std::lock_guard<std::mutex> lock(watch_mutex_);
+    if (watch_pid_ > 0) ::kill(watch_pid_, SIGTERM);
+  }
+  if (watch_thread_.joinable()) watch_thread_.join();
+}
+
 void Server::cancel(const std::string& key) {
   std::lock_guard<std::mutex> lock(calls_mutex_);
   auto it = calls_.find(key);
@@ -226,6 +366,10 @@ void Server::cancel(const std::string& key) {
 }
 
 void Server::terminate_calls() {
+  {
+    std::lock_guard<std::mutex> watch(watch_mutex_);
+    if (watch_pid_ > 0) ::kill(watch_pid_, SIGTERM);
+  }
   std::lock_guard<std::mutex> lock(calls_mutex_);
   for (auto& [key, call] : calls_) {
     std::lock_guard<std::mutex> call_lock(call->mutex);
@@ -236,6 +380,7 @@ void Server::terminate_calls() {
 
 void Server::shutdown() {
   terminate_calls();
+  stop_watch();
   std::unique_lock<std::mutex> lock(calls_mutex_);
   calls_done_.wait(lock, [&] { return calls_.empty(); });
 }

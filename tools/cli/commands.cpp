@@ -125,6 +125,15 @@ const std::vector<CommandDecl>& commands() {
        V::file,
        "block until the paths are claimable (and with --claim, claim them; --mode, --ttl and --note go with "
        "--claim)"},
+      {"watch",
+       {{"interval", V::duration, "DUR",
+         "how often the tip is read (default 50ms for a local store, 2s for a remote one, fetched each time)"},
+        {"max-events", V::count, "N", "exit 0 after N events (default: run until SIGINT or SIGTERM)", false, false,
+         false, 1}},
+       "[PATH|sem:NAME]...",
+       V::file,
+       "stream one line per change of the store (claimed, renewed, released, expired, force-released, handed-off, "
+       "lost) as the ref moves, only those of PATHs (overlapping) or semaphores when given; writes nothing"},
       {"log",
        {{"limit", V::count, "N", "at most N commits", false, false, false, 1}},
        "",

@@ -40,6 +40,7 @@ constexpr Handler kHandlers[] = {
     {"status", cmd_status},
     {"fence", cmd_fence},
     {"wait", cmd_wait},
+    {"watch", cmd_watch},
     {"log", cmd_log},
     {"whoami", cmd_whoami},
     {"verify", cmd_verify},

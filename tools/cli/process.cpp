@@ -175,7 +175,8 @@ Result<Process> Process::start(const std::vector<std::string>& argv, const std::
   return p;
 }
 
-Process::Process(Process&& o) noexcept : pid_(o.pid_), in_(o.in_), out_(o.out_), err_(o.err_) {
+Process::Process(Process&& o) noexcept
+    : pid_(o.pid_), in_(o.in_), out_(o.out_), err_(o.err_), pending_(std::move(o.pending_)) {
   o.pid_ = -1;
   o.in_ = o.out_ = o.err_ = -1;
 }
@@ -187,6 +188,7 @@ Process& Process::operator=(Process&& o) noexcept {
     in_ = o.in_;
     out_ = o.out_;
     err_ = o.err_;
+    pending_ = std::move(o.pending_);
     o.pid_ = -1;
     o.in_ = o.out_ = o.err_ = -1;
   }
@@ -209,6 +211,30 @@ void Process::abandon() {
     pid_ = -1;
   }
   close_fds();
+}
+
+std::optional<std::string> Process::read_line() {
+  close_fd(in_);
+  for (;;) {
+    if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    if (out_ < 0) break;
+    char buf[4096];
+    const ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close_fd(out_);
+      break;
+    }
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+  if (pending_.empty()) return std::nullopt;
+  std::string last = std::move(pending_);
+  pending_.clear();
+  return last;
 }
 
 ProcessResult Process::finish(std::string_view input, const std::function<void()>& before_reap,

@@ -54,6 +54,12 @@ class Process {
   // has touched nothing) and reaps it.
   void abandon();
 
+  // For a child that streams lines (`watch`): its next line of stdout,
+  // without the newline, blocking until it comes; nullopt once its output
+  // ends. Its stdin is closed at the first call; its stderr is not read
+  // (such a child writes there only as it exits).
+  std::optional<std::string> read_line();
+
   pid_t pid() const { return pid_; }
 
  private:
@@ -63,6 +69,7 @@ class Process {
   int in_ = -1;
   int out_ = -1;
   int err_ = -1;
+  std::string pending_;  // read_line: read past the last line returned
 };
 
 // Process::start on a thread of its own. posix_spawn returns only once the
