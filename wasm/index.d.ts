@@ -338,7 +338,7 @@ export interface StatusRow {
   live: boolean;
   mine: boolean;
   path?: string;
-  mode?: 'exclusive' | 'shared';
+  mode?: 'exclusive' | 'shared' | 'intent';
   sem?: string;
   limit?: number;
   note?: string;
@@ -454,17 +454,24 @@ export interface TimelineLease {
   /** A path, or "sem:NAME". */
   resource: string;
   kind: 'path' | 'sem';
-  mode: 'exclusive' | 'shared' | 'slot';
+  mode: 'exclusive' | 'shared' | 'intent' | 'slot';
   generation: number;
   holder: string;
   name: string;
   start: number | null;
   end: number | null;
   /** How it ended; null while it is open. */
-  end_kind: 'release' | 'expired' | 'reclaim' | null;
+  end_kind: 'release' | 'expired' | 'reclaim' | 'force-release' | 'handoff' | null;
   expires_at: number;
   start_commit: number;
   end_commit?: number;
+  /** end_kind "force-release": the admin and the reason. */
+  released_by?: string;
+  released_by_name?: string;
+  release_reason?: string;
+  /** end_kind "handoff": the key and name it was handed to. */
+  handed_to?: string;
+  handed_to_name?: string;
 }
 
 export interface TimelineResult extends ReplayResult {
