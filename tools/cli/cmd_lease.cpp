@@ -2,6 +2,7 @@
 // sem acquire/release, batch.
 #include <algorithm>
 #include <cctype>
+#include <functional>
 
 #include "cli.h"
 #include "enforcement.h"
@@ -143,6 +144,28 @@ int release_landed(Context& ctx, const Parsed& a) {
   return report_published(ctx, *p, {{"landed", landed}, {"released", released}});
 }
 
+// The ops on leases the user names (extend, release, handoff), published
+// as one transition: --ttl and --generation read once, then per snapshot a
+// resolver of the actor's leases for `ops_of`.
+using LeaseOpsFn = std::function<Result<json>(LeaseResolver& resolve, std::int64_t now, std::int64_t ttl,
+                                              std::optional<std::int64_t> gen)>;
+int publish_lease_ops(Context& ctx, const Parsed& a, const std::string& command, const LeaseOpsFn& ops_of) {
+  auto ttl = ttl_of(a);
+  if (!ttl.ok()) return ctx.fail(ttl.error());
+  auto gen = generation_of(a);
+  if (!gen.ok()) return ctx.fail(gen.error());
+  auto me = ctx.identity();
+  if (!me.ok()) return ctx.fail(me.error());
+  auto store = ctx.store();
+  if (!store.ok()) return ctx.fail(store.error());
+  return publish_and_report(ctx, command, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+    GITLOCKS_CHECK(require_store(ctx, snap));
+    LeaseResolver resolve(**store, snap, (*me)->actor);
+    GITLOCKS_TRY(ops, ops_of(resolve, now, *ttl, *gen));
+    return std::optional<json>{transition_body(ctx, now, ops)};
+  });
+}
+
 // extend/release: ops for LEASE-ID|PATH arguments, resolved per snapshot.
 // release --force --reason TEXT: an admin's release of any holder's path
 // leases (the core checks the policy's admins); --landed: release_landed.
@@ -156,32 +179,24 @@ int lease_command(Context& ctx, const Argv& argv, bool extend) {
   if (force && (!why || why->empty()))
     return ctx.fail(make_error(Errc::usage, "release --force needs --reason TEXT: the holder and the log are told"));
   if (a->positionals.empty()) return ctx.fail(make_error(Errc::usage, "name at least one LEASE-ID or PATH"));
-  auto ttl = ttl_of(*a);
-  if (!ttl.ok()) return ctx.fail(ttl.error());
-  auto gen = generation_of(*a);
-  if (!gen.ok()) return ctx.fail(gen.error());
-  auto me = ctx.identity();
-  if (!me.ok()) return ctx.fail(me.error());
-  auto store = ctx.store();
-  if (!store.ok()) return ctx.fail(store.error());
-  return publish_and_report(ctx, ctx.op, [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(ctx, snap));
-    LeaseResolver resolve(**store, snap, (*me)->actor);
-    json ops = json::array();
-    for (const auto& arg : a->positionals) {
-      const LeaseRef ref{LeaseRef::Kind::id_or_path, arg, *gen};
-      if (force) {  // every lease the argument names, each once
-        GITLOCKS_TRY(found, resolve.force_ops_for(ref, *why));
-        for (auto& op : found)
-          if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(std::move(op));
-        continue;
-      }
-      GITLOCKS_TRY(op, resolve.op_for(ref, extend));
-      if (extend) op["expires_at"] = now + *ttl;
-      ops.push_back(op);
-    }
-    return std::optional<json>{transition_body(ctx, now, ops)};
-  });
+  return publish_lease_ops(
+      ctx, *a, ctx.op,
+      [&](LeaseResolver& resolve, std::int64_t now, std::int64_t ttl, std::optional<std::int64_t> gen) -> Result<json> {
+        json ops = json::array();
+        for (const auto& arg : a->positionals) {
+          const LeaseRef ref{LeaseRef::Kind::id_or_path, arg, gen};
+          if (force) {  // every lease the argument names, each once
+            GITLOCKS_TRY(found, resolve.force_ops_for(ref, *why));
+            for (auto& op : found)
+              if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(std::move(op));
+            continue;
+          }
+          GITLOCKS_TRY(op, resolve.op_for(ref, extend));
+          if (extend) op["expires_at"] = now + ttl;
+          ops.push_back(op);
+        }
+        return ops;
+      });
 }
 
 }  // namespace
@@ -313,30 +328,22 @@ int cmd_handoff(Context& ctx, const Argv& argv) {
                                                 ": not a public key (64 hex digits; `git-locks whoami` "
                                                 "prints yours)"));
   const std::string name = a->value("to-name").value_or(key.substr(0, 12));
-  auto ttl = ttl_of(*a);
-  if (!ttl.ok()) return ctx.fail(ttl.error());
-  auto gen = generation_of(*a);
-  if (!gen.ok()) return ctx.fail(gen.error());
-  auto me = ctx.identity();
-  if (!me.ok()) return ctx.fail(me.error());
-  auto store = ctx.store();
-  if (!store.ok()) return ctx.fail(store.error());
-  return publish_and_report(ctx, "handoff", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-    GITLOCKS_CHECK(require_store(ctx, snap));
-    LeaseResolver resolve(**store, snap, (*me)->actor);
-    json ops = json::array();
-    for (const auto& arg : a->positionals) {
-      // The lease as a release would name it; handed on instead.
-      GITLOCKS_TRY(release, resolve.op_for(LeaseRef{LeaseRef::Kind::id_or_path, arg, *gen}, false));
-      const bool sem = release.contains("sem");
-      const ops::Target t = sem ? ops::Target::semaphore(release["sem"].get<std::string>())
-                                : ops::Target::path(release["path"].get<std::string>());
-      json op = ops::handoff(t, release["lease"].get<std::string>(), key, name, now + *ttl, a->value("note"));
-      if (release.contains("generation")) op["generation"] = release["generation"];
-      ops.push_back(std::move(op));
-    }
-    return std::optional<json>{transition_body(ctx, now, ops)};
-  });
+  return publish_lease_ops(
+      ctx, *a, "handoff",
+      [&](LeaseResolver& resolve, std::int64_t now, std::int64_t ttl, std::optional<std::int64_t> gen) -> Result<json> {
+        json ops = json::array();
+        for (const auto& arg : a->positionals) {
+          // The lease as a release would name it; handed on instead.
+          GITLOCKS_TRY(release, resolve.op_for(LeaseRef{LeaseRef::Kind::id_or_path, arg, gen}, false));
+          const bool sem = release.contains("sem");
+          const ops::Target t = sem ? ops::Target::semaphore(release["sem"].get<std::string>())
+                                    : ops::Target::path(release["path"].get<std::string>());
+          json op = ops::handoff(t, release["lease"].get<std::string>(), key, name, now + ttl, a->value("note"));
+          if (release.contains("generation")) op["generation"] = release["generation"];
+          ops.push_back(std::move(op));
+        }
+        return ops;
+      });
 }
 
 int cmd_extend(Context& ctx, const Argv& argv) { return lease_command(ctx, argv, true); }

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -88,6 +89,10 @@ class Server {
            std::shared_ptr<Call> call);
   void cancel(const std::string& key);
   void read_resource(const std::string& key, const json& id, std::shared_ptr<Call> call);
+  // Runs `argv` as the child of `call` (a cancel signals it) and sends the
+  // response `response_of` makes of its result, unless cancelled.
+  void run_child(const std::string& key, const json& id, std::shared_ptr<Call> call,
+                 const std::vector<std::string>& argv, const std::function<json(const ProcessResult&)>& response_of);
   void subscribe(const json& id, const json& params, bool on);
   // The subscription's `git-locks watch` child, stopped (and its thread
   // joined) for unsubscribe and at shutdown.
@@ -227,6 +232,14 @@ void Server::run(const std::string& key, const json& id, const mcp::Tool& tool, 
                  std::shared_ptr<Call> call) {
   std::vector<std::string> argv = base_;
   for (auto& a : mcp::command_line(tool, arguments)) argv.push_back(std::move(a));
+  run_child(key, id, std::move(call), argv, [&](const ProcessResult& r) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"result", mcp::tool_result(tool, r.status, r.out, r.err)}};
+  });
+}
+
+void Server::run_child(const std::string& key, const json& id, std::shared_ptr<Call> call,
+                       const std::vector<std::string>& argv,
+                       const std::function<json(const ProcessResult&)>& response_of) {
   std::optional<json> response;
   auto proc = Process::start(argv, {});
   if (!proc.ok()) {
@@ -245,7 +258,7 @@ void Server::run(const std::string& key, const json& id, const mcp::Tool& tool, 
       std::lock_guard<std::mutex> lock(call->mutex);
       call->pid = -1;
     });
-    response = json{{"jsonrpc", "2.0"}, {"id", id}, {"result", mcp::tool_result(tool, r.status, r.out, r.err)}};
+    response = response_of(r);
   }
   bool cancelled = false;
   {
@@ -264,43 +277,17 @@ void Server::run(const std::string& key, const json& id, const mcp::Tool& tool, 
 void Server::read_resource(const std::string& key, const json& id, std::shared_ptr<Call> call) {
   std::vector<std::string> argv = base_;
   argv.push_back("status");
-  std::optional<json> response;
-  auto proc = Process::start(argv, {});
-  if (!proc.ok()) {
-    response =
-        json{{"jsonrpc", "2.0"},
-             {"id", id},
-             {"error", {{"code", kInternalError}, {"message", "cannot run git-locks: " + proc.error().message}}}};
-  } else {
-    {
-      std::lock_guard<std::mutex> lock(call->mutex);
-      call->pid = proc->pid();
-      if (call->cancelled) ::kill(call->pid, SIGTERM);
-    }
-    ProcessResult r = proc->finish("", [&] {
-      std::lock_guard<std::mutex> lock(call->mutex);
-      call->pid = -1;
-    });
+  run_child(key, id, std::move(call), argv, [&](const ProcessResult& r) {
     if (r.status == 0)
-      response =
-          json{{"jsonrpc", "2.0"},
-               {"id", id},
-               {"result", {{"contents", {{{"uri", kStatusUri}, {"mimeType", "application/json"}, {"text", r.out}}}}}}};
-    else
-      response = json{
+      return json{
           {"jsonrpc", "2.0"},
           {"id", id},
-          {"error", {{"code", kInternalError}, {"message", "git-locks status failed: " + r.err}, {"data", r.err}}}};
-  }
-  bool cancelled = false;
-  {
-    std::lock_guard<std::mutex> lock(call->mutex);
-    cancelled = call->cancelled;
-  }
-  if (!cancelled) out_.send(*response);
-  std::lock_guard<std::mutex> lock(calls_mutex_);
-  calls_.erase(key);
-  calls_done_.notify_all();
+          {"result", {{"contents", {{{"uri", kStatusUri}, {"mimeType", "application/json"}, {"text", r.out}}}}}}};
+    return json{
+        {"jsonrpc", "2.0"},
+        {"id", id},
+        {"error", {{"code", kInternalError}, {"message", "git-locks status failed: " + r.err}, {"data", r.err}}}};
+  });
 }
 
 // resources/subscribe starts one `git-locks --json watch` child (the
