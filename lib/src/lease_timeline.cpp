@@ -277,6 +277,8 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
         lease.end_kind = "handoff";
         lease.handed_to = to->second->holder;
         lease.handed_to_name = to->second->name;
+      } else if (l.mode == "intent" && l.holder == v.actor && tr.time && live_until(l.expires_at, *tr.time)) {
+        lease.end_kind = "release";  // its holder's lock replaced it (docs/FORMAT.md "Intent")
       } else if (added.count(l.resource) && v.command != "sweep") {
         lease.end_kind = "reclaim";
         tr.reclaims.push_back(l.resource);

@@ -73,6 +73,14 @@ TEST_CASE("handoff: the receiver holds the path at the next generation in the sa
               .ok());
   REQUIRE(h.s.op("bob", gitlocks::ops::release(Target::path("src/x.c"), bob_lease)).ok());
   CHECK(invalid_commits(h.s) == 0);
+  // The timeline: alice's lease ended handed to bob; bob's by his release.
+  auto t = gitlocks::lease_timeline(h.s.objects(), *h.s.tip(), {});
+  REQUIRE(t.ok());
+  REQUIRE(t->leases.size() == 2);
+  CHECK(t->leases[0].end_kind == std::optional<std::string>("handoff"));
+  CHECK(t->leases[0].handed_to == std::optional<std::string>(actor_hex("bob")));
+  CHECK(t->leases[0].handed_to_name == std::optional<std::string>("bob"));
+  CHECK(t->leases[1].end_kind == std::optional<std::string>("release"));
 }
 
 TEST_CASE("handoff: refused for a lease the actor does not hold and nothing moves") {

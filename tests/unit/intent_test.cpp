@@ -76,6 +76,14 @@ TEST_CASE("intent: a lock replaces its holder's own intent on the path - a secon
   CHECK((*s.record("path:src"))["below"][actor_hex("alice")] ==
         json{{"s", 0}, {"su", 0}, {"x", 1}, {"xu", s.now + 600'000}});
   CHECK(invalid_commits(s) == 0);
+  // The timeline: the intent was released (replaced by its holder's lock), not reclaimed.
+  auto t = gitlocks::lease_timeline(s.objects(), *s.tip(), {});
+  REQUIRE(t.ok());
+  REQUIRE(t->leases.size() == 2);
+  CHECK(t->leases[0].mode == "intent");
+  CHECK(t->leases[0].end_kind == std::optional<std::string>("release"));
+  CHECK(t->leases[1].mode == "exclusive");
+  CHECK_FALSE(t->leases[1].end_kind);
 }
 
 TEST_CASE("intent: no exclusive family holds it - a shared family admits it") {
