@@ -117,6 +117,18 @@ class Enforcement(CliTest):
         raw = self.git_as("bob", self.bob_wt, "cat-file", "commit", "HEAD").stdout
         self.assertIn("gpgsig -----BEGIN SSH SIGNATURE-----", raw)
 
+    def test_a_refusal_notes_the_intents_of_others_on_the_path(self):
+        # docs/CLI.md "claim": others' intents are noted in every refusal, the hooks' too.
+        lease = self.lease_of(self.claimed(self.r, "alice", "src/x.c", ttl="10m"), "src/x.c")
+        self.assertOk(self.r.run("carol", "claim", "--mode", "intent", "--ttl", "10m", "src/"))
+        before = self.head(self.bob_wt)
+        p = self.commit("bob", self.bob_wt, "src/x.c")
+        e = self.assertMoveRefused(p, self.bob_wt, before, "src/x.c", self.key_of("alice"), lease)
+        self.assertIn("; note: carol (%s) intends to change src/ until " % self.key_of("carol")[:12], e["detail"])
+        # A free path under carol's intent lands: an intent refuses nobody.
+        self.git_as("bob", self.bob_wt, "reset", "-q", "--hard", "HEAD")
+        self.assertEqual(self.commit("bob", self.bob_wt, "src/y.c").returncode, 0)
+
     def test_the_holder_commits_and_others_wait_for_the_end_of_the_lease(self):
         self.claimed(self.r, "alice", "src/", ttl="10m")
         p = self.commit("alice", self.r.path, "src/x.c")

@@ -274,7 +274,7 @@ int check_pre_receive(Context& ctx, bool allow_test_clock) {
     if (!commits.ok()) return print_error(ctx.op, commits.error().prefixed(context + u.ref + ": "), std::nullopt);
     auto checks = check_commits(ctx, *snap, *commits, *now);
     if (!checks.ok()) return print_error(ctx.op, checks.error().prefixed(context + u.ref + ": "), std::nullopt);
-    if (int st = report_refusals(ctx, *checks, context + u.ref + ": "); st != 0) status = st;
+    if (int st = report_refusals(ctx, *checks, context + u.ref + ": ", *snap, *now); st != 0) status = st;
   }
   return status;
 }
@@ -303,7 +303,7 @@ int check_reference_transaction(Context& ctx, const std::string& state) {
     auto checks = check_commits(ctx, *snap, *commits, *now);
     if (!checks.ok()) return ctx.fail(checks.error());
     const std::string context = "git-locks: " + u.ref + " not moved: ";
-    if (int st = report_refusals(ctx, *checks, context); st != 0) status = st;
+    if (int st = report_refusals(ctx, *checks, context, *snap, *now); st != 0) status = st;
   }
   return status;
 }

@@ -4,6 +4,7 @@
 
 #include "gitlocks/policy.hpp"
 #include "gitlocks/state.hpp"
+#include "leases.h"
 #include "report.h"
 #include "vault_host.h"
 
@@ -86,10 +87,19 @@ Result<std::vector<CommitCheck>> check_commits(Context& ctx, const Snapshot& sna
   return gitlocks::check_commits(*store, view, commits);
 }
 
-int report_refusals(Context& ctx, const std::vector<CommitCheck>& checks, const std::string& context) {
+int report_refusals(Context& ctx, const std::vector<CommitCheck>& checks, const std::string& context,
+                    const Snapshot& snap, std::int64_t now) {
   int status = kExitOk;
+  auto store = ctx.store();
   for (const auto& c : checks)
-    for (const auto& r : c.refused) status = print_error(ctx.op, r.refusal.prefixed(context), std::nullopt);
+    for (const auto& r : c.refused) {
+      Error e = r.refusal.prefixed(context);
+      // Others' intents on the path (docs/FORMAT.md "Intent"): a note, as in a refused claim.
+      if (store.ok())
+        for (const auto& w : intents_near(**store, snap, now, {r.path}, c.signer.actor.value_or("")).warnings)
+          e.message += "; note: " + w;
+      status = print_error(ctx.op, e, std::nullopt);
+    }
   return status == kExitOk ? kExitOk : kExitRefused;
 }
 

@@ -48,6 +48,8 @@ Result<std::vector<CommitCheck>> check_commits(Context& ctx, const Snapshot& sna
 
 // Prints every refusal of `checks` as a JSON error line on stderr, each
 // prefixed by `context`; returns the exit status (0 when none).
-int report_refusals(Context& ctx, const std::vector<CommitCheck>& checks, const std::string& context);
+// Each refusal also notes the intents of others on its path.
+int report_refusals(Context& ctx, const std::vector<CommitCheck>& checks, const std::string& context,
+                    const Snapshot& snap, std::int64_t now);
 
 }  // namespace gitlocks::cli
