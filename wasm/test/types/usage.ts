@@ -64,7 +64,7 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
     const fenced = store.fence('sem:ci', 3, { now: 1 });
     const live: true = fenced.live;
     const timeline = store.timeline({ onProgress: ({ done, total }) => void [done, total] });
-    const ended: Array<'release' | 'expired' | 'reclaim' | null> = timeline.leases.map((l) => l.end_kind);
+    const ended: Array<'release' | 'expired' | 'reclaim' | 'force-release' | 'handoff' | null> = timeline.leases.map((l) => l.end_kind);
     const errors: Array<string | null> = timeline.transitions.map((t) => t.state_error);
     void [rows, live, ended, errors, status.policy_hash];
     const checked = store.check(tip, ['ab'.repeat(20)], { now: 1, memberKey: new Uint8Array(0) });
