@@ -200,6 +200,11 @@ test('the status resource: listed, read, and updated for a subscriber as the sto
   git_locks(keyB, 'release', 'subscribed/x');
   await sleep(600);
   assert.equal(updates.length, 1, JSON.stringify(updates));
+  // The claim tool's result names the intents of others its paths overlap (never a refusal).
+  git_locks(keyB, 'claim', '--mode', 'intent', 'planned/');
+  const near = await a.callTool({ name: 'claim', arguments: { paths: ['planned/x.c'], mode: 'exclusive' } });
+  assert.equal(near.isError, false, JSON.stringify(near));
+  assert.deepEqual(near.structuredContent.intents.map((i) => [i.holder, i.path]), [[actorB, 'planned/']]);
   await assert.rejects(a.readResource({ uri: 'git-locks://nothing' }), (e) => {
     assert.ok(e instanceof McpError, String(e));
     assert.equal(e.code, -32002);
