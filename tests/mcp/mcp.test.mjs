@@ -257,6 +257,16 @@ test('an operational failure is a tool error with its store-read code', async ()
   }
   const claim = await c.callTool({ name: 'claim', arguments: { paths: ['a'] } });
   assert.equal(claim.structuredContent.code, 'store-read');
+  // The status resource cannot be read or watched there: -32603 with the command's error.
+  for (const call of [() => c.readResource({ uri: 'git-locks://status' }),
+                      () => c.subscribeResource({ uri: 'git-locks://status' })]) {
+    await assert.rejects(call(), (e) => {
+      assert.ok(e instanceof McpError, String(e));
+      assert.equal(e.code, -32603);
+      assert.match(e.message, /store-read/);
+      return true;
+    });
+  }
 });
 
 // A raw session: writes `lines` (strings, sent as they are) and collects

@@ -16,6 +16,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+from servers import SilentProxy  # noqa: E402
 from test_remote import RemoteTest  # noqa: E402
 from support import binary  # noqa: E402
 
@@ -84,6 +85,24 @@ class WatchRemote(RemoteTest):
         err = json.loads(proc.stderr.read().splitlines()[-1])
         self.assertEqual(err["code"], "invalid-history", err)
         self.assertIsNone(lines.get(timeout=30), "no event from an unverified commit")
+
+    def test_a_server_that_stops_answering_stops_the_watch_after_the_timeout(self):
+        srv, alice, carol = self.store("daemon", "alice", "carol")
+        carol.git("config", "locks.timeout", "1s")  # read once, when the watch starts
+        proc, lines = self.start_watch(carol, "--interval", "100ms")
+        self.assertEqual(lines.get(timeout=30)["event"], "watching")
+        proxy = SilentProxy.start("all")
+        self.addCleanup(proxy.close)
+        carol.git("remote", "set-url", "origin", proxy.url(srv.name))
+        t0 = time.monotonic()
+        self.assertEqual(proc.wait(timeout=30), 2)
+        took = time.monotonic() - t0
+        err = json.loads(proc.stderr.read().splitlines()[-1])
+        self.assertEqual((err["error"], err["code"]), ("store-read", "store-read"), err)
+        self.assertIn("did not finish within 1s (git config locks.timeout)", err["detail"])
+        self.assertGreaterEqual(took, 1.0)
+        self.assertLess(took, 15.0, "the timeout did not stop the fetch")
+        self.assertGreaterEqual(proxy.accepted, 1)
 
 
 if __name__ == "__main__":

@@ -191,3 +191,30 @@ TEST_CASE("handoff: a receiver that is not a key and an unknown field are refuse
   REQUIRE_FALSE(e.ok());
   CHECK(e.error().code == Errc::bad_json);
 }
+
+TEST_CASE("handoff: a body naming another expiry - a long receiver name - a semaphore declaring reclaims are refused") {
+  AliceHoldsX h;
+  const auto tip = h.s.tip();
+  json moved = gitlocks::ops::handoff(Target::path("src/x.c"), h.lease, actor_hex("bob"), "bob", h.s.now + 300'000);
+  moved["prev_expires_at"] = h.s.now + 600'001;  // alice's lease expires at now + 600000
+  auto r = h.s.op("alice", moved);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == Errc::stale_generation);
+  CHECK(r.error().reason() == "expiry-changed");
+  auto long_name = h.s.op("alice", gitlocks::ops::handoff(Target::path("src/x.c"), h.lease, actor_hex("bob"),
+                                                          std::string(257, 'b'), h.s.now + 300'000));
+  REQUIRE_FALSE(long_name.ok());
+  CHECK(long_name.error().code == Errc::usage);
+  CHECK(h.s.tip() == tip);
+  REQUIRE(h.s.op("alice", gitlocks::ops::handoff(Target::path("src/x.c"), h.lease, actor_hex("bob"),
+                                                 std::string(256, 'b'), h.s.now + 300'000))
+              .ok());  // the bound itself
+  Store s;
+  REQUIRE(s.op("alice", gitlocks::ops::sem_acquire("ci", 2, s.now + 600'000)).ok());
+  const std::string a = s.lease_of("alice", "sem:ci")["id"].get<std::string>();
+  json sem = gitlocks::ops::handoff(Target::semaphore("ci"), a, actor_hex("bob"), "bob", s.now + 300'000);
+  sem["after"] = s.now;
+  auto bad = s.op("alice", sem);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code == Errc::bad_json);
+}
