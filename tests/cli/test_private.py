@@ -200,6 +200,22 @@ class PrivateTest(CliTest):
         self.assertEqual(v.code, 0, v)
         self.assertEqual([json.loads(line)["command"] for line in v.out.splitlines()][-1], "handoff")
 
+    def test_watch_goes_on_across_a_rekey(self):
+        # docs/CLI.md "watch": each commit is opened with its own epoch's keys,
+        # so a member's watch reads on across the member-add and rekey commits.
+        import json as _json
+        self.assertOk(self.run_as("owner", "--json", "claim", "--ttl", "10m", "other/plan.txt"))  # sealed under epoch 1
+        proc = self.r.popen("owner", "--json", "watch", "--max-events", "1", env=named("owner"))
+        self.addCleanup(lambda: (proc.poll() is None and proc.kill(), proc.wait(), proc.stdout.close(),
+                                 proc.stderr.close()))
+        self.assertEqual(_json.loads(proc.stdout.readline())["event"], "watching")
+        self.add("alice")  # member-add and rekey: a new epoch
+        self.assertOk(self.run_as("alice", "--json", "claim", "--ttl", "10m", SECRET_PATHS[0]))
+        self.assertEqual(proc.wait(timeout=30), 0, proc.stderr.read())
+        events = [_json.loads(line) for line in proc.stdout.read().splitlines()]
+        self.assertEqual([e["event"] for e in events], ["claimed"], events)
+        self.assertEqual((events[-1]["path"], events[-1]["holder"]), (SECRET_PATHS[0], self.keys["alice"]))
+
     def test_tampered_ciphertext_rejected(self):
         self.assertOk(self.run_as("owner", "claim", "a.txt", "b.txt"))
         blobs = self.record_blobs()

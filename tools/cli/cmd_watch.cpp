@@ -86,6 +86,8 @@ class Watcher {
         return true;
       }));
       state_ = snap.state;
+      GITLOCKS_TRY(o, opened(snap.state, snap.vault()));
+      open_ = std::move(o);
     }
     json line = {{"event", "watching"}, {"commit", tip ? json(tip->hex()) : json(nullptr)}};
     emit_raw(line,
@@ -118,7 +120,7 @@ class Watcher {
                          " (not after the last tip seen): watching from there");
       return start(tip, now);
     }
-    for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) GITLOCKS_CHECK(follow(*it, snap.codec(), snap.vault()));
+    for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) GITLOCKS_CHECK(follow(*it, snap.vault()));
     tip_ = tip;
     return Ok{};
   }
@@ -137,7 +139,21 @@ class Watcher {
  private:
   static constexpr std::size_t kMaxWalk = 100000;
 
-  Status follow(const Oid& commit, const RecordCodec* codec, const Vault* vault) {
+  // What opens the records of `state`: the codec of its own policy's epoch
+  // (a PRIVATE store; the member's vault has every epoch it was given),
+  // none in the clear.
+  struct Opened {
+    std::shared_ptr<const RecordCodec> codec;
+    std::int64_t epoch = -1;
+  };
+  Result<Opened> opened(const Oid& state, const Vault* vault) {
+    GITLOCKS_TRY(doc, StateReader(store_, state).policy());
+    GITLOCKS_TRY(policy, parse_policy(doc));
+    GITLOCKS_TRY(codec, state_codec(policy, vault));
+    return Opened{std::shared_ptr<const RecordCodec>(std::move(codec)), policy.is_private ? policy.epoch : -1};
+  }
+
+  Status follow(const Oid& commit, const Vault* vault) {
     GITLOCKS_TRY(tc, read_transition_commit(store_, commit));
     GITLOCKS_TRY(doc, canon_parse(tc.packet_stored, CanonMode::strict));
     json packet = doc.contains("packet") ? doc["packet"] : json::object();
@@ -145,8 +161,13 @@ class Watcher {
     const std::optional<std::int64_t> t = admission_time(tc, packet);
     const std::string actor = packet.value("actor", "");
     const std::string command = packet.value("command", "");
-    GITLOCKS_TRY(changes, record_changes(store_, state_, tc.state, codec, codec));
+    GITLOCKS_TRY(now_open, opened(tc.state, vault));
+    // States of one epoch share one codec: record_changes tells a rekey by it.
+    const RecordCodec* before_codec =
+        now_open.epoch == open_.epoch && now_open.codec ? now_open.codec.get() : open_.codec.get();
+    GITLOCKS_TRY(changes, record_changes(store_, state_, tc.state, before_codec, now_open.codec.get()));
     state_ = tc.state;
+    open_ = std::move(now_open);
     std::map<std::string, Known> before, after;
     std::map<std::string, Released> forced;  // lease id -> its force-release
     for (const auto& r : changes.before) {
@@ -265,6 +286,7 @@ class Watcher {
   std::int64_t emitted_ = 0;
   std::optional<Oid> tip_;
   Oid state_;                           // the last tip's state (null before the store exists)
+  Opened open_;                         // what opens its records
   std::map<std::string, Known> known_;  // the leases in the last tip's state
   std::set<std::string> expired_;       // known leases already reported expired by the clock
 };
