@@ -70,8 +70,7 @@ class Watcher {
 
   // The first tip: what is live there is known, nothing is reported (a
   // lease already expired at `now` is not reported expired either).
-  Status start(const std::optional<Oid>& tip, std::int64_t now) {
-    GITLOCKS_TRY(snap, verified_tip_snapshot(ctx_, tip));
+  Status start(const Snapshot& snap, const std::optional<Oid>& tip, std::int64_t now) {
     tip_ = tip;
     known_.clear();
     expired_.clear();
@@ -86,8 +85,11 @@ class Watcher {
         return true;
       }));
       state_ = snap.state;
-      GITLOCKS_TRY(o, opened(snap.state, snap.vault()));
-      open_ = std::move(o);
+      open_ = {};
+      if (snap.vault()) {
+        GITLOCKS_TRY(o, opened(snap.state, snap.vault()));
+        open_ = std::move(o);
+      }
     }
     json line = {{"event", "watching"}, {"commit", tip ? json(tip->hex()) : json(nullptr)}};
     emit_raw(line,
@@ -99,7 +101,7 @@ class Watcher {
   Status advance(const std::optional<Oid>& tip, std::int64_t now) {
     if (tip == tip_) return Ok{};
     GITLOCKS_TRY(snap, verified_tip_snapshot(ctx_, tip));
-    if (!snap.commit) return start(tip, now);
+    if (!snap.commit) return start(snap, tip, now);
     GITLOCKS_CHECK(require_keys(ctx_, snap));
     std::vector<Oid> fresh;  // newest first
     bool found = false;
@@ -118,7 +120,7 @@ class Watcher {
       json line = {{"event", "reset"}, {"commit", tip->hex()}};
       emit_raw(line, "the store moved to " + tip->hex().substr(0, 12) +
                          " (not after the last tip seen): watching from there");
-      return start(tip, now);
+      return start(snap, tip, now);
     }
     for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) GITLOCKS_CHECK(follow(*it, snap.vault()));
     tip_ = tip;
@@ -161,7 +163,12 @@ class Watcher {
     const std::optional<std::int64_t> t = admission_time(tc, packet);
     const std::string actor = packet.value("actor", "");
     const std::string command = packet.value("command", "");
-    GITLOCKS_TRY(now_open, opened(tc.state, vault));
+    // A public store's records are in the clear: no policy to read per commit.
+    Opened now_open;
+    if (vault) {
+      GITLOCKS_TRY(o, opened(tc.state, vault));
+      now_open = std::move(o);
+    }
     // States of one epoch share one codec: record_changes tells a rekey by it.
     const RecordCodec* before_codec =
         now_open.epoch == open_.epoch && now_open.codec ? now_open.codec.get() : open_.codec.get();
@@ -343,7 +350,7 @@ int cmd_watch(Context& ctx, const Argv& argv) {
   Watcher w(ctx, **store, std::move(filters), me, max_events);
   auto started = now_ms();
   if (!started.ok()) return ctx.fail(started.error());
-  if (auto st = w.start(*tip, *started); !st.ok()) return ctx.fail(st.error());
+  if (auto st = w.start(*first, *tip, *started); !st.ok()) return ctx.fail(st.error());
   while (!g_stop && !w.done()) {
     auto now = now_ms();
     if (!now.ok()) return ctx.fail(now.error());

@@ -111,8 +111,12 @@ struct Marker {
   std::int64_t& until_of(PathMode m) {
     return m == PathMode::exclusive ? exclusive_until : m == PathMode::shared ? shared_until : intent_until;
   }
-  std::int64_t count_of(PathMode m) const { return const_cast<Marker*>(this)->count_of(m); }
-  std::int64_t until_of(PathMode m) const { return const_cast<Marker*>(this)->until_of(m); }
+  std::int64_t count_of(PathMode m) const {
+    return m == PathMode::exclusive ? exclusive : m == PathMode::shared ? shared : intent;
+  }
+  std::int64_t until_of(PathMode m) const {
+    return m == PathMode::exclusive ? exclusive_until : m == PathMode::shared ? shared_until : intent_until;
+  }
   bool empty() const { return exclusive == 0 && shared == 0 && intent == 0; }
   bool operator==(const Marker& o) const {
     return exclusive == o.exclusive && exclusive_until == o.exclusive_until && shared == o.shared &&
