@@ -36,6 +36,8 @@ std::string_view errc_name(Errc c) {
       return "already-held";
     case Errc::lease_lost:
       return "lease-lost";
+    case Errc::deadlock:
+      return "deadlock";
     case Errc::usage:
       return "usage";
     case Errc::bad_path:

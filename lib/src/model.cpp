@@ -11,6 +11,8 @@ std::string_view record_kind_name(RecordKind k) {
       return "sem";
     case RecordKind::family:
       return "family";
+    case RecordKind::queue:
+      return "queue";
   }
   return "path";
 }
@@ -19,6 +21,7 @@ std::optional<RecordKind> parse_record_kind(std::string_view name) {
   if (name == "path") return RecordKind::path;
   if (name == "sem") return RecordKind::sem;
   if (name == "family") return RecordKind::family;
+  if (name == "queue") return RecordKind::queue;
   return std::nullopt;
 }
 
@@ -162,10 +165,68 @@ Record Record::family(std::string name) {
   return r;
 }
 
+Record Record::queue() {
+  Record r;
+  r.resource = {RecordKind::queue, "tickets"};
+  return r;
+}
+
+TicketWant TicketWant::of(const json& w) {
+  TicketWant out;
+  out.path = w.value("path", "");
+  out.mode = w.value("mode", "");
+  out.sem = w.value("sem", "");
+  return out;
+}
+
+json TicketWant::to_json() const {
+  if (path.empty()) return {{"sem", sem}};
+  return {{"path", path}, {"mode", mode}};
+}
+
+Ticket Ticket::of(const json& t) {
+  Ticket out;
+  out.id = t.value("id", "");
+  out.holder = t.value("holder", "");
+  out.name = t.value("name", "");
+  out.seq = t.value("seq", std::int64_t{0});
+  out.expires_at = t.value("expires_at", std::int64_t{0});
+  out.created_at = t.value("created_at", std::int64_t{0});
+  if (auto w = t.find("wants"); w != t.end() && w->is_array())
+    for (const auto& want : *w) out.wants.push_back(TicketWant::of(want));
+  if (auto b = t.find("behind"); b != t.end() && b->is_array())
+    for (const auto& k : *b)
+      if (k.is_string()) out.behind.push_back(k.get<std::string>());
+  return out;
+}
+
+json Ticket::to_json() const {
+  json w = json::array();
+  for (const auto& want : wants) w.push_back(want.to_json());
+  return {{"id", id},         {"holder", holder},         {"name", name},   {"seq", seq},
+          {"expires_at", expires_at}, {"created_at", created_at}, {"wants", std::move(w)}, {"behind", behind}};
+}
+
+std::string Ticket::label() const {
+  return (name.empty() ? std::string("holder") : name) + " (" + holder.substr(0, 12) + "), ticket #" +
+         std::to_string(seq);
+}
+
+Ticket* Record::ticket(const std::string& id) {
+  for (Ticket& t : tickets)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
 Record Record::of(const json& record) {
   Record r;
   r.resource = Resource::of(record);
   switch (r.resource.kind) {
+    case RecordKind::queue:
+      r.generation = record.value("seq", std::int64_t{0});
+      if (auto t = record.find("tickets"); t != record.end() && t->is_array())
+        for (const auto& ticket : *t) r.tickets.push_back(Ticket::of(ticket));
+      break;
     case RecordKind::family:
       r.holders = family_holders_of(record);
       break;
@@ -210,6 +271,13 @@ json Record::to_json() const {
     out["holders"] = per_holder_json(holders);
     return out;
   }
+  if (resource.kind == RecordKind::queue) {
+    out["seq"] = generation;
+    json list = json::array();
+    for (const Ticket& t : tickets) list.push_back(t.to_json());
+    out["tickets"] = std::move(list);
+    return out;
+  }
   out["generation"] = generation;
   json list = json::array();
   for (const Lease& l : leases) list.push_back(stored_lease(l, resource.kind));
@@ -229,6 +297,7 @@ json Record::to_json() const {
 
 bool Record::carries_nothing() const {
   if (resource.kind == RecordKind::family) return holders.empty();
+  if (resource.kind == RecordKind::queue) return generation == 0 && tickets.empty();
   return generation == 0 && leases.empty() && below.empty();
 }
 

@@ -91,6 +91,12 @@ const char* action_name(Action a) {
       return "checkpoint";
     case Action::handoff:
       return "handoff";
+    case Action::ticket:
+      return "ticket";
+    case Action::ticket_renew:
+      return "ticket-renew";
+    case Action::ticket_drop:
+      return "ticket-drop";
   }
   return "batch";
 }

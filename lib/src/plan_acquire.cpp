@@ -3,6 +3,7 @@
 // way, lets resolve() (plan_conflicts.cpp) check or fill in what the body
 // declares about it, then records the lease and its guards.
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "gitlocks/limits.hpp"
@@ -39,14 +40,12 @@ void Planner::issue(Record& rec, const std::string& res, const Lease& lease) {
 }
 
 Status Planner::claim(ClaimOp& c, std::size_t i) {
-  return admit_path(c.path, c.mode, c.expires_at, c.note, c.declared, i, actor());
+  return admit_path(c.path, c.mode, c.expires_at, c.note, c.declared, i, actor(), &c.passes);
 }
 
-Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int64_t expires_at,
-                           const std::optional<std::string>& note, Declared& declared, std::size_t i,
-                           const Holder& holder) {
-  // The mode was checked when the op was read (or is the handed lease's).
-  const PathMode pm = parse_path_mode(mode).value_or(PathMode::exclusive);
+Status Planner::path_conflicts(const RepoPath& p, PathMode pm, const std::string& who,
+                               std::vector<Conflict>& conflicts, std::vector<Reclaim>* must_reclaim,
+                               std::vector<std::string>* reclaimed, std::optional<std::string>* superseded) {
   const bool excl = pm == PathMode::exclusive;
   // An intent (docs/FORMAT.md "Intent") conflicts with nothing and nothing
   // conflicts with it; only the holder's own lease on the path stands in
@@ -54,14 +53,6 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
   const bool intent = pm == PathMode::intent;
   const std::string key = p.key();
   const std::string res = path_resource(key);
-  const std::string& who = holder.key;
-  auto fams = families_of(policy_, p);
-  for (const Family* f : fams)
-    if (!f->exclusive && excl)
-      return make_error(Errc::family_policy,
-                        "family '" + f->name + "' is shared: its members may only be claimed in shared mode");
-
-  std::vector<Conflict> conflicts;
   for (const auto& a : proper_ancestors(p)) {
     GITLOCKS_TRY(rec, get(path_resource(a)));
     if (!rec) continue;
@@ -70,16 +61,13 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
         conflicts.push_back({l.expires_at, Errc::held_path, "'" + a + "/' is held " + l.mode + " by " + l.label(),
                              l.holder, l.name, l.path});
   }
-  std::vector<Reclaim> must_reclaim;
-  std::vector<std::string> reclaimed;  // the ids in must_reclaim, then the holder's own intent a lock replaces
-  std::optional<std::string> superseded;
   GITLOCKS_TRY(target, get(res));
   if (target) {
     for (const Lease& l : target->leases) {
       const bool own = l.holder == who;
       // A lock replaces its holder's intent on the same path, in the same op.
       if (own && l.intent() && !intent) {
-        superseded = l.id;
+        if (superseded) *superseded = l.id;
         continue;
       }
       if (!own && (intent || l.intent())) continue;
@@ -87,12 +75,12 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
       const std::string already =
           who == ctx_.actor
               ? "you already hold '" + key + "' (lease " + l.id + "); extend it instead"
-              : holder.name + " (" + who.substr(0, 12) + ") already holds '" + key + "' (lease " + l.id + ")";
+              : l.name + " (" + who.substr(0, 12) + ") already holds '" + key + "' (lease " + l.id + ")";
       conflicts.push_back({l.expires_at, own ? Errc::already_held : Errc::held_path,
                            own ? already : "'" + key + "' is held " + l.mode + " by " + l.label(), l.holder, l.name,
                            l.path});
-      must_reclaim.push_back({l.id, l.generation, l.expires_at});
-      reclaimed.push_back(l.id);
+      if (must_reclaim) must_reclaim->push_back({l.id, l.generation, l.expires_at});
+      if (reclaimed) reclaimed->push_back(l.id);
     }
     for (const auto& [h, m] : target->below) {
       if (h == who || intent) continue;
@@ -106,8 +94,9 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
                              "shared"});
     }
   }
-  for (const Family* f : fams) {
-    if (!f->exclusive || intent) continue;
+  if (intent) return Ok{};
+  for (const Family* f : families_of(policy_, p)) {
+    if (!f->exclusive) continue;
     GITLOCKS_TRY(rec, get(family_resource(f->name)));
     if (!rec) continue;
     for (const auto& [h, e] : rec->holders)
@@ -115,6 +104,31 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
         conflicts.push_back({e.until, Errc::family_policy, "family '" + f->name + "' is held by " + h.substr(0, 12), h,
                              "", "", "", "", f});
   }
+  return Ok{};
+}
+
+Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int64_t expires_at,
+                           const std::optional<std::string>& note, Declared& declared, std::size_t i,
+                           const Holder& holder, DeclaredPasses* passes) {
+  // The mode was checked when the op was read (or is the handed lease's).
+  const PathMode pm = parse_path_mode(mode).value_or(PathMode::exclusive);
+  const bool excl = pm == PathMode::exclusive;
+  const std::string key = p.key();
+  const std::string res = path_resource(key);
+  const std::string& who = holder.key;
+  for (const Family* f : families_of(policy_, p))
+    if (!f->exclusive && excl)
+      return make_error(Errc::family_policy,
+                        "family '" + f->name + "' is shared: its members may only be claimed in shared mode");
+
+  std::vector<Conflict> conflicts;
+  std::vector<Reclaim> must_reclaim;
+  std::vector<std::string> reclaimed;  // the ids in must_reclaim, then the holder's own intent a lock replaces
+  std::optional<std::string> superseded;
+  GITLOCKS_CHECK(path_conflicts(p, pm, who, conflicts, &must_reclaim, &reclaimed, &superseded));
+  // The queue (docs/FORMAT.md "Tickets"): an intent never waits.
+  if (passes && pm != PathMode::intent)
+    GITLOCKS_CHECK(queue_for_claim(Wanted{p, !excl, ""}, who, *passes, conflicts, i));
   GITLOCKS_CHECK(resolve(declared, conflicts, must_reclaim));
   if (ctx_.check_only) return Ok{};
 
@@ -151,6 +165,10 @@ Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
   std::vector<Reclaim> reclaim;
   std::set<std::string> reclaimed;  // the ids in reclaim
   std::vector<Conflict> conflicts;
+  // The live tickets of others queued before this sem-acquire
+  // (docs/FORMAT.md "Tickets"): each takes a slot first.
+  std::int64_t ahead = 0;
+  const Ticket* first_ticket = nullptr;
   if (now_) {
     for (const Lease& l : leases) {
       if (!l.live_at(*now_)) {
@@ -162,6 +180,7 @@ Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
                                                   "); extend it instead");
       }
     }
+    GITLOCKS_CHECK(queue_for_sem(name, *now_, true, conflicts, ahead, first_ticket));
     GITLOCKS_CHECK(resolve(s.declared, conflicts, reclaim));
   } else {
     const Declared& d = s.declared;
@@ -179,6 +198,9 @@ Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
       reclaim.push_back(*r.value);
       reclaimed.insert(it->id);
     }
+    GITLOCKS_CHECK(
+        queue_for_sem(name, d.after.value_or(std::numeric_limits<std::int64_t>::min()), false, conflicts, ahead,
+                      first_ticket));
     GITLOCKS_CHECK(resolve(s.declared, conflicts, reclaim));
   }
   // Remaining leases after reclaim.
@@ -206,6 +228,19 @@ Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
                       first->expires_at, first->holder, first->name);
     e.message += " unless released sooner";
     return e;
+  }
+  if (static_cast<std::int64_t>(remaining.size()) + ahead >= limit) {
+    Error e(Errc::full_semaphore,
+            "semaphore '" + name + "' has " + std::to_string(limit - static_cast<std::int64_t>(remaining.size())) +
+                " free slot(s) of " + std::to_string(limit) + ", and " + std::to_string(ahead) +
+                " waiter(s) queued before you take them first: the first is " + first_ticket->label());
+    e.fields["holder"] = first_ticket->holder;
+    e.fields["holder_name"] = first_ticket->name;
+    e.fields["ticket"] = first_ticket->id;
+    e.fields["ticket_seq"] = first_ticket->seq;
+    e.fields["expires_at_ms"] = first_ticket->expires_at;
+    if (now_) e.fields["checked_at_ms"] = *now_;
+    return std::move(e).because(reason::queued_behind);
   }
 
   GITLOCKS_TRY(rec, get_for_write(res, Record::sem(name, limit)));

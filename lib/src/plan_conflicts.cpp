@@ -25,6 +25,11 @@ Error Planner::conflict_error(const Conflict& c, const std::string& suffix) {
   Error e = refusal(c.reason, what + suffix + " until", n.expires_at, n.holder, n.name);
   if (!n.path.empty()) e.fields["path"] = n.path;
   if (n.family) e.fields["family"] = n.family->name;
+  if (!n.ticket.empty()) {
+    e.fields["ticket"] = n.ticket;
+    e.fields["ticket_seq"] = n.ticket_seq;
+    e = std::move(e).because(reason::queued_behind);
+  }
   return e;
 }
 

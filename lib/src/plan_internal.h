@@ -6,6 +6,8 @@
 //                      cache, the derived data of path leases, extend,
 //                      release, sweep
 //   plan_acquire.cpp   claim and sem-acquire
+//   plan_queue.cpp     the waiters' queue: ticket, ticket-renew,
+//                      ticket-drop, and the queue a claim respects
 //   plan_conflicts.cpp conflicts: checking or filling in what a body
 //                      declares about them, and the refusals that name them
 //   plan_admin.cpp     owner-signed policy changes: guard-time-enable,
@@ -27,6 +29,7 @@
 #include "gitlocks/path.hpp"
 #include "gitlocks/plan.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/state.hpp"
 
 namespace gitlocks::detail {
@@ -78,6 +81,10 @@ struct Conflict {
   std::string below;
   std::string mode;  // of the leases below
   const Family* family;
+  // A waiter's ticket that the op queues behind (reason queued-behind): its
+  // id and place.
+  std::string ticket;
+  std::int64_t ticket_seq = 0;
 };
 
 // The ops of a body as types (docs/FORMAT.md "Bodies"). Planner::read_op
@@ -123,7 +130,23 @@ struct Declared {
   bool has_after = false;
   std::optional<std::int64_t> after;  // none when mistyped
 };
-// claim: {"op","path","mode","expires_at","note"?,"reclaims"?,"after"?}
+// An older ticket a claim passes because its holder could not be admitted
+// either way (docs/FORMAT.md "Tickets"): {"ticket","until"}, `until` the
+// latest expiry of the leases in its way held by one it queued behind.
+struct Pass {
+  std::string ticket;
+  std::int64_t until = 0;
+  bool operator==(const Pass& o) const { return ticket == o.ticket && until == o.until; }
+};
+// "passes" of a claim, as declared: checked when replaying, decided when
+// proposing. `shape` is the check of the list's form (reported where the
+// queue is checked).
+struct DeclaredPasses {
+  bool has = false;
+  Status shape = Ok{};
+  std::vector<Pass> list;
+};
+// claim: {"op","path","mode","expires_at","note"?,"reclaims"?,"after"?,"passes"?}
 struct ClaimOp {
   RepoPath path;
   std::string mode;  // "exclusive" | "shared" | "intent"
@@ -131,6 +154,7 @@ struct ClaimOp {
   std::int64_t expires_at = 0;
   std::optional<std::string> note;
   Declared declared;
+  DeclaredPasses passes;
 };
 // sem-acquire: {"op","sem","limit","expires_at","note"?,"reclaims"?,"after"?}
 struct SemAcquireOp {
@@ -196,7 +220,32 @@ struct HandoffOp {
   std::optional<std::string> note;
   Declared declared;  // paths only: the expired leases in the receiver's way
 };
-using Op = std::variant<ClaimOp, SemAcquireOp, ExtendOp, ReleaseOp, ForceReleaseOp, SweepOp, HandoffOp>;
+// ticket: {"op","wants":[{"path","mode"}|{"sem"}],"expires_at","behind"}: a
+// place in the store's queue (docs/FORMAT.md "Tickets").
+struct TicketOp {
+  std::vector<TicketWant> wants;
+  std::vector<Wanted> parsed;  // the wants as the queue compares them
+  std::int64_t expires_at = 0;
+  bool has_behind = false;  // filled in when proposing
+  Status behind_shape = Ok{};
+  std::vector<std::string> behind;
+};
+// ticket-renew: {"op","ticket","prev_expires_at","expires_at"}
+struct TicketRenewOp {
+  std::string ticket;
+  bool has_prev_expires_at = false;  // as for extend
+  Result<std::int64_t> prev_expires_at = std::int64_t{0};
+  std::int64_t expires_at = 0;
+};
+// ticket-drop: {"op","ticket","expires_at"?}: the actor's own ticket, or an
+// expired one of anyone (then with its expiry, as a sweep declares it).
+struct TicketDropOp {
+  std::string ticket;
+  bool has_expires_at = false;
+  Result<std::int64_t> expires_at = std::int64_t{0};
+};
+using Op = std::variant<ClaimOp, SemAcquireOp, ExtendOp, ReleaseOp, ForceReleaseOp, SweepOp, HandoffOp, TicketOp,
+                        TicketRenewOp, TicketDropOp>;
 
 // Who a new lease is for: the actor (claim, sem-acquire) or the receiver of
 // a hand-off.
@@ -276,8 +325,45 @@ class Planner {
   Holder actor() const { return {ctx_.actor, name_}; }
   // A new path lease for `holder` (claim, hand-off): what stands in the way,
   // resolved as `declared` says, then the lease and its guards.
+  // `passes` is the claim's (a claim respects the queue); none for a
+  // hand-off, which passes it (the giver chose the receiver).
   Status admit_path(const RepoPath& p, const std::string& mode, std::int64_t expires_at,
-                    const std::optional<std::string>& note, Declared& declared, std::size_t i, const Holder& holder);
+                    const std::optional<std::string>& note, Declared& declared, std::size_t i, const Holder& holder,
+                    DeclaredPasses* passes = nullptr);
+  // What stands in the way of a new path lease of `who` in mode `pm`
+  // (ancestors' leases, the path's own, markers below, exclusive
+  // families), live or expired. `must_reclaim`/`reclaimed` receive the
+  // leases on the path itself, `superseded` the holder's own intent a lock
+  // replaces.
+  Status path_conflicts(const RepoPath& p, PathMode pm, const std::string& who, std::vector<Conflict>& conflicts,
+                        std::vector<Reclaim>* must_reclaim = nullptr, std::vector<std::string>* reclaimed = nullptr,
+                        std::optional<std::string>* superseded = nullptr);
+
+  // --- the queue (plan_queue.cpp)
+  // The queue record, or nullptr when the store has none.
+  Result<const Record*> queue();
+  // The holders whose leases stand in the way of `wants` for `who`
+  // (a ticket's "behind"), sorted and unique.
+  Result<std::vector<std::string>> blockers(const std::vector<Wanted>& wants, const std::string& who);
+  // The wants of a stored ticket as the queue compares them.
+  std::vector<Wanted> wants_of(const Ticket& t) const;
+  // The older tickets of other holders that a claim of `w` by `who` meets:
+  // each adds a queued-behind conflict, or a pass (checked or decided).
+  Status queue_for_claim(const Wanted& w, const std::string& who, DeclaredPasses& passes,
+                         std::vector<Conflict>& conflicts, std::size_t i);
+  // The live tickets of other holders a sem-acquire waits behind: how many
+  // (`ahead`, the first in `first`); the expired ones are conflicts.
+  Status queue_for_sem(const std::string& name, std::int64_t after_or_now, bool proposing,
+                       std::vector<Conflict>& conflicts, std::int64_t& ahead, const Ticket*& first);
+  // The refusal when a ticket of `who` for `wants` would close a cycle in
+  // the queue's wait-for graph.
+  Status deadlock_check(const std::vector<Wanted>& wants, const std::string& who);
+  Result<TicketOp> read_ticket(const json& op);
+  Result<TicketRenewOp> read_ticket_renew(const json& op);
+  Result<TicketDropOp> read_ticket_drop(const json& op);
+  Status ticket(TicketOp& t, std::size_t i);
+  Status ticket_renew(TicketRenewOp& t, std::size_t i);
+  Status ticket_drop(TicketDropOp& t, std::size_t i);
   Status claim(ClaimOp& c, std::size_t i);
   Status handoff(HandoffOp& h, std::size_t i);
   Status sem_acquire(SemAcquireOp& s, std::size_t i);

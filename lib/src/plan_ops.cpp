@@ -56,6 +56,7 @@ Status Planner::run(json& body, PlanOutcome& out) {
   guards_.clear();
   leases_.clear();
   Action action = Action::batch;
+  std::size_t counted = 0;  // ops other than ticket-drop
   for (std::size_t i = 0; i < ops->size(); ++i) {
     json& op = (*ops)[i];
     if (!op.is_object()) return make_error(Errc::bad_json, "op " + std::to_string(i) + " must be an object");
@@ -92,6 +93,18 @@ Status Planner::run(json& body, PlanOutcome& out) {
           act = Action::handoff;
           return handoff(*h, i);
         }
+        if (auto* t = std::get_if<TicketOp>(&typed)) {
+          act = Action::ticket;
+          return ticket(*t, i);
+        }
+        if (auto* t = std::get_if<TicketRenewOp>(&typed)) {
+          act = Action::ticket_renew;
+          return ticket_renew(*t, i);
+        }
+        if (auto* t = std::get_if<TicketDropOp>(&typed)) {
+          act = Action::ticket_drop;
+          return ticket_drop(*t, i);
+        }
         act = Action::sweep;
         return sweep(std::get<SweepOp>(typed), i);
       };
@@ -113,7 +126,16 @@ Status Planner::run(json& body, PlanOutcome& out) {
       }
       return e;
     }
-    action = i == 0 ? act : Action::batch;
+    // Ticket-drops do not count toward the action (docs/FORMAT.md
+    // "Tickets"): a waiter's admission drops its ticket in the same
+    // transition as its claim, and a new ticket drops lapsed ones first.
+    // The action is the other ops' (batch if several), ticket-drop if none.
+    if (act != Action::ticket_drop) {
+      action = counted == 0 ? act : Action::batch;
+      ++counted;
+    } else if (counted == 0) {
+      action = Action::ticket_drop;
+    }
   }
   out.action = action;
   out.guards = guards_;

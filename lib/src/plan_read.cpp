@@ -30,6 +30,9 @@ std::optional<Result<Op>> Planner::read_op(const std::string& kind, const json& 
   }
   if (kind == "force-release") return typed(read_force_release(op));
   if (kind == "handoff") return typed(read_handoff(op));
+  if (kind == "ticket") return typed(read_ticket(op));
+  if (kind == "ticket-renew") return typed(read_ticket_renew(op));
+  if (kind == "ticket-drop") return typed(read_ticket_drop(op));
   return std::nullopt;
 }
 
@@ -82,7 +85,8 @@ Status Planner::new_lease_terms(const json& op, std::int64_t& expires_at, std::o
 }
 
 Result<ClaimOp> Planner::read_claim(const json& op) {
-  GITLOCKS_CHECK(check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after"}, "claim op"));
+  GITLOCKS_CHECK(
+      check_keys(op, {"op", "path", "mode", "expires_at", "note", "reclaims", "after", "passes"}, "claim op"));
   ClaimOp c;
   GITLOCKS_TRY(path_text, get_string(op, "path"));
   // NFC, and folded in a case-insensitive store: one spelling per resource.
@@ -95,6 +99,20 @@ Result<ClaimOp> Planner::read_claim(const json& op) {
   c.exclusive = mode == "exclusive";
   GITLOCKS_CHECK(new_lease_terms(op, c.expires_at, c.note));
   c.declared = read_declared(op);
+  if (auto list = op.find("passes"); list != op.end()) {
+    c.passes.has = true;
+    if (!list->is_array()) c.passes.shape = make_error(Errc::bad_json, "'passes' must be an array");
+    for (const json& e : list->is_array() ? *list : json::array()) {
+      auto keys = check_keys(e, {"ticket", "until"}, "pass");
+      auto ticket = get_string(e, "ticket");
+      auto until = get_int(e, "until");
+      if (!keys.ok() || !ticket.ok() || !until.ok()) {
+        c.passes.shape = make_error(Errc::bad_json, "a pass is {\"ticket\":ID,\"until\":MS}");
+        break;
+      }
+      c.passes.list.push_back({*ticket, *until});
+    }
+  }
   return c;
 }
 
@@ -259,6 +277,31 @@ json op_json(const ClaimOp& c) {
   json j = {{"op", "claim"}, {"path", c.path.display()}, {"mode", c.mode}, {"expires_at", c.expires_at}};
   if (c.note) j["note"] = *c.note;
   write_declared(j, c.declared);
+  if (c.passes.has) {
+    json list = json::array();
+    for (const Pass& p : c.passes.list) list.push_back({{"ticket", p.ticket}, {"until", p.until}});
+    j["passes"] = std::move(list);
+  }
+  return j;
+}
+
+json op_json(const TicketOp& t) {
+  json wants = json::array();
+  for (const TicketWant& w : t.wants) wants.push_back(w.to_json());
+  json j = {{"op", "ticket"}, {"wants", std::move(wants)}, {"expires_at", t.expires_at}};
+  if (t.has_behind) j["behind"] = t.behind;
+  return j;
+}
+
+json op_json(const TicketRenewOp& t) {
+  json j = {{"op", "ticket-renew"}, {"ticket", t.ticket}, {"expires_at", t.expires_at}};
+  if (t.has_prev_expires_at && t.prev_expires_at.ok()) j["prev_expires_at"] = *t.prev_expires_at;
+  return j;
+}
+
+json op_json(const TicketDropOp& t) {
+  json j = {{"op", "ticket-drop"}, {"ticket", t.ticket}};
+  if (t.has_expires_at && t.expires_at.ok()) j["expires_at"] = *t.expires_at;
   return j;
 }
 

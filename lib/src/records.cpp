@@ -65,6 +65,38 @@ Status validate_leases(const json& rec, const std::string& resource, bool path) 
   return Ok{};
 }
 
+// A ticket of the queue record (docs/FORMAT.md "Tickets"), in seq order.
+Status validate_ticket(const json& t, const std::string& resource, std::int64_t seq, std::int64_t& last) {
+  if (!t.is_object()) return bad(resource, "ticket is not an object");
+  GITLOCKS_CHECK(check_keys(t, {"id", "holder", "name", "seq", "expires_at", "created_at", "wants", "behind"}, "ticket"));
+  if (!is_str(t, "id") || !is_hex(t["id"].get<std::string>(), kLeaseIdHexDigits)) return bad(resource, "ticket id");
+  if (!is_str(t, "holder") || !is_hex(t["holder"].get<std::string>(), 64)) return bad(resource, "ticket holder");
+  if (!is_str(t, "name")) return bad(resource, "ticket name");
+  if (!is_int(t, "seq", 1) || !is_int(t, "expires_at") || !is_int(t, "created_at"))
+    return bad(resource, "ticket seq/expires_at/created_at");
+  const std::int64_t s = t["seq"].get<std::int64_t>();
+  if (s <= last || s > seq) return bad(resource, "ticket seqs out of order or above the queue's");
+  last = s;
+  auto wants = t.find("wants");
+  if (wants == t.end() || !wants->is_array() || wants->empty() || wants->size() > kMaxTicketWants)
+    return bad(resource, "ticket wants");
+  for (const auto& w : *wants) {
+    const bool path = w.is_object() && w.size() == 2 && is_str(w, "path") && is_str(w, "mode") &&
+                      (w["mode"] == "exclusive" || w["mode"] == "shared");
+    const bool sem = w.is_object() && w.size() == 1 && is_str(w, "sem");
+    if (!path && !sem) return bad(resource, "ticket want");
+  }
+  auto behind = t.find("behind");
+  if (behind == t.end() || !behind->is_array()) return bad(resource, "ticket behind");
+  std::string prev;
+  for (const auto& k : *behind) {
+    if (!k.is_string() || !is_hex(k.get<std::string>(), 64) || k.get<std::string>() <= prev)
+      return bad(resource, "ticket behind: keys sorted, unique");
+    prev = k.get<std::string>();
+  }
+  return Ok{};
+}
+
 }  // namespace
 
 Status validate(const json& rec, const std::string& resource) {
@@ -108,6 +140,15 @@ Status validate(const json& rec, const std::string& resource) {
     for (const auto& [h, e] : holders->items())
       if (!is_hex(h, 64) || !e.is_object() || e.size() != 2 || !is_int(e, "n", 1) || !is_int(e, "until"))
         return bad(resource, "family holder " + h);
+    return Ok{};
+  }
+  if (kind == "queue") {
+    GITLOCKS_CHECK(check_keys(rec, {"kind", "name", "seq", "tickets"}, "queue record"));
+    if (name != "tickets" || !is_int(rec, "seq")) return bad(resource, "name/seq");
+    auto tickets = rec.find("tickets");
+    if (tickets == rec.end() || !tickets->is_array() || tickets->size() > kMaxTickets) return bad(resource, "tickets");
+    std::int64_t last = 0;
+    for (const auto& t : *tickets) GITLOCKS_CHECK(validate_ticket(t, resource, rec["seq"].get<std::int64_t>(), last));
     return Ok{};
   }
   return bad(resource, "unknown kind '" + kind + "'");

@@ -358,7 +358,9 @@ void Timeline::follow_change(const SharedDoc& before_doc, const SharedDoc& after
   const json& after = doc_or_null(after_doc);
   const json& any = after.is_null() ? before : after;
   const std::string kind = any["kind"].get<std::string>();
-  if (kind == "family") return;  // derived data; leases carry the facts
+  // Family records are derived data, the queue holds no lease: leases carry
+  // the facts the checker follows.
+  if (kind == "family" || kind == "queue") return;
   const std::string name = any["name"].get<std::string>();
   const std::string resource = Resource::of(any).key();
   auto old_leases = leases_by_id(before);

@@ -18,6 +18,7 @@ ErrorClass classify(Errc code) {
     case Errc::not_member:
     case Errc::wait_timeout:
     case Errc::already_held:
+    case Errc::deadlock:
     // A lease `run` held was lost: the store refused it to us, as it
     // refuses an admission (docs/CLI.md "run").
     case Errc::lease_lost:

@@ -22,6 +22,11 @@ inline constexpr std::size_t kMaxNameBytes = 256;
 // Bytes of a semaphore's name (at least one, no control characters).
 inline constexpr std::size_t kMaxSemNameBytes = 255;
 
+// The store's queue holds at most this many tickets, each waiting for at
+// most kMaxTicketWants resources (docs/FORMAT.md "Tickets").
+inline constexpr std::size_t kMaxTickets = 256;
+inline constexpr std::size_t kMaxTicketWants = 64;
+
 // The largest limit of a semaphore (its slots: 1..kMaxSemLimit).
 inline constexpr std::int64_t kMaxSemLimit = 1000000;
 

@@ -19,12 +19,13 @@
 
 namespace gitlocks {
 
-enum class RecordKind { path, sem, family };
+enum class RecordKind { path, sem, family, queue };
 
-// Path and semaphore records hold leases; family records hold derived data.
-inline bool holds_leases(RecordKind k) { return k != RecordKind::family; }
+// Path and semaphore records hold leases; family records hold derived data,
+// the queue record ("queue:tickets") the waiters' tickets.
+inline bool holds_leases(RecordKind k) { return k == RecordKind::path || k == RecordKind::sem; }
 
-// "path", "sem", "family": the record's "kind" and its key's prefix.
+// "path", "sem", "family", "queue": the record's "kind" and its key's prefix.
 std::string_view record_kind_name(RecordKind k);
 std::optional<RecordKind> parse_record_kind(std::string_view name);
 
@@ -160,6 +161,43 @@ struct Released {
 // The last force-release of a validated path record, if it has one.
 std::optional<Released> released_of(const json& record);
 
+// One resource a ticket waits for (docs/FORMAT.md "Tickets"): a path as a
+// claim writes it ("src/" for a directory) with its mode, exclusive or
+// shared, or a semaphore by name.
+struct TicketWant {
+  std::string path;  // "" for a semaphore
+  std::string mode;  // paths: "exclusive" | "shared"
+  std::string sem;   // semaphores
+
+  bool shared() const { return mode == "shared"; }
+  static TicketWant of(const json& want);
+  json to_json() const;  // {"path","mode"} | {"sem"}
+  bool operator==(const TicketWant& o) const { return path == o.path && mode == o.mode && sem == o.sem; }
+};
+
+// A waiter's place in the store's one queue (docs/FORMAT.md "Tickets"):
+// taken by a signed `ticket` op, renewed while its holder waits, dropped
+// when it is admitted or gives up, swept once expired. `behind` names the
+// holders of the leases that stood in its way when it was taken: while one
+// of them still holds a live lease in its way, the ticket could not be
+// admitted either way and lets others pass.
+struct Ticket {
+  std::string id;
+  std::string holder;
+  std::string name;
+  std::int64_t seq = 0;  // its place: the queue's order
+  std::int64_t expires_at = 0;
+  std::int64_t created_at = 0;
+  std::vector<TicketWant> wants;
+  std::vector<std::string> behind;  // holders' keys, sorted, unique
+
+  bool live_at(std::int64_t now) const { return live_until(expires_at, now); }
+  static Ticket of(const json& ticket);
+  json to_json() const;
+  // "bob (d661df7c94a6), ticket #3": as a refusal names it.
+  std::string label() const;
+};
+
 // A record of the state as a type (docs/FORMAT.md "Records"). The planner
 // reads and edits records through it; it is made from a validated record
 // (Record::of never checks and never fails) and written back with
@@ -173,11 +211,13 @@ struct Record {
   std::map<std::string, Marker> below;          // path: holder -> intention marker
   std::optional<Released> released;             // path: the last force-release
   std::map<std::string, FamilyHolder> holders;  // family: holder -> entry
+  std::vector<Ticket> tickets;                  // queue: by seq ("seq" is its generation)
 
   // Empty records, as a first lease (or a first marker) creates them.
   static Record path(std::string key);
   static Record sem(std::string name, std::int64_t limit);
   static Record family(std::string name);
+  static Record queue();
   // From a validated record.
   static Record of(const json& record);
   // The document the state stores: a path record always has "below" and
@@ -191,6 +231,11 @@ struct Record {
   // The lease with id `id`, or nullptr.
   Lease* lease(const std::string& id);
   const Lease* lease(const std::string& id) const;
+  // The ticket with id `id`, or nullptr.
+  Ticket* ticket(const std::string& id);
 };
+
+// The queue record's key: "queue:tickets".
+inline constexpr const char* kQueueResource = "queue:tickets";
 
 }  // namespace gitlocks

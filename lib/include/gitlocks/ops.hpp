@@ -44,6 +44,23 @@ inline json sem_acquire(const std::string& name, std::int64_t limit, std::int64_
   return op;
 }
 
+// The store's queue (docs/FORMAT.md "Tickets"). A ticket's wants:
+// {"path":P,"mode":"exclusive"|"shared"} or {"sem":NAME}.
+inline json want_path(const std::string& path, Mode mode) { return {{"path", path}, {"mode", mode_name(mode)}}; }
+inline json want_sem(const std::string& name) { return {{"sem", name}}; }
+// {"op":"ticket","wants":[...],"expires_at":E}; the planner fills in "behind".
+inline json ticket(const json& wants, std::int64_t expires_at) {
+  return {{"op", "ticket"}, {"wants", wants}, {"expires_at", expires_at}};
+}
+// {"op":"ticket-renew","ticket":ID,"expires_at":E}; the planner fills in
+// "prev_expires_at".
+inline json ticket_renew(const std::string& ticket, std::int64_t expires_at) {
+  return {{"op", "ticket-renew"}, {"ticket", ticket}, {"expires_at", expires_at}};
+}
+// {"op":"ticket-drop","ticket":ID}: the actor's own ticket, or (the planner
+// fills in "expires_at") another's that lapsed.
+inline json ticket_drop(const std::string& ticket) { return {{"op", "ticket-drop"}, {"ticket", ticket}}; }
+
 // A lease named by its resource: {"path":P} or {"sem":NAME}.
 struct Target {
   bool sem = false;

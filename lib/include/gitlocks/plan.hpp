@@ -93,6 +93,9 @@ enum class Action {
   migrate,
   checkpoint,
   handoff,
+  ticket,
+  ticket_renew,
+  ticket_drop,
 };
 const char* action_name(Action a);
 

@@ -31,6 +31,7 @@ enum class Errc {
   wait_timeout,  // a blocking acquisition (--wait) gave up: its timeout passed
   already_held,  // the actor already holds the resource: extend it instead
   lease_lost,    // a lease a host held and renewed (`run`) is gone: renewal refused, or expired
+  deadlock,      // a ticket would close a cycle in the queue's wait-for graph: waiting cannot end
   // Malformed or unsupported input (exit 64).
   usage,
   bad_path,
@@ -65,6 +66,14 @@ inline constexpr std::string_view expiry_changed = "expiry-changed";      // sta
 inline constexpr std::string_view sweep_mismatch = "sweep-mismatch";  // stale_generation: swept lease not as declared
 inline constexpr std::string_view superseded = "superseded";    // stale_generation: the lease's generation was replaced
 inline constexpr std::string_view not_expired = "not-expired";  // held_path: a swept lease has not expired
+// held_path: an older live ticket of another holder waits for the resource (fields ticket, ticket_seq)
+inline constexpr std::string_view queued_behind = "queued-behind";
+// stale_generation: the tickets a claim declares it passes ("passes") differ from the state's
+inline constexpr std::string_view passes_mismatch = "passes-mismatch";
+// stale_generation: a ticket's declared "behind" differs from the holders of the leases in its way
+inline constexpr std::string_view behind_mismatch = "behind-mismatch";
+// not_holder: no ticket of the actor with this id (renewed, dropped)
+inline constexpr std::string_view no_ticket = "no-ticket";
 inline constexpr std::string_view already_enabled = "already-enabled";    // usage: guard time already has these pins
 inline constexpr std::string_view operation_failed = "operation-failed";  // stale_generation: a FAILED admin operation
 inline constexpr std::string_view not_owner = "not-owner";  // not_holder: an admin transition by another than the owner
