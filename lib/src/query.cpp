@@ -343,6 +343,23 @@ Result<json> status_head(StateReader& reader, const Snapshot& snap, std::int64_t
                                                {"service_key", snap.guard_time()->service_key}}
                                         : json{{"enabled", false}};
   out["leases"] = json::array();
+  // The waiters' queue (docs/FORMAT.md "Tickets"): its live tickets, in order.
+  json queue = json::array();
+  GITLOCKS_TRY(q, reader.valid_record(kQueueResource));
+  if (q)
+    for (const Ticket& t : q->tickets) {
+      if (!t.live_at(now)) continue;
+      json wants = json::array();
+      for (const TicketWant& w : t.wants) wants.push_back(w.to_json());
+      queue.push_back({{"ticket", t.id},
+                       {"seq", t.seq},
+                       {"holder", t.holder},
+                       {"holder_name", t.name},
+                       {"wants", std::move(wants)},
+                       {"expires_at", t.expires_at},
+                       {"created_at", t.created_at}});
+    }
+  out["queue"] = std::move(queue);
   return out;
 }
 

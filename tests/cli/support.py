@@ -197,6 +197,18 @@ class CliTest(unittest.TestCase):
         self.assertOk(res)
         return res.json
 
+    def actions_since(self, repo, commit):
+        """The actions of the transitions after `commit` up to the tip,
+        oldest first, as their commit subjects name them ("git-locks: ACTION")."""
+        out = repo.git("log", "--reverse", "--format=%s", f"{commit}..refs/locks/state").split("\n")
+        return [line.split(": ", 1)[1].split(" ", 1)[0] for line in out if line.startswith("git-locks: ")]
+
+    def leases_and_queue(self, repo):
+        """What a waiter that gave up must leave as it found: the leases
+        (status) and an empty queue of tickets."""
+        st = repo.run("x", "--json", "status").json
+        return [(l["path"] if "path" in l else l.get("sem"), l["name"]) for l in st["leases"]], st.get("queue", [])
+
     def unchanged(self, repo):
         """Context manager: refs/locks/state must not move inside."""
         test = self

@@ -44,10 +44,14 @@ class ClaimWait(CliTest):
         r = self.repo()
         self.claimed(r, "bob", "a")
         bob = self.actor(r, "bob")
-        with self.unchanged(r):
-            start = time.monotonic()
-            res = r.run("alice", "claim", "--wait=400ms", "a")
-            elapsed = time.monotonic() - start
+        before, held = r.tip(), self.leases_and_queue(r)
+        start = time.monotonic()
+        res = r.run("alice", "claim", "--wait=400ms", "a")
+        elapsed = time.monotonic() - start
+        # The waiter took its place in the store's queue and left it: the
+        # leases and the queue are as they were.
+        self.assertEqual(self.actions_since(r, before), ["ticket", "ticket-drop"])
+        self.assertEqual(self.leases_and_queue(r), held)
         self.assertEqual(res.code, 1, res)
         e = res.error
         self.assertEqual((e["error"], e["code"], e["reason"], e["op"]), ("refused", "wait-timeout", "wait-timeout", "claim"))
@@ -62,15 +66,22 @@ class ClaimWait(CliTest):
         self.assertIn(f"'a' is held exclusive by bob ({bob[:12]}) until {iso(T0 + 60000)}, in 1m", e["detail"])
         self.assertNotIn("attempts", e)  # no publication is pending: attempts counts update-ref runs
 
-    def test_waits_until_released_and_renews_nothing_meanwhile(self):
+    def test_waits_until_released_and_writes_only_its_ticket_meanwhile(self):
         r = self.repo()
         self.claimed(r, "bob", "a")
         before = r.tip()
         waiter = r.popen("alice", "--json", "claim", "--wait", "a")
         self.queued(r, waiter)
+        deadline = time.monotonic() + 60
+        while r.tip() == before:  # its ticket
+            self.assertLess(time.monotonic(), deadline, "the waiter took no ticket")
+            time.sleep(0.05)
         time.sleep(0.8)
         self.assertIsNone(waiter.poll())
-        self.assertEqual(r.tip(), before)  # waiting wrote nothing
+        self.assertEqual(self.actions_since(r, before), ["ticket"])  # waiting wrote only its ticket
+        queue = r.run("x", "--json", "status").json["queue"]
+        self.assertEqual([(t["seq"], t["holder_name"], t["wants"]) for t in queue],
+                         [(1, "alice", [{"path": "a", "mode": "exclusive"}])])
         self.assertOk(r.run("bob", "release", "a"))
         out, err = waiter.communicate(timeout=60)
         self.assertEqual(waiter.returncode, 0, err)
@@ -78,6 +89,10 @@ class ClaimWait(CliTest):
         self.assertEqual(got["leases"][0]["resource"], "path:a")
         self.assertGreaterEqual(got["waited_ms"], 800)
         self.assertEqual(r.run("x", "--json", "status").json["leases"][0]["name"], "alice")
+        # Admitted, it left the queue in the same transition: a claim.
+        self.assertEqual(got["action"], "claim")
+        self.assertEqual([op["op"] for op in got["ops"]], ["claim", "ticket-drop"])
+        self.assertEqual(r.run("x", "--json", "status").json["queue"], [])
 
     def test_free_path_is_claimed_at_once(self):
         r = self.repo()
@@ -105,19 +120,34 @@ class ClaimWait(CliTest):
 
     def test_a_killed_waiter_holds_nobody_back(self):
         r = self.repo()
-        self.claimed(r, "bob", "a")
+        self.claimed(r, "bob", "a", ttl="10m")
+        before = r.tip()
         dead = r.popen("alice", "claim", "--wait", "a")
         left = self.queued(r, dead)
+        deadline = time.monotonic() + 60
+        while self.actions_since(r, before) != ["ticket"]:
+            self.assertLess(time.monotonic(), deadline, "the waiter took no ticket")
+            time.sleep(0.05)
         dead.send_signal(signal.SIGKILL)
         dead.communicate(timeout=30)
         self.assertEqual(waiter_entries(r), left)  # its entry is left behind
         self.assertEqual(len(left), 1)
+        # Its ticket too, until it lapses (30 s on this clock): carol waits
+        # after that, and drops it when she takes her own.
+        r.now = T0 + 30_001
+        dead_ticket = r.run("x", "--json", "status").json
+        self.assertEqual(dead_ticket["queue"], [])  # lapsed: status lists live tickets only
         live = r.popen("carol", "--json", "claim", "--wait=60s", "a")
         self.queued(r, live, left)
         self.assertOk(r.run("bob", "release", "a"))
         out, err = live.communicate(timeout=60)
         self.assertEqual(live.returncode, 0, err)
         self.assertEqual(waiter_entries(r), [])  # cleaned on the way
+        # carol's ticket transition dropped alice's lapsed one first.
+        self.assertEqual(self.actions_since(r, before), ["ticket", "ticket", "release", "claim"])
+        carols = r.git("log", "--format=%H", "-1", "--skip=2", "refs/locks/state").strip()
+        body = json.loads(r.git("show", f"{carols}:txn/packet.json"))["packet"]["body"]
+        self.assertEqual([op["op"] for op in body["ops"]], ["ticket-drop", "ticket"])
 
     def not_behind_a_waiter(self, r, first_path, second_path):
         """bob holds first_path and alice waits for it: carol's claim of
@@ -253,8 +283,9 @@ class RunWait(CliTest):
         r = self.repo()
         self.claimed(r, "bob", "f")
         marker = os.path.join(r.root, "launched")
-        with self.unchanged(r):
-            res = r.run("alice", "run", "--wait=300ms", "--claim", "f", "--", "touch", marker)
+        held = self.leases_and_queue(r)
+        res = r.run("alice", "run", "--wait=300ms", "--claim", "f", "--", "touch", marker)
+        self.assertEqual(self.leases_and_queue(r), held)  # its ticket taken and dropped
         self.assertEqual(res.code, 1, res)
         self.assertEqual((res.error["code"], res.error["last_reason"], res.error["holder_name"]),
                          ("wait-timeout", "held-path", "bob"))

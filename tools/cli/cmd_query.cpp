@@ -58,6 +58,25 @@ std::string status_table(const json& leases) {
 
 }  // namespace
 
+namespace {
+// The human lines of status's "queue": one per live ticket, in order.
+std::string queue_text(const json& queue, std::int64_t now) {
+  if (queue.empty()) return "";
+  std::string out = "waiting (the store's queue, first in line first):\n";
+  for (const auto& t : queue) {
+    std::string wants;
+    for (const auto& w : t["wants"])
+      wants += (wants.empty() ? "" : ", ") +
+               (w.contains("sem") ? "semaphore " + w["sem"].get<std::string>()
+                                  : w["path"].get<std::string>() + " (" + w["mode"].get<std::string>() + ")");
+    out += "  #" + std::to_string(t["seq"].get<std::int64_t>()) + " " + t["holder_name"].get<std::string>() + " (" +
+           t["holder"].get<std::string>().substr(0, 12) + ") waits for " + wants + "; its ticket lapses " +
+           format_when(t["expires_at"].get<std::int64_t>(), now) + " unless renewed\n";
+  }
+  return out;
+}
+}  // namespace
+
 int cmd_status(Context& ctx, const Argv& argv) {
   auto a = ctx.parse(argv);
   if (!a.ok()) return ctx.fail(a.error());
@@ -90,7 +109,8 @@ int cmd_status(Context& ctx, const Argv& argv) {
   if (!q.paths.empty()) {  // the core's answer, by index
     auto doc = status_document(reader, *snap, q);
     if (!doc.ok()) return ctx.fail(doc.error());
-    return ctx.done(*doc, header((*doc)["leases"].size()) + status_table((*doc)["leases"]));
+    return ctx.done(*doc, header((*doc)["leases"].size()) + status_table((*doc)["leases"]) +
+                              queue_text((*doc)["queue"], q.now));
   }
   // Every lease: streamed row by row (the core's for_each_lease), so memory
   // does not grow with the rows. The JSON is byte for byte the one document
@@ -130,6 +150,7 @@ int cmd_status(Context& ctx, const Argv& argv) {
     return ctx.fail(st.error());
   }
   if (ctx.json_output) text += "]" + doc.substr(at + placeholder.size()) + "\n";
+  else text += queue_text(out["queue"], q.now);
   flush(0);
   std::fflush(stdout);
   return kExitOk;

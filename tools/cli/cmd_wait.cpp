@@ -45,14 +45,17 @@ int cmd_wait(Context& ctx, const Argv& argv) {
 
   // Only a waiter that will claim queues (waiting.h): one that only looks
   // never holds anybody back.
-  WaitOptions w{timeout, {}, paths_label(a->positionals)};
+  WaitOptions w{timeout, {}, paths_label(a->positionals), true};
   if (a->has("claim")) w.wanted = wanted_paths(a->positionals, mode == "shared");
   std::optional<Published> published;
-  auto outcome = wait_until_admitted(ctx, w, [&]() -> std::optional<Error> {
+  auto outcome = wait_until_admitted(ctx, w, [&](const std::optional<std::string>& ticket) -> std::optional<Error> {
     if (a->has("claim")) {
       auto p = publish(ctx, "claim", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
         GITLOCKS_CHECK(require_store(ctx, snap));
-        return std::optional<json>{body_at(now)};
+        json body = body_at(now);
+        // Admitted, the waiter leaves the queue in the same transition.
+        if (ticket) body["ops"].push_back(ops::ticket_drop(*ticket));
+        return std::optional<json>{body};
       });
       if (!p.ok()) return p.error();
       published = std::move(*p);

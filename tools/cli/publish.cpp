@@ -40,6 +40,12 @@ Status canonical_op_paths(json& body, const Snapshot& snap) {
   json& ops = body["ops"];
   for (std::size_t i = 0; i < ops.size(); ++i) {
     json& op = ops[i];
+    // A ticket's wants name paths too (docs/FORMAT.md "Tickets").
+    if (op.is_object() && op.contains("wants") && op["wants"].is_array())
+      for (json& w : op["wants"]) {
+        if (!w.is_object() || !w.contains("path") || !w["path"].is_string()) continue;
+        if (auto t = normalize_path_input(w["path"].get<std::string>(), snap.path_case()); t.ok()) w["path"] = *t;
+      }
     if (!op.is_object() || !op.contains("path") || !op["path"].is_string()) continue;
     auto text = normalize_path_input(op["path"].get<std::string>(), snap.path_case());
     if (!text.ok()) {

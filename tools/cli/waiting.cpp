@@ -15,8 +15,13 @@
 
 #include "args.h"
 #include "checkpoint.h"
+#include "gitlocks/limits.hpp"
+#include "gitlocks/model.hpp"
+#include "gitlocks/ops.hpp"
 #include "gitlocks/path.hpp"
+#include "gitlocks/plan.hpp"
 #include "gitlocks/query.hpp"
+#include "gitlocks/state.hpp"
 #include "gitlocks/timefmt.hpp"
 
 namespace gitlocks::cli {
@@ -207,6 +212,101 @@ class QueueEntry {
   std::vector<Wanted> mine_;  // this waiter's wants, parsed once
 };
 
+// This waiter's ticket in the store's queue (waiting.h, docs/FORMAT.md
+// "Tickets"): taken on the first refusal worth waiting for, renewed at half
+// its TTL, dropped by the transition that admits the waiter or, when it
+// gives up, by its destructor.
+class StoreTicket {
+ public:
+  StoreTicket(Context& ctx, std::vector<WantedResource> wanted) : ctx_(ctx), wanted_(std::move(wanted)) {}
+  ~StoreTicket() {
+    if (!id_) return;
+    const std::string id = *id_;
+    (void)publish(ctx_, "ticket-drop", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+      GITLOCKS_CHECK(require_store(ctx_, snap));
+      return std::optional<json>{transition_body(ctx_, now, json::array({ops::ticket_drop(id)}))};
+    });
+  }
+  StoreTicket(const StoreTicket&) = delete;
+  StoreTicket& operator=(const StoreTicket&) = delete;
+
+  const std::optional<std::string>& id() const { return id_; }
+  bool usable() const { return !disabled_; }
+  std::int64_t taken() const { return taken_; }
+
+  // Takes a ticket: the deadlock refusal (the wait ends), else nullopt (a
+  // ticket refused for another reason leaves this waiter without one).
+  std::optional<Error> take() {
+    std::size_t index = 0;
+    std::int64_t ttl = kTicketTtlMs;
+    auto p = publish(ctx_, "ticket", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+      GITLOCKS_CHECK(require_store(ctx_, snap));
+      ttl = std::clamp(kTicketTtlMs, snap.policy.min_ttl_ms, snap.policy.max_ttl_ms);
+      json list = json::array();
+      // The lapsed tickets it sees go first: they count in the wait-for
+      // graph until they are dropped.
+      StateReader reader(**ctx_.store(), snap.state, snap.codec());
+      if (auto rec = reader.record(kQueueResource); rec.ok() && *rec)
+        for (const Ticket& t : Record::of(**rec).tickets)
+          if (!t.live_at(now) && list.size() < kMaxDrops) list.push_back(ops::ticket_drop(t.id));
+      json wants = json::array();
+      for (const auto& w : wanted_)
+        wants.push_back(w.path.empty() ? ops::want_sem(w.sem)
+                                       : ops::want_path(w.path, w.shared ? ops::Mode::shared : ops::Mode::exclusive));
+      index = list.size();
+      list.push_back(ops::ticket(wants, now + ttl));
+      return std::optional<json>{transition_body(ctx_, now, list)};
+    });
+    if (!p.ok()) {
+      if (p.error().code == Errc::deadlock) return p.error();
+      disabled_ = true;
+      return std::nullopt;
+    }
+    if (!p->candidate) {
+      disabled_ = true;
+      return std::nullopt;
+    }
+    id_ = lease_id(p->candidate->packet.value("instance", ""), index, kQueueResource);
+    ttl_ = ttl;
+    renew_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(ttl / 2);
+    ++taken_;
+    return std::nullopt;
+  }
+
+  // Renews the ticket once half its TTL passed; a ticket that is gone (it
+  // lapsed and was dropped) is forgotten: the next refusal takes another.
+  void renew_if_due() {
+    if (!id_ || std::chrono::steady_clock::now() < renew_at_) return;
+    const std::string id = *id_;
+    const std::int64_t ttl = ttl_;
+    auto p = publish(ctx_, "ticket-renew", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+      GITLOCKS_CHECK(require_store(ctx_, snap));
+      return std::optional<json>{transition_body(ctx_, now, json::array({ops::ticket_renew(id, now + ttl)}))};
+    });
+    if (p.ok()) {
+      renew_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(ttl / 2);
+    } else if (p.error().sub == reason::no_ticket || p.error().code == Errc::guard_window ||
+               p.error().code == Errc::not_holder) {
+      id_.reset();
+    } else {
+      renew_at_ = std::chrono::steady_clock::now() + std::chrono::milliseconds(kMaxPauseMs);
+    }
+  }
+
+  // The admitting transition dropped it; or it is gone.
+  void forget() { id_.reset(); }
+
+ private:
+  static constexpr std::size_t kMaxDrops = 32;
+  Context& ctx_;
+  std::vector<WantedResource> wanted_;
+  std::optional<std::string> id_;
+  std::int64_t ttl_ = kTicketTtlMs;
+  std::chrono::steady_clock::time_point renew_at_;
+  bool disabled_ = false;
+  std::int64_t taken_ = 0;
+};
+
 }  // namespace
 
 bool worth_waiting(Errc code) { return clears_with_time(code); }
@@ -232,13 +332,17 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   const bool local = remote.ok() && !*remote;
   auto ref = ctx.state_ref();
   std::unique_ptr<QueueEntry> queue;
+  std::unique_ptr<StoreTicket> ticket;
   if (ref.ok() && !options.wanted.empty()) {
-    if (auto dir = git_common_dir(ctx); dir.ok()) {
-      QueueRules rules = queue_rules(ctx, *ref);
-      const auto wanted = canonical(options.wanted, rules.path_case);
+    QueueRules rules = queue_rules(ctx, *ref);
+    const auto wanted = canonical(options.wanted, rules.path_case);
+    if (options.ticket) ticket = std::make_unique<StoreTicket>(ctx, wanted);
+    if (auto dir = git_common_dir(ctx); dir.ok())
       queue = QueueEntry::join(*dir / "git-locks" / "waiters", *ref, wanted, std::move(rules));
-    }
   }
+  auto finish = [&] {
+    if (ticket) out.tickets = ticket->taken();
+  };
   ObjectStore* store = nullptr;
   if (local) {
     auto s = ctx.store();
@@ -253,26 +357,46 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   std::int64_t delay = kFirstPauseMs;
   std::string seen = tip();
   for (;;) {
+    if (ticket) ticket->renew_if_due();
     if (!queue || queue->ahead() == 0) {
       seen = tip();
-      auto e = attempt();
+      const std::optional<std::string> held = ticket ? ticket->id() : std::nullopt;
+      auto e = attempt(held);
       ++out.attempts;
       if (!e) {
+        if (ticket) ticket->forget();  // dropped by the transition that admitted us
         out.waited_ms = elapsed();
+        finish();
         return out;
+      }
+      if (held && e->sub == reason::no_ticket) {
+        // Our ticket lapsed and was dropped: try again at once without it.
+        ticket->forget();
+        continue;
       }
       if (!worth_waiting(e->code)) {
         out.error = std::move(e);
         out.waited_ms = elapsed();
+        finish();
         return out;
       }
       out.last_refusal = std::move(e);
+      if (ticket && !ticket->id() && ticket->usable()) {
+        if (auto refused = ticket->take()) {
+          out.error = std::move(refused);
+          out.waited_ms = elapsed();
+          finish();
+          return out;
+        }
+        seen = tip();  // our own ticket moved the ref
+      }
     }
     const std::int64_t waited = elapsed();
     if (options.timeout_ms && waited >= *options.timeout_ms) {
       out.timed_out = true;
       out.waited_ms = waited;
       out.error = out.last_refusal;
+      finish();
       return out;
     }
     // Full jitter on the upper half keeps many waiters from trying in step.
@@ -313,8 +437,14 @@ Error timeout_error(const WaitOptions& options, const WaitOutcome& outcome) {
 Result<Published> publish_when_admitted(Context& ctx, const std::string& command, const BodyFn& make_body,
                                         const WaitOptions& options, std::int64_t* waited_ms) {
   std::optional<Published> got;
-  auto outcome = wait_until_admitted(ctx, options, [&]() -> std::optional<Error> {
-    auto p = publish(ctx, command, make_body);
+  auto outcome = wait_until_admitted(ctx, options, [&](const std::optional<std::string>& ticket) -> std::optional<Error> {
+    // Admitted, the waiter leaves the queue in the same transition.
+    BodyFn with_drop = [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+      GITLOCKS_TRY(body, make_body(snap, now));
+      if (body && ticket && body->contains("ops")) (*body)["ops"].push_back(ops::ticket_drop(*ticket));
+      return body;
+    };
+    auto p = publish(ctx, command, ticket ? with_drop : make_body);
     if (!p.ok()) return p.error();
     got = std::move(*p);
     return std::nullopt;

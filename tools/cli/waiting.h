@@ -20,8 +20,18 @@
 // one exclusive family of the policy at the clone's verified tip; the same
 // semaphore), so waiters of one clone are admitted in arrival order. An
 // entry whose flock can be taken belongs to a waiter that died: it is
-// removed. Waiters in other clones (a remote store) are not in the queue:
-// between clones only backoff and jitter spread the attempts.
+// removed.
+//
+// The store's queue (docs/FORMAT.md "Tickets"), the same for every clone:
+// a waiter that will claim takes a ticket on its first refusal worth
+// waiting for (one transition: the lapsed tickets it sees dropped, then
+// its own), renews it at half its TTL (kTicketTtlMs, within the policy's
+// TTL window), and drops it in the transition that admits it, or when it
+// gives up. A claim behind an older live ticket of another holder is
+// refused queued-behind, so waiters of every clone are admitted in ticket
+// order. A ticket refused `deadlock` ends the wait with that error; one
+// refused for another reason (a full queue) leaves the waiter waiting
+// without one.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +52,8 @@ inline constexpr std::int64_t kRefWatchMs = 20;
 // queue: they try more often, so that a release is not always taken by the
 // releaser's own next claim (bench/wait_bench.py --remote).
 inline constexpr std::int64_t kMaxRemotePauseMs = 500;
+// A ticket's TTL (clamped to the policy's window); renewed at half of it.
+inline constexpr std::int64_t kTicketTtlMs = 30000;
 
 // One resource a waiter wants.
 struct WantedResource {
@@ -55,6 +67,8 @@ struct WaitOptions {
   std::vector<WantedResource> wanted;
   // What the waiter is waiting for, for messages ("'src/a.c'").
   std::string label;
+  // Take a ticket in the store's queue for `wanted` (a waiter that claims).
+  bool ticket = true;
 };
 
 // True for the refusals that waiting can cure: held-path, full-semaphore,
@@ -66,8 +80,9 @@ bool worth_waiting(Errc code);
 Result<std::optional<std::int64_t>> parse_wait(const std::string& value);
 
 // One try: nullopt when admitted (the caller keeps what it got), else the
-// error it was refused or failed with.
-using AttemptFn = std::function<std::optional<Error>()>;
+// error it was refused or failed with. `ticket`: the waiter's ticket id,
+// which the admitting transition drops (ops::ticket_drop), or nullopt.
+using AttemptFn = std::function<std::optional<Error>(const std::optional<std::string>& ticket)>;
 
 struct WaitOutcome {
   std::optional<Error> error;  // nullopt: admitted
@@ -75,6 +90,7 @@ struct WaitOutcome {
   std::int64_t waited_ms = 0;  // from the start to admission or to giving up
   bool timed_out = false;
   std::optional<Error> last_refusal;  // the last refusal worth waiting for
+  std::int64_t tickets = 0;           // tickets taken in the store's queue
 };
 
 // Runs `attempt` until it is admitted, fails with an error not worth
