@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'wait-timeout'
   | 'already-held'
   | 'lease-lost'
+  | 'deadlock'
   | 'usage'
   | 'bad-path'
   | 'bad-json'
@@ -89,7 +90,8 @@ export type Capability =
   | 'policy_checkpoints'
   | 'witness_cosignatures'
   | 'lease_handoff'
-  | 'lease_intent';
+  | 'lease_intent'
+  | 'lease_queue';
 
 /** What this core can do: the same report as `git-locks capabilities --json`. */
 export interface Capabilities {

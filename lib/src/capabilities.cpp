@@ -22,6 +22,8 @@ std::string_view capability_name(Capability c) {
       return "lease_handoff";
     case Capability::lease_intent:
       return "lease_intent";
+    case Capability::lease_queue:
+      return "lease_queue";
   }
   return "";
 }
@@ -34,7 +36,8 @@ const std::vector<Capability>& capabilities() {
                                               Capability::policy_checkpoints,
                                               Capability::witness_cosignatures,
                                               Capability::lease_handoff,
-                                              Capability::lease_intent};
+                                              Capability::lease_intent,
+                                              Capability::lease_queue};
   return all;
 }
 

@@ -203,8 +203,14 @@ Ticket Ticket::of(const json& t) {
 json Ticket::to_json() const {
   json w = json::array();
   for (const auto& want : wants) w.push_back(want.to_json());
-  return {{"id", id},         {"holder", holder},         {"name", name},   {"seq", seq},
-          {"expires_at", expires_at}, {"created_at", created_at}, {"wants", std::move(w)}, {"behind", behind}};
+  return {{"id", id},
+          {"holder", holder},
+          {"name", name},
+          {"seq", seq},
+          {"expires_at", expires_at},
+          {"created_at", created_at},
+          {"wants", std::move(w)},
+          {"behind", behind}};
 }
 
 std::string Ticket::label() const {

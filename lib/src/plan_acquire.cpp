@@ -43,9 +43,9 @@ Status Planner::claim(ClaimOp& c, std::size_t i) {
   return admit_path(c.path, c.mode, c.expires_at, c.note, c.declared, i, actor(), &c.passes);
 }
 
-Status Planner::path_conflicts(const RepoPath& p, PathMode pm, const std::string& who,
-                               std::vector<Conflict>& conflicts, std::vector<Reclaim>* must_reclaim,
-                               std::vector<std::string>* reclaimed, std::optional<std::string>* superseded) {
+Status Planner::path_conflicts(const RepoPath& p, PathMode pm, const std::string& who, std::vector<Conflict>& conflicts,
+                               std::vector<Reclaim>* must_reclaim, std::vector<std::string>* reclaimed,
+                               std::optional<std::string>* superseded) {
   const bool excl = pm == PathMode::exclusive;
   // An intent (docs/FORMAT.md "Intent") conflicts with nothing and nothing
   // conflicts with it; only the holder's own lease on the path stands in
@@ -73,9 +73,8 @@ Status Planner::path_conflicts(const RepoPath& p, PathMode pm, const std::string
       if (!own && (intent || l.intent())) continue;
       if (!own && !excl && !l.exclusive()) continue;
       const std::string already =
-          who == ctx_.actor
-              ? "you already hold '" + key + "' (lease " + l.id + "); extend it instead"
-              : l.name + " (" + who.substr(0, 12) + ") already holds '" + key + "' (lease " + l.id + ")";
+          who == ctx_.actor ? "you already hold '" + key + "' (lease " + l.id + "); extend it instead"
+                            : l.name + " (" + who.substr(0, 12) + ") already holds '" + key + "' (lease " + l.id + ")";
       conflicts.push_back({l.expires_at, own ? Errc::already_held : Errc::held_path,
                            own ? already : "'" + key + "' is held " + l.mode + " by " + l.label(), l.holder, l.name,
                            l.path});
@@ -198,9 +197,8 @@ Status Planner::sem_acquire(SemAcquireOp& s, std::size_t i) {
       reclaim.push_back(*r.value);
       reclaimed.insert(it->id);
     }
-    GITLOCKS_CHECK(
-        queue_for_sem(name, d.after.value_or(std::numeric_limits<std::int64_t>::min()), false, conflicts, ahead,
-                      first_ticket));
+    GITLOCKS_CHECK(queue_for_sem(name, d.after.value_or(std::numeric_limits<std::int64_t>::min()), false, conflicts,
+                                 ahead, first_ticket));
     GITLOCKS_CHECK(resolve(s.declared, conflicts, reclaim));
   }
   // Remaining leases after reclaim.

@@ -68,7 +68,8 @@ Status Planner::queue_for_claim(const Wanted& w, const std::string& who, Declare
     for (const Ticket& t : q->tickets) {
       if (t.holder == who || t.seq >= place) continue;
       const std::vector<Wanted> theirs = wants_of(t);
-      auto met = std::find_if(theirs.begin(), theirs.end(), [&](const Wanted& tw) { return wants_conflict(policy_, w, tw); });
+      auto met =
+          std::find_if(theirs.begin(), theirs.end(), [&](const Wanted& tw) { return wants_conflict(policy_, w, tw); });
       if (met == theirs.end()) continue;
       // Could its holder be admitted? Not while one it queued behind holds a
       // lease in its way: the latest such expiry is how long it cannot.
@@ -94,8 +95,8 @@ Status Planner::queue_for_claim(const Wanted& w, const std::string& who, Declare
       }
       const std::string text = met->path ? met->path->display() : met->sem;
       Conflict c(t.expires_at, Errc::held_path,
-                 "'" + text + "' is waited for by " + t.label() + ", queued before you: the ticket holds its place", t.holder,
-                 t.name, text);
+                 "'" + text + "' is waited for by " + t.label() + ", queued before you: the ticket holds its place",
+                 t.holder, t.name, text);
       c.ticket = t.id;
       c.ticket_seq = t.seq;
       conflicts.push_back(std::move(c));
@@ -127,7 +128,8 @@ Status Planner::queue_for_sem(const std::string& name, std::int64_t after_or_now
   const std::string& who = ctx_.actor;
   std::int64_t place = INT64_MAX;
   auto wants_sem = [&](const Ticket& t) {
-    return std::any_of(t.wants.begin(), t.wants.end(), [&](const TicketWant& w) { return w.path.empty() && w.sem == name; });
+    return std::any_of(t.wants.begin(), t.wants.end(),
+                       [&](const TicketWant& w) { return w.path.empty() && w.sem == name; });
   };
   for (const Ticket& t : q->tickets)
     if (t.holder == who && wants_sem(t)) place = std::min(place, t.seq);
@@ -268,8 +270,7 @@ Status Planner::ticket_renew(TicketRenewOp& t, std::size_t i) {
   if (prev != found->expires_at)
     return make_error(Errc::stale_generation, "ticket expiry changed since the request was made")
         .because(reason::expiry_changed);
-  if (t.expires_at <= prev)
-    return make_error(Errc::guard_window, "a renewal must move the ticket's expiry later");
+  if (t.expires_at <= prev) return make_error(Errc::guard_window, "a renewal must move the ticket's expiry later");
   if (now_ && *now_ > prev) {
     Error e(Errc::guard_window, "ticket " + t.ticket + " lapsed " + format_when(prev, *now_) + "; take a new one");
     e.fields["prev_expires_at_ms"] = prev;
@@ -313,8 +314,8 @@ Status Planner::ticket_drop(TicketDropOp& t, std::size_t i) {
     return make_error(Errc::bad_json, "dropping your own ticket declares no 'expires_at'");
   }
   GITLOCKS_TRY(rec, get_for_write(kQueueResource, Record::queue()));
-  rec->tickets.erase(std::find_if(rec->tickets.begin(), rec->tickets.end(),
-                                  [&](const Ticket& k) { return k.id == t.ticket; }));
+  rec->tickets.erase(
+      std::find_if(rec->tickets.begin(), rec->tickets.end(), [&](const Ticket& k) { return k.id == t.ticket; }));
   return Ok{};
 }
 

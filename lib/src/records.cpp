@@ -68,7 +68,8 @@ Status validate_leases(const json& rec, const std::string& resource, bool path) 
 // A ticket of the queue record (docs/FORMAT.md "Tickets"), in seq order.
 Status validate_ticket(const json& t, const std::string& resource, std::int64_t seq, std::int64_t& last) {
   if (!t.is_object()) return bad(resource, "ticket is not an object");
-  GITLOCKS_CHECK(check_keys(t, {"id", "holder", "name", "seq", "expires_at", "created_at", "wants", "behind"}, "ticket"));
+  GITLOCKS_CHECK(
+      check_keys(t, {"id", "holder", "name", "seq", "expires_at", "created_at", "wants", "behind"}, "ticket"));
   if (!is_str(t, "id") || !is_hex(t["id"].get<std::string>(), kLeaseIdHexDigits)) return bad(resource, "ticket id");
   if (!is_str(t, "holder") || !is_hex(t["holder"].get<std::string>(), 64)) return bad(resource, "ticket holder");
   if (!is_str(t, "name")) return bad(resource, "ticket name");

@@ -208,6 +208,14 @@ std::string describe_transition(const json& packet) {
       if (op.contains("path") && op["path"].is_string()) what = op["path"].get<std::string>();
       else if (op.contains("sem") && op["sem"].is_string()) what = "sem " + op["sem"].get<std::string>();
       else if (op.contains("leases") && op["leases"].is_array()) what = std::to_string(op["leases"].size()) + " leases";
+      else if (member_is(op, "op", "ticket") && op.contains("wants") && op["wants"].is_array())
+        for (const auto& w : op["wants"]) {
+          if (!w.is_object()) continue;
+          const std::string one = w.contains("path") && w["path"].is_string() ? w["path"].get<std::string>()
+                                  : w.contains("sem") && w["sem"].is_string() ? "sem " + w["sem"].get<std::string>()
+                                                                              : "";
+          if (!one.empty()) what += (what.empty() ? "for " : ", ") + one;
+        }
       if (what.empty()) continue;
       if (member_is(op, "op", "force-release") && op.contains("reason") && op["reason"].is_string())
         what += " (force-released: " + op["reason"].get<std::string>() + ")";

@@ -207,7 +207,7 @@ class Capabilities(CliTest):
     # private_time_add_guard_windows in its capabilities".
     REPORT = ('{"capabilities":["owner_guard_time_enable","private_time_add_guard_windows",'
               '"owner_guard_time_migrate","owner_checkpoint","policy_checkpoints","witness_cosignatures",'
-              '"lease_handoff","lease_intent"],'
+              '"lease_handoff","lease_intent","lease_queue"],'
               '"format":"gitlocks-capabilities-v1"}\n')
 
     def test_capabilities_outside_any_repository_and_key(self):
@@ -224,7 +224,7 @@ class Capabilities(CliTest):
         res = run("capabilities")
         self.assertEqual((res.returncode, res.stderr, res.stdout),
                          (0, "", "owner_guard_time_enable\nprivate_time_add_guard_windows\nowner_guard_time_migrate\n"
-                          "owner_checkpoint\npolicy_checkpoints\nwitness_cosignatures\nlease_handoff\nlease_intent\n"))
+                          "owner_checkpoint\npolicy_checkpoints\nwitness_cosignatures\nlease_handoff\nlease_intent\nlease_queue\n"))
         for args in (["--json", "capabilities"], ["capabilities", "--json"]):
             res = run(*args)
             self.assertEqual((res.returncode, res.stderr, res.stdout), (0, "", self.REPORT))

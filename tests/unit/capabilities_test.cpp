@@ -16,16 +16,17 @@ using gitlocks::test::actor_key;
 
 TEST_CASE(
     "capabilities: the report names owner_guard_time_enable - private_time_add_guard_windows - "
-    "owner_guard_time_migrate - owner_checkpoint - policy_checkpoints - witness_cosignatures - lease_handoff and "
-    "lease_intent") {
+    "owner_guard_time_migrate - owner_checkpoint - policy_checkpoints - witness_cosignatures - lease_handoff - "
+    "lease_intent and lease_queue") {
   CHECK(gitlocks::capabilities() ==
         std::vector<Capability>{Capability::owner_guard_time_enable, Capability::private_time_add_guard_windows,
                                 Capability::owner_guard_time_migrate, Capability::owner_checkpoint,
                                 Capability::policy_checkpoints, Capability::witness_cosignatures,
-                                Capability::lease_handoff, Capability::lease_intent});
+                                Capability::lease_handoff, Capability::lease_intent,
+                                Capability::lease_queue});
   CHECK(gitlocks::canon_dump(gitlocks::capabilities_json()).value() ==
         R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate",)"
-        R"("owner_checkpoint","policy_checkpoints","witness_cosignatures","lease_handoff","lease_intent"],)"
+        R"("owner_checkpoint","policy_checkpoints","witness_cosignatures","lease_handoff","lease_intent","lease_queue"],)"
         R"("format":"gitlocks-capabilities-v1"})");
 }
 

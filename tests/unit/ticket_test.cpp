@@ -54,7 +54,7 @@ std::vector<std::string> sorted_keys(std::vector<std::string> names) {
 // The claim's body as it was admitted, replayed on its source state: the
 // planner's verdict on a recorded body.
 gitlocks::Result<gitlocks::PlanOutcome> replay_on(Store& s, const gitlocks::Oid& source, const std::string& actor,
-                                                 const json& body) {
+                                                  const json& body) {
   gitlocks::PlanContext ctx;
   ctx.actor = actor_hex(actor);
   ctx.instance = std::string(64, 'c');
@@ -298,8 +298,8 @@ TEST_CASE("ticket: an intent never waits and a hand-off passes the queue") {
   REQUIRE_FALSE(intent_ticket.ok());
   CHECK(intent_ticket.error().code == Errc::usage);
   const std::string alice_lease = s.lease_of("alice", "path:x.c")["id"].get<std::string>();
-  auto h = s.op("alice", gitlocks::ops::handoff(Target::path("x.c"), alice_lease, actor_hex("dave"), "dave",
-                                                s.now + 300'000));
+  auto h = s.op("alice",
+                gitlocks::ops::handoff(Target::path("x.c"), alice_lease, actor_hex("dave"), "dave", s.now + 300'000));
   REQUIRE_MESSAGE(h.ok(), gitlocks::test::why(h));
   CHECK(invalid_commits(s) == 0);
 }

@@ -109,8 +109,8 @@ int cmd_status(Context& ctx, const Argv& argv) {
   if (!q.paths.empty()) {  // the core's answer, by index
     auto doc = status_document(reader, *snap, q);
     if (!doc.ok()) return ctx.fail(doc.error());
-    return ctx.done(*doc, header((*doc)["leases"].size()) + status_table((*doc)["leases"]) +
-                              queue_text((*doc)["queue"], q.now));
+    return ctx.done(
+        *doc, header((*doc)["leases"].size()) + status_table((*doc)["leases"]) + queue_text((*doc)["queue"], q.now));
   }
   // Every lease: streamed row by row (the core's for_each_lease), so memory
   // does not grow with the rows. The JSON is byte for byte the one document

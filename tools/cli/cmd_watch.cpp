@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -225,6 +226,7 @@ class Watcher {
         if (o.lease.holder == me_) report(event("lost", o, commit.hex(), when, actor), o);
       }
     }
+    follow_queue(changes, commit, when, actor, after, before);
     for (const auto& [id, n] : after) {
       auto was = before.find(id);
       if (was == before.end()) {
@@ -237,6 +239,75 @@ class Watcher {
       }
     }
     return Ok{};
+  }
+
+  // The queue's changes (docs/FORMAT.md "Tickets"): a new ticket is
+  // "queued"; a ticket its holder dropped in a commit that issued it a
+  // lease is "admitted"; dropped otherwise, "unqueued" (why: "gave-up" by
+  // its holder, "lapsed" when another dropped it after its expiry).
+  // Renewals are not reported.
+  void follow_queue(const RecordChanges& changes, const Oid& commit, const json& when, const std::string& actor,
+                    const std::map<std::string, Known>& after, const std::map<std::string, Known>& before) {
+    std::map<std::string, Ticket> was, is;
+    for (const auto& r : changes.before)
+      if (Resource::of(r).kind == RecordKind::queue)
+        for (const Ticket& t : Record::of(r).tickets) was[t.id] = t;
+    for (const auto& r : changes.after)
+      if (Resource::of(r).kind == RecordKind::queue)
+        for (const Ticket& t : Record::of(r).tickets) is[t.id] = t;
+    if (was.empty() && is.empty()) return;
+    const bool issued_to_actor = std::any_of(after.begin(), after.end(), [&](const auto& kv) {
+      return !before.count(kv.first) && kv.second.lease.holder == actor;
+    });
+    for (const auto& [id, t] : was) {
+      if (is.count(id)) continue;
+      json e = ticket_event(t.holder != actor ? "unqueued"
+                            : issued_to_actor ? "admitted"
+                                              : "unqueued",
+                            t, commit.hex(), when, actor);
+      if (e["event"] == "unqueued") e["why"] = t.holder == actor ? "gave-up" : "lapsed";
+      report_ticket(e, t);
+    }
+    for (const auto& [id, t] : is)
+      if (!was.count(id)) report_ticket(ticket_event("queued", t, commit.hex(), when, actor), t);
+  }
+
+  static json ticket_event(const std::string& kind, const Ticket& t, const json& commit, const json& time,
+                           const std::string& actor) {
+    json wants = json::array();
+    for (const TicketWant& w : t.wants) wants.push_back(w.to_json());
+    return {{"event", kind},
+            {"commit", commit},
+            {"time", time},
+            {"actor", actor.empty() ? json(nullptr) : json(actor)},
+            {"resource", kQueueResource},
+            {"ticket", t.id},
+            {"seq", t.seq},
+            {"holder", t.holder},
+            {"holder_name", t.name},
+            {"wants", std::move(wants)},
+            {"expires_at", t.expires_at}};
+  }
+
+  void report_ticket(const json& e, const Ticket& t) {
+    if (done()) return;
+    bool match = filters_.all();
+    std::string wants;
+    for (const TicketWant& w : t.wants) {
+      wants += (wants.empty() ? "" : ", ") + (w.path.empty() ? "semaphore " + w.sem : w.path + " (" + w.mode + ")");
+      if (w.path.empty()) {
+        match = match || filters_.sems.count(w.sem) > 0;
+      } else if (auto p = parse_repo_path(w.path); p.ok()) {
+        for (const auto& f : filters_.paths) match = match || paths_overlap(*p, f);
+      }
+    }
+    if (!match) return;
+    std::string human = e["event"].get<std::string>() + " ticket #" + std::to_string(t.seq) + " of " + t.name + " (" +
+                        t.holder.substr(0, 12) + ") for " + wants;
+    if (e.contains("why")) human += " (" + e["why"].get<std::string>() + ")";
+    const json& time = e["time"];
+    emit_raw(
+        e, (time.is_number_integer() ? format_instant_ms(time.get<std::int64_t>()) : std::string("-")) + "  " + human);
   }
 
   static json event(const std::string& kind, const Known& k, const json& commit, const json& time,

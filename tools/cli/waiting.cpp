@@ -437,18 +437,19 @@ Error timeout_error(const WaitOptions& options, const WaitOutcome& outcome) {
 Result<Published> publish_when_admitted(Context& ctx, const std::string& command, const BodyFn& make_body,
                                         const WaitOptions& options, std::int64_t* waited_ms) {
   std::optional<Published> got;
-  auto outcome = wait_until_admitted(ctx, options, [&](const std::optional<std::string>& ticket) -> std::optional<Error> {
-    // Admitted, the waiter leaves the queue in the same transition.
-    BodyFn with_drop = [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
-      GITLOCKS_TRY(body, make_body(snap, now));
-      if (body && ticket && body->contains("ops")) (*body)["ops"].push_back(ops::ticket_drop(*ticket));
-      return body;
-    };
-    auto p = publish(ctx, command, ticket ? with_drop : make_body);
-    if (!p.ok()) return p.error();
-    got = std::move(*p);
-    return std::nullopt;
-  });
+  auto outcome =
+      wait_until_admitted(ctx, options, [&](const std::optional<std::string>& ticket) -> std::optional<Error> {
+        // Admitted, the waiter leaves the queue in the same transition.
+        BodyFn with_drop = [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
+          GITLOCKS_TRY(body, make_body(snap, now));
+          if (body && ticket && body->contains("ops")) (*body)["ops"].push_back(ops::ticket_drop(*ticket));
+          return body;
+        };
+        auto p = publish(ctx, command, ticket ? with_drop : make_body);
+        if (!p.ok()) return p.error();
+        got = std::move(*p);
+        return std::nullopt;
+      });
   if (waited_ms) *waited_ms = outcome.waited_ms;
   if (outcome.timed_out) {
     ctx.attempts.reset();

@@ -13,7 +13,8 @@ await gl.init();
 test('capabilities() names the seed 002 capabilities in the core report format', () => {
   assert.deepEqual(gl.capabilities(), {
     capabilities: ['owner_guard_time_enable', 'private_time_add_guard_windows', 'owner_guard_time_migrate',
-      'owner_checkpoint', 'policy_checkpoints', 'witness_cosignatures', 'lease_handoff', 'lease_intent'],
+      'owner_checkpoint', 'policy_checkpoints', 'witness_cosignatures', 'lease_handoff', 'lease_intent',
+      'lease_queue'],
     format: 'gitlocks-capabilities-v1',
   });
 });

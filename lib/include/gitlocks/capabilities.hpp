@@ -50,6 +50,9 @@ enum class Capability {
   // Path leases of mode "intent": announcements that lock nothing
   // (docs/FORMAT.md "Intent").
   lease_intent,
+  // The waiters' queue: ticket, ticket-renew, ticket-drop, and claims that
+  // respect it (docs/FORMAT.md "Tickets").
+  lease_queue,
 };
 
 // The stable name of a capability, e.g. "owner_guard_time_enable".
