@@ -22,12 +22,12 @@ TEST_CASE(
         std::vector<Capability>{Capability::owner_guard_time_enable, Capability::private_time_add_guard_windows,
                                 Capability::owner_guard_time_migrate, Capability::owner_checkpoint,
                                 Capability::policy_checkpoints, Capability::witness_cosignatures,
-                                Capability::lease_handoff, Capability::lease_intent,
-                                Capability::lease_queue});
-  CHECK(gitlocks::canon_dump(gitlocks::capabilities_json()).value() ==
-        R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate",)"
-        R"("owner_checkpoint","policy_checkpoints","witness_cosignatures","lease_handoff","lease_intent","lease_queue"],)"
-        R"("format":"gitlocks-capabilities-v1"})");
+                                Capability::lease_handoff, Capability::lease_intent, Capability::lease_queue});
+  CHECK(
+      gitlocks::canon_dump(gitlocks::capabilities_json()).value() ==
+      R"({"capabilities":["owner_guard_time_enable","private_time_add_guard_windows","owner_guard_time_migrate",)"
+      R"("owner_checkpoint","policy_checkpoints","witness_cosignatures","lease_handoff","lease_intent","lease_queue"],)"
+      R"("format":"gitlocks-capabilities-v1"})");
 }
 
 // The two features the names stand for, together: the owner of a PRIVATE
