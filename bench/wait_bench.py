@@ -14,8 +14,12 @@ retried by the script at once, as a naive CI loop would) is run next to it
 for comparison: its admissions per waiter show what waiting changes.
 
 With --remote the store is a bare repository reached through file://, each
-waiter in its own clone: the queue of one clone does not see the others, so
-only backoff and jitter spread the attempts.
+waiter in its own clone. Waiters take tickets in the store's queue
+(docs/FORMAT.md "Tickets"), shared by every clone; the same loop is run
+next to it with GIT_LOCKS_WAIT_TICKETS=0 (backoff and jitter only, the
+behaviour before tickets). Goals of issue 34, printed per loop: each
+waiter's admissions within +-20 % of the mean, and the longest wait at most
+3 x the median wait.
 """
 
 import argparse
@@ -68,12 +72,14 @@ def setup(binary, root, waiters, remote):
     return repos, env_of
 
 
-def loop(binary, repos, env_of, waiters, seconds, hold_ms, wait):
+def loop(binary, repos, env_of, waiters, seconds, hold_ms, wait, tickets=True):
     stats = {i: {"admitted": 0, "waits": [], "errors": 0, "refused": 0} for i in range(waiters)}
     deadline = time.monotonic() + seconds
 
     def worker(i):
         e = env_of(i)
+        if not tickets:
+            e["GIT_LOCKS_WAIT_TICKETS"] = "0"
         while time.monotonic() < deadline:
             argv = [binary, "--repo", repos[i], "claim", "--ttl", "60s"]
             if wait:
@@ -112,6 +118,14 @@ def report(title, stats):
     print(f"  total admissions {sum(counts)}; min/max per waiter {min(counts)}/{max(counts)}"
           f" (fairness {min(counts) / max(counts) if max(counts) else 0:.2f}); longest wait "
           f"{max(waits) if waits else 0:.2f}s; every waiter admitted: {'yes' if min(counts) > 0 else 'NO'}")
+    if counts and waits:
+        mean = sum(counts) / len(counts)
+        spread = max(abs(c - mean) / mean for c in counts) if mean else 0
+        median = statistics.median(waits)
+        ratio = max(waits) / median if median else 0
+        print(f"  goal: admissions within +-20% of the mean {mean:.1f}: worst {spread * 100:.0f}% "
+              f"({'met' if spread <= 0.2 else 'MISSED'}); longest wait <= 3 x median {median:.2f}s: "
+              f"{ratio:.1f}x ({'met' if ratio <= 3 else 'MISSED'})")
 
 
 def main():
@@ -127,7 +141,10 @@ def main():
         where = "a remote store (file://, one clone per waiter)" if a.remote else "one local repository"
         print(f"{a.waiters} waiters, one path, {a.seconds:g} s each loop, hold {a.hold_ms} ms, {where}")
         repos, env_of = setup(a.binary, root, a.waiters, a.remote)
-        report("claim --wait=120s / release:", loop(a.binary, repos, env_of, a.waiters, a.seconds, a.hold_ms, True))
+        report("claim --wait=120s / release (tickets in the store's queue):",
+               loop(a.binary, repos, env_of, a.waiters, a.seconds, a.hold_ms, True))
+        report("claim --wait=120s / release without tickets (GIT_LOCKS_WAIT_TICKETS=0, backoff only):",
+               loop(a.binary, repos, env_of, a.waiters, a.seconds, a.hold_ms, True, tickets=False))
         report("plain claim retried at once / release (no --wait):",
                loop(a.binary, repos, env_of, a.waiters, a.seconds, a.hold_ms, False))
     finally:

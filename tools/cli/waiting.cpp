@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <thread>
@@ -336,7 +337,11 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   if (ref.ok() && !options.wanted.empty()) {
     QueueRules rules = queue_rules(ctx, *ref);
     const auto wanted = canonical(options.wanted, rules.path_case);
-    if (options.ticket) ticket = std::make_unique<StoreTicket>(ctx, wanted);
+    // GIT_LOCKS_WAIT_TICKETS=0: wait without a ticket, by backoff alone (for
+    // a store that git-locks versions without tickets must still verify).
+    const char* tickets = std::getenv("GIT_LOCKS_WAIT_TICKETS");
+    if (options.ticket && !(tickets && std::string(tickets) == "0"))
+      ticket = std::make_unique<StoreTicket>(ctx, wanted);
     if (auto dir = git_common_dir(ctx); dir.ok())
       queue = QueueEntry::join(*dir / "git-locks" / "waiters", *ref, wanted, std::move(rules));
   }
