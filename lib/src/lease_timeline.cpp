@@ -59,6 +59,15 @@ std::vector<std::pair<std::string, Seen>> leases_of(const std::vector<json>& rec
 
 json opt_time(const std::optional<std::int64_t>& t) { return t ? json(*t) : json(nullptr); }
 
+// Every ticket of the queue record among `records`, by id.
+std::map<std::string, Ticket> tickets_of(const std::vector<json>& records) {
+  std::map<std::string, Ticket> out;
+  for (const auto& r : records)
+    if (Resource::of(r).kind == RecordKind::queue)
+      for (const Ticket& t : Record::of(r).tickets) out[t.id] = t;
+  return out;
+}
+
 // verified_snapshot of `commit` for `keys`: from the anchor naming it, or
 // continuing from the newest anchor when the commit descends from it (else
 // from the root).
@@ -135,16 +144,18 @@ struct ReadCommit {
 struct LeaseTimelineBuilder::Impl {
   ObjectStore& store;
   LeaseTimeline out;
-  std::map<std::string, std::size_t> open;  // lease id -> index in out.leases
-  std::map<std::string, Seen> live;         // in force after the last readable commit
-  bool gap = false;                         // the last commit's records could not be read
-  std::size_t next = 0;                     // the index of the next transition
-  std::optional<ReadCommit> previous;       // the last commit read
-  Oid policy_blob;                          // of out.policy
+  std::map<std::string, std::size_t> open;          // lease id -> index in out.leases
+  std::map<std::string, Seen> live;                 // in force after the last readable commit
+  std::map<std::string, std::size_t> open_tickets;  // ticket id -> index in out.tickets
+  std::map<std::string, Ticket> queued;             // the queue after the last readable commit
+  bool gap = false;                                 // the last commit's records could not be read
+  std::size_t next = 0;                             // the index of the next transition
+  std::optional<ReadCommit> previous;               // the last commit read
+  Oid policy_blob;                                  // of out.policy
 };
 
 LeaseTimelineBuilder::LeaseTimelineBuilder(ObjectStore& store)
-    : impl_(new Impl{store, {}, {}, {}, false, 0, std::nullopt, Oid()}) {
+    : impl_(new Impl{store, {}, {}, {}, {}, {}, false, 0, std::nullopt, Oid()}) {
   impl_->out.policy = nullptr;
 }
 
@@ -176,6 +187,8 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
   // a commit whose records could not be read, the whole state against the
   // leases last seen.
   std::vector<std::pair<std::string, Seen>> before, after;
+  std::map<std::string, Ticket> tickets_before, tickets_after;
+  bool queue_changed = false;
   std::map<std::string, Released> released;  // lease id -> the last force-release of its record
   auto note_released = [&](const std::vector<json>& records) {
     for (const auto& r : records)
@@ -211,6 +224,9 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
       before.assign(live.begin(), live.end());
       after = leases_of(records);
       note_released(records);
+      tickets_before = b.queued;
+      tickets_after = tickets_of(records);
+      queue_changed = true;
     } else {
       const ReadCommit& p = *b.previous;
       // record_changes tells a rekey by the codec: states of one epoch share one.
@@ -219,6 +235,12 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
       before = leases_of(changes.before);
       after = leases_of(changes.after);
       note_released(changes.after);
+      for (const auto* side : {&changes.before, &changes.after})
+        for (const auto& r : *side) queue_changed = queue_changed || Resource::of(r).kind == RecordKind::queue;
+      if (queue_changed) {
+        tickets_before = tickets_of(changes.before);
+        tickets_after = tickets_of(changes.after);
+      }
     }
     b.previous = std::move(at);
     return Ok{};
@@ -292,6 +314,46 @@ TimelineTransition LeaseTimelineBuilder::add(const ReplayedCommit& rc) {
       live.clear();
       for (const auto& [id, l] : after) live[id] = l;
     }
+    if (queue_changed) {
+      // A waiter admitted leaves the queue in the commit that issues it a lease.
+      bool issued_to_actor = false;
+      for (const auto& [id, l] : after)
+        if (!before_by_id.count(id) && l.holder == v.actor) issued_to_actor = true;
+      for (const auto& [id, t] : tickets_before) {
+        if (tickets_after.count(id)) continue;
+        b.queued.erase(id);
+        auto o = b.open_tickets.find(id);
+        if (o == b.open_tickets.end()) continue;
+        TimelineTicket& tt = out.tickets[o->second];
+        b.open_tickets.erase(o);
+        tt.end = tr.time;
+        tt.end_commit = i;
+        tt.end_kind = t.holder != v.actor ? "lapsed" : issued_to_actor ? "admitted" : "gave-up";
+        resources.insert(kQueueResource);
+      }
+      for (const auto& [id, t] : tickets_after) {
+        b.queued[id] = t;
+        auto o = b.open_tickets.find(id);
+        if (o != b.open_tickets.end()) {
+          out.tickets[o->second].expires_at = t.expires_at;
+          continue;
+        }
+        if (tickets_before.count(id)) continue;  // present before the first commit read
+        TimelineTicket tt;
+        tt.id = t.id;
+        tt.holder = t.holder;
+        tt.name = t.name;
+        tt.seq = t.seq;
+        tt.expires_at = t.expires_at;
+        tt.wants = json::array();
+        for (const TicketWant& w : t.wants) tt.wants.push_back(w.to_json());
+        tt.start = tr.time;
+        tt.start_commit = i;
+        b.open_tickets[id] = out.tickets.size();
+        out.tickets.push_back(std::move(tt));
+        resources.insert(kQueueResource);
+      }
+    }
   }
   gap = tr.state_error.has_value();
   tr.resources.assign(resources.begin(), resources.end());
@@ -353,6 +415,21 @@ json timeline_lease_json(const TimelineLease& l) {
   return out;
 }
 
+json timeline_ticket_json(const TimelineTicket& t) {
+  json out = {{"id", t.id},
+              {"holder", t.holder},
+              {"name", t.name},
+              {"seq", t.seq},
+              {"wants", t.wants},
+              {"expires_at", t.expires_at},
+              {"start", opt_time(t.start)},
+              {"end", opt_time(t.end)},
+              {"end_kind", t.end_kind ? json(*t.end_kind) : json(nullptr)},
+              {"start_commit", t.start_commit}};
+  if (t.end_commit) out["end_commit"] = *t.end_commit;
+  return out;
+}
+
 Result<std::string> lease_timeline_text(const LeaseTimeline& t,
                                         const std::vector<std::pair<std::string, std::string>>& extra) {
   // Each member's text, written element by element: no JSON tree of the
@@ -372,7 +449,9 @@ Result<std::string> lease_timeline_text(const LeaseTimeline& t,
   GITLOCKS_TRY(policy, canon_dump(t.policy));
   GITLOCKS_TRY(leases, array_text(t.leases, timeline_lease_json));
   GITLOCKS_TRY(transitions, array_text(t.transitions, timeline_transition_json));
+  GITLOCKS_TRY(tickets, array_text(t.tickets, timeline_ticket_json));
   members["end_time"] = std::move(end_time);
+  members["tickets"] = std::move(tickets);
   members["policy"] = std::move(policy);
   members["leases"] = std::move(leases);
   members["transitions"] = std::move(transitions);

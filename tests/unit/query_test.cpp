@@ -369,7 +369,7 @@ TEST_CASE("query: the timeline says how each lease ended - release or expiry or 
   auto text = gitlocks::lease_timeline_text(*t, {{"verdicts", "[]"}, {"summary", "7"}});
   REQUIRE(text.ok());
   CHECK(text->rfind("{\"end_time\":", 0) == 0);
-  CHECK(text->find(",\"summary\":7,\"transitions\":[") != std::string::npos);
+  CHECK(text->find(",\"summary\":7,\"tickets\":[],\"transitions\":[") != std::string::npos);
   CHECK(text->size() > 2);
   CHECK(text->substr(text->size() - 15) == ",\"verdicts\":[]}");
   const json doc = json::parse(*text);

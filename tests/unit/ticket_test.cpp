@@ -12,6 +12,7 @@
 #include "fixture.h"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/query.hpp"
 #include "gitlocks/replay.hpp"
 #include "gitlocks/state.hpp"
 #include "why.h"
@@ -118,6 +119,19 @@ TEST_CASE("ticket: a claim behind an older live ticket of another holder is refu
   CHECK(std::string(gitlocks::action_name(bob->outcome.action)) == "claim");
   CHECK(queue_tickets(s).empty());
   CHECK(invalid_commits(s) == 0);
+  // The timeline: bob's ticket from the commit that took it (2: init,
+  // alice's claim, then it) to his admission (5: after alice's release and
+  // carol's claim of src/y.c).
+  auto t = gitlocks::lease_timeline(s.objects(), *s.tip(), {});
+  REQUIRE(t.ok());
+  REQUIRE(t->tickets.size() == 1);
+  CHECK(t->tickets[0].id == bobs);
+  CHECK(t->tickets[0].seq == 1);
+  CHECK(t->tickets[0].name == "bob");
+  CHECK(t->tickets[0].start_commit == 2);
+  CHECK(t->tickets[0].end_commit == std::optional<std::size_t>(5));
+  CHECK(t->tickets[0].end_kind == std::optional<std::string>("admitted"));
+  CHECK(t->tickets[0].wants == json::array({{{"path", "src/x.c"}, {"mode", "exclusive"}}}));
 }
 
 TEST_CASE("ticket: a lapsed ticket no longer counts - at its expiry it still does") {
@@ -263,6 +277,11 @@ TEST_CASE("ticket: renew and drop are the holder's - a lapsed ticket anyone may 
   REQUIRE_MESSAGE(swept.ok(), gitlocks::test::why(swept));
   CHECK(swept->outcome.body["ops"][0]["expires_at"] == s.now - 1);
   CHECK(queue_tickets(s).empty());
+  auto t = gitlocks::lease_timeline(s.objects(), *s.tip(), {});
+  REQUIRE(t.ok());
+  REQUIRE(t->tickets.size() == 1);
+  CHECK(t->tickets[0].end_kind == std::optional<std::string>("lapsed"));
+  CHECK(t->tickets[0].expires_at == s.now - 1);  // the renewal moved it
   auto gone = s.op("bob", gitlocks::ops::ticket_drop(bobs));
   REQUIRE_FALSE(gone.ok());
   CHECK(gone.error().code == Errc::not_holder);

@@ -289,9 +289,25 @@ struct TimelineLease {
   std::size_t start_commit = 0;
   std::optional<std::size_t> end_commit;
 };
+// A waiter's ticket in the store's queue (docs/FORMAT.md "Tickets"): from
+// the commit that took it to the one that dropped it. end_kind "admitted"
+// (dropped by its holder in a commit that issued the holder a lease),
+// "gave-up" (dropped by its holder otherwise), "lapsed" (dropped by another
+// after its expiry); none while it stands.
+struct TimelineTicket {
+  std::string id, holder, name;
+  std::int64_t seq = 0;
+  std::int64_t expires_at = 0;  // the last expiry seen (renewals move it)
+  json wants;                   // [{"path","mode"}|{"sem"}]
+  std::optional<std::int64_t> start, end;
+  std::optional<std::string> end_kind;
+  std::size_t start_commit = 0;
+  std::optional<std::size_t> end_commit;
+};
 struct LeaseTimeline {
   std::vector<TimelineTransition> transitions;
   std::vector<TimelineLease> leases;
+  std::vector<TimelineTicket> tickets;
   json policy;                           // the last readable policy, as stored (null: none)
   std::optional<std::int64_t> end_time;  // the last known T
 };
@@ -327,6 +343,9 @@ Result<LeaseTimeline> lease_timeline(ObjectStore& store, const Oid& tip, const R
 //  force-released lease only, the handed_* fields for a handed-off one).
 json timeline_transition_json(const TimelineTransition& t);
 json timeline_lease_json(const TimelineLease& l);
+// {"id","holder","name","seq","wants","expires_at","start","end","end_kind",
+//  "start_commit","end_commit"?} (null for an absent time, end or end_kind).
+json timeline_ticket_json(const TimelineTicket& t);
 
 // The canonical JSON text of {"end_time","leases","policy","transitions"}
 // and the `extra` members given as canonical text (a host adds "summary"
