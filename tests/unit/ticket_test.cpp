@@ -67,6 +67,7 @@ gitlocks::Result<gitlocks::PlanOutcome> replay_on(Store& s, const gitlocks::Oid&
 TEST_CASE("ticket: a waiter's place in the queue names the holders in its way") {
   Store s;
   REQUIRE(s.claim("alice", "src/x.c", 600'000).ok());
+  const auto source = s.snapshot().state;
   auto t = take_ticket(s, "bob", json::array({gitlocks::ops::want_path("src/x.c", Mode::exclusive)}));
   REQUIRE_MESSAGE(t.ok(), gitlocks::test::why(t));
   CHECK(std::string(gitlocks::action_name(t->outcome.action)) == "ticket");
@@ -78,6 +79,16 @@ TEST_CASE("ticket: a waiter's place in the queue names the holders in its way") 
   CHECK(tickets[0]["behind"] == json(sorted_keys({"alice"})));
   // The signed op says the same: the planner filled in "behind".
   CHECK(t->outcome.body["ops"][0]["behind"] == json(sorted_keys({"alice"})));
+  // Replayed, "behind" must be exactly the holders in the ticket's way.
+  REQUIRE(replay_on(s, source, "bob", t->outcome.body).ok());
+  for (const json& forged : {json::array(), json(sorted_keys({"alice", "carol"})), json(sorted_keys({"carol"}))}) {
+    json body = t->outcome.body;
+    body["ops"][0]["behind"] = forged;
+    auto r = replay_on(s, source, "bob", body);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code == Errc::stale_generation);
+    CHECK(r.error().sub == "behind-mismatch");
+  }
   // A second ticket comes after it.
   REQUIRE(take_ticket(s, "carol", json::array({gitlocks::ops::want_path("src/", Mode::shared)})).ok());
   CHECK(queue_tickets(s)[1]["seq"] == 2);
@@ -132,6 +143,22 @@ TEST_CASE("ticket: a claim behind an older live ticket of another holder is refu
   CHECK(t->tickets[0].end_commit == std::optional<std::size_t>(5));
   CHECK(t->tickets[0].end_kind == std::optional<std::string>("admitted"));
   CHECK(t->tickets[0].wants == json::array({{{"path", "src/x.c"}, {"mode", "exclusive"}}}));
+}
+
+TEST_CASE("ticket: a younger ticket of another holder does not hold back the older one") {
+  Store s;
+  REQUIRE(s.claim("alice", "x.c", 600'000).ok());
+  REQUIRE(take_ticket(s, "bob", json::array({gitlocks::ops::want_path("x.c", Mode::exclusive)})).ok());
+  REQUIRE(take_ticket(s, "carol", json::array({gitlocks::ops::want_path("x.c", Mode::exclusive)})).ok());
+  const std::string alice_lease = s.lease_of("alice", "path:x.c")["id"].get<std::string>();
+  REQUIRE(s.op("alice", gitlocks::ops::release(Target::path("x.c"), alice_lease)).ok());
+  // Carol (ticket #2) queues behind bob (#1); bob is admitted past carol's.
+  auto carol = s.claim("carol", "x.c", 600'000);
+  REQUIRE_FALSE(carol.ok());
+  CHECK(carol.error().fields.at("ticket_seq") == 1);
+  auto bob = s.claim("bob", "x.c", 600'000);
+  REQUIRE_MESSAGE(bob.ok(), gitlocks::test::why(bob));
+  CHECK(invalid_commits(s) == 0);
 }
 
 TEST_CASE("ticket: a lapsed ticket no longer counts - at its expiry it still does") {
@@ -276,6 +303,7 @@ TEST_CASE("ticket: renew and drop are the holder's - a lapsed ticket anyone may 
   auto swept = s.op("carol", gitlocks::ops::ticket_drop(bobs));
   REQUIRE_MESSAGE(swept.ok(), gitlocks::test::why(swept));
   CHECK(swept->outcome.body["ops"][0]["expires_at"] == s.now - 1);
+  CHECK(swept->outcome.interval.lo == s.now);  // guarded: T > its expiry
   CHECK(queue_tickets(s).empty());
   auto t = gitlocks::lease_timeline(s.objects(), *s.tip(), {});
   REQUIRE(t.ok());
