@@ -123,3 +123,25 @@ class TicketTest(CliTest):
         self.assertEqual(commits[commits.index(start) + 1:], [events[0]["commit"], events[1]["commit"],
                                                              events[2]["commit"]])
         self.assertEqual([c["action"] for c in log[commits.index(start) + 1:]], ["ticket", "release", "claim"])
+
+    def test_a_killed_waiters_ticket_lapses_and_sweep_drops_it(self):
+        r = self.r
+        self.claimed(r, "bob", "a.c", ttl="10m")
+        alice = self.waiter("alice", "--wait=60s", "a.c")
+        ticket = self.until_queued(alice, "alice")
+        alice.kill()
+        alice.communicate()
+        self.assertEqual([t["ticket"] for t in self.queue_of()], [ticket["ticket"]])  # left behind, live
+        res = self.assertOk(r.run("owner", "--json", "sweep"))
+        self.assertEqual((res.json["swept"], res.json["commit"]), (0, None))  # not lapsed: kept
+        self.assertEqual([t["ticket"] for t in self.queue_of()], [ticket["ticket"]])
+        r.now = T0 + 30_001  # after its expiry
+        before = r.tip()
+        res = self.assertOk(r.run("owner", "--json", "sweep"))
+        self.assertEqual([(op["op"], op["ticket"], op["expires_at"]) for op in res.json["ops"]],
+                         [("ticket-drop", ticket["ticket"], T0 + 30_000)])
+        self.assertEqual(self.actions_since(r, before), ["ticket-drop"])
+        human = self.assertOk(r.run("owner", "sweep")).out
+        self.assertIn("nothing to sweep: no lease or ticket has expired", human)
+        v = r.run("owner", "--json", "verify", "--full")
+        self.assertEqual(v.code, 0, v)

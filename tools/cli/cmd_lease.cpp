@@ -10,7 +10,9 @@
 #include "gitlocks/limits.hpp"
 #include "gitlocks/ops.hpp"
 #include "gitlocks/plan.hpp"
+#include "gitlocks/model.hpp"
 #include "gitlocks/policy.hpp"
+#include "gitlocks/state.hpp"
 #include "leases.h"
 #include "publish.h"
 #include "waiting.h"
@@ -358,12 +360,22 @@ int cmd_sweep(Context& ctx, const Argv& argv) {
   auto p = publish(ctx, "sweep", [&](const Snapshot& snap, std::int64_t now) -> Result<std::optional<json>> {
     GITLOCKS_CHECK(require_store(ctx, snap));
     GITLOCKS_TRY(op, propose_sweep(**store, snap.state, now, snap.vault()));
-    if (!op) return std::optional<json>{};
-    return std::optional<json>{transition_body(ctx, now, json::array({*op}))};
+    json list = json::array();
+    if (op) list.push_back(*op);
+    // The queue's lapsed tickets go too (docs/FORMAT.md "Tickets").
+    GITLOCKS_CHECK(require_keys(ctx, snap));
+    StateReader reader(**store, snap.state, snap.codec());
+    GITLOCKS_TRY(queue, reader.valid_record(kQueueResource));
+    if (queue)
+      for (const Ticket& t : queue->tickets)
+        if (!t.live_at(now) && list.size() < kMaxOps) list.push_back(ops::ticket_drop(t.id));
+    if (list.empty()) return std::optional<json>{};
+    return std::optional<json>{transition_body(ctx, now, list)};
   });
   if (!p.ok()) return ctx.fail(p.error());
   if (!p->candidate)
-    return ctx.done({{"op", "sweep"}, {"swept", 0}, {"commit", nullptr}}, "nothing to sweep: no lease has expired");
+    return ctx.done({{"op", "sweep"}, {"swept", 0}, {"commit", nullptr}},
+                    "nothing to sweep: no lease or ticket has expired");
   return report_published(ctx, *p);
 }
 

@@ -393,6 +393,11 @@ int report_published(Context& ctx, const Published& p, const json& extra, const 
              (op.contains("path") ? op["path"].get<std::string>() : "semaphore " + op["sem"].get<std::string>());
     } else if (kind == "sweep") {
       line = "swept " + std::to_string(op["leases"].size()) + " expired lease" + (op["leases"].size() == 1 ? "" : "s");
+    } else if (kind == "ticket-drop") {
+      line = op.contains("expires_at") ? "dropped lapsed ticket " + op["ticket"].get<std::string>()
+                                       : "left the queue (ticket " + op["ticket"].get<std::string>() + ")";
+    } else if (kind == "ticket") {
+      line = "queued for " + std::to_string(op["wants"].size()) + " resource" + (op["wants"].size() == 1 ? "" : "s");
     } else {
       line = kind;
     }
