@@ -125,8 +125,10 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
   std::vector<std::string> reclaimed;  // the ids in must_reclaim, then the holder's own intent a lock replaces
   std::optional<std::string> superseded;
   GITLOCKS_CHECK(path_conflicts(p, pm, who, conflicts, &must_reclaim, &reclaimed, &superseded));
-  // The queue (docs/FORMAT.md "Tickets"): an intent never waits.
-  if (passes && pm != PathMode::intent)
+  // The queue (docs/FORMAT.md "Tickets"): an intent never waits, and the
+  // claims rule's check-only plans ask whose leases are in the way, not
+  // who waits.
+  if (passes && pm != PathMode::intent && !ctx_.check_only)
     GITLOCKS_CHECK(queue_for_claim(Wanted{p, !excl, ""}, who, *passes, conflicts, i));
   GITLOCKS_CHECK(resolve(declared, conflicts, must_reclaim));
   if (ctx_.check_only) return Ok{};

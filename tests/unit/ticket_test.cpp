@@ -350,3 +350,26 @@ TEST_CASE("ticket: an intent never waits and a hand-off passes the queue") {
   REQUIRE_MESSAGE(h.ok(), gitlocks::test::why(h));
   CHECK(invalid_commits(s) == 0);
 }
+
+TEST_CASE("ticket: the claims rule's check-only plans ask who holds - not who waits") {
+  Store s;
+  REQUIRE(s.claim("alice", "x.c", 600'000).ok());
+  REQUIRE(take_ticket(s, "bob", json::array({gitlocks::ops::want_path("x.c", Mode::exclusive)})).ok());
+  const std::string alice_lease = s.lease_of("alice", "path:x.c")["id"].get<std::string>();
+  REQUIRE(s.op("alice", gitlocks::ops::release(Target::path("x.c"), alice_lease)).ok());
+  gitlocks::PlanContext ctx;
+  ctx.actor = actor_hex("carol");
+  ctx.instance = std::string(64, 'c');
+  const json body = {{"created_at", s.now},
+                     {"name", "carol"},
+                     {"ops", json::array({gitlocks::ops::claim("x.c", Mode::shared, s.now + 1'000)})}};
+  // x.c is free; bob only waits for it: a commit changing it holds nobody's path.
+  ctx.check_only = true;
+  auto check = gitlocks::plan(s.objects(), s.snapshot().state, ctx, body, s.now);
+  CHECK_MESSAGE(check.ok(), (check.ok() ? "" : check.error().message));
+  // A claim of it, though, queues behind bob.
+  ctx.check_only = false;
+  auto claim = gitlocks::plan(s.objects(), s.snapshot().state, ctx, body, s.now);
+  REQUIRE_FALSE(claim.ok());
+  CHECK(claim.error().sub == "queued-behind");
+}
