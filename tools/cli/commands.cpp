@@ -11,7 +11,8 @@ constexpr FlagDecl kTtl{"ttl", V::duration, "DUR", "the lease's time to live (de
 constexpr FlagDecl kNote{"note", V::text, "TEXT", "a note everyone sees on the lease (at most 1024 bytes of UTF-8)"};
 constexpr FlagDecl kMode{"mode", V::choice, "exclusive|shared", "exclusive (the default) or shared"};
 constexpr FlagDecl kWait{"wait", V::duration, "DUR",
-                         "block until admitted (waiters queue in arrival order); after DUR refused with wait-timeout",
+                         "block until admitted, holding a ticket in the store's queue (admitted in ticket order, every clone); "
+                         "after DUR refused with wait-timeout",
                          true};
 constexpr FlagDecl kGeneration{"generation", V::count, "G",
                                "the generation you hold: refused with stale-generation unless it is current"};
@@ -51,7 +52,8 @@ const std::vector<CommandDecl>& commands() {
        "PATH...",
        V::file,
        "claim paths, all or none; an expired lease of another holder is reclaimed; --wait: block until admitted "
-       "(waiters queue in arrival order; after DUR exit 1 wait-timeout)"},
+       "(with a ticket in the store's queue: waiters of every clone are admitted in ticket order; after DUR exit 1 "
+       "wait-timeout; exit 1 deadlock when the wait could never end)"},
       {"extend",
        {kTtl, kGeneration},
        "(LEASE-ID|PATH)...",
@@ -78,7 +80,7 @@ const std::vector<CommandDecl>& commands() {
        V::file,
        "hand your live leases to another key in one transition: it holds them at the next generation, as if it had "
        "claimed them, with no moment in which a third writer could take them"},
-      {"sweep", {}, "", V::none, "remove every expired lease"},
+      {"sweep", {}, "", V::none, "remove every expired lease and drop the queue's lapsed tickets"},
       {"sem acquire",
        {{"limit", V::count, "N", "the semaphore's slots; every holder must agree", false, true, false, 1}, kTtl, kNote},
        "NAME",
@@ -109,7 +111,7 @@ const std::vector<CommandDecl>& commands() {
        {{"all", V::none, "", "expired leases too"}},
        "[PATH...]",
        V::file,
-       "live leases (with --all also expired ones)"},
+       "live leases (with --all also expired ones) and the queue of waiters' tickets"},
       {"fence",
        {},
        "RESOURCE GENERATION",

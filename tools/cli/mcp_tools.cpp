@@ -87,8 +87,10 @@ const Spec kSpecs[] = {
      false,
      "Claim paths",
      "Claim repository paths, all or none (git-locks claim). Refused with held-path while another holder's live lease "
-     "is in the way (the error names holder, holder_name, path and expires_at_ms). With wait: block up to that long "
-     "until admitted (waiters queue in arrival order), then refused with wait-timeout.",
+     "is in the way (the error names holder, holder_name, path and expires_at_ms), or with reason queued-behind while "
+     "another holder's older ticket waits for it. With wait: block up to that long until admitted, holding a ticket "
+     "in the store's queue (waiters of every clone are admitted in ticket order), then refused with wait-timeout; "
+     "refused with deadlock when the wait could never end.",
      {"mode", "ttl", "note", "wait"},
      {"paths"},
      R"json({"type": "object", "additionalProperties": false, "required": ["paths"], "properties": {
