@@ -128,6 +128,8 @@ Status Planner::admit_path(const RepoPath& p, const std::string& mode, std::int6
   // The queue (docs/FORMAT.md "Tickets"): an intent never waits, and the
   // claims rule's check-only plans ask whose leases are in the way, not
   // who waits.
+  if (passes && pm == PathMode::intent && passes->has)
+    return make_error(Errc::bad_json, "an intent waits for nobody: it declares no 'passes'");
   if (passes && pm != PathMode::intent && !ctx_.check_only)
     GITLOCKS_CHECK(queue_for_claim(Wanted{p, !excl, ""}, who, *passes, conflicts, i));
   GITLOCKS_CHECK(resolve(declared, conflicts, must_reclaim));

@@ -59,12 +59,15 @@ Status Planner::queue_for_claim(const Wanted& w, const std::string& who, Declare
   std::vector<Pass> derived;  // the passes this claim makes, in queue order
   std::vector<const Ticket*> exempt;
   if (q) {
-    // Its place: the oldest of its holder's own tickets for what it claims.
+    // Its place: the oldest of its holder's own tickets for what it claims,
+    // in any mode (a shared claim keeps the place of its own shared ticket,
+    // which another holder's younger exclusive ticket conflicts with).
+    const Wanted any_mode{w.path, false, w.sem};
     std::int64_t place = INT64_MAX;
     for (const Ticket& t : q->tickets)
       if (t.holder == who)
         for (const Wanted& tw : wants_of(t))
-          if (wants_conflict(policy_, w, tw)) place = std::min(place, t.seq);
+          if (wants_conflict(policy_, any_mode, Wanted{tw.path, false, tw.sem})) place = std::min(place, t.seq);
     for (const Ticket& t : q->tickets) {
       if (t.holder == who || t.seq >= place) continue;
       const std::vector<Wanted> theirs = wants_of(t);

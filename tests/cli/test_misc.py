@@ -273,7 +273,9 @@ class Status(CliTest):
         self.assertOk(r.run("bob", "sem", "acquire", "ci", "--limit", "3"))
         r.now += 1000
         st = r.run("alice", "--json", "status").json
-        self.assertEqual(set(st), {"store", "commit", "now_ms", "policy", "leases", "policy_hash", "guard_time"})
+        self.assertEqual(set(st), {"store", "commit", "now_ms", "policy", "leases", "queue", "policy_hash",
+                                   "guard_time"})
+        self.assertEqual(st["queue"], [])  # nobody waits
         self.assertEqual(st["commit"], r.tip())
         self.assertEqual(st["now_ms"], T0 + 1000)
         self.assertEqual(set(st["policy"]), {"min_ttl_ms", "max_ttl_ms", "families", "owner"})

@@ -170,9 +170,13 @@ test('two agents: claim, held-path refusal, wait until released, verify', async 
   assert.equal(verified.isError, false, JSON.stringify(verified));
   assert.equal(verified.structuredContent.ok, true);
   assert.equal(verified.structuredContent.invalid, 0);
-  // init, claim, release, the waiting claim, extend, handoff, sem acquire and release
-  assert.equal(verified.structuredContent.commits, 8);
-  assert.equal(verified.structuredContent.verdicts.length, 8);
+  // init, claim, the ticket and its drop of the claim that gave up, the waiting claim's ticket, release,
+  // the waiting claim (with its ticket's drop), extend, handoff, sem acquire and release
+  assert.equal(verified.structuredContent.commits, 11);
+  assert.equal(verified.structuredContent.verdicts.length, 11);
+  assert.deepEqual(verified.structuredContent.verdicts.map((v) => v.command),
+    ['init', 'claim', 'ticket', 'ticket-drop', 'ticket', 'release', 'claim', 'extend', 'handoff', 'sem-acquire',
+      'sem-release']);
 });
 
 test('the status resource: listed, read, and updated for a subscriber as the store changes', async () => {

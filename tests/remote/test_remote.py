@@ -67,6 +67,11 @@ class Host:
         return r.stdout.strip() or None
 
 
+def status_of(host):
+    """`status --json` of a host's clone (fetched)."""
+    return json.loads(host.run("--json", "status").out)
+
+
 def server_verify(test, srv, *extra):
     """`git-locks verify` run on the server's own repository."""
     r = Result(subprocess.run([binary(), "--repo", srv.bare, "--json", "verify", *extra], capture_output=True,
@@ -267,6 +272,10 @@ class Waiting(RemoteTest):
         self.assertOk(bob.run("--json", "claim", "--ttl", "10m", "a"))
         tip = srv.tip()
         r = alice.run("claim", "--wait=500ms", "a")
+        # Her ticket in the store's queue, pushed, then dropped when she gave up.
+        self.assertEqual(srv.history()[2], tip)
+        self.assertEqual(status_of(alice)["queue"], [])
+        after_claim = srv.tip()
         self.assertEqual(r.code, 1, r)
         self.assertEqual((r.error["code"], r.error["last_reason"]), ("wait-timeout", "held-path"))
         self.assertGreaterEqual(r.error["waited_ms"], 500)
@@ -274,7 +283,7 @@ class Waiting(RemoteTest):
         r = alice.run("wait", "--timeout", "500ms", "a")
         self.assertRefused(r, "held-path")
         self.assertIn("timed out after", r.error["detail"])
-        self.assertEqual(srv.tip(), tip, "waiting publishes nothing")
+        self.assertEqual(srv.tip(), after_claim, "wait (without --claim) publishes nothing")
 
 
 class Publication(RemoteTest):

@@ -374,3 +374,31 @@ TEST_CASE("ticket: the claims rule's check-only plans ask who holds - not who wa
   REQUIRE_FALSE(claim.ok());
   CHECK(claim.error().sub == "queued-behind");
 }
+
+TEST_CASE("ticket: a shared waiter keeps its place before a younger exclusive one") {
+  Store s;
+  REQUIRE(s.claim("bob", "f", 600'000).ok());
+  REQUIRE(take_ticket(s, "alice", json::array({gitlocks::ops::want_path("f", Mode::shared)})).ok());
+  REQUIRE(take_ticket(s, "carol", json::array({gitlocks::ops::want_path("f", Mode::exclusive)})).ok());
+  const std::string bob_lease = s.lease_of("bob", "path:f")["id"].get<std::string>();
+  REQUIRE(s.op("bob", gitlocks::ops::release(Target::path("f"), bob_lease)).ok());
+  auto carol = s.claim("carol", "f", 600'000);
+  REQUIRE_FALSE(carol.ok());
+  CHECK(carol.error().sub == "queued-behind");
+  CHECK(carol.error().fields.at("ticket_seq") == 1);
+  // Alice's shared claim is not held back by carol's younger exclusive ticket.
+  auto alice = s.claim("alice", "f", 600'000, "shared");
+  REQUIRE_MESSAGE(alice.ok(), gitlocks::test::why(alice));
+  CHECK(invalid_commits(s) == 0);
+}
+
+TEST_CASE("ticket: an intent declares no passes") {
+  Store s;
+  json op = gitlocks::ops::claim("x.c", Mode::intent, s.now + 600'000);
+  op["passes"] = json::array({{{"ticket", std::string(24, 'a')}, {"until", s.now}}});
+  const auto tip = s.tip();
+  auto r = s.op("alice", op);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().code == Errc::bad_json);
+  CHECK(s.tip() == tip);
+}

@@ -10,10 +10,11 @@ using V = Val;
 constexpr FlagDecl kTtl{"ttl", V::duration, "DUR", "the lease's time to live (default 10m)"};
 constexpr FlagDecl kNote{"note", V::text, "TEXT", "a note everyone sees on the lease (at most 1024 bytes of UTF-8)"};
 constexpr FlagDecl kMode{"mode", V::choice, "exclusive|shared", "exclusive (the default) or shared"};
-constexpr FlagDecl kWait{"wait", V::duration, "DUR",
-                         "block until admitted, holding a ticket in the store's queue (admitted in ticket order, every clone); "
-                         "after DUR refused with wait-timeout",
-                         true};
+constexpr FlagDecl kWait{
+    "wait", V::duration, "DUR",
+    "block until admitted, holding a ticket in the store's queue (admitted in ticket order, every clone); "
+    "after DUR refused with wait-timeout",
+    true};
 constexpr FlagDecl kGeneration{"generation", V::count, "G",
                                "the generation you hold: refused with stale-generation unless it is current"};
 constexpr FlagDecl kPolicyHash{

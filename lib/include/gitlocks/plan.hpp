@@ -23,6 +23,10 @@
 //   {"op":"sem-acquire","sem":N,"limit":L,"expires_at":MS,"note":S?,"reclaims":[...]?,"after":MS?}
 //   {"op":"handoff","path":P|"sem":N,"lease":ID,"generation":G,"prev_expires_at":MS,"to":KEY,
 //    "to_name":NAME,"expires_at":MS,"note":S?,"reclaims":[...]?,"after":MS?}
+//   {"op":"ticket","wants":[{"path":P,"mode":M}|{"sem":N}],"expires_at":MS,"behind":[KEY...]}
+//   {"op":"ticket-renew","ticket":ID,"prev_expires_at":MS,"expires_at":MS}
+//   {"op":"ticket-drop","ticket":ID,"expires_at":MS?}
+// and a claim's "passes":[{"ticket":ID,"until":MS}]? (docs/FORMAT.md "Tickets").
 // Owner-signed admin bodies {"admin":{"op":...}}: guard-time-enable,
 // guard-time-set (other notary pins, or guard time off), policy-set, and for
 // PRIVATE stores member-add, member-remove (both leave a pending keyring
