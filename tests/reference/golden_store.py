@@ -14,7 +14,9 @@ as a state needs it: the effects of `ticket`, `ticket-renew` and
 
 Used by tests/reference/golden_plan.py, tests/vectors/gen_plan_vectors.py
 (the expected records of the planner vectors) and
-tests/reference/golden_format1_writer.py (format-1 stores for migration).
+tests/reference/golden_format1_writer.py (format-1 stores for migration) and
+tests/reference/golden_queue_writer.py (the queue's transitions in CLI-made
+stores, for test_reference.py).
 """
 import hashlib
 import json
