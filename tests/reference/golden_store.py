@@ -402,8 +402,8 @@ class State:
         res = "sem:" + op["sem"]
         rec = self.records.setdefault(res, {"kind": "sem", "name": op["sem"], "limit": op["limit"],
                                             "generation": 0, "leases": []})
-        if len(rec["leases"]) >= rec["limit"]:
-            rec["leases"] = [l for l in rec["leases"] if l["expires_at"] >= now]
+        # docs/CLI.md "Semaphores": expired slots are reclaimed by the next acquire, full or not.
+        rec["leases"] = [l for l in rec["leases"] if l["expires_at"] >= now]
         rec["generation"] += 1
         lease = {"id": lease_id(instance, i, res), "holder": holder, "name": name,
                  "generation": rec["generation"], "expires_at": op["expires_at"], "created_at": created_at}
