@@ -3,9 +3,11 @@
 of a public format-2 store's refs/locks/state, with git plumbing and PyNaCl,
 independently of the core.
 
-No git-locks command publishes a queue op yet (`git-locks batch` takes claim,
-extend, release, sem-acquire and sem-release lines only), so the tests that
-need tickets in a store the real CLI otherwise writes take them here. The
+The waiting loop (`claim --wait`) publishes queue ops only as its protocol
+has it, and `git-locks batch` takes none (claim, extend, release,
+sem-acquire and sem-release lines only), so the tests that need a ticket,
+a renewal or a drop at a chosen moment in a store the real CLI otherwise
+writes take them here. The
 writer models effects, not admission (it never refuses): what it writes is
 what golden_store.State says the ops do, with what a proposal leaves to the
 planner filled in as the planner fills it in (a ticket's `behind`, a

@@ -2,8 +2,9 @@
 docs/FORMAT.md) against `git-locks --json verify`: on stores made by the real
 CLI (claims, shared/exclusive, extend, release, sweep, semaphores, families,
 batch, guard time with the test notary, a PRIVATE store; the waiters' queue,
-whose tickets golden_queue_writer.py writes until a command publishes them)
-and on histories tampered with Git plumbing, both must give every commit the
+as `claim --wait` writes it and, for the transitions a waiter makes only at
+moments of its own choosing, as golden_queue_writer.py writes it) and on
+histories tampered with Git plumbing, both must give every commit the
 same ok/invalid, and on tampered stores both must flag the tampered commit.
 Where only the reference's own rules can catch a forgery (exclusion, foreign
 effects, canonical bytes, the queue's rules), its reason is asserted too: the
@@ -13,9 +14,11 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -520,11 +523,11 @@ class IntentTest(SharedStore):
 
 
 class TicketTest(SharedStore):
-    """The waiters' queue (docs/FORMAT.md "Tickets"). No git-locks command publishes a queue op yet
-    (`git-locks batch` takes claim, extend, release, sem-acquire and sem-release lines only), so the
-    tickets, renewals and drops are written by golden_queue_writer.py (git plumbing, PyNaCl and the
-    model of golden_store.py) and everything else by the real CLI, whose planner respects the queue
-    it finds: a claim that passes a blocked ticket, queued-behind refusals of a claim and of a
+    """The waiters' queue (docs/FORMAT.md "Tickets"). The waiting loop takes, renews and drops tickets
+    when it chooses (WaitingLoopTest) and `git-locks batch` takes no queue op, so here the tickets,
+    renewals and drops are written at chosen moments by golden_queue_writer.py (git plumbing, PyNaCl
+    and the model of golden_store.py) and everything else by the real CLI, whose planner respects the
+    queue it finds: a claim that passes a blocked ticket, queued-behind refusals of a claim and of a
     sem-acquire, admissions after lapsed tickets. Both verifiers agree commit by commit; then
     tampered copies (passes dropped or moved, a forged `behind`, a ticket given to another holder,
     a renewal or a drop by another, admissions ahead of a live ticket, a ticket closing a cycle)
@@ -750,6 +753,97 @@ class TicketTest(SharedStore):
         self.queue_op("carol", ticket([want("src/a.c")], self.r.now + 30000))
         pv, rv = self.assertBothFlag(self.r, 17, "deadlock")
         self.assertEqual(rv[17]["detail"].split()[-1], ",".join(refverify_key(self.r, a) for a in ("carol", "bob")))
+
+
+class WaitingLoopTest(SharedStore):
+    """The waiters' queue as the real waiting loop writes it (`claim --wait`, docs/CLI.md "Waiting"):
+    a waiter's ticket, a claim refused queued-behind while the waiter is held still (SIGSTOP), its
+    admission ([claim, ticket-drop]), a waiter for two paths passed by a claim of the free one while
+    the other is held, then admitted for both, and a killed waiter's lapsed ticket dropped by sweep.
+    Both verifiers agree on every commit; a pass removed from the claim is flagged by both."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.init_with({})
+        for actor in ("alice", "bob", "carol", "dave"):
+            cls.run_ok(actor, "whoami")  # creates the key file
+        procs = []
+
+        def waiter(actor, *paths):
+            proc = r.popen(actor, "--json", "claim", "--ttl", "10m", "--wait=60s", *paths)
+            procs.append(proc)
+            deadline = time.monotonic() + 60
+            while not any(t["holder_name"] == actor for t in cls.run_ok("owner", "--json", "status").json["queue"]):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("%s took no ticket: %r" % (actor, proc.communicate()))
+                time.sleep(0.05)
+            return proc
+
+        def done(proc):
+            out, err = proc.communicate(timeout=60)
+            if proc.returncode != 0:
+                raise AssertionError("waiter: exit %d %s" % (proc.returncode, err))
+            return json.loads(out)
+        try:
+            cls.run_ok("bob", "claim", "--ttl", "10m", "src/a.c")                             # 1
+            alice = waiter("alice", "src/a.c")                                                # 2 ticket
+            alice.send_signal(signal.SIGSTOP)  # she cannot take the path when it frees
+            try:
+                cls.run_ok("bob", "release", "src/a.c")                                       # 3
+                cls.refused = cls.run_ok("carol", "--json", "claim", "src/a.c", expect=1)     # queued behind her
+                cls.run_ok("carol", "claim", "src/b.c")                                       # 4
+            finally:
+                alice.send_signal(signal.SIGCONT)
+            cls.admitted = [done(alice)]                                                      # 5 claim + drop
+            cls.run_ok("bob", "claim", "--ttl", "10m", "x")                                   # 6
+            dave = waiter("dave", "x", "y")                                                   # 7 ticket behind bob
+            cls.run_ok("carol", "claim", "--ttl", "10m", "y")                                 # 8 passes dave's
+            cls.run_ok("bob", "release", "x")                                                 # 9
+            cls.run_ok("carol", "release", "y")                                               # 10
+            cls.admitted.append(done(dave))                                                   # 11 both + drop
+            cls.run_ok("alice", "claim", "--ttl", "10m", "z")                                 # 12
+            carol = waiter("carol", "z")                                                      # 13 ticket
+            carol.kill()
+            carol.communicate()
+            r.now += 30_001  # after its expiry
+            cls.run_ok("owner", "sweep")                                                      # 14 drops it
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 15)
+
+    def test_untouched_history_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 15, rv)
+        f = self.f
+        self.assertEqual([f.packet(i)["action"] for i in range(15)],
+                         ["init", "claim", "ticket", "release", "claim", "claim", "claim", "ticket", "claim",
+                          "release", "release", "batch", "claim", "ticket", "ticket-drop"])
+        self.assertEqual((self.refused.error["code"], self.refused.error["reason"]), ("held-path", "queued-behind"))
+        self.assertEqual([[op["op"] for op in a["ops"]] for a in self.admitted],
+                         [["claim", "ticket-drop"], ["claim", "claim", "ticket-drop"]])
+        dave = f.packet(7)["body"]["ops"][-1]
+        self.assertEqual((dave["wants"], dave["behind"]),
+                         ([{"path": "x", "mode": "exclusive"}, {"path": "y", "mode": "exclusive"}],
+                          [refverify_key(self.r, "bob")]))
+        self.assertEqual([p["until"] for p in f.packet(8)["body"]["ops"][0]["passes"]],
+                         [f.packet(6)["body"]["ops"][0]["expires_at"]])
+        self.assertEqual([op["op"] for op in f.packet(14)["body"]["ops"]], ["ticket-drop"])
+
+    def test_claim_whose_pass_was_removed(self):
+        packet = self.f.packet(8)
+        del packet["body"]["ops"][0]["passes"]
+        policy = json.loads(self.f.p.cat(self.f.p.get(self.f.trees[7], "state/policy.json")))
+        packet["interval"] = refverify.derive_interval(packet["body"], policy)
+        self.f.trees[8] = self.f.resign(self.f.trees[8], packet, "carol")
+        self.f.publish()
+        self.assertBothFlag(self.r, 8, "queued-behind")
 
 
 def ticket(wants, expires_at):
