@@ -7,10 +7,16 @@ family records, intention markers, generations, lease ids), the sharded
 state tree built with real `git hash-object -w` / `git mktree`, packets
 signed under the documented prefix, and transition commits. Admission
 decisions (refused or not) are not modelled: the vectors state them by hand.
+The waiters' queue (FORMAT.md "Queue record", "Tickets") is modelled as far
+as a state needs it: the effects of `ticket`, `ticket-renew` and
+`ticket-drop` on the queue record, and what a proposal leaves to the planner
+(a ticket's `behind`: the holders in its way, from `in_way`).
 
 Used by tests/reference/golden_plan.py, tests/vectors/gen_plan_vectors.py
 (the expected records of the planner vectors) and
-tests/reference/golden_format1_writer.py (format-1 stores for migration).
+tests/reference/golden_format1_writer.py (format-1 stores for migration) and
+tests/reference/golden_queue_writer.py (the queue's transitions in CLI-made
+stores, for test_reference.py).
 """
 import hashlib
 import json
@@ -105,6 +111,15 @@ def lease_id(instance, op_index, resource):
     return sha256_hex(f"{instance}\n{op_index}\n{resource}")[:24]
 
 
+# FORMAT.md "Queue record": the store's one queue of waiters.
+QUEUE = "queue:tickets"
+
+
+def ticket_id(instance, op_index):
+    """A ticket's id: lease_id of the transition's instance, the op and `queue:tickets`."""
+    return lease_id(instance, op_index, QUEUE)
+
+
 def _covers(member, path):
     """A path belongs to a family when it overlaps a member: equal, or one an
     ancestor of the other, component by component (a trailing '/' aside)."""
@@ -112,6 +127,25 @@ def _covers(member, path):
     p = path_key(path).split("/")
     n = min(len(m), len(p))
     return m[:n] == p[:n]
+
+
+def exclusive_families(policy, path):
+    """The names of the exclusive families `path` belongs to."""
+    return [f["name"] for f in policy.get("families", [])
+            if f["policy"] == "exclusive" and any(_covers(m, path) for m in f["members"])]
+
+
+def wants_conflict(policy, a, b):
+    """FORMAT.md "Tickets" (`wants_conflict`): two wants ({"path","mode"} or {"sem"}) conflict when
+    their paths overlap unless both are shared, when their paths are in one exclusive family, or
+    when they name the same semaphore; a path and a semaphore never do."""
+    if ("sem" in a) != ("sem" in b):
+        return False
+    if "sem" in a:
+        return a["sem"] == b["sem"]
+    if not (a["mode"] == "shared" and b["mode"] == "shared") and _covers(a["path"], b["path"]):
+        return True
+    return bool(set(exclusive_families(policy, a["path"])) & set(exclusive_families(policy, b["path"])))
 
 
 class State:
@@ -145,8 +179,53 @@ class State:
         return ["/".join(comps[:i]) for i in range(1, len(comps))]
 
     def _exclusive_families(self, path):
-        return [f["name"] for f in self.policy.get("families", [])
-                if f["policy"] == "exclusive" and any(_covers(m, path) for m in f["members"])]
+        return exclusive_families(self.policy, path)
+
+    # FORMAT.md "Tickets": what stands in a want's way, live or not.
+    def in_way(self, path, mode, who):
+        """[(holder, expiry)] of what a claim of `path` in `mode` ("exclusive" or "shared") by `who`
+        would meet: other holders' locks on the path or an ancestor (an exclusive claim meets
+        either mode, a shared one exclusive locks; intents nothing), their markers on the path
+        (x, and s for an exclusive claim, with the bound xu/su as expiry), and their entries in
+        the path's exclusive families (until)."""
+        key = path_key(path)
+        excl = mode == "exclusive"
+        out = []
+        for a in self._ancestors(key) + [key]:
+            for l in self.records.get("path:" + a, {}).get("leases", []):
+                if l["holder"] != who and l["mode"] != "intent" and (excl or l["mode"] == "exclusive"):
+                    out.append((l["holder"], l["expires_at"]))
+        for h, m in self.records.get("path:" + key, {}).get("below", {}).items():
+            if h == who:
+                continue
+            if m["x"] > 0:
+                out.append((h, m["xu"]))
+            if excl and m["s"] > 0:
+                out.append((h, m["su"]))
+        for fam in self._exclusive_families(path):
+            for h, e in self.records.get("family:" + fam, {}).get("holders", {}).items():
+                if h != who:
+                    out.append((h, e["until"]))
+        return out
+
+    def behind(self, wants, who):
+        """A ticket's `behind`: the keys (sorted, unique, not `who`) of the holders of what stands
+        in its wants' way; for a semaphore, its holders while it holds `limit` leases or more."""
+        keys = set()
+        for w in wants:
+            if "sem" in w:
+                rec = self.records.get("sem:" + w["sem"])
+                if rec and len(rec["leases"]) >= rec["limit"]:
+                    keys |= {l["holder"] for l in rec["leases"] if l["holder"] != who}
+            else:
+                keys |= {h for h, _ in self.in_way(w["path"], w["mode"], who)}
+        return sorted(keys)
+
+    def _ticket(self, tid):
+        for t in self.records.get(QUEUE, {}).get("tickets", []):
+            if t["id"] == tid:
+                return t
+        raise KeyError(f"no ticket {tid}")
 
     # FORMAT.md "Path record": a marker counts exclusive ("x"), shared ("s")
     # and intent ("i") leases below; "i"/"iu" are present only while i > 0.
@@ -212,10 +291,16 @@ class State:
     # ops
     def apply(self, holder, name, instance, created_at, now, ops):
         """Applies a body's ops, admitted at T = now; returns the leases it
-        created, in op order."""
+        created, in op order (tickets are no leases). Fills in, in the op
+        dicts, what a proposal leaves to the planner for the queue's ops: a
+        ticket's `behind`, a renewal's `prev_expires_at`, and the
+        `expires_at` of another holder's ticket it drops."""
         created = []
         for i, op in enumerate(ops):
             kind = op["op"]
+            if kind in ("ticket", "ticket-renew", "ticket-drop"):
+                self._queue_op(holder, name, instance, created_at, i, op)
+                continue
             if kind == "claim":
                 created.append(self._claim(holder, name, instance, i, created_at, now, op))
             elif kind == "sem-acquire":
@@ -257,6 +342,27 @@ class State:
                 raise ValueError(f"unknown op {kind}")
         return created
 
+    def _queue_op(self, holder, name, instance, created_at, i, op):
+        """FORMAT.md "Tickets": a ticket is appended with the next seq; a renewal moves its expiry;
+        a drop removes it. The record stays after its last ticket (its seq goes on)."""
+        kind = op["op"]
+        if kind == "ticket":
+            op.setdefault("behind", self.behind(op["wants"], holder))
+            q = self.records.setdefault(QUEUE, {"kind": "queue", "name": "tickets", "seq": 0, "tickets": []})
+            q["seq"] += 1
+            q["tickets"].append({"id": ticket_id(instance, i), "holder": holder, "name": name, "seq": q["seq"],
+                                 "expires_at": op["expires_at"], "created_at": created_at,
+                                 "wants": json.loads(json.dumps(op["wants"])), "behind": list(op["behind"])})
+            return
+        t = self._ticket(op["ticket"])
+        if kind == "ticket-renew":
+            op.setdefault("prev_expires_at", t["expires_at"])
+            t["expires_at"] = op["expires_at"]
+            return
+        if t["holder"] != holder:
+            op.setdefault("expires_at", t["expires_at"])
+        self.records[QUEUE]["tickets"].remove(t)
+
     def _remove(self, resource, lid):
         rec, j = self._find(resource, lid)
         lease = rec["leases"].pop(j)
@@ -296,8 +402,8 @@ class State:
         res = "sem:" + op["sem"]
         rec = self.records.setdefault(res, {"kind": "sem", "name": op["sem"], "limit": op["limit"],
                                             "generation": 0, "leases": []})
-        if len(rec["leases"]) >= rec["limit"]:
-            rec["leases"] = [l for l in rec["leases"] if l["expires_at"] >= now]
+        # docs/CLI.md "Semaphores": expired slots are reclaimed by the next acquire, full or not.
+        rec["leases"] = [l for l in rec["leases"] if l["expires_at"] >= now]
         rec["generation"] += 1
         lease = {"id": lease_id(instance, i, res), "holder": holder, "name": name,
                  "generation": rec["generation"], "expires_at": op["expires_at"], "created_at": created_at}

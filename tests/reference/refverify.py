@@ -37,6 +37,8 @@ checks, for every commit on refs/locks/state from the root:
 - a cut (FORMAT.md "The cut"): a checkpoint with no parent; the chain goes on
   below it at its `prev` when that commit is in the repository (the archive),
   and otherwise starts at the cut, whose source is then its own state;
+- the waiters' queue (public stores; FORMAT.md "Queue record", "Tickets",
+  "Guards"), see "The waiters' queue" below;
 - every record name and lease path in NFC (public stores);
 - the exclusion invariant over the timeline (public stores; intents lock
   nothing and are left out): at the
@@ -45,6 +47,50 @@ checks, for every commit on refs/locks/state from the root:
   one exclusive and different holders; no two holders live on members of an
   exclusive family; no live exclusive lease on a member of a shared family;
   no semaphore with more live leases than its limit.
+
+The waiters' queue. The record `queue:tickets` is well formed (seq, tickets
+in strictly increasing seq order at most the record's, at most 256, 1-64
+wants each, `behind` sorted and unique). The guards of `ticket` (its TTL
+window), `ticket-renew` (T <= prev_expires_at, the TTL window, a later
+expiry), `ticket-drop` of another holder's ticket (T > its declared
+expires_at) and of a claim's `passes` (T <= every `until`) are part of the
+re-derived interval; ticket-drops do not count toward the action. The
+queue's effects are replayed exactly from the body, op by op: a ticket is
+appended with seq = the record's seq + 1, id lease_id(instance, op,
+"queue:tickets"), holder = the signer, the body's name and created_at, the
+op's wants, expires_at and behind; a renewal names a ticket in the queue
+(`no-ticket`), the signer's own (`foreign-effect`), at its current expiry
+(`expiry-changed`), and changes only that expiry; a drop removes exactly the
+named ticket: the signer's own (declaring no expires_at, `bad-body`) or
+another's that lapsed, its expiry declared as the queue has it
+(`foreign-effect`). The resulting queue record must be exactly that
+(`queue-mismatch`): nothing else of the queue changes in any commit. Then the
+rules that read the rest of the source state:
+- a ticket's `behind` equals the holders (sorted, not the signer) of the
+  locks, markers and exclusive-family entries in its path wants' way and of
+  a semaphore it wants that holds `limit` leases or more (`behind-mismatch`),
+  and it closes no cycle of the wait-for graph (`deadlock`);
+- a claim (not an intent, which passes no ticket: `passes-mismatch`) lists
+  in `passes`, in queue order, exactly the older conflicting tickets of
+  other holders (seq below its signer's own place) that it does not declare
+  in `after` (`passes-mismatch`), each with `until` = the latest expiry of
+  what stands in that ticket's path wants' way, judged for its holder, held
+  by one in its `behind` (`passes-mismatch`); one neither passed nor covered
+  by `after` (after >= its expiry, so it lapsed before T) was live in the
+  claim's way (`queued-behind`);
+- a sem-acquire is admitted only while the semaphore's leases live at T plus
+  the live tickets at T of other holders before its place that want it stay
+  below the limit (`queued-behind`).
+The lease-reading rules judge the source state's leases, so they are applied
+to an op only when no op before it in the body changed a lease (a waiter's
+bodies: `[ticket-drop..., ticket]`, `[claim..., ticket-drop]`, the first
+claim of a batch); for a later op only the queue-only rules apply (which
+tickets are passed or covered by `after`, and the queue's effects). Not
+checked: the `until` of a pass, `behind` and the deadlock rule for such later
+ops, and a sem-acquire's count after another op changed leases; whether a
+ticket's wants are paths in the store's canonical form; a lapsed ticket
+declared in `after` that could have been passed (replay accepts either).
+Hand-offs and intents pass the queue: no rule reads it for them.
 
 It does not re-run the planner. PRIVATE stores are checked structurally
 (records and bodies are sealed): everything above that does not need the
@@ -82,6 +128,12 @@ BINDINGS = ("store", "actor", "command", "action", "instance", "epoch", "policy_
             "interval")
 ATT_FIELDS = set(BINDINGS) | {"format", "profile", "audience", "service_key", "admitted_at_ms", "clock",
                               "packet_digest"}
+# FORMAT.md "Queue record (`queue:tickets`)".
+QUEUE = "queue:tickets"
+QUEUE_OPS = ("ticket", "ticket-renew", "ticket-drop")
+TICKET_FIELDS = {"id", "holder", "name", "seq", "expires_at", "created_at", "wants", "behind"}
+MAX_TICKETS = 256
+MAX_WANTS = 64
 
 
 class Invalid(Exception):
@@ -280,6 +332,250 @@ def resource_hash(key):
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+# --- the waiters' queue (FORMAT.md "Queue record", "Tickets") --------------------
+
+def valid_want(w):
+    """{"path": P, "mode": "exclusive"|"shared"} or {"sem": NAME}."""
+    if not isinstance(w, dict):
+        return False
+    if set(w) == {"sem"}:
+        return isinstance(w["sem"], str)
+    return set(w) == {"path", "mode"} and isinstance(w["path"], str) and w["mode"] in ("exclusive", "shared")
+
+
+def check_queue_record(rec, loc):
+    """The shape of the queue record; raises bad-record."""
+    def bad(why):
+        raise Invalid("bad-record", "state/records/%s: queue %s" % (loc, why))
+    if set(rec) != {"kind", "name", "seq", "tickets"} or rec["name"] != "tickets":
+        bad("fields")
+    if type(rec["seq"]) is not int or rec["seq"] < 0:
+        bad("seq")
+    tickets = rec["tickets"]
+    if not isinstance(tickets, list) or len(tickets) > MAX_TICKETS:
+        bad("tickets")
+    last = 0
+    for t in tickets:
+        if not isinstance(t, dict) or set(t) != TICKET_FIELDS:
+            bad("ticket fields")
+        if not (hex_of(t["id"], 24) and hex_of(t["holder"], 64) and isinstance(t["name"], str)):
+            bad("ticket id/holder/name")
+        if not all(type(t[k]) is int for k in ("seq", "expires_at", "created_at")):
+            bad("ticket seq/expires_at/created_at")
+        if not last < t["seq"] <= rec["seq"]:
+            bad("ticket seqs: strictly increasing, at most the record's seq")
+        last = t["seq"]
+        wants = t["wants"]
+        if not isinstance(wants, list) or not 1 <= len(wants) <= MAX_WANTS or not all(valid_want(w) for w in wants):
+            bad("ticket wants")
+        behind = t["behind"]
+        if not isinstance(behind, list) or not all(hex_of(k, 64) for k in behind) or behind != sorted(set(behind)):
+            bad("ticket behind: keys, sorted, unique")
+
+
+def path_key(path):
+    return path[:-1] if path.endswith("/") else path
+
+
+def exclusive_families(policy, path):
+    return {f["name"] for f in policy.get("families", [])
+            if f["policy"] == "exclusive" and any(overlap(m, path) for m in f["members"])}
+
+
+def wants_conflict(policy, a, b):
+    """Overlapping paths unless both shared, paths of one exclusive family, the same semaphore."""
+    if ("sem" in a) != ("sem" in b):
+        return False
+    if "sem" in a:
+        return a["sem"] == b["sem"]
+    if "shared" != a["mode"] or "shared" != b["mode"]:
+        if overlap(a["path"], b["path"]):
+            return True
+    return bool(exclusive_families(policy, a["path"]) & exclusive_families(policy, b["path"]))
+
+
+class Queue:
+    """The queue rules over one transition: the source state's records by resource key (its leases,
+    markers, family entries and semaphores, which the queue's ops never change) and the queue,
+    which the body's queue ops change in order."""
+
+    def __init__(self, records, policy):
+        self.records = records
+        self.policy = policy
+        q = records.get(QUEUE)
+        self.existed = q is not None
+        self.queue = json.loads(json.dumps(q)) if q else {"kind": "queue", "name": "tickets", "seq": 0,
+                                                          "tickets": []}
+
+    def tickets(self):
+        return self.queue["tickets"]
+
+    def find(self, tid):
+        for t in self.tickets():
+            if t["id"] == tid:
+                return t
+        raise Invalid("no-ticket", "no ticket %r in the queue" % (tid,))
+
+    def in_way(self, path, mode, who):
+        """[(holder, expiry)] of what a claim of `path` in `mode` by `who` meets, live or not: other
+        holders' locks (not intents) on the path or an ancestor, exclusive ones only for a shared
+        claim; their markers on the path (x; s too for an exclusive claim; the bound as expiry);
+        their entries in the path's exclusive families."""
+        key = path_key(path)
+        excl = mode == "exclusive"
+        comps = key.split("/")
+        out = []
+        for a in ["/".join(comps[:n]) for n in range(1, len(comps) + 1)]:
+            for l in self.records.get("path:" + a, {}).get("leases", []):
+                if l["holder"] != who and l["mode"] != "intent" and (excl or l["mode"] == "exclusive"):
+                    out.append((l["holder"], l["expires_at"]))
+        for h, m in self.records.get("path:" + key, {}).get("below", {}).items():
+            if h != who:
+                if m["x"] > 0:
+                    out.append((h, m["xu"]))
+                if excl and m["s"] > 0:
+                    out.append((h, m["su"]))
+        for fam in sorted(exclusive_families(self.policy, path)):
+            for h, e in self.records.get("family:" + fam, {}).get("holders", {}).items():
+                if h != who:
+                    out.append((h, e["until"]))
+        return out
+
+    def blockers(self, wants, who):
+        """The holders of what stands in the wants' way (a semaphore's while it holds `limit` leases
+        or more), sorted, without `who`: a ticket's `behind`."""
+        keys = set()
+        for w in wants:
+            if "sem" in w:
+                rec = self.records.get("sem:" + w["sem"])
+                if rec and len(rec["leases"]) >= rec["limit"]:
+                    keys |= {l["holder"] for l in rec["leases"] if l["holder"] != who}
+            else:
+                keys |= {h for h, _ in self.in_way(w["path"], w["mode"], who)}
+        return sorted(keys)
+
+    def until(self, t):
+        """The latest expiry of what stands in ticket `t`'s path wants' way, judged for its holder,
+        held by one in its `behind`; None when nothing does."""
+        found = [e for w in t["wants"] if "path" in w for h, e in self.in_way(w["path"], w["mode"], t["holder"])
+                 if h in t["behind"]]
+        return max(found) if found else None
+
+    def waits_for(self, wants, who, seq):
+        """The wait-for graph's edges from a ticket: the holders in its way, and those of the older
+        tickets (seq below `seq`) of others with a want that conflicts with one of its own."""
+        out = set(self.blockers(wants, who))
+        for older in self.tickets():
+            if older["seq"] < seq and older["holder"] != who and \
+                    any(wants_conflict(self.policy, a, b) for a in wants for b in older["wants"]):
+                out.add(older["holder"])
+        return out
+
+    def cycle(self, wants, who):
+        """A cycle through `who` that a ticket of `who` for `wants` would close, or None."""
+        edges = {}
+        for t in self.tickets():
+            edges.setdefault(t["holder"], set()).update(self.waits_for(t["wants"], t["holder"], t["seq"]))
+        parent = {k: who for k in self.waits_for(wants, who, MAX + 1)}
+        frontier = sorted(parent)
+        for cur in frontier:
+            if cur == who:
+                path, k = [], parent[who]
+                while k != who:
+                    path.append(k)
+                    k = parent[k]
+                return [who] + path[::-1]
+            for k in sorted(edges.get(cur, ())):
+                if k not in parent:
+                    parent[k] = cur
+                    frontier.append(k)
+        return None
+
+    # The queue's own ops, in body order.
+    def take(self, i, op, actor, body, instance, reads_source):
+        wants, behind = op["wants"], op["behind"]
+        if not isinstance(wants, list) or not 1 <= len(wants) <= MAX_WANTS or not all(valid_want(w) for w in wants):
+            raise Invalid("bad-body", "ticket op %d: wants %r" % (i, wants))
+        if len(self.tickets()) >= MAX_TICKETS:
+            raise Invalid("queue-full", "a ticket taken while the queue holds %d" % MAX_TICKETS)
+        if reads_source:
+            expected = self.blockers(wants, actor)
+            if behind != expected:
+                raise Invalid("behind-mismatch", "ticket op %d: behind %r, the holders in its way %r"
+                              % (i, behind, expected))
+            cycle = self.cycle(wants, actor)
+            if cycle:
+                raise Invalid("deadlock", "ticket op %d closes the cycle %s" % (i, ",".join(cycle)))
+        self.queue["seq"] += 1
+        self.tickets().append({"id": resource_hash("%s\n%d\n%s" % (instance, i, QUEUE))[:24], "holder": actor,
+                               "name": body["name"], "seq": self.queue["seq"], "expires_at": op["expires_at"],
+                               "created_at": body["created_at"], "wants": wants, "behind": behind})
+
+    def renew(self, op, actor):
+        t = self.find(op["ticket"])
+        if t["holder"] != actor:
+            raise Invalid("foreign-effect", "ticket %s of %s renewed by %s" % (t["id"], t["holder"], actor))
+        if op["prev_expires_at"] != t["expires_at"]:
+            raise Invalid("expiry-changed", "ticket %s: prev_expires_at %r, the queue's %d"
+                          % (t["id"], op["prev_expires_at"], t["expires_at"]))
+        t["expires_at"] = op["expires_at"]
+
+    def drop(self, op, actor, t_ms):
+        t = self.find(op["ticket"])
+        if t["holder"] == actor:
+            if "expires_at" in op:
+                raise Invalid("bad-body", "the drop of one's own ticket %s declares an expiry" % t["id"])
+        elif op.get("expires_at") != t["expires_at"] or not t["expires_at"] < t_ms:
+            raise Invalid("foreign-effect", "ticket %s of %s (expires_at %d) dropped by %s at T %d declaring %r"
+                          % (t["id"], t["holder"], t["expires_at"], actor, t_ms, op.get("expires_at")))
+        self.tickets().remove(t)
+
+    # Admissions that respect the queue.
+    def claim(self, i, op, actor, reads_source):
+        passes = op.get("passes")
+        if op["mode"] not in ("exclusive", "shared"):
+            if passes is not None:
+                raise Invalid("passes-mismatch", "op %d: an intent passes no ticket" % i)
+            return
+        if passes is not None and (not isinstance(passes, list) or not passes):
+            raise Invalid("passes-mismatch", "op %d: passes %r" % (i, passes))
+        declared = [(p["ticket"], p["until"]) for p in passes or []]
+        w = {"path": op["path"], "mode": op["mode"]}
+        place = min([t["seq"] for t in self.tickets() if t["holder"] == actor
+                     and any(wants_conflict(self.policy, w, x) for x in t["wants"])], default=MAX + 1)
+        expected = []
+        for t in self.tickets():
+            if t["holder"] == actor or t["seq"] >= place or \
+                    not any(wants_conflict(self.policy, w, x) for x in t["wants"]):
+                continue
+            until = [u for tid, u in declared if tid == t["id"]]
+            if until:
+                expected.append(t["id"])
+                if reads_source and until[0] != self.until(t):
+                    raise Invalid("passes-mismatch", "op %d passes ticket %s until %r; its holder is blocked until %r"
+                                  % (i, t["id"], until[0], self.until(t)))
+            elif type(op.get("after")) is not int or op["after"] < t["expires_at"]:
+                raise Invalid("queued-behind", "op %d: %s admitted while ticket #%d of %s (expires_at %d) waits "
+                              "for it, neither passed nor declared in after" % (i, op["path"], t["seq"], t["holder"],
+                                                                                t["expires_at"]))
+        if [tid for tid, _ in declared] != expected:
+            raise Invalid("passes-mismatch", "op %d passes %r; the queue's tickets to pass %r"
+                          % (i, [tid for tid, _ in declared], expected))
+
+    def sem_acquire(self, i, op, actor, t_ms, reads_source):
+        want = {"sem": op["sem"]}
+        place = min([t["seq"] for t in self.tickets() if t["holder"] == actor and want in t["wants"]],
+                    default=MAX + 1)
+        ahead = [t for t in self.tickets() if t["holder"] != actor and t["seq"] < place and want in t["wants"]
+                 and t["expires_at"] >= t_ms]
+        if reads_source and ahead:
+            live = [l for l in self.records.get("sem:" + op["sem"], {}).get("leases", []) if l["expires_at"] >= t_ms]
+            if len(live) + len(ahead) >= op["limit"]:
+                raise Invalid("queued-behind", "op %d: semaphore %s (limit %d) acquired with %d live leases while "
+                              "%d live tickets queued before it want it" % (i, op["sem"], op["limit"], len(live),
+                                                                             len(ahead)))
+
+
 # --- guard intervals (FORMAT.md "Guards") ---------------------------------------
 
 def derive_interval(body, policy):
@@ -303,6 +599,22 @@ def derive_interval(body, policy):
                 lo = max(lo, op["after"] + 1)
             for r in op.get("reclaims", []):
                 lo = max(lo, r["expires_at"] + 1)
+            # FORMAT.md "Tickets": a claim passes a ticket only while the lease that blocks its
+            # holder is live.
+            if kind == "claim":
+                for p in op.get("passes", []):
+                    hi = min(hi, p["until"])
+        elif kind == "ticket":
+            ttl(op["expires_at"])
+        elif kind == "ticket-renew":
+            ttl(op["expires_at"])
+            hi = min(hi, op["prev_expires_at"])
+            if op["expires_at"] <= op["prev_expires_at"]:
+                return None
+        elif kind == "ticket-drop":
+            # Another holder's ticket, once it lapsed (its expiry declared); one's own: time-free.
+            if "expires_at" in op:
+                lo = max(lo, op["expires_at"] + 1)
         elif kind == "extend":
             ttl(op["expires_at"])
             hi = min(hi, op["prev_expires_at"])
@@ -329,8 +641,9 @@ def derive_interval(body, policy):
 
 def expected_action(body):
     """The planner action a public body names: creation, an admin op, migration,
-    else "batch" for several ops, "reclaim" for one claim admitted only after a
-    conflicting lease expired (it declares `after`), or the op."""
+    else, ticket-drops aside, "batch" for several ops, "reclaim" for one claim
+    admitted only after a conflicting lease expired (it declares `after`), or
+    the op ("ticket-drop" when there is no other)."""
     if "init" in body:
         return "init"
     if "admin" in body:
@@ -340,6 +653,11 @@ def expected_action(body):
     ops = body.get("ops")
     if not isinstance(ops, list) or not ops or not all(isinstance(o, dict) for o in ops):
         return None
+    # Ticket-drops do not count toward the action (FORMAT.md "Tickets"): the other ops', or
+    # "ticket-drop" when there are none.
+    ops = [o for o in ops if o.get("op") != "ticket-drop"]
+    if not ops:
+        return "ticket-drop"
     if len(ops) > 1:
         return "batch"
     if ops[0].get("op") == "claim" and "after" in ops[0]:
@@ -608,6 +926,10 @@ class Verifier:
                         key = ("sem:" + op["sem"]) if "sem" in op else "path:" + op["path"].rstrip("/")
                         handed.setdefault(key, []).append((op["lease"], op["to"]))
                 self.check_effects(parent_state, packet["actor"], t, forced, handed)
+                try:
+                    self.check_queue(parent_state, packet, src_policy, t)
+                except (KeyError, TypeError) as e:
+                    raise Invalid("bad-body", "body: %r" % (e,))
             self.check_exclusion(state, new_policy, t)
         return t
 
@@ -617,15 +939,14 @@ class Verifier:
         (resource key -> [(the signer's lease it ends, the receiver's key)]); generations are
         fencing tokens."""
         handed = handed or {}
-        pfmt = json.loads(self.blob_at(parent_state, "format.json"))["format"]
-        before = {r["kind"] + ":" + r["name"]: r for r in self.check_records(parent_state, STATE_FORMATS[pfmt])}
+        before = self.records_by_key(parent_state)
         after = {r["kind"] + ":" + r["name"]: r for r in self._records}
 
         def leases(recs):
             return {l["id"]: (key, l) for key, r in recs.items() for l in r.get("leases", [])}
         old, new = leases(before), leases(after)
         for key, r in before.items():
-            if r["kind"] == "family":
+            if r["kind"] in ("family", "queue"):  # derived data; the queue is check_queue's
                 continue
             if key not in after and r["generation"] > 0:
                 raise Invalid("generation", "record %s (generation %d) vanished" % (key, r["generation"]))
@@ -656,6 +977,37 @@ class Verifier:
         for lid, (key, o) in old.items():
             if lid not in new and o["holder"] != actor and not o["expires_at"] < t and lid not in forced:
                 raise Invalid("foreign-effect", "live lease %s of %s removed by %s" % (lid, o["holder"], actor))
+
+    def records_by_key(self, state):
+        fmt = json.loads(self.blob_at(state, "format.json"))["format"]
+        return {r["kind"] + ":" + r["name"]: r for r in self.check_records(state, STATE_FORMATS[fmt])}
+
+    def check_queue(self, parent_state, packet, policy, t):
+        """The waiters' queue (FORMAT.md "Tickets"; the module's header says what is checked): the
+        body's ops in order against the source state, then the resulting queue record."""
+        body, actor = packet["body"], packet["actor"]
+        q = Queue(self.records_by_key(parent_state), policy)
+        ops = body.get("ops") if isinstance(body.get("ops"), list) else []
+        reads_source = True  # no op before this one changed a lease
+        for i, op in enumerate(ops):
+            kind = op["op"]
+            if kind == "ticket":
+                q.take(i, op, actor, body, packet["instance"], reads_source)
+            elif kind == "ticket-renew":
+                q.renew(op, actor)
+            elif kind == "ticket-drop":
+                q.drop(op, actor, t)
+            elif kind == "claim":
+                q.claim(i, op, actor, reads_source)
+            elif kind == "sem-acquire":
+                q.sem_acquire(i, op, actor, t, reads_source)
+            if kind not in QUEUE_OPS:
+                reads_source = False
+        expected = q.queue if q.existed or q.queue["seq"] > 0 else None
+        got = next((r for r in self._records if r["kind"] == "queue"), None)
+        if got != expected:
+            raise Invalid("queue-mismatch", "queue record %s, the body's ops give %s"
+                          % (canon(got).decode() if got else None, canon(expected).decode() if expected else None))
 
     def check_attestation(self, raw, raw_packet, packet):
         signed = parse_canonical(raw, "txn/attestation.json")
@@ -722,8 +1074,10 @@ class Verifier:
             return self.record_cache[(state, shards)]
         out = []
         for loc, rec in self.records(state, shards):
-            if not isinstance(rec, dict) or rec.get("kind") not in ("path", "sem", "family"):
+            if not isinstance(rec, dict) or rec.get("kind") not in ("path", "sem", "family", "queue"):
                 raise Invalid("bad-record", "state/records/%s: kind" % loc)
+            if rec["kind"] == "queue":
+                check_queue_record(rec, loc)
             h = resource_hash(rec["kind"] + ":" + rec["name"])
             want = "/".join([h[2 * k:2 * k + 2] for k in range(shards)] + [h + ".json"])
             if loc != want:

@@ -1,19 +1,24 @@
 """The independent reference verifier (refverify.py, written from
 docs/FORMAT.md) against `git-locks --json verify`: on stores made by the real
 CLI (claims, shared/exclusive, extend, release, sweep, semaphores, families,
-batch, guard time with the test notary, a PRIVATE store) and on histories
-tampered with Git plumbing, both must give every commit the same ok/invalid,
-and on tampered stores both must flag the tampered commit. Where only the
-reference's own rules can catch a forgery (exclusion, foreign effects,
-canonical bytes), its reason is asserted too: the reference can fail."""
+batch, guard time with the test notary, a PRIVATE store; the waiters' queue,
+as `claim --wait` writes it and, for the transitions a waiter makes only at
+moments of its own choosing, as golden_queue_writer.py writes it) and on
+histories tampered with Git plumbing, both must give every commit the
+same ok/invalid, and on tampered stores both must flag the tampered commit.
+Where only the reference's own rules can catch a forgery (exclusion, foreign
+effects, canonical bytes, the queue's rules), its reason is asserted too: the
+reference can fail."""
 
 import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,6 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 
 import nacl.signing  # noqa: E402  Debian's python3-nacl (toolchains/setup.sh): required, never skipped
 
+import golden_queue_writer  # noqa: E402
 import refverify  # noqa: E402
 import test_verify  # noqa: E402  its tamper corpus is replayed below with both verifiers
 from support import CliTest, Repo, T0, skip  # noqa: E402
@@ -514,6 +520,338 @@ class IntentTest(SharedStore):
         f.trees[2] = f.resign(f.with_record(f.trees[2], "path:src/a.c", rec), packet, "bob")
         f.publish(f.trees[:3])
         self.assertBothFlag(self.r, 2, "exclusion")
+
+
+class TicketTest(SharedStore):
+    """The waiters' queue (docs/FORMAT.md "Tickets"). The waiting loop takes, renews and drops tickets
+    when it chooses (WaitingLoopTest) and `git-locks batch` takes no queue op, so here the tickets,
+    renewals and drops are written at chosen moments by golden_queue_writer.py (git plumbing, PyNaCl
+    and the model of golden_store.py) and everything else by the real CLI, whose planner respects the
+    queue it finds: a claim that passes a blocked ticket, queued-behind refusals of a claim and of a
+    sem-acquire, admissions after lapsed tickets. Both verifiers agree commit by commit; then
+    tampered copies (passes dropped or moved, a forged `behind`, a ticket given to another holder,
+    a renewal or a drop by another, admissions ahead of a live ticket, a ticket closing a cycle)
+    are flagged by both, the reference with the exact reason."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.init_with({})
+        for actor in ("alice", "bob", "carol", "dave"):
+            cls.run_ok(actor, "whoami")  # creates the key file
+        cls.queued = {}
+
+        def step(actor, *args, expect=0):
+            r.now += 1000
+            return cls.run_ok(actor, *args, expect=expect)
+
+        def queue(actor, *ops):
+            r.now += 1000
+            cls.queue_op(actor, *ops)
+        S = 1000
+        step("alice", "claim", "--ttl", "60s", "src/a.c")                                     # 1 alice until 61 s
+        queue("bob", ticket([want("src/a.c"), want("src/b.c")], r.now + 30 * S))           # 2 behind alice
+        step("carol", "claim", "--ttl", "60s", "src/b.c")                                     # 3 passes bob's ticket
+        queue("bob", {"op": "ticket-renew", "ticket": cls.ticket_of(2), "expires_at": r.now + 1000 + 30 * S})  # 4
+        step("alice", "release", "src/a.c")                                                   # 5
+        cls.refusals = [step("dave", "--json", "claim", "--ttl", "60s", "src/a.c", expect=1)]  # bob is not blocked
+        step("carol", "sem", "acquire", "ci", "--limit", "1", "--ttl", "60s")                 # 6
+        queue("dave", ticket([{"sem": "ci"}], r.now + 1000 + 5 * S))                         # 7 until 13 s
+        step("carol", "sem", "release", "ci")                                                 # 8
+        cls.refusals.append(step("alice", "--json", "sem", "acquire", "ci", "--limit", "1", "--ttl", "30s",
+                                 expect=1))                                                   # dave's live ticket
+        step("bob", "claim", "--ttl", "60s", "src/a.c")                                       # 9 his own place
+        queue("bob", {"op": "ticket-drop", "ticket": cls.ticket_of(2)})                      # 10
+        r.now += 1000
+        step("alice", "sem", "acquire", "ci", "--limit", "1", "--ttl", "30s")                 # 11 after dave's lapse
+        queue("alice", {"op": "ticket-drop", "ticket": cls.ticket_of(7)})                    # 12 dave's, lapsed
+        queue("dave", ticket([want("docs/", "shared")], r.now + 1000 + 5 * S))               # 13 until 21 s
+        r.now += 5000
+        step("carol", "claim", "--ttl", "60s", "docs/x.md")                                   # 14 reclaim
+        queue("bob", {"op": "ticket-drop", "ticket": cls.ticket_of(13)},
+              ticket([want("src/b.c")], r.now + 1000 + 30 * S))                               # 15 behind carol
+
+    @classmethod
+    def queue_op(cls, actor, *ops):
+        commit, packet = golden_queue_writer.publish(cls.r.path, seed_of(cls.r.key(actor)), actor, cls.r.now,
+                                                     list(ops))
+        return commit, packet
+
+    @classmethod
+    def ticket_of(cls, index):
+        """The id of the ticket the commit at `index` took (its last op)."""
+        chain = cls.r.git("rev-list", "--reverse", "refs/locks/state").split()
+        packet = json.loads(cls.r.git("show", chain[index] + ":txn/packet.json"))["packet"]
+        ops = packet["body"]["ops"]
+        assert ops[-1]["op"] == "ticket", packet
+        return hashlib.sha256(("%s\n%d\nqueue:tickets" % (packet["instance"], len(ops) - 1)).encode()).hexdigest()[:24]
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 16)
+
+    def op(self, i, k=0):
+        return self.f.packet(i)["body"]["ops"][k]
+
+    def resign_with_interval(self, i, packet, actor):
+        """Commit `i` with `packet`, its interval re-derived as a forger would (refverify's own
+        derivation, so that only the rule under test can refuse it), signed by `actor`."""
+        policy = json.loads(self.f.p.cat(self.f.p.get(self.f.trees[i - 1], "state/policy.json")))
+        packet["interval"] = refverify.derive_interval(packet["body"], policy)
+        self.assertLessEqual(packet["interval"][0], packet["claimed_at_ms"])
+        self.assertLessEqual(packet["claimed_at_ms"], packet["interval"][1])
+        self.f.trees[i] = self.f.resign(self.f.trees[i], packet, actor)
+
+    def test_untouched_history_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 16, rv)
+        self.assertEqual([self.f.packet(i)["action"] for i in range(16)],
+                         ["init", "claim", "ticket", "claim", "ticket-renew", "release", "sem-acquire", "ticket",
+                          "sem-release", "claim", "ticket-drop", "sem-acquire", "ticket-drop", "ticket", "reclaim",
+                          "ticket"])
+        alice, bob, carol = (refverify_key(self.r, a) for a in ("alice", "bob", "carol"))
+        # bob's ticket names alice, whose lease stood in its way; carol's claim passes it until
+        # alice's lease expires, and that bounds the claim's interval.
+        self.assertEqual(self.op(2)["behind"], [alice])
+        claim = self.op(3)
+        self.assertEqual(claim["passes"], [{"ticket": self.ticket_of(2), "until": self.op(1)["expires_at"]}])
+        self.assertEqual(self.f.packet(3)["interval"][1], self.op(1)["expires_at"])
+        # Once alice released, bob's live ticket holds the path: dave is refused; a full semaphore's
+        # waiter holds the freed slot the same way.
+        for res, code in zip(self.refusals, ("held-path", "full-semaphore")):
+            self.assertEqual((res.error["code"], res.error["reason"]), (code, "queued-behind"), res)
+        self.assertEqual(self.refusals[0].error["ticket"], self.ticket_of(2))
+        # After a lapsed ticket: declared in `after` (a claim's action is then reclaim).
+        self.assertEqual(self.op(11)["after"], self.op(7)["expires_at"])
+        self.assertEqual(self.op(14)["after"], self.op(13)["expires_at"])
+        self.assertEqual(self.op(12), {"op": "ticket-drop", "ticket": self.ticket_of(7),
+                                       "expires_at": self.op(7)["expires_at"]})
+        self.assertEqual(self.op(15, 1)["behind"], [carol])
+        queue = self.f.record(15, "queue:tickets")
+        self.assertEqual((queue["seq"], [t["holder"] for t in queue["tickets"]]), (4, [bob]))
+        self.assertEqual(self.f.record(12, "queue:tickets"), {"kind": "queue", "name": "tickets", "seq": 2,
+                                                               "tickets": []})
+
+    def test_claim_whose_passes_were_dropped(self):
+        packet = self.f.packet(3)
+        del packet["body"]["ops"][0]["passes"]
+        self.resign_with_interval(3, packet, "carol")
+        self.f.publish()
+        self.assertBothFlag(self.r, 3, "queued-behind")
+
+    def test_claim_whose_pass_until_was_changed(self):
+        for delta in (-1, 1):
+            with self.subTest(delta=delta):
+                self.f.reset()
+                packet = self.f.packet(3)
+                packet["body"]["ops"][0]["passes"][0]["until"] += delta
+                self.resign_with_interval(3, packet, "carol")
+                self.f.publish()
+                self.assertBothFlag(self.r, 3, "passes-mismatch")
+
+    def test_claim_passing_a_ticket_it_need_not_pass(self):
+        # bob's own claim (9) declaring a pass of his own ticket: nothing to pass.
+        packet = self.f.packet(9)
+        packet["body"]["ops"][0]["passes"] = [{"ticket": self.ticket_of(2), "until": packet["claimed_at_ms"]}]
+        self.resign_with_interval(9, packet, "bob")
+        self.f.publish()
+        self.assertBothFlag(self.r, 9, "passes-mismatch")
+
+    def test_ticket_with_a_forged_behind(self):
+        # bob's ticket without alice in `behind`, in the body and in the state alike.
+        f = self.f
+        packet = f.packet(2)
+        packet["body"]["ops"][0]["behind"] = []
+        queue = f.record(2, "queue:tickets")
+        queue["tickets"][0]["behind"] = []
+        f.trees[2] = f.resign(f.with_record(f.trees[2], "queue:tickets", queue), packet, "bob")
+        f.publish()
+        self.assertBothFlag(self.r, 2, "behind-mismatch")
+
+    def test_ticket_whose_state_differs_from_its_op(self):
+        carol = refverify_key(self.r, "carol")
+
+        def second(q, seq):
+            q["tickets"].append(dict(q["tickets"][0], seq=seq, id="ab" * 12))
+            q["seq"] = 2
+        for name, change, reason in [
+                ("given to another holder", lambda q: q["tickets"][0].update(holder=carol), "queue-mismatch"),
+                ("seq skipped", lambda q: (q.update(seq=2), q["tickets"][0].update(seq=2)), "queue-mismatch"),
+                ("expiry moved", lambda q: q["tickets"][0].update(expires_at=q["tickets"][0]["expires_at"] + 1),
+                 "queue-mismatch"),
+                ("a second ticket", lambda q: second(q, 2), "queue-mismatch"),
+                ("seqs out of order", lambda q: second(q, 1), "bad-record")]:
+            with self.subTest(name):
+                f = self.f
+                f.reset()
+                queue = f.record(2, "queue:tickets")
+                change(queue)
+                f.trees[2] = f.resign(f.with_record(f.trees[2], "queue:tickets", queue), f.packet(2), "bob")
+                f.publish()
+                self.assertBothFlag(self.r, 2, reason)
+
+    def test_queue_changed_by_a_claim(self):
+        # carol's claim (3) also drops bob's live ticket from the state.
+        f = self.f
+        queue = f.record(3, "queue:tickets")
+        queue["tickets"] = []
+        f.trees[3] = f.resign(f.with_record(f.trees[3], "queue:tickets", queue), f.packet(3), "carol")
+        f.publish()
+        self.assertBothFlag(self.r, 3, "queue-mismatch")
+
+    def test_renewal_signed_by_another(self):
+        packet = self.f.packet(4)
+        packet["actor"] = refverify_key(self.r, "carol")
+        self.f.trees[4] = self.f.resign(self.f.trees[4], packet, "carol")
+        self.f.publish()
+        self.assertBothFlag(self.r, 4, "foreign-effect")
+
+    def test_drop_of_a_live_ticket_by_another(self):
+        # bob's drop of his own ticket (10), signed by alice: without the ticket's expiry, and with it
+        # (then T is outside the interval, as the ticket is live).
+        for declare, reason in [(False, "foreign-effect"), (True, "time-outside-interval")]:
+            with self.subTest(declare=declare):
+                self.f.reset()
+                packet = self.f.packet(10)
+                packet["actor"] = refverify_key(self.r, "alice")
+                if declare:
+                    packet["body"]["ops"][0]["expires_at"] = self.op(4)["expires_at"]
+                    packet["interval"] = [self.op(4)["expires_at"] + 1, refverify.MAX]
+                self.f.trees[10] = self.f.resign(self.f.trees[10], packet, "alice")
+                self.f.publish()
+                self.assertBothFlag(self.r, 10, reason)
+
+    def test_sem_acquire_ahead_of_a_live_ticket(self):
+        # alice's sem-acquire (11) moved before dave's ticket lapsed, without `after`.
+        packet = self.f.packet(11)
+        del packet["body"]["ops"][0]["after"]
+        packet["claimed_at_ms"] = self.f.packet(10)["claimed_at_ms"]
+        self.assertLessEqual(packet["claimed_at_ms"], self.op(7)["expires_at"])
+        self.resign_with_interval(11, packet, "alice")
+        self.f.publish()
+        self.assertBothFlag(self.r, 11, "queued-behind")
+
+    def test_claim_ahead_of_a_live_ticket(self):
+        # carol's reclaim (14) moved before dave's docs/ ticket lapsed, without `after`: a claim.
+        packet = self.f.packet(14)
+        del packet["body"]["ops"][0]["after"]
+        packet["action"] = "claim"
+        packet["claimed_at_ms"] = self.f.packet(13)["claimed_at_ms"]
+        self.resign_with_interval(14, packet, "carol")
+        self.f.publish()
+        self.assertBothFlag(self.r, 14, "queued-behind")
+
+    def test_ticket_closing_a_cycle(self):
+        # bob holds src/a.c and waits for carol's src/b.c; carol's ticket for src/a.c would wait for
+        # bob: a deadlock, which the writer (effects only) writes and both verifiers refuse. The
+        # control: dave's ticket for src/b.c waits for carol and bob's older ticket, no cycle.
+        self.r.now += 1000
+        self.queue_op("dave", ticket([want("src/b.c", "shared")], self.r.now + 30000))
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 17, rv)
+        self.r.now += 1000
+        self.queue_op("carol", ticket([want("src/a.c")], self.r.now + 30000))
+        pv, rv = self.assertBothFlag(self.r, 17, "deadlock")
+        self.assertEqual(rv[17]["detail"].split()[-1], ",".join(refverify_key(self.r, a) for a in ("carol", "bob")))
+
+
+class WaitingLoopTest(SharedStore):
+    """The waiters' queue as the real waiting loop writes it (`claim --wait`, docs/CLI.md "Waiting"):
+    a waiter's ticket, a claim refused queued-behind while the waiter is held still (SIGSTOP), its
+    admission ([claim, ticket-drop]), a waiter for two paths passed by a claim of the free one while
+    the other is held, then admitted for both, and a killed waiter's lapsed ticket dropped by sweep.
+    Both verifiers agree on every commit; a pass removed from the claim is flagged by both."""
+
+    @classmethod
+    def build(cls, scope):
+        r = cls.r
+        cls.init_with({})
+        for actor in ("alice", "bob", "carol", "dave"):
+            cls.run_ok(actor, "whoami")  # creates the key file
+        procs = []
+
+        def waiter(actor, *paths):
+            proc = r.popen(actor, "--json", "claim", "--ttl", "10m", "--wait=60s", *paths)
+            procs.append(proc)
+            deadline = time.monotonic() + 60
+            while not any(t["holder_name"] == actor for t in cls.run_ok("owner", "--json", "status").json["queue"]):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError("%s took no ticket: %r" % (actor, proc.communicate()))
+                time.sleep(0.05)
+            return proc
+
+        def done(proc):
+            out, err = proc.communicate(timeout=60)
+            if proc.returncode != 0:
+                raise AssertionError("waiter: exit %d %s" % (proc.returncode, err))
+            return json.loads(out)
+        try:
+            cls.run_ok("bob", "claim", "--ttl", "10m", "src/a.c")                             # 1
+            alice = waiter("alice", "src/a.c")                                                # 2 ticket
+            alice.send_signal(signal.SIGSTOP)  # she cannot take the path when it frees
+            try:
+                cls.run_ok("bob", "release", "src/a.c")                                       # 3
+                cls.refused = cls.run_ok("carol", "--json", "claim", "src/a.c", expect=1)     # queued behind her
+                cls.run_ok("carol", "claim", "src/b.c")                                       # 4
+            finally:
+                alice.send_signal(signal.SIGCONT)
+            cls.admitted = [done(alice)]                                                      # 5 claim + drop
+            cls.run_ok("bob", "claim", "--ttl", "10m", "x")                                   # 6
+            dave = waiter("dave", "x", "y")                                                   # 7 ticket behind bob
+            cls.run_ok("carol", "claim", "--ttl", "10m", "y")                                 # 8 passes dave's
+            cls.run_ok("bob", "release", "x")                                                 # 9
+            cls.run_ok("carol", "release", "y")                                               # 10
+            cls.admitted.append(done(dave))                                                   # 11 both + drop
+            cls.run_ok("alice", "claim", "--ttl", "10m", "z")                                 # 12
+            carol = waiter("carol", "z")                                                      # 13 ticket
+            carol.kill()
+            carol.communicate()
+            r.now += 30_001  # after its expiry
+            cls.run_ok("owner", "sweep")                                                      # 14 drops it
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.communicate()
+
+    def setUp(self):
+        super().setUp()
+        self.assertEqual(len(self.f.ids), 15)
+
+    def test_untouched_history_agrees_and_is_valid(self):
+        pv, rv = self.both(self.r)
+        self.assertEqual([v["ok"] for v in rv], [True] * 15, rv)
+        f = self.f
+        self.assertEqual([f.packet(i)["action"] for i in range(15)],
+                         ["init", "claim", "ticket", "release", "claim", "claim", "claim", "ticket", "claim",
+                          "release", "release", "batch", "claim", "ticket", "ticket-drop"])
+        self.assertEqual((self.refused.error["code"], self.refused.error["reason"]), ("held-path", "queued-behind"))
+        self.assertEqual([[op["op"] for op in a["ops"]] for a in self.admitted],
+                         [["claim", "ticket-drop"], ["claim", "claim", "ticket-drop"]])
+        dave = f.packet(7)["body"]["ops"][-1]
+        self.assertEqual((dave["wants"], dave["behind"]),
+                         ([{"path": "x", "mode": "exclusive"}, {"path": "y", "mode": "exclusive"}],
+                          [refverify_key(self.r, "bob")]))
+        self.assertEqual([p["until"] for p in f.packet(8)["body"]["ops"][0]["passes"]],
+                         [f.packet(6)["body"]["ops"][0]["expires_at"]])
+        self.assertEqual([op["op"] for op in f.packet(14)["body"]["ops"]], ["ticket-drop"])
+
+    def test_claim_whose_pass_was_removed(self):
+        packet = self.f.packet(8)
+        del packet["body"]["ops"][0]["passes"]
+        policy = json.loads(self.f.p.cat(self.f.p.get(self.f.trees[7], "state/policy.json")))
+        packet["interval"] = refverify.derive_interval(packet["body"], policy)
+        self.f.trees[8] = self.f.resign(self.f.trees[8], packet, "carol")
+        self.f.publish()
+        self.assertBothFlag(self.r, 8, "queued-behind")
+
+
+def ticket(wants, expires_at):
+    return {"op": "ticket", "wants": wants, "expires_at": expires_at}
+
+
+def want(path, mode="exclusive"):
+    return {"path": path, "mode": mode}
 
 
 def refverify_key(repo, actor):

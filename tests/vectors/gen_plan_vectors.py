@@ -2,13 +2,15 @@
 """Writes tests/vectors/plan/*.json: planner scenarios with hand-derived
 expectations.
 
-Semantics (ok/refusal code, action, generations) are written by hand below.
+Semantics (ok/refusal code and reason, action, generations) are written by
+hand below.
 Intervals are computed here from SPEC §4's default guards by an independent
 Python model of the TTL window (MIN 1000, MAX 3600000): a claim with
 expiry e admits [e - MAX, e - MIN]; a reclaim adds T > after; an extend adds
 T <= prev. The expected records of every admitted step ("records") come from
 the independent model of docs/FORMAT.md in tests/reference/golden_store.py,
-never from the core. The successor state tree ids ("state") were recorded
+never from the core (the queue record too: a ticket's `behind` is the
+model's `State.behind`, the holders in its way). The successor state tree ids ("state") were recorded
 from the first native run (GITLOCKS_VECTORS_PRINT=1, merged with --merge);
 tests/reference/golden_plan.py derives each of them again from "records"
 with real git plumbing, and every host must reproduce them byte for byte.
@@ -43,8 +45,11 @@ def ok(actor, ops, now=NOW, **exp):
     exp["ok"] = True
     return step(actor, ops, now, **exp)
 
-def err(actor, ops, code, now=NOW):
-    return step(actor, ops, now, error=code)
+def err(actor, ops, code, now=NOW, reason=None):
+    """A refusal: its code, and its reason where the core gives a sub-code."""
+    if reason is None:
+        return step(actor, ops, now, error=code)
+    return step(actor, ops, now, error=code, reason=reason)
 
 cases = []
 def case(name, steps, policy=None):
@@ -121,6 +126,7 @@ case("semaphore acquire", [ok("a", [acq("ci", 2)], action="sem-acquire", interva
 case("full semaphore is refused", [ok("a", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E)), err("b", [acq("ci", 1)], "full-semaphore")])
 case("mismatched semaphore limit is refused", [ok("a", [acq("ci", 2)], action="sem-acquire", interval=ttl_iv(E)), err("b", [acq("ci", 3)], "limit-mismatch")])
 case("expired semaphore slot is reclaimed", [ok("a", [acq("ci", 1, ttl=S)], action="sem-acquire", interval=ttl_iv(ES)), ok("b", [acq("ci", 1, now=ES + 1)], now=ES + 1, action="sem-acquire", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1), generations={"sem:ci": 2})])
+case("an acquire reclaims every expired slot, the semaphore full or not", [ok("a", [acq("ci", 2, ttl=S)], action="sem-acquire", interval=ttl_iv(ES)), ok("b", [acq("ci", 2, now=ES + 1)], now=ES + 1, action="sem-acquire", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1), generations={"sem:ci": 2})])
 case("semaphore release frees a slot", [ok("a", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E)), ok("a", [{"op": "sem-release", "sem": "ci", "lease": "$0.0"}], action="sem-release", interval=[0, 2**53 - 1]), ok("b", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E), generations={"sem:ci": 2})])
 case("semaphore extend keeps the generation", [ok("a", [acq("ci", 2, ttl=S)], action="sem-acquire", interval=ttl_iv(ES)), ok("a", [{"op": "extend", "sem": "ci", "lease": "$0.0", "expires_at": ES + TTL}], now=ES - 10, action="extend", interval=ttl_iv(ES + TTL, hi_extra=ES), generations={"sem:ci": 1})])
 # -- batch and sweep
@@ -170,6 +176,92 @@ case("case-insensitive store: a case twin is refused as a bad path - the folded 
 case("case-insensitive store: a folded directory claim covers the file below", [ok("alice", [claim("src/x.c")], action="claim", interval=ttl_iv(E)), err("bob", [claim("SRC/")], "bad-path"), err("bob", [claim("src/")], "held-path")], policy=CI)
 case("case-insensitive store: non-ASCII case is folded too", [ok("alice", [claim("\u00e9t\u00e9/a")], action="claim", interval=ttl_iv(E)), err("bob", [claim("\u00c9t\u00e9/a")], "bad-path")], policy=CI)
 case("case-sensitive store: case variants are different paths", [ok("alice", [claim("src/main.c")], action="claim", interval=ttl_iv(E)), ok("bob", [claim("Src/Main.c")], action="claim", interval=ttl_iv(E))])
+
+# -- the waiters' queue (docs/FORMAT.md "Queue record", "Tickets"). A ticket's
+# id is lease_id(instance, op index, "queue:tickets") with the step's
+# instance sha256hex(case name + ":" + K), so the ops below name it directly.
+# A ticket's interval is its TTL window; a renewal's also T <= its previous
+# expiry; dropping another's lapsed ticket T > its expiry; dropping one's own
+# is time-free. A claim that passes a ticket is also bounded by the pass's
+# `until` (T <= until: the expiry of the lease of the holder the ticket
+# queued behind), and one admitted after a lapsed ticket declares it in
+# `after` (T > its expiry; the action of such a single claim is reclaim).
+# Ticket-drops do not count toward the action.
+TT = 30000  # a waiter's ticket TTL
+MAXT = 2**53 - 1
+def ticket(wants, ttl=TT, now=NOW):
+    return {"op": "ticket", "wants": wants, "expires_at": now + ttl}
+def want(path, mode="exclusive"):
+    return {"path": path, "mode": mode}
+def tid(name, k, j=0):
+    """The id of the ticket op J of step K of case `name`."""
+    return golden_store.ticket_id(golden_store.sha256_hex(name + ":" + str(k)), j)
+N = "ticket: a waiter takes its place behind the holder in its way"
+case(N, [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)),
+         ok("bob", [ticket([want("f")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("carol", [ticket([want("f", "shared")], now=NOW + 1)], now=NOW + 1, action="ticket", interval=ttl_iv(NOW + 1 + TT))])
+N = "ticket: behind names the holders of locks, markers, exclusive families and a full semaphore"
+case(N, [ok("alice", [claim("d/x/y", mode="shared")], action="claim", interval=ttl_iv(E)),
+         ok("carol", [claim("db/schema.sql", mode="shared")], action="claim", interval=ttl_iv(E)),
+         ok("dave", [acq("ci", 1)], action="sem-acquire", interval=ttl_iv(E)),
+         ok("erin", [claim("d/", mode="shared")], action="claim", interval=ttl_iv(E)),
+         ok("bob", [ticket([want("d/x/"), want("db/migrations/1.sql", "shared"), {"sem": "ci"}])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("frank", [ticket([want("d/x/z", "shared")])], action="ticket", interval=ttl_iv(NOW + TT))], policy=FAM)
+N = "ticket: a claim behind an older live ticket of another holder is refused queued-behind"
+case(N, [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)),
+         ok("bob", [ticket([want("f")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("alice", [release("f", "$0.0")], action="release", interval=[0, MAXT]),
+         err("carol", [claim("f")], "held-path", reason="queued-behind"),
+         err("alice", [claim("f", mode="shared")], "held-path", reason="queued-behind"),
+         ok("carol", [claim("g")], action="claim", interval=ttl_iv(E)),
+         ok("bob", [claim("f"), {"op": "ticket-drop", "ticket": tid(N, 1)}], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
+N = "ticket: a claim is admitted after a lapsed ticket and declares it in after"
+case(N, [ok("bob", [ticket([want("d/", "shared")], ttl=S)], action="ticket", interval=ttl_iv(ES)),
+         err("carol", [claim("d/x", now=ES)], "held-path", now=ES, reason="queued-behind"),
+         ok("carol", [claim("d/x", now=ES + 1)], now=ES + 1, action="reclaim", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1), generations={"path:d/x": 1})])
+N = "ticket: a claim passes a ticket whose holder is blocked by one it queued behind"
+case(N, [ok("alice", [claim("x")], action="claim", interval=ttl_iv(E)),
+         ok("bob", [ticket([want("x"), want("y")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("carol", [claim("y", now=NOW + 10)], now=NOW + 10, action="claim", interval=ttl_iv(NOW + 10 + TTL, hi_extra=E)),
+         ok("alice", [release("x", "$0.0")], now=NOW + 20, action="release", interval=[0, MAXT]),
+         err("dave", [claim("x", now=NOW + 30)], "held-path", now=NOW + 30, reason="queued-behind")])
+N = "ticket: a ticket that would close a wait-for cycle is refused as a deadlock"
+case(N, [ok("alice", [claim("a")], action="claim", interval=ttl_iv(E)),
+         ok("bob", [claim("b")], action="claim", interval=ttl_iv(E)),
+         ok("alice", [ticket([want("b")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         err("bob", [ticket([want("a")])], "deadlock"),
+         ok("carol", [ticket([want("a", "shared")])], action="ticket", interval=ttl_iv(NOW + TT))])
+N = "ticket: a cycle through an older ticket is a deadlock too"
+case(N, [ok("alice", [claim("a")], action="claim", interval=ttl_iv(E)),
+         ok("bob", [ticket([want("a")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         err("alice", [ticket([want("a/b", "shared")])], "deadlock")])
+N = "ticket-renew moves its holder's ticket expiry later"
+case(N, [ok("bob", [ticket([want("f")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("bob", [{"op": "ticket-renew", "ticket": tid(N, 0), "expires_at": NOW + 10 + TT}], now=NOW + 10, action="ticket-renew", interval=ttl_iv(NOW + 10 + TT, hi_extra=NOW + TT)),
+         err("carol", [{"op": "ticket-renew", "ticket": tid(N, 0), "expires_at": NOW + 20 + TT}], "not-holder", now=NOW + 20),
+         err("bob", [{"op": "ticket-renew", "ticket": tid(N, 1), "expires_at": NOW + 20 + TT}], "not-holder", now=NOW + 20, reason="no-ticket"),
+         err("bob", [{"op": "ticket-renew", "ticket": tid(N, 0), "expires_at": NOW + 10 + 2 * TT}], "guard-window", now=NOW + 10 + TT + 1)])
+N = "ticket-drop: its holder drops it, another only once it lapsed"
+case(N, [ok("bob", [ticket([want("f")], ttl=S)], action="ticket", interval=ttl_iv(ES)),
+         ok("carol", [ticket([want("g")], ttl=S)], action="ticket", interval=ttl_iv(ES)),
+         ok("bob", [{"op": "ticket-drop", "ticket": tid(N, 0)}], now=NOW + 10, action="ticket-drop", interval=[0, MAXT]),
+         err("alice", [{"op": "ticket-drop", "ticket": tid(N, 1)}], "held-path", now=ES, reason="not-expired"),
+         ok("alice", [{"op": "ticket-drop", "ticket": tid(N, 1)}], now=ES + 1, action="ticket-drop", interval=[ES + 1, MAXT]),
+         err("alice", [{"op": "ticket-drop", "ticket": tid(N, 1)}], "not-holder", now=ES + 2, reason="no-ticket")])
+N = "ticket: a new ticket drops the lapsed ones it sees in the same transition"
+case(N, [ok("bob", [ticket([want("f")], ttl=S)], action="ticket", interval=ttl_iv(ES)),
+         ok("carol", [{"op": "ticket-drop", "ticket": tid(N, 0)}, ticket([want("f")], now=ES + 1)], now=ES + 1, action="ticket", interval=ttl_iv(ES + 1 + TT, lo_extra=ES + 1))])
+N = "ticket: a sem-acquire behind a live ticket for the semaphore is refused full-semaphore"
+case(N, [ok("a", [acq("ci", 2)], action="sem-acquire", interval=ttl_iv(E)),
+         ok("b", [acq("ci", 2)], action="sem-acquire", interval=ttl_iv(E)),
+         ok("c", [ticket([{"sem": "ci"}])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("a", [{"op": "sem-release", "sem": "ci", "lease": "$0.0"}], action="sem-release", interval=[0, MAXT]),
+         err("d", [acq("ci", 2)], "full-semaphore", reason="queued-behind"),
+         ok("c", [acq("ci", 2), {"op": "ticket-drop", "ticket": tid(N, 2)}], action="sem-acquire", interval=ttl_iv(E), generations={"sem:ci": 3}),
+         err("d", [acq("ci", 2)], "full-semaphore")])
+N = "ticket: a sem-acquire after a lapsed ticket for the semaphore declares it in after"
+case(N, [ok("c", [ticket([{"sem": "ci"}], ttl=S)], action="ticket", interval=ttl_iv(ES)),
+         ok("a", [acq("ci", 1, now=ES + 1)], now=ES + 1, action="sem-acquire", interval=ttl_iv(ES + 1 + TTL, lo_extra=ES + 1))])
 
 def resolve(v, created):
     """"$K.J" -> the id of the J-th lease created by step K."""

@@ -56,6 +56,7 @@ corpus.plan.forEach(({ file, doc }, f) => {
         if (o.error) {
           assert.ok(s.expect.error, `${where}: unexpected ${o.error.code}: ${o.error.message}`);
           assert.equal(o.error.code, s.expect.error, `${where}: ${o.error.message}`);
+          if (s.expect.reason) assert.equal(o.error.reason, s.expect.reason, `${where}: reason: ${o.error.message}`);
           return;
         }
         assert.ok(!s.expect.error, `${where}: expected ${s.expect.error}, got success`);
