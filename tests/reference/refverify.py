@@ -541,8 +541,12 @@ class Queue:
             raise Invalid("passes-mismatch", "op %d: passes %r" % (i, passes))
         declared = [(p["ticket"], p["until"]) for p in passes or []]
         w = {"path": op["path"], "mode": op["mode"]}
+        # Its place: its own oldest ticket for the path in any mode (FORMAT.md "Tickets").
+        def exclusive(x):
+            return dict(x, mode="exclusive") if "path" in x else x
         place = min([t["seq"] for t in self.tickets() if t["holder"] == actor
-                     and any(wants_conflict(self.policy, w, x) for x in t["wants"])], default=MAX + 1)
+                     and any(wants_conflict(self.policy, exclusive(w), exclusive(x)) for x in t["wants"])],
+                    default=MAX + 1)
         expected = []
         for t in self.tickets():
             if t["holder"] == actor or t["seq"] >= place or \

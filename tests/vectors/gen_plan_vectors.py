@@ -215,6 +215,13 @@ case(N, [ok("alice", [claim("f")], action="claim", interval=ttl_iv(E)),
          err("alice", [claim("f", mode="shared")], "held-path", reason="queued-behind"),
          ok("carol", [claim("g")], action="claim", interval=ttl_iv(E)),
          ok("bob", [claim("f"), {"op": "ticket-drop", "ticket": tid(N, 1)}], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
+N = "ticket: a shared waiter keeps its place before a younger exclusive ticket"
+case(N, [ok("bob", [claim("f")], action="claim", interval=ttl_iv(E)),
+         ok("alice", [ticket([want("f", "shared")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("carol", [ticket([want("f")])], action="ticket", interval=ttl_iv(NOW + TT)),
+         ok("bob", [release("f", "$0.0")], action="release", interval=[0, MAXT]),
+         err("carol", [claim("f")], "held-path", reason="queued-behind"),
+         ok("alice", [claim("f", mode="shared"), {"op": "ticket-drop", "ticket": tid(N, 1)}], action="claim", interval=ttl_iv(E), generations={"path:f": 2})])
 N = "ticket: a claim is admitted after a lapsed ticket and declares it in after"
 case(N, [ok("bob", [ticket([want("d/", "shared")], ttl=S)], action="ticket", interval=ttl_iv(ES)),
          err("carol", [claim("d/x", now=ES)], "held-path", now=ES, reason="queued-behind"),
