@@ -476,9 +476,33 @@ export interface TimelineLease {
   handed_to_name?: string;
 }
 
+/** What a ticket waits for: a path in a mode (never intent), or a semaphore by name. */
+export type TicketWant = { path: string; mode: 'exclusive' | 'shared' } | { sem: string };
+
+/** A waiter's ticket in the store's queue (docs/FORMAT.md "Tickets"), from the commit that took it to the one that dropped it. */
+export interface TimelineTicket {
+  id: string;
+  /** The waiter's key and name. */
+  holder: string;
+  name: string;
+  /** Its place in the queue. */
+  seq: number;
+  wants: TicketWant[];
+  /** The last expiry seen (renewals move it). */
+  expires_at: number;
+  start: number | null;
+  end: number | null;
+  /** How it left the queue: admitted (dropped by its holder with a lease), gave-up (dropped by its holder without one), lapsed (dropped by another after its expiry); null while it stands. */
+  end_kind: 'admitted' | 'gave-up' | 'lapsed' | null;
+  start_commit: number;
+  end_commit?: number;
+}
+
 export interface TimelineResult extends ReplayResult {
   transitions: TimelineTransition[];
   leases: TimelineLease[];
+  /** The waiters' tickets, in the order they were taken. */
+  tickets: TimelineTicket[];
   /** The last readable policy, as stored. */
   policy: JsonObject | null;
   end_time: number | null;

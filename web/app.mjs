@@ -318,6 +318,28 @@ function svg(tag, attrs = {}, title) {
   return el;
 }
 
+// The queue's record (docs/FORMAT.md "Queue record").
+const QUEUE_RESOURCE = 'queue:tickets';
+// The lane of a ticket's want: its path (a directory, "src/" in a ticket,
+// is named "src" as its lease is), or "sem:NAME" as a slot's lease.
+const wantLane = (w) => (w.sem != null ? `sem:${w.sem}` : w.path.replace(/\/$/, ''));
+const wantText = (w) => (w.sem != null ? `sem:${w.sem}` : w.mode === 'shared' ? `${w.path} (shared)` : w.path);
+
+// "bob waited (ticket #3) for src/a.c from … to …: admitted", or for a
+// ticket still in the queue at the tip, since when and its expiry.
+function ticketTitle(k, endTime) {
+  const who = k.name || short(k.holder, 10);
+  const wants = k.wants.map(wantText).join(', ');
+  if (k.end == null) {
+    const lapsed = endTime != null && endTime > k.expires_at;
+    return `${who} waits (ticket #${k.seq}) for ${wants} since ${fmtTime(k.start)}: still queued at the tip, ` +
+      `its ticket ${lapsed ? 'lapsed' : 'expires'} at ${fmtTime(k.expires_at)}`;
+  }
+  const how = k.end_kind === 'gave-up' ? 'gave up' :
+    k.end_kind === 'lapsed' ? `lapsed (expired at ${fmtTime(k.expires_at)}), dropped by another actor` : k.end_kind;
+  return `${who} waited (ticket #${k.seq}) for ${wants} from ${fmtTime(k.start)} to ${fmtTime(k.end)}: ${how}`;
+}
+
 function renderTimeline() {
   const r = view.result;
   const n = r.transitions.length;
@@ -335,10 +357,17 @@ function renderTimeline() {
   let t1 = Math.max(...times);
   const inWindow = r.leases.filter((l) => l.start != null &&
     l.start_commit <= to && (l.end_commit == null || l.end_commit >= from));
+  // The waiters' tickets (docs/FORMAT.md "Tickets"): absent from the
+  // documents of cores before the queue.
+  const ticketsInWindow = (r.tickets || []).filter((k) => k.start != null &&
+    k.start_commit <= to && (k.end_commit == null || k.end_commit >= from));
   for (const l of inWindow) if (l.end == null) t1 = Math.max(t1, Math.min(l.expires_at, t1 + (t1 - t0) * 0.1 + 1));
   if (t1 <= t0) t1 = t0 + 1;
+  // A ticket is drawn on the lanes of what it waits for, so the queue's own
+  // record (queue:tickets, in the table's resources) has no lane.
   const lanes = [...new Set([...inWindow.map((l) => l.resource),
-    ...ts.flatMap((t) => t.resources)])].sort();
+    ...ticketsInWindow.flatMap((k) => k.wants.map(wantLane)),
+    ...ts.flatMap((t) => t.resources).filter((k) => k !== QUEUE_RESOURCE)])].sort();
   const MAX_LANES = 60;
   const shown = lanes.slice(0, MAX_LANES);
   const laneOf = new Map(shown.map((k, i) => [k, i]));
@@ -352,11 +381,18 @@ function renderTimeline() {
   const desc = svg('desc', { id: 'timeline-desc' });
   const bad = ts.filter((t) => !t.ok);
   desc.textContent = `Leases of ${shown.length} resources over commits ${from}–${to} ` +
-    `(${fmtTime(t0)} to ${fmtTime(t1)}); ${bad.length} invalid commits in this window.`;
+    `(${fmtTime(t0)} to ${fmtTime(t1)}); ${ticketsInWindow.length} waiting tickets; ` +
+    `${bad.length} invalid commits in this window.`;
   root.append(desc);
   root.append(svg('text', { x: left, y: 14, class: 'axis' }), svg('text', { x: width - 10, y: 14, class: 'axis end' }));
   root.children[1].textContent = fmtTime(t0);
   root.children[2].textContent = fmtTime(t1);
+  // The hatching of a waiting bar (style.css .wait).
+  const hatch = svg('pattern', { id: 'wait-hatch', width: 4, height: 4, patternUnits: 'userSpaceOnUse',
+    patternTransform: 'rotate(45)' });
+  hatch.append(svg('rect', { width: 4, height: 4, class: 'hatch-bg' }), svg('rect', { width: 2, height: 4, class: 'hatch' }));
+  root.append(svg('defs'));
+  root.lastChild.append(hatch);
   shown.forEach((name, i) => {
     const y = top + i * laneH;
     root.append(svg('rect', { x: 0, y, width, height: laneH, class: i % 2 ? 'lane odd' : 'lane' }));
@@ -397,6 +433,23 @@ function renderTimeline() {
     if (l.end_kind === 'reclaim') {
       root.append(svg('text', { x: x(l.end) - 5, y: y + 12, class: 'mark reclaim' }, `reclaimed at ${fmtTime(l.end)}`));
       root.lastChild.append(document.createTextNode('▲'));
+    }
+  }
+  // Each ticket: a thin hatched bar with a dotted edge along the bottom of
+  // each lane it waits for, over the leases it waited behind, from the
+  // commit that took it to the one that dropped it (or to the window's end
+  // while it stands).
+  for (const k of ticketsInWindow) {
+    const title = ticketTitle(k, r.endTime);
+    const x0 = x(k.start);
+    const x1 = Math.max(x0 + 4, x(k.end ?? t1));
+    for (const want of new Set(k.wants.map(wantLane))) {
+      const lane = laneOf.get(want);
+      if (lane === undefined) continue;
+      root.append(svg('rect', {
+        x: x0, y: top + lane * laneH + laneH - 7, width: x1 - x0, height: 6,
+        class: `wait ${k.end_kind || 'queued'}`, 'data-ticket': k.id,
+      }, title));
     }
   }
   for (const t of bad) {

@@ -1,8 +1,9 @@
 // The verification worker: replays the bundle with the WASM core (pkg/ is
 // the npm package @git-locks/core, copied next to the page at build time)
 // and takes from the core (Store.timeline) which resources and generations
-// each transition touched and the leases for the timeline, with how each
-// one ended: the page derives no rule of its own. With a
+// each transition touched, the leases for the timeline, with how each one
+// ended, and the waiters' tickets, with how each left the queue: the page
+// derives no rule of its own. With a
 // member key (the bytes of a key file, or a pasted seed) the sealed commits
 // of a PRIVATE store replay in full and their states are decrypted; the key
 // is zeroed when the job ends and never leaves the worker.
@@ -64,12 +65,13 @@ self.onmessage = async (event) => {
     if (pins) options.pins = pins;
     if (owner) options.owner = owner;
     if (memberKey) options.memberKey = memberKey;
-    const { summary, transitions, leases, policy, end_time: lastTime } = store.timeline(options);
+    // tickets: absent from a core before the queue (docs/FORMAT.md "Tickets").
+    const { summary, transitions, leases, tickets = [], policy, end_time: lastTime } = store.timeline(options);
     // replay_ms: the one pass (replay and timeline); timeline_ms stays for
     // the benchmark's table (0: no second pass).
     const timings = { open_ms: Math.round(t1 - t0), replay_ms: Math.round(performance.now() - t1), timeline_ms: 0 };
     self.postMessage({
-      type: 'result', tip, summary, transitions, leases, pins: pinsOf(policy), endTime: lastTime, member, timings,
+      type: 'result', tip, summary, transitions, leases, tickets, pins: pinsOf(policy), endTime: lastTime, member, timings,
     });
   } catch (e) {
     // The module aborts when its memory cannot grow (a RuntimeError), and

@@ -453,8 +453,13 @@ function createGitLocksApi(factory, host) {
     // The whole history replayed (as replay) and, in the same pass, the
     // core's timeline of leases over it: {end_time, leases: [{id, resource,
     // kind, mode, generation, holder, name, start, end, end_kind ("release"
-    // | "expired" | "reclaim" | null while open), expires_at, start_commit,
-    // end_commit?}], policy, summary, transitions: [{index, commit, time,
+    // | "expired" | "reclaim" | "force-release" | "handoff" | null while
+    // open), expires_at, start_commit, end_commit?, released_by?,
+    // released_by_name?, release_reason?, handed_to?, handed_to_name?}],
+    // policy, summary,
+    // tickets: [{id, holder, name, seq, wants, expires_at, start, end,
+    // end_kind ("admitted" | "gave-up" | "lapsed" | null while queued),
+    // start_commit, end_commit?}], transitions: [{index, commit, time,
     // command, actor, ok, level, reason, detail, resources, generations,
     // reclaims, state_error}], verdicts}. options: tip, pins, owner,
     // allowTestClock, memberKey, onProgress({done, total}) per commit. The
@@ -466,7 +471,7 @@ function createGitLocksApi(factory, host) {
       if (options.allowTestClock) o.allow_test_clock = true;
       if (options.pins) o.pins = { audience: options.pins.audience, service_key: options.pins.serviceKey };
       if (options.owner !== undefined) o.owner = options.owner;
-      const lists = [[], [], []]; // transitions, verdicts, leases
+      const lists = [[], [], [], []]; // transitions, verdicts, leases, tickets
       const sink = { fn: (kind, items) => { for (const x of items) lists[kind].push(x); }, error: null };
       const sinkToken = nextToken++;
       batchSinks.set(sinkToken, sink);
@@ -481,6 +486,7 @@ function createGitLocksApi(factory, host) {
           leases: lists[2],
           policy: r.policy,
           summary: r.summary,
+          tickets: lists[3],
           transitions: lists[0],
           verdicts: lists[1],
         };

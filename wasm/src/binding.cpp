@@ -584,9 +584,9 @@ char* gitlocks_store_replay(int handle, const char* options_json, const char* ke
 // pass, the core's timeline of leases (gitlocks::LeaseTimelineBuilder).
 // The long lists go to the JS sink registered for `sink_token` as they are
 // made, in batches of canonical JSON arrays (kind 0: transitions, 1:
-// verdicts, 2: leases), so the module never holds the history as text or
-// JSON; the answer is {"ok":{"end_time","policy","summary"}}. Progress: the
-// commits of the one pass.
+// verdicts, 2: leases, 3: tickets), so the module never holds the history as
+// text or JSON; the answer is {"ok":{"end_time","policy","summary"}}.
+// Progress: the commits of the one pass.
 char* gitlocks_store_timeline(int handle, const char* options_json, const char* key, std::size_t key_len,
                               int progress_token, int sink_token) {
   StoreCall call;
@@ -611,6 +611,9 @@ char* gitlocks_store_timeline(int handle, const char* options_json, const char* 
   Batches leases(sink_token, 2);
   for (const auto& l : t.leases) leases.add(encode(gitlocks::timeline_lease_json(l)));
   leases.flush();
+  Batches tickets(sink_token, 3);
+  for (const auto& k : t.tickets) tickets.add(encode(gitlocks::timeline_ticket_json(k)));
+  tickets.flush();
   return ok({{"end_time", t.end_time ? json(*t.end_time) : json(nullptr)},
              {"policy", t.policy},
              {"summary", gitlocks::replay_summary_json(*r, vault)}});

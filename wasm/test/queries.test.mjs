@@ -2,14 +2,17 @@
 // by the WASM module (Store.status, Store.fence, Store.timeline) equal the
 // native answers on the shared corpus — `git-locks status --json` and
 // `git-locks fence --json` of the CLI, and gitlocks-native-replay
-// --timeline — byte for byte, on plain, attested and tampered stores.
+// --timeline — byte for byte, on plain, attested and tampered stores, and
+// on a store where waiters took tickets in the queue with the real CLI.
 // (browser.test.mjs asks the same corpus in Chromium.)
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 
 import {
-  cliAnswer, comparableError, findCli, loadPackage, makeStore, nativeTimeline, queryCorpus, wasmAnswer,
+  cliAnswer, comparableError, findCli, loadPackage, makeStore, nativeTimeline, queryCorpus, run, tempDir, wasmAnswer,
 } from './support.mjs';
 
 const gl = loadPackage();
@@ -122,6 +125,74 @@ test('a refused fence carries its generations as numbers, as the CLI does', () =
     assert.equal(native.status, 1);
     assert.equal(native.error.generation, 1);
     assert.equal(native.error.current_generation, 0);
+  } finally {
+    s.delete();
+  }
+});
+
+// A store whose queue the real CLI filled (docs/CLI.md "Waiting"), on fixed
+// clocks: alice holds a.c; carol waits for it (`claim --wait`, in the
+// background), is queued, and is admitted when alice releases at carol's
+// time; bob waits 1 s for a.c (carol's now) and gives up; alice fills
+// semaphore ci and gus waits 1 s for a slot (`run --sem`) and gives up.
+async function queueStore() {
+  const dir = tempDir('queries-queue');
+  const repo = path.join(dir, 'repo');
+  run('git', ['init', '-q', repo]);
+  let now = 1_700_000_000_000;
+  const env = (who, at) => ({ ...process.env, GIT_LOCKS_KEY: path.join(dir, `${who}.key`), GIT_LOCKS_NOW_MS: String(at),
+    GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'user.name', GIT_CONFIG_VALUE_0: who });
+  const gl = (who, at, ...args) => run(cli, ['--repo', repo, '--json', ...args], { env: env(who, at), stdio: ['ignore', 'pipe', 'pipe'] });
+  // A waiter that gives up: exit 1, wait-timeout.
+  const givesUp = (who, at, ...args) => {
+    assert.throws(() => gl(who, at, ...args), (e) => e.status === 1 &&
+      JSON.parse(e.stderr.trim().split('\n').pop()).code === 'wait-timeout');
+  };
+  gl('alice', now += 1000, 'init');
+  gl('alice', now += 1000, 'claim', 'a.c');
+  const tCarol = now += 1000;
+  const carol = spawn(cli, ['--repo', repo, '--json', 'claim', '--wait=60s', 'a.c'],
+    { env: env('carol', tCarol), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  carol.stdout.on('data', (c) => { out += c; });
+  const carolDone = new Promise((resolve) => carol.on('close', resolve));
+  for (const deadline = Date.now() + 60_000; ;) {
+    if (JSON.parse(gl('carol', tCarol, 'status')).queue.some((k) => k.holder_name === 'carol')) break;
+    assert.ok(Date.now() < deadline && carol.exitCode === null, 'carol took no ticket');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  gl('alice', tCarol, 'release', 'a.c');
+  assert.equal(await carolDone, 0);
+  assert.equal(JSON.parse(out).action, 'claim');
+  const tBob = now += 1000;
+  givesUp('bob', tBob, 'claim', '--wait=1s', 'a.c');
+  gl('alice', now += 1000, 'sem', 'acquire', 'ci', '--limit', '1');
+  const tGus = now += 1000;
+  givesUp('gus', tGus, 'run', '--sem', 'ci:1', '--wait=1s', '--', 'true');
+  const bundle = path.join(dir, 'store.bundle');
+  run('git', ['-C', repo, 'bundle', 'create', '-q', bundle, 'refs/locks/state'], { stdio: 'ignore' });
+  return { repo, bundle, times: { carol: tCarol, bob: tBob, gus: tGus } };
+}
+
+test('a history with waiters: the timeline\'s tickets equal the native ones and what the waiters did', async () => {
+  assert.ok(cli, 'the git-locks CLI of the release preset is built (tests/run.sh builds it first)');
+  const store = await queueStore();
+  const s = gl.openStore(fs.readFileSync(store.bundle));
+  try {
+    const t = s.timeline();
+    assert.equal(JSON.stringify(t) + '\n', nativeTimeline(store.repo));
+    // Commits: 0 init, 1 alice's claim, 2 carol's ticket, 3 alice's release,
+    // 4 carol's claim with the drop of her ticket, 5-6 bob's ticket and its
+    // drop, 7 alice's slot, 8-9 gus's ticket and its drop.
+    assert.deepEqual(t.transitions.map((x) => x.command), ['init', 'claim', 'ticket', 'release', 'claim', 'ticket',
+      'ticket-drop', 'sem-acquire', 'ticket', 'ticket-drop']);
+    const { carol, bob, gus } = store.times;
+    assert.deepEqual(t.tickets.map((k) => [k.name, k.seq, k.wants, k.start, k.end, k.end_kind, k.start_commit, k.end_commit]), [
+      ['carol', 1, [{ path: 'a.c', mode: 'exclusive' }], carol, carol, 'admitted', 2, 4],
+      ['bob', 2, [{ path: 'a.c', mode: 'exclusive' }], bob, bob, 'gave-up', 5, 6],
+      ['gus', 3, [{ sem: 'ci' }], gus, gus, 'gave-up', 8, 9],
+    ]);
+    assert.ok(t.transitions.filter((x) => x.command.startsWith('ticket')).every((x) => x.resources.includes('queue:tickets')));
   } finally {
     s.delete();
   }

@@ -23,7 +23,7 @@ function startWeb(repo) {
 }
 
 test('git-locks web serves a live repository and refreshes when the ref moves', async () => {
-  const store = cliRepo('live');
+  const store = await cliRepo('live');
   const { child, line } = startWeb(store.repo);
   let context;
   try {
@@ -62,7 +62,7 @@ test('git-locks web serves a live repository and refreshes when the ref moves', 
 });
 
 test('git-locks web listens on 127.0.0.1 only and refuses a bad port', async () => {
-  const store = cliRepo('port');
+  const store = await cliRepo('port');
   const bad = spawn(cli, ['--repo', store.repo, 'web', '--port', '70000', '--site', siteDir], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   bad.stderr.on('data', (c) => { err += c; });

@@ -21,9 +21,10 @@ const bundles = {};
 
 before(async () => {
   assert.ok(fs.existsSync(path.join(siteDir, 'pkg', 'browser.mjs')), `no site in ${siteDir}: build the wasm preset`);
-  const cliStore = cliRepo('cli');
+  const cliStore = await cliRepo('cli');
   bundles['/cli.bundle'] = bundleOf(cliStore.repo, path.join(cliStore.dir, 'cli.bundle'));
   bundles.cliCommits = cliStore.commits;
+  bundles.cliTickets = cliStore.tickets;
   bundles['/gen.bundle'] = genBundle('gen', ['--commits', '120', '--seed', '5']).bundle;
   bundles['/tampered.bundle'] = genBundle('tampered', ['--commits', '80', '--seed', '6', '--tamper', '40:state-byte']).bundle;
   // A store with a cut after its 60th commit (docs/FORMAT.md "The cut"): the bundle of
@@ -100,6 +101,72 @@ test('a history made with the real CLI is all green, with the right counts', asy
   await page.fill('#pin-owner', v.owner);
   await page.click('#reverify');
   assert.equal((await verdictOf(page, 120_000)).verdict, 'valid');
+  await page.close();
+});
+
+// The ticket's TTL a waiter takes (docs/CLI.md "Waiting"), and the page's time format (UTC).
+const TICKET_TTL_MS = 30_000;
+const fmt = (ms) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '');
+
+test('each waiter\'s ticket is a waiting bar on the lane it waited for, ending as it left the queue', async () => {
+  const page = await context.newPage();
+  await page.goto(`${site.base}/?bundle=cli.bundle`);
+  assert.equal((await verdictOf(page, 120_000)).verdict, 'valid');
+  await page.screenshot({ path: artifact('tickets-cli.png'), fullPage: true });
+  // What cliRepo's waiters did (support.mjs): carol admitted to lib/x.c;
+  // dave killed and his ticket dropped by erin after its expiry; erin gave
+  // up on lib/ after 1 s, gus on a slot of semaphore ci (lane sem:ci);
+  // frank (lib/x.c and README.md, shared) killed with
+  // his ticket still in the queue. A ticket is drawn on the lane of each
+  // path it wants, a directory's lane named as its lease is (lib/ -> lib).
+  const t = bundles.cliTickets;
+  assert.deepEqual(Object.keys(t).sort(), ['carol', 'dave', 'erin', 'frank', 'gus']);
+  const wants = (k) => k.wants.map((w) => (w.sem ? `sem:${w.sem}` : w.mode === 'shared' ? `${w.path} (shared)` : w.path))
+    .join(', ');
+  const waited = (who, k) => `${who} waited (ticket #${k.seq}) for ${wants(k)} from ${fmt(k.start)} to ${fmt(k.end)}`;
+  const expected = [
+    { lane: 'lib/x.c', cls: 'wait admitted', title: `${waited('carol', t.carol)}: admitted` },
+    { lane: 'lib/x.c', cls: 'wait lapsed', title: `${waited('dave', t.dave)}: ` +
+        `lapsed (expired at ${fmt(t.dave.start + TICKET_TTL_MS)}), dropped by another actor` },
+    { lane: 'lib', cls: 'wait gave-up', title: `${waited('erin', t.erin)}: gave up` },
+    { lane: 'sem:ci', cls: 'wait gave-up', title: `${waited('gus', t.gus)}: gave up` },
+    ...['lib/x.c', 'README.md'].map((lane) => ({ lane, cls: 'wait queued',
+      title: `frank waits (ticket #${t.frank.seq}) for ${wants(t.frank)} since ${fmt(t.frank.start)}: ` +
+        `still queued at the tip, its ticket expires at ${fmt(t.frank.start + TICKET_TTL_MS)}` })),
+  ];
+  const drawn = await page.evaluate(() => {
+    const lanes = [...document.querySelectorAll('#timeline text.lane-label title')].map((l) => l.textContent);
+    const rows = [...document.querySelectorAll('#timeline rect.lane')].map((r) => Number(r.getAttribute('y')));
+    const laneAt = (y) => lanes[rows.findLastIndex((top) => top <= y)];
+    const rect = (r) => ({
+      lane: laneAt(Number(r.getAttribute('y'))), cls: r.getAttribute('class'), title: r.querySelector('title').textContent,
+      x0: Number(r.getAttribute('x')), x1: Number(r.getAttribute('x')) + Number(r.getAttribute('width')),
+    });
+    return {
+      lanes,
+      waits: [...document.querySelectorAll('#timeline rect.wait')].map(rect),
+      bars: [...document.querySelectorAll('#timeline rect.bar')].map(rect),
+      end: Number(document.querySelector('#timeline text.axis.end').getAttribute('x')),
+      legend: document.querySelector('.legend .key.wait')?.nextSibling.textContent.trim(),
+    };
+  });
+  assert.deepEqual(drawn.waits.map(({ lane, cls, title }) => ({ lane, cls, title })), expected);
+  const [carol, dave, erin, , frank, frankToo] = drawn.waits;
+  // Carol's wait ends where her lease on lib/x.c begins (one transition).
+  const lease = drawn.bars.find((b) => b.lane === 'lib/x.c' && / exclusive by carol; /.test(b.title));
+  assert.ok(lease, JSON.stringify(drawn.bars.map((b) => b.title)));
+  assert.equal(lease.x0, carol.x0);
+  // Dave's ticket stood for a minute, until erin dropped it as she took hers.
+  assert.ok(dave.x1 - dave.x0 > 10 * (carol.x1 - carol.x0), JSON.stringify([dave, carol]));
+  assert.ok(Math.abs(dave.x1 - erin.x0) < 0.01, JSON.stringify([dave, erin]));
+  // Frank's ticket stands at the tip: drawn to the end of the timeline.
+  for (const f of [frank, frankToo]) assert.ok(Math.abs(f.x1 - drawn.end) < 0.01, JSON.stringify([f, drawn.end]));
+  // The queue's record has no lane of its own; the legend names the bar.
+  assert.ok(!drawn.lanes.includes('queue:tickets'), JSON.stringify(drawn.lanes));
+  assert.equal(drawn.legend, 'waiting (a ticket in the queue)');
+  // The table lists the queue's transitions: one `ticket` per waiter.
+  const commands = await page.$$eval('#transitions tbody tr', (trs) => trs.map((tr) => tr.cells[2].textContent));
+  assert.equal(commands.filter((c) => c === 'ticket').length, Object.keys(t).length, JSON.stringify(commands));
   await page.close();
 });
 

@@ -3,7 +3,7 @@
 // Chromium driven by playwright-core, a static server on 127.0.0.1, and
 // histories made with the real CLI or the native generator.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
@@ -84,15 +84,20 @@ export async function serveSite(extra = {}) {
 
 // A repository whose refs/locks/state is made by the real CLI, on a fixed
 // clock: init, claims by two actors, a conflict-free shared claim, a
-// semaphore, an extend, a hand-off, an intent and releases. Returns {repo, env, commits}.
-export function cliRepo(name) {
+// semaphore, an extend, a hand-off, an intent and releases; then waiters in
+// the store's queue (docs/CLI.md "Waiting"), each a real `claim --wait` (see
+// waiters() below). Returns {dir, repo, commits, gl, tickets}.
+export async function cliRepo(name) {
   assert.ok(fs.existsSync(cli), `${cli} is missing: build the release preset first`);
   const dir = tempDir(name);
   const repo = path.join(dir, 'repo');
   run('git', ['init', '-q', repo]);
   let now = 1_700_000_000_000;
-  const as = (who) => ({ ...process.env, GIT_LOCKS_KEY: path.join(dir, `${who}.key`), GIT_LOCKS_NOW_MS: String(now),
-    GIT_AUTHOR_NAME: who, GIT_AUTHOR_EMAIL: `${who}@example.com`, GIT_COMMITTER_NAME: who, GIT_COMMITTER_EMAIL: `${who}@example.com` });
+  // Each actor's name is its git user.name (what the store records as a
+  // holder's name), whatever the machine's git configuration says.
+  const as = (who, at = now) => ({ ...process.env, GIT_LOCKS_KEY: path.join(dir, `${who}.key`), GIT_LOCKS_NOW_MS: String(at),
+    GIT_AUTHOR_NAME: who, GIT_AUTHOR_EMAIL: `${who}@example.com`, GIT_COMMITTER_NAME: who, GIT_COMMITTER_EMAIL: `${who}@example.com`,
+    GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'user.name', GIT_CONFIG_VALUE_0: who });
   const gl = (who, ...args) => {
     now += 1000;
     return run(cli, ['--repo', repo, ...args], { env: as(who) });
@@ -111,8 +116,92 @@ export function cliRepo(name) {
   gl('alice', 'release', 'src/b.c');
   gl('bob', 'sem', 'release', 'ci');
   gl('bob', 'release', 'docs/');
+  const tickets = await waiters({ repo, as, gl, advance: (ms) => (now += ms) });
   const commits = Number(run('git', ['-C', repo, 'rev-list', '--count', 'refs/locks/state']).trim());
-  return { dir, repo, commits, gl };
+  return { dir, repo, commits, gl, tickets };
+}
+
+// A `git-locks --json ARGS...` (a waiter: `claim --wait=...`, `run
+// --wait=...`) in the background; `done` resolves with its exit code, signal
+// and output when it ends.
+function waiter(repo, env, args) {
+  const child = spawn(cli, ['--repo', repo, '--json', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (c) => { out += c; });
+  child.stderr.on('data', (c) => { err += c; });
+  const done = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, out, err })));
+  return { child, done };
+}
+
+// Until `who` has a live ticket in the queue (`status --json` at `at`): its queue entry.
+async function queued(repo, env, who, w) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const q = JSON.parse(run(cli, ['--repo', repo, '--json', 'status'], { env })).queue;
+    const mine = q.find((t) => t.holder_name === who);
+    if (mine) return mine;
+    assert.equal(w.child.exitCode, null, `${who}'s waiter ended before it took a ticket`);
+    assert.ok(Date.now() < deadline, `${who} took no ticket in 60 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+// The waiters, behind alice's lease on lib/x.c then carol's: carol waits
+// for it, is queued and is admitted when alice releases (her claim and the
+// drop of her ticket in one transition); dave waits and is killed, his
+// ticket left behind; a minute later erin waits for lib/ (a directory) for
+// 1 s and gives up (her first transition drops dave's lapsed ticket as it
+// takes hers); bob takes ci's second slot and gus waits 1 s for one (`run
+// --sem`) and gives up; frank waits for lib/x.c and README.md, shared, and
+// is killed, his ticket standing at the tip. Each waiter's fixed clock is the time of
+// every commit it makes, so alice releases at carol's time. Returns what
+// each ticket should show: {holder name: {seq, wants, start, end, end_kind}}.
+async function waiters({ repo, as, gl, advance }) {
+  gl('alice', 'claim', '--ttl', '10m', 'lib/x.c');
+  const want = {};
+  const exclusive = (...paths) => paths.map((p) => ({ path: p, mode: 'exclusive' }));
+  // carol: admitted.
+  const tCarol = advance(1000);
+  const carol = waiter(repo, as('carol', tCarol), ['claim', '--wait=60s', '--ttl', '10m', 'lib/x.c']);
+  const carolTicket = await queued(repo, as('carol', tCarol), 'carol', carol);
+  run(cli, ['--repo', repo, 'release', 'lib/x.c'], { env: as('alice', tCarol) });
+  const admitted = await carol.done;
+  assert.equal(admitted.code, 0, admitted.err);
+  const claim = JSON.parse(admitted.out);
+  assert.deepEqual([claim.action, claim.ops.map((o) => o.op)], ['claim', ['claim', 'ticket-drop']]);
+  want.carol = { seq: carolTicket.seq, wants: exclusive('lib/x.c'), start: tCarol, end: tCarol, end_kind: 'admitted' };
+  // dave: queued, then killed outright; his ticket stays until it lapses.
+  const tDave = advance(1000);
+  const dave = waiter(repo, as('dave', tDave), ['claim', '--wait=60s', 'lib/x.c']);
+  const daveTicket = await queued(repo, as('dave', tDave), 'dave', dave);
+  dave.child.kill('SIGKILL');
+  await dave.done;
+  // erin, a minute later (dave's ticket has lapsed): drops it, queues, gives up.
+  const tErin = advance(60_000);
+  const erin = waiter(repo, as('erin', tErin), ['claim', '--wait=1s', 'lib/']);
+  const gaveUp = await erin.done;
+  assert.equal(gaveUp.code, 1, gaveUp.out);
+  assert.equal(JSON.parse(gaveUp.err.trim().split('\n').pop()).code, 'wait-timeout', gaveUp.err);
+  want.dave = { seq: daveTicket.seq, wants: exclusive('lib/x.c'), start: tDave, end: tErin, end_kind: 'lapsed' };
+  want.erin = { seq: daveTicket.seq + 1, wants: exclusive('lib/'), start: tErin, end: tErin, end_kind: 'gave-up' };
+  // gus: semaphore ci is full (alice's slot and bob's); he waits 1 s and gives up.
+  gl('bob', 'sem', 'acquire', 'ci', '--limit', '2', '--ttl', '5m');
+  const tGus = advance(1000);
+  const gus = waiter(repo, as('gus', tGus), ['run', '--sem', 'ci:2', '--wait=1s', '--', 'true']);
+  const semGaveUp = await gus.done;
+  assert.equal(semGaveUp.code, 1, semGaveUp.out);
+  assert.equal(JSON.parse(semGaveUp.err.trim().split('\n').pop()).code, 'wait-timeout', semGaveUp.err);
+  want.gus = { seq: want.erin.seq + 1, wants: [{ sem: 'ci' }], start: tGus, end: tGus, end_kind: 'gave-up' };
+  // frank: queued, then killed; his ticket stands at the tip.
+  const tFrank = advance(1000);
+  const frank = waiter(repo, as('frank', tFrank), ['claim', '--mode', 'shared', '--wait=60s', 'lib/x.c', 'README.md']);
+  const frankTicket = await queued(repo, as('frank', tFrank), 'frank', frank);
+  frank.child.kill('SIGKILL');
+  await frank.done;
+  want.frank = { seq: frankTicket.seq, wants: [{ path: 'lib/x.c', mode: 'shared' }, { path: 'README.md', mode: 'shared' }],
+    start: tFrank, end: null, end_kind: null };
+  return want;
 }
 
 export function bundleOf(repo, file) {

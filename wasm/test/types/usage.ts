@@ -66,7 +66,13 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
     const timeline = store.timeline({ onProgress: ({ done, total }) => void [done, total] });
     const ended: Array<'release' | 'expired' | 'reclaim' | 'force-release' | 'handoff' | null> = timeline.leases.map((l) => l.end_kind);
     const errors: Array<string | null> = timeline.transitions.map((t) => t.state_error);
-    void [rows, live, ended, errors, status.policy_hash];
+    const left: Array<'admitted' | 'gave-up' | 'lapsed' | null> = timeline.tickets.map((k) => k.end_kind);
+    const waitedFor: string[] = timeline.tickets.flatMap((k) => k.wants.map((w) => ('sem' in w ? `sem:${w.sem}` : `${w.path} ${w.mode}`)));
+    const places: number[] = timeline.tickets.map((k) => k.seq);
+    void [rows, live, ended, errors, status.policy_hash, left, waitedFor, places];
+    // @ts-expect-error: a ticket is admitted, never released
+    const released: Array<'release'> = timeline.tickets.map((k) => k.end_kind);
+    void released;
     const checked = store.check(tip, ['ab'.repeat(20)], { now: 1, memberKey: new Uint8Array(0) });
     const refusedPaths: string[] = checked.commits.flatMap((c) => c.refused.map((r) => r.path));
     const signer: string | null = checked.commits[0].signer;
