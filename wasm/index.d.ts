@@ -355,6 +355,18 @@ export interface StatusDocument {
   policy_hash: string;
   guard_time: { enabled: boolean; audience?: string; service_key?: string };
   leases: StatusRow[];
+  /** The live tickets of the store's queue, in order (docs/FORMAT.md "Tickets"). */
+  queue: StatusTicket[];
+}
+
+export interface StatusTicket {
+  ticket: string;
+  seq: number;
+  holder: string;
+  holder_name: string;
+  wants: TicketWant[];
+  expires_at: number;
+  created_at: number;
 }
 
 export interface CheckOptions {

@@ -69,7 +69,8 @@ export async function main(bundle: Uint8Array, packet: string, attestation: Uint
     const left: Array<'admitted' | 'gave-up' | 'lapsed' | null> = timeline.tickets.map((k) => k.end_kind);
     const waitedFor: string[] = timeline.tickets.flatMap((k) => k.wants.map((w) => ('sem' in w ? `sem:${w.sem}` : `${w.path} ${w.mode}`)));
     const places: number[] = timeline.tickets.map((k) => k.seq);
-    void [rows, live, ended, errors, status.policy_hash, left, waitedFor, places];
+    const queued: Array<[number, string]> = status.queue.map((q) => [q.seq, q.holder_name]);
+    void [rows, live, ended, errors, status.policy_hash, left, waitedFor, places, queued];
     // @ts-expect-error: a ticket is admitted, never released
     const released: Array<'release'> = timeline.tickets.map((k) => k.end_kind);
     void released;
