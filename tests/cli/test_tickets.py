@@ -145,3 +145,16 @@ class TicketTest(CliTest):
         self.assertIn("nothing to sweep: no lease or ticket has expired", human)
         v = r.run("owner", "--json", "verify", "--full")
         self.assertEqual(v.code, 0, v)
+
+    def test_an_interrupted_waiter_leaves_the_queue(self):
+        r = self.r
+        self.claimed(r, "bob", "a.c", ttl="10m")
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            before = r.tip()
+            alice = self.waiter("alice", "--wait=60s", "a.c")
+            self.until_queued(alice, "alice")
+            alice.send_signal(sig)
+            out, err = alice.communicate(timeout=60)
+            self.assertEqual(alice.returncode, -sig, err)  # it ends as the signal says
+            self.assertEqual(self.queue_of(), [], sig)
+            self.assertEqual(self.actions_since(r, before), ["ticket", "ticket-drop"], sig)

@@ -2,11 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sodium.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -308,6 +310,36 @@ class StoreTicket {
   std::int64_t taken_ = 0;
 };
 
+volatile sig_atomic_t g_interrupted = 0;
+void on_interrupt(int sig) { g_interrupted = sig; }
+
+// While a waiter may hold a ticket, SIGINT, SIGTERM and SIGHUP end the wait
+// instead of the process: the ticket is dropped (the StoreTicket declared
+// after this scope goes first), then the old action is restored and the
+// signal raised again, so the process ends as the signal says (a shell
+// sees 130 for Ctrl-C) and nobody queues behind a waiter that is gone.
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_interrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t k = 0; k < kSignals.size(); ++k) ::sigaction(kSignals[k], &sa, &old_[k]);
+  }
+  ~InterruptScope() {
+    for (std::size_t k = 0; k < kSignals.size(); ++k) ::sigaction(kSignals[k], &old_[k], nullptr);
+    if (g_interrupted) ::raise(g_interrupted);
+  }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+  static bool interrupted() { return g_interrupted != 0; }
+
+ private:
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
+
 }  // namespace
 
 bool worth_waiting(Errc code) { return clears_with_time(code); }
@@ -333,6 +365,7 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
   const bool local = remote.ok() && !*remote;
   auto ref = ctx.state_ref();
   std::unique_ptr<QueueEntry> queue;
+  std::optional<InterruptScope> interrupts;  // before the ticket: it goes after it
   std::unique_ptr<StoreTicket> ticket;
   if (ref.ok() && !options.wanted.empty()) {
     QueueRules rules = queue_rules(ctx, *ref);
@@ -340,8 +373,10 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
     // GIT_LOCKS_WAIT_TICKETS=0: wait without a ticket, by backoff alone (for
     // a store that git-locks versions without tickets must still verify).
     const char* tickets = std::getenv("GIT_LOCKS_WAIT_TICKETS");
-    if (options.ticket && !(tickets && std::string(tickets) == "0"))
+    if (options.ticket && !(tickets && std::string(tickets) == "0")) {
+      interrupts.emplace();
       ticket = std::make_unique<StoreTicket>(ctx, wanted);
+    }
     if (auto dir = git_common_dir(ctx); dir.ok())
       queue = QueueEntry::join(*dir / "git-locks" / "waiters", *ref, wanted, std::move(rules));
   }
@@ -409,7 +444,7 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
         delay / 2 + static_cast<std::int64_t>(randombytes_uniform(static_cast<std::uint32_t>(delay / 2 + 1)));
     if (options.timeout_ms) pause = std::min(pause, *options.timeout_ms - waited);
     bool moved = false;
-    for (std::int64_t slept = 0; slept < pause && !moved;) {
+    for (std::int64_t slept = 0; slept < pause && !moved && !InterruptScope::interrupted();) {
       const std::int64_t step = store ? std::min(kRefWatchMs, pause - slept) : pause - slept;
       std::this_thread::sleep_for(std::chrono::milliseconds(step));
       slept += step;
@@ -420,6 +455,13 @@ WaitOutcome wait_until_admitted(Context& ctx, const WaitOptions& options, const 
       }
     }
     if (!moved) delay = std::min(local ? kMaxPauseMs : kMaxRemotePauseMs, delay * 2);
+    if (InterruptScope::interrupted()) {
+      // The scope re-raises the signal once the ticket is dropped.
+      out.error = Error(Errc::wait_timeout, "interrupted");
+      out.waited_ms = elapsed();
+      finish();
+      return out;
+    }
   }
 }
 
