@@ -195,6 +195,15 @@ Result<std::vector<Finding>> diagnose(ObjectStore& store, const Oid& state, std:
   std::map<std::string, std::map<std::string, std::array<std::int64_t, 3>>> markers;  // dir -> holder -> {x, s, i}
   std::map<std::string, std::map<std::string, std::int64_t>> families;                // family -> holder -> n
   for (const auto& [res, rec] : w.records) {
+    // The queue's lapsed tickets (docs/FORMAT.md "Tickets"): they count in
+    // the wait-for graph until they are dropped.
+    if (rec.resource.kind == RecordKind::queue)
+      for (const Ticket& t : rec.tickets)
+        if (!t.live_at(now))
+          out.push_back({"info", "lapsed-ticket", loc_of(res, *version, w.codec),
+                         "ticket #" + std::to_string(t.seq) + " (" + t.id + ") of " + t.name + " (" +
+                             t.holder.substr(0, 12) + ") lapsed at " + std::to_string(t.expires_at) + " (local clock " +
+                             std::to_string(now) + "); `sweep` drops it"});
     if (rec.resource.kind != RecordKind::path) continue;
     const std::string& key = rec.resource.name;
     auto parsed = parse_repo_path(key);

@@ -158,3 +158,19 @@ class TicketTest(CliTest):
             self.assertEqual(alice.returncode, -sig, err)  # it ends as the signal says
             self.assertEqual(self.queue_of(), [], sig)
             self.assertEqual(self.actions_since(r, before), ["ticket", "ticket-drop"], sig)
+
+    def test_doctor_names_a_lapsed_ticket(self):
+        r = self.r
+        self.claimed(r, "bob", "a.c", ttl="10m")
+        alice = self.waiter("alice", "--wait=60s", "a.c")
+        ticket = self.until_queued(alice, "alice")
+        alice.kill()
+        alice.communicate()
+        self.assertNotIn("lapsed-ticket", r.run("owner", "doctor").out)
+        r.now = T0 + 30_001
+        res = r.run("owner", "--json", "doctor")
+        self.assertEqual(res.code, 0, res)  # info only: healthy
+        found = [f for f in res.json["findings"] if f["code"] == "lapsed-ticket"]
+        self.assertEqual(len(found), 1, res.json)
+        self.assertIn("ticket #1 (%s) of alice (%s) lapsed at %d" % (ticket["ticket"], self.keys["alice"][:12],
+                                                                     T0 + 30_000), found[0]["detail"])
