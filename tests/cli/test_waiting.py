@@ -40,6 +40,16 @@ class ClaimWait(CliTest):
             time.sleep(0.05)
         return waiter_entries(r)
 
+    def ticketed(self, r, proc, holder, timeout=60):
+        """Polls until `holder`'s ticket is in the store's queue (a slow,
+        sanitizer build takes it some time after it registered in the
+        clone's queue)."""
+        deadline = time.monotonic() + timeout
+        while not any(t["holder_name"] == holder for t in r.run("x", "--json", "status").json["queue"]):
+            self.assertIsNone(proc.poll(), "the waiter ended before it took a ticket")
+            self.assertLess(time.monotonic(), deadline, f"{holder} took no ticket in {timeout}s")
+            time.sleep(0.05)
+
     def test_timeout_is_wait_timeout_naming_the_last_holder(self):
         r = self.repo()
         self.claimed(r, "bob", "a")
@@ -175,6 +185,7 @@ class ClaimWait(CliTest):
         first = r.popen("alice", "claim", "--wait=60s", first_path)
         try:
             self.queued(r, first)
+            self.ticketed(r, first, "alice")  # her ticket is in the store before carol starts
             with self.unchanged(r):
                 res = r.run("carol", "claim", "--wait=1s", second_path)
             self.assertIsNone(first.poll(), "alice still waits")
