@@ -363,12 +363,7 @@ int cmd_sweep(Context& ctx, const Argv& argv) {
     json list = json::array();
     if (op) list.push_back(*op);
     // The queue's lapsed tickets go too (docs/FORMAT.md "Tickets").
-    GITLOCKS_CHECK(require_keys(ctx, snap));
-    StateReader reader(**store, snap.state, snap.codec());
-    GITLOCKS_TRY(queue, reader.valid_record(kQueueResource));
-    if (queue)
-      for (const Ticket& t : queue->tickets)
-        if (!t.live_at(now) && list.size() < kMaxOps) list.push_back(ops::ticket_drop(t.id));
+    GITLOCKS_CHECK(append_lapsed_ticket_drops(ctx, snap, now, kMaxOps, list));
     if (list.empty()) return std::optional<json>{};
     return std::optional<json>{transition_body(ctx, now, list)};
   });

@@ -68,6 +68,17 @@ Status require_store(Context& ctx, const Snapshot& snap) {
   return Ok{};
 }
 
+Status append_lapsed_ticket_drops(Context& ctx, const Snapshot& snap, std::int64_t now, std::size_t max, json& ops) {
+  GITLOCKS_CHECK(require_keys(ctx, snap));
+  GITLOCKS_TRY(store, ctx.store());
+  StateReader reader(*store, snap.state, snap.codec());
+  GITLOCKS_TRY(queue, reader.valid_record(kQueueResource));
+  if (queue)
+    for (const Ticket& t : queue->tickets)
+      if (!t.live_at(now) && ops.size() < max) ops.push_back(ops::ticket_drop(t.id));
+  return Ok{};
+}
+
 Result<Snapshot> current_snapshot(Context& ctx) {
   GITLOCKS_TRY(tip, ctx.read_tip());
   return verified_tip_snapshot(ctx, tip);

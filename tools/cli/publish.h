@@ -101,6 +101,11 @@ Status require_store(Context& ctx, const Snapshot& snap);
 // "no lock store in this repository ..." (or "... on remote NAME ...").
 std::string no_store_message(Context& ctx);
 
+// Appends to `ops` a ticket-drop of each ticket of the store's queue lapsed
+// at `now` (docs/FORMAT.md "Tickets"), while `ops` holds fewer than `max`:
+// what `sweep` and a waiter's new ticket drop. Errors: the record's read.
+Status append_lapsed_ticket_drops(Context& ctx, const Snapshot& snap, std::int64_t now, std::size_t max, json& ops);
+
 // The current snapshot, verified from the clone's checkpoint (checkpoint.h):
 // what every command whose answer is relied on acts on.
 Result<Snapshot> current_snapshot(Context& ctx);

@@ -248,10 +248,7 @@ class StoreTicket {
       json list = json::array();
       // The lapsed tickets it sees go first: they count in the wait-for
       // graph until they are dropped.
-      StateReader reader(**ctx_.store(), snap.state, snap.codec());
-      if (auto rec = reader.record(kQueueResource); rec.ok() && *rec)
-        for (const Ticket& t : Record::of(**rec).tickets)
-          if (!t.live_at(now) && list.size() < kMaxDrops) list.push_back(ops::ticket_drop(t.id));
+      GITLOCKS_CHECK(append_lapsed_ticket_drops(ctx_, snap, now, kMaxDrops, list));
       json wants = json::array();
       for (const auto& w : wanted_)
         wants.push_back(w.path.empty() ? ops::want_sem(w.sem)
